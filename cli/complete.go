@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/hactl-dev/hactl/status"
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+)
+
+// completeClusters completes HA cluster names in the current namespace.
+func completeClusters(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		cfg, err := flags.ToRESTConfig()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		list, err := c.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []string
+		for i := range list.Items {
+			if _, ok := status.DetectEngine(&list.Items[i]); ok {
+				out = append(out, list.Items[i].Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// NewRootCmd builds `kubectl hactl` with its subcommands.
+func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	cmd := &cobra.Command{
+		Use:   "kubectl-hactl",
+		Short: "Health, verdicts and fenced repairs for HA stateful clusters (etcd, Patroni)",
+		Long: `hactl answers, for the highly-available stateful clusters in a namespace:
+is this cluster healthy, would a failover succeed right now, and how do I
+repair a member without making it worse?
+
+Run on a terminal with no subcommand, it opens a live view; otherwise it
+prints status.`,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl hactl",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDefault(cmd, flags, streams)
+		},
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError("%v\nSee '%s --help'.", err, c.CommandPath())
+	})
+	flags.AddFlags(cmd.PersistentFlags())
+
+	cmd.AddCommand(
+		NewCmdVersion(streams),
+		NewCmdStatus(flags, streams),
+		newCmdCompletion(streams),
+	)
+	return cmd
+}
+
+// Run executes the root command with args and returns the process exit code.
+func Run(streams genericiooptions.IOStreams, args []string) int {
+	cmd := NewRootCmd(streams)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	code := codeOf(err)
+	if code == ExitError && isCobraUsageError(err) {
+		code = ExitUsage
+	}
+	if msg := strings.TrimSpace(err.Error()); msg != "" {
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", msg)
+	}
+	return code
+}
+
+// isCobraUsageError recognises cobra's own argument errors.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires ", "invalid argument", "flag needs an argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}

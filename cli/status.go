@@ -1,0 +1,449 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/portforward"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/verdict"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+)
+
+// StatusOptions holds the flags and state of `kubectl hactl status`.
+type StatusOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	PrintFlags  *genericclioptions.PrintFlags
+
+	Name          string
+	Namespace     string
+	AllNamespaces bool
+	Watch         bool
+	Color         string
+	ProbeTimeout  time.Duration
+	ProbeInterval time.Duration
+	NoProbe       bool
+	LagThreshold  uint64
+
+	restConfig *rest.Config
+	client     kubernetes.Interface
+	dial       engine.DialFunc
+	outIsTTY   bool
+
+	genericiooptions.IOStreams
+}
+
+// NewStatusOptions returns options with their defaults.
+func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
+	pf := genericclioptions.NewPrintFlags("")
+	pf.NamePrintFlags = nil
+	return &StatusOptions{
+		configFlags:   flags,
+		PrintFlags:    pf,
+		Color:         "auto",
+		ProbeTimeout:  engine.DefaultTimeout,
+		ProbeInterval: 5 * time.Second,
+		LagThreshold:  verdict.DefaultLagThreshold,
+		IOStreams:     streams,
+	}
+}
+
+// NewCmdStatus builds `kubectl hactl status`.
+func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewStatusOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:   "status [CLUSTER]",
+		Short: "Show members, roles, phases, lag and the readiness verdict of HA clusters",
+		Long: `Show every HA cluster in the namespace (or one, by name): its members, their
+roles, bootstrap phase, readiness and lag against the real leader frontier,
+and a verdict:
+
+  control_ready   the cluster works now
+  failover_ready  losing any one member would be survivable
+
+Each shortfall is explained by a stable reason code (docs/reason-codes.md).
+Every member is probed on its own through a port-forward, in parallel, each
+bounded by --probe-timeout.
+
+A cluster is a StatefulSet labelled hactl.dev/engine=<engine>, or one that
+runs etcd.
+
+` + exitCodeHelp,
+		Example: `  # every cluster in the current namespace
+  kubectl hactl status
+
+  # one cluster, as JSON, for a script
+  kubectl hactl status etcd-main -n db -o json
+
+  # gate a rollout on failover readiness
+  kubectl hactl status etcd-main && kubectl rollout restart sts/app
+
+  # follow changes (JSON lines with -o json)
+  kubectl hactl status -A --watch`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError("status takes at most one CLUSTER name, got %d: %s", len(args), strings.Join(args, " "))
+			}
+			return nil
+		},
+		ValidArgsFunction: completeClusters(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the status flags.
+func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
+	o.PrintFlags.AddFlags(cmd)
+	_ = cmd.Flags().MarkHidden("show-managed-fields")
+	cmd.Flag("output").Usage = "Output format. One of: (wide, json, yaml, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...). JSON/YAML use the versioned schema hactl.dev/v1alpha1."
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show clusters in every namespace.")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Keep running and print again on every change (from watches, plus a probe every --probe-interval). With -o json, one JSON document per line per change.")
+	cmd.Flags().StringVar(&o.Color, "color", o.Color, "Colour the verdict: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	cmd.Flags().DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member (all members are probed in parallel).")
+	cmd.Flags().DurationVar(&o.ProbeInterval, "probe-interval", o.ProbeInterval, "With --watch, how often members are probed again.")
+	cmd.Flags().BoolVar(&o.NoProbe, "no-probe", false, "Read the API server only; do not dial members (the verdict then cannot be failover-ready: lag is unknown).")
+	cmd.Flags().Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a voter may trail the leader frontier and still count as caught up.")
+}
+
+// Complete reads the kubeconfig and arguments.
+func (o *StatusOptions) Complete(cmd *cobra.Command, args []string) error {
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
+	var err error
+	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	if o.AllNamespaces {
+		o.Namespace = ""
+	}
+	o.restConfig, err = o.configFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	o.client, err = kubernetes.NewForConfig(o.restConfig)
+	if err != nil {
+		return err
+	}
+	if !o.NoProbe {
+		o.dial, err = portforward.NewDialer(o.restConfig)
+		if err != nil {
+			return err
+		}
+	}
+	o.outIsTTY = isTerminal(o.Out)
+	return nil
+}
+
+// Validate checks flag combinations.
+func (o *StatusOptions) Validate() error {
+	switch o.Color {
+	case "auto", "always", "never":
+	default:
+		return usageError("--color must be auto, always or never, got %q", o.Color)
+	}
+	if o.Name != "" && o.AllNamespaces {
+		return usageError("a CLUSTER name cannot be combined with --all-namespaces")
+	}
+	if o.ProbeTimeout <= 0 {
+		return usageError("--probe-timeout must be positive")
+	}
+	if o.Watch && o.ProbeInterval < time.Second {
+		return usageError("--probe-interval must be at least 1s")
+	}
+	if f := o.format(); f != "" && f != "wide" {
+		if _, err := o.PrintFlags.ToPrinter(); err != nil {
+			return usageError("%v", err)
+		}
+	}
+	return nil
+}
+
+func (o *StatusOptions) format() string {
+	if o.PrintFlags.OutputFormat == nil {
+		return ""
+	}
+	return *o.PrintFlags.OutputFormat
+}
+
+func (o *StatusOptions) useColor() bool {
+	switch o.Color {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return o.outIsTTY && os.Getenv("NO_COLOR") == ""
+}
+
+func (o *StatusOptions) observer(src status.Source) *status.Observer {
+	obs := &status.Observer{
+		Source:       src,
+		Engines:      map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
+		Secrets:      status.SecretsFrom(o.client),
+		ProbeTimeout: o.ProbeTimeout,
+		Verdict:      verdict.Options{LagThreshold: o.LagThreshold},
+	}
+	if !o.NoProbe {
+		obs.Dial = o.dial
+	}
+	return obs
+}
+
+// Run observes, prints and returns an error carrying the exit code.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.Watch {
+		return o.runWatch(ctx)
+	}
+	results, warn, err := o.observer(status.APISource{Client: o.client}).Observe(ctx, o.Namespace, o.Name)
+	o.warn(warn)
+	if err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		where := fmt.Sprintf("namespace %q", o.Namespace)
+		if o.Namespace == "" {
+			where = "any namespace"
+		}
+		fmt.Fprintf(o.ErrOut, "No HA clusters found in %s.\n", where)
+	}
+	if err := o.print(o.Out, results, false); err != nil {
+		return err
+	}
+	return verdictExit(results)
+}
+
+func (o *StatusOptions) warn(w status.Warnings) {
+	for _, s := range w {
+		fmt.Fprintf(o.ErrOut, "warning: %s\n", s)
+	}
+}
+
+// print renders results in the chosen format. stream selects the
+// one-document-per-line form used by --watch.
+func (o *StatusOptions) print(w io.Writer, results []status.Result, stream bool) error {
+	switch f := o.format(); f {
+	case "", "wide":
+		list := make([]*status.ClusterStatus, 0, len(results))
+		for _, r := range results {
+			list = append(list, status.ToAPI(r))
+		}
+		return status.PrintTable(w, list, status.TableOptions{
+			Wide: f == "wide", Color: o.useColor(), ShowNamespace: o.AllNamespaces, Now: time.Now(),
+		})
+	case "json":
+		if stream {
+			b, err := json.Marshal(o.document(results))
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(w, "%s\n", b)
+			return err
+		}
+	case "yaml":
+		if stream {
+			b, err := yaml.Marshal(o.document(results))
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(w, "---\n%s", b)
+			return err
+		}
+	}
+	p, err := o.PrintFlags.ToPrinter()
+	if err != nil {
+		return err
+	}
+	return p.PrintObj(o.document(results), w)
+}
+
+// document is ClusterStatus for one named cluster, ClusterStatusList
+// otherwise.
+func (o *StatusOptions) document(results []status.Result) runtime.Object {
+	if o.Name != "" && len(results) == 1 {
+		return status.ToAPI(results[0])
+	}
+	return status.ListToAPI(results)
+}
+
+// verdictExit maps the worst verdict among results to the exit code.
+func verdictExit(results []status.Result) error {
+	code := ExitOK
+	for _, r := range results {
+		switch {
+		case !r.Verdict.ControlReady:
+			code = ExitNotControlReady
+		case !r.Verdict.FailoverReady && code == ExitOK:
+			code = ExitNotFailoverReady
+		}
+	}
+	if code == ExitOK {
+		return nil
+	}
+	return withCode(code, errSilent)
+}
+
+// runWatch keeps the view current: informers feed change notifications,
+// and members are probed again every --probe-interval.
+func (o *StatusOptions) runWatch(ctx context.Context) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := []informers.SharedInformerOption{}
+	if o.Namespace != "" {
+		opts = append(opts, informers.WithNamespace(o.Namespace))
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(o.client, 0, opts...)
+	src := status.NewCacheSource(factory)
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		factory.Apps().V1().StatefulSets().Informer(),
+		factory.Core().V1().Pods().Informer(),
+		factory.Core().V1().PersistentVolumeClaims().Informer(),
+		factory.Policy().V1().PodDisruptionBudgets().Informer(),
+		factory.Discovery().V1().EndpointSlices().Informer(),
+	} {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return err
+		}
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			cancel()
+			if ctx.Err() != nil {
+				return nil
+			}
+			// Surface the real reason (RBAC, connectivity) with one list.
+			if _, err := (status.APISource{Client: o.client}).Read(ctx, o.Namespace); err != nil {
+				return err
+			}
+			return fmt.Errorf("timed out waiting for the %v cache to sync", typ)
+		}
+	}
+	cancel()
+
+	observer := o.observer(src)
+	ticker := time.NewTicker(o.ProbeInterval)
+	defer ticker.Stop()
+	var last []byte
+	var lastResults []status.Result
+	for {
+		results, warn, err := observer.Observe(ctx, o.Namespace, o.Name)
+		if ctx.Err() != nil {
+			return nil
+		}
+		o.warn(warn)
+		if err != nil && !errors.Is(err, status.ErrClusterNotFound) {
+			return err
+		}
+		var buf bytes.Buffer
+		if err != nil {
+			fmt.Fprintf(&buf, "%v\n", err)
+		} else if err := o.print(&buf, results, true); err != nil {
+			return err
+		}
+		key := watchKey(results, buf.Bytes(), o.format())
+		if !bytes.Equal(key, last) {
+			last = key
+			lastResults = results
+			if o.outIsTTY && (o.format() == "" || o.format() == "wide") {
+				fmt.Fprint(o.Out, "\x1b[H\x1b[2J")
+				fmt.Fprintf(o.Out, "kubectl hactl status --watch   %s   (Ctrl-C to quit)\n\n", time.Now().Format("15:04:05"))
+			} else if o.format() == "" || o.format() == "wide" {
+				fmt.Fprintln(o.Out)
+			}
+			if _, err := o.Out.Write(buf.Bytes()); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			_ = lastResults
+			return nil
+		case <-changed:
+			// Coalesce a burst of watch events into one redraw.
+			t := time.NewTimer(200 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			}
+			select {
+			case <-changed:
+			default:
+			}
+		case <-ticker.C:
+		}
+	}
+}
+
+// watchKey is what decides "changed": the documents without their
+// observation times (ages in the table are ignored the same way).
+func watchKey(results []status.Result, printed []byte, format string) []byte {
+	list := status.ListToAPI(results)
+	for i := range list.Items {
+		list.Items[i].ObservedAt = time.Time{}
+	}
+	b, _ := json.Marshal(list)
+	if format == "" || format == "wide" {
+		return b
+	}
+	if len(b) == 0 {
+		return printed
+	}
+	return b
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

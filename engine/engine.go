@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// DefaultTimeout bounds each member's probe when ProbeOptions.Timeout is
+// zero.
+const DefaultTimeout = 2 * time.Second
+
+// DialFunc opens a connection to port on the pod namespace/pod. It must
+// honour ctx: return once ctx is done, and tie nothing it starts to ctx's
+// lifetime beyond the dial itself (the returned connection lives until it
+// is closed).
+type DialFunc func(ctx context.Context, namespace, pod string, port int) (net.Conn, error)
+
+// Target is one member to dial.
+type Target struct {
+	// Member names the member in messages (usually the pod name).
+	Member string
+	// Namespace and Pod are passed to the DialFunc.
+	Namespace, Pod string
+	// Port is the engine's client port inside the pod (2379 for etcd).
+	Port int
+	// ServerName is the name the member's serving certificate is checked
+	// against when TLS is used and Credentials.ServerName is empty, for
+	// example "etcd-0.etcd-headless.ns.svc". When both are empty, Pod is
+	// used.
+	ServerName string
+}
+
+// ProbeOptions tune one Probe call.
+type ProbeOptions struct {
+	// Timeout bounds each member's probe, dial included (DefaultTimeout
+	// when zero). Members are probed in parallel, so the whole Probe
+	// takes about one Timeout, not one per member.
+	Timeout time.Duration
+	// Dial opens the connection to each member. Required.
+	Dial DialFunc
+	// Credentials, when set, make the engine speak TLS with this client
+	// material. Nil means plaintext.
+	Credentials *Credentials
+}
+
+// WithDefaults returns o with zero values replaced by their defaults.
+func (o ProbeOptions) WithDefaults() ProbeOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
+// Engine asks the members of one kind of database about themselves.
+type Engine interface {
+	// Name is the engine this implementation speaks to.
+	Name() model.Engine
+	// Probe dials every target on its own, in parallel, each bounded by
+	// o.Timeout, and returns one EngineFacts per target in target order.
+	// It never hangs much beyond o.Timeout (or ctx's deadline, if
+	// sooner) and never fails as a whole: a member that cannot be asked
+	// is reported as EngineFacts{Reachable: false, Err: why}.
+	Probe(ctx context.Context, targets []Target, o ProbeOptions) []model.EngineFacts
+}

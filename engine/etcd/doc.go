@@ -1,0 +1,24 @@
+// Package etcd is hactl's etcd engine: it asks each etcd member about
+// itself over its own single-endpoint clientv3 client, and offers the few
+// member operations the repair actions need.
+//
+// Every connection goes through an engine.DialFunc (a port-forward in
+// production); the gRPC target is a placeholder that is never resolved.
+// Endpoint auto-sync is never enabled: members advertise their real client
+// URLs, and a client that followed them would leave the tunnel and, worse,
+// blend several members' answers into one.
+//
+// Probe reads, per member: Status (leader, raft term/index/applied,
+// learner flag, DB size and quota, version, storage version, errors), the
+// response header's cluster and member IDs (hex, as etcdctl prints them),
+// a serializable member list (answered locally, so a member without quorum
+// still reports its view) and the alarm list. A learner serves Status only;
+// its peers are then reported as unknown (EngineFacts.PeersErr) and its
+// alarms are read from the Status errors, where etcd lists every active
+// alarm.
+//
+// Importing this package replaces gRPC's process-wide logger with a silent
+// one (unless GRPC_GO_LOG_SEVERITY_LEVEL or ETCD_CLIENT_DEBUG is set), and
+// every client it builds uses a no-op zap logger: a library must not write
+// to the terminal a TUI is drawing on.
+package etcd

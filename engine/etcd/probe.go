@@ -1,0 +1,307 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// Engine is the etcd implementation of engine.Engine.
+type Engine struct{}
+
+var _ engine.Engine = Engine{}
+
+// New returns the etcd engine.
+func New() Engine { return Engine{} }
+
+// Name implements engine.Engine.
+func (Engine) Name() model.Engine { return model.EngineEtcd }
+
+// stragglerGrace is how long Probe waits past a member's deadline for its
+// probe to wind down before reporting it unanswered regardless. Client
+// code honours the deadline; this only guards against a dialer that does
+// not.
+const stragglerGrace = 500 * time.Millisecond
+
+// Probe implements engine.Engine: one client per target, all in parallel,
+// each bounded by o.Timeout. Every client is closed before Probe returns,
+// unless a dialer ignored its deadline, in which case that member is
+// reported unanswered and its client closes in the background.
+func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.ProbeOptions) []model.EngineFacts {
+	o = o.WithDefaults()
+	out := make([]model.EngineFacts, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() { out[i] = probeMember(ctx, t, o) })
+	}
+	wg.Wait()
+	return out
+}
+
+func probeMember(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.EngineFacts {
+	start := time.Now()
+	mctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if t.Member == "" {
+		t.Member = t.Pod
+	}
+
+	done := make(chan model.EngineFacts, 1)
+	go func() {
+		c, err := Open(mctx, t, o)
+		if err != nil {
+			f := model.EngineFacts{ProbedAt: start, Took: time.Since(start)}
+			f.Err = fmt.Sprintf("%s: %v", t.Member, err)
+			f.Failure = model.ProbeFailureOther
+			var ce *credentialsError
+			if errors.As(err, &ce) {
+				f.Failure = model.ProbeFailureCredentials
+			}
+			done <- f
+			return
+		}
+		f := c.Facts(mctx)
+		_ = c.Close()
+		done <- f
+	}()
+
+	guard := time.NewTimer(time.Until(deadlineOf(mctx)) + stragglerGrace)
+	defer guard.Stop()
+	select {
+	case f := <-done:
+		return f
+	case <-guard.C:
+		took := time.Since(start)
+		return model.EngineFacts{
+			ProbedAt: start,
+			Took:     took,
+			Failure:  model.ProbeFailureTimeout,
+			Err:      fmt.Sprintf("deadline exceeded after %s probing %s (the dial did not give up in time)", roundDur(took), t.Member),
+		}
+	}
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// Facts asks this client's member about itself, bounded by ctx. It never
+// returns an error: a member that does not answer Status is reported with
+// Reachable false, Failure and Err set. Status alone decides
+// reachability; the member list and alarms are best effort on top of it.
+func (c *Client) Facts(ctx context.Context) (f model.EngineFacts) {
+	start := time.Now()
+	f.ProbedAt = start
+	defer func() { f.Took = time.Since(start) }()
+
+	st, err := c.status(ctx)
+	if err != nil {
+		f.Failure, f.Err = c.explain(ctx, start, "Status", err)
+		return f
+	}
+	f.Reachable = true
+	fillStatus(&f, st)
+
+	// A learner serves Status and serializable reads only. A member that
+	// knows no leader would hold the raft-backed alarm request until the
+	// deadline. Etcd lists every active alarm in the Status errors, so
+	// alarms are always known; the alarm RPC only confirms them.
+	f.Alarms = alarmsFromErrors(st.Errors)
+	if st.IsLearner {
+		f.PeersErr = "a learner does not serve the member list"
+		return f
+	}
+	var wg sync.WaitGroup
+	var peers []model.Peer
+	var peersErr error
+	wg.Go(func() { peers, peersErr = c.MemberList(ctx) })
+	var alarms []model.Alarm
+	if st.Leader != 0 {
+		wg.Go(func() {
+			var aerr error
+			alarms, aerr = c.alarmList(ctx)
+			if aerr != nil {
+				alarms = nil
+			}
+		})
+	}
+	wg.Wait()
+	if peersErr != nil {
+		_, f.PeersErr = c.explain(ctx, start, "MemberList", peersErr)
+	} else {
+		f.Peers = peers
+	}
+	f.Alarms = mergeAlarms(f.Alarms, alarms)
+	return f
+}
+
+func (c *Client) status(ctx context.Context) (*pb.StatusResponse, error) {
+	// The maintenance client's Status(endpoint) would open a second
+	// connection; ask over the one this client has.
+	m := clientv3.RetryMaintenanceClient(c.cli, c.cli.ActiveConnection())
+	return m.Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(true))
+}
+
+func fillStatus(f *model.EngineFacts, st *pb.StatusResponse) {
+	if h := st.GetHeader(); h != nil {
+		f.MemberID = FormatID(h.MemberId)
+		f.ClusterID = FormatID(h.ClusterId)
+	}
+	if st.Leader != 0 {
+		f.LeaderID = FormatID(st.Leader)
+	}
+	f.RaftTerm = st.RaftTerm
+	f.RaftIndex = st.RaftIndex
+	f.RaftApplied = st.RaftAppliedIndex
+	f.IsLearner = st.IsLearner
+	f.DBSize = st.DbSize
+	f.DBSizeInUse = st.DbSizeInUse
+	f.DBSizeQuota = st.DbSizeQuota
+	f.Version = st.Version
+	f.StorageVersion = st.StorageVersion
+	for _, e := range st.Errors {
+		if e = strings.TrimSpace(e); e != "" {
+			f.Errors = append(f.Errors, e)
+		}
+	}
+}
+
+func (c *Client) alarmList(ctx context.Context) ([]model.Alarm, error) {
+	resp, err := c.cli.AlarmList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []model.Alarm
+	for _, a := range resp.Alarms {
+		if a.Alarm == pb.AlarmType_NONE {
+			continue
+		}
+		out = append(out, model.Alarm{Type: a.Alarm.String(), MemberID: FormatID(a.MemberID)})
+	}
+	return out, nil
+}
+
+// alarmError matches how etcd renders an active alarm in Status errors:
+// the protobuf text of an AlarmMember, "memberID:123 alarm:NOSPACE".
+var alarmError = regexp.MustCompile(`^memberID:\s*(\d+)\s+alarm:\s*([A-Z_]+)\s*$`)
+
+func alarmsFromErrors(errs []string) []model.Alarm {
+	var out []model.Alarm
+	for _, e := range errs {
+		m := alarmError.FindStringSubmatch(strings.TrimSpace(e))
+		if m == nil {
+			continue
+		}
+		id, err := strconv.ParseUint(m[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, model.Alarm{Type: m[2], MemberID: FormatID(id)})
+	}
+	return mergeAlarms(out, nil)
+}
+
+func mergeAlarms(a, b []model.Alarm) []model.Alarm {
+	all := append(slices.Clone(a), b...)
+	slices.SortFunc(all, func(x, y model.Alarm) int {
+		if c := strings.Compare(x.Type, y.Type); c != 0 {
+			return c
+		}
+		return strings.Compare(x.MemberID, y.MemberID)
+	})
+	return slices.Compact(all)
+}
+
+// explain turns a failed call into a failure kind and a message that says
+// what was being waited for, for how long, and the last thing the
+// connection reported. It never includes credentials: dial and TLS errors
+// name hosts and certificate subjects at most.
+func (c *Client) explain(ctx context.Context, start time.Time, call string, err error) (model.ProbeFailure, string) {
+	took := roundDur(time.Since(start))
+	dials, connected, dialErr, hsErr := c.state.snapshot()
+	member := c.target.Member
+
+	if hsErr != nil && isCredentialsError(hsErr) {
+		return model.ProbeFailureCredentials, fmt.Sprintf("%s rejected the TLS handshake: %v", member, hsErr)
+	}
+	if code := status.Code(err); code == codes.Unauthenticated || code == codes.PermissionDenied {
+		return model.ProbeFailureCredentials, fmt.Sprintf("%s refused %s: %s", member, call, grpcDesc(err))
+	}
+	deadline := errors.Is(ctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded ||
+		errors.Is(err, context.DeadlineExceeded)
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled) && !deadline:
+		return model.ProbeFailureOther, fmt.Sprintf("probe of %s cancelled after %s", member, took)
+	case deadline && !connected && dials == 0:
+		return model.ProbeFailureTimeout, fmt.Sprintf("deadline exceeded after %s before dialing %s", took, member)
+	case deadline && !connected && dialErr != nil:
+		return model.ProbeFailureConnect, fmt.Sprintf("deadline exceeded after %s dialing %s: %v", took, member, dialErr)
+	case deadline && !connected:
+		return model.ProbeFailureTimeout, fmt.Sprintf("deadline exceeded after %s dialing %s", took, member)
+	case deadline && dials > 1:
+		// Connections were accepted and then dropped: the member is up
+		// but the two sides do not understand each other.
+		msg := fmt.Sprintf("deadline exceeded after %s waiting for %s to answer %s: %d connections were accepted and then dropped", took, member, call, dials)
+		switch {
+		case hsErr != nil:
+			msg += fmt.Sprintf("; last TLS handshake error: %v", hsErr)
+		case !c.hasTLS:
+			msg += "; no TLS credentials are configured: does the member require TLS?"
+		}
+		if d := grpcDesc(err); d != "" && d != context.DeadlineExceeded.Error() {
+			msg += "; " + d
+		}
+		return model.ProbeFailureTimeout, msg
+	case deadline:
+		return model.ProbeFailureTimeout, fmt.Sprintf("deadline exceeded after %s waiting for %s to answer %s (connected, no reply: is it paused or overloaded?)", took, member, call)
+	}
+	return model.ProbeFailureOther, fmt.Sprintf("%s: %s: %s", member, call, grpcDesc(err))
+}
+
+// isCredentialsError reports whether a handshake failed because of
+// certificates or protocol mismatch, rather than a timeout or a dropped
+// connection.
+func isCredentialsError(err error) bool {
+	var (
+		alert     tls.AlertError
+		verify    *tls.CertificateVerificationError
+		header    tls.RecordHeaderError
+		unknownCA x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
+		host      x509.HostnameError
+	)
+	return errors.As(err, &alert) || errors.As(err, &verify) || errors.As(err, &header) ||
+		errors.As(err, &unknownCA) || errors.As(err, &invalid) || errors.As(err, &host)
+}
+
+func grpcDesc(err error) string {
+	if s, ok := status.FromError(err); ok {
+		return s.Message()
+	}
+	return err.Error()
+}
+
+func roundDur(d time.Duration) time.Duration {
+	if d > time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}

@@ -1,0 +1,239 @@
+package model
+
+import "time"
+
+// Observation is everything hactl read about one cluster at one moment. It
+// is built at the edge (package status) and consumed by the pure verdict and
+// classifier.
+type Observation struct {
+	// At is when the observation was completed. Each part also carries its
+	// own time where it was read separately.
+	At      time.Time    `json:"observedAt"`
+	Cluster ClusterFacts `json:"cluster"`
+	// Members holds one entry per ordinal the StatefulSet wants (and any
+	// extra pod found beyond that), ordered by ordinal.
+	Members []Member `json:"members"`
+	// PDB is nil when no PodDisruptionBudget selects the cluster's pods.
+	PDB *PDBFacts `json:"pdb,omitempty"`
+	// ClientEndpoints is nil when no client Service was found.
+	ClientEndpoints *EndpointFacts `json:"clientEndpoints,omitempty"`
+	// Events are recent Kubernetes events about the StatefulSet and its
+	// pods, newest first.
+	Events []EventFacts `json:"events,omitempty"`
+	// EngineProbed is true when engine probes ran (false with --no-probe).
+	EngineProbed bool `json:"engineProbed"`
+}
+
+// ClusterFacts describes the StatefulSet that is the cluster.
+type ClusterFacts struct {
+	Namespace       string    `json:"namespace"`
+	Name            string    `json:"name"`
+	Engine          Engine    `json:"engine"`
+	UID             string    `json:"uid"`
+	ResourceVersion string    `json:"resourceVersion"`
+	Replicas        int       `json:"replicas"`
+	ReadyReplicas   int       `json:"readyReplicas"`
+	CreatedAt       time.Time `json:"createdAt"`
+	// ServiceName is the StatefulSet's governing (headless) Service.
+	ServiceName string `json:"serviceName,omitempty"`
+	// Template holds the bootstrap-relevant facts of the pod template.
+	Template TemplateFacts `json:"template"`
+	// Shape is how the pods bootstrap on an empty volume.
+	Shape Shape `json:"shape"`
+	// TLSSecret names the Secret holding client TLS material
+	// (annotation hactl.dev/client-tls-secret); its values are never read
+	// into the model.
+	TLSSecret string `json:"tlsSecret,omitempty"`
+	// KnownClusterID is a cluster ID recorded earlier for this cluster
+	// (by hactl on the StatefulSet or in its ledger), "" when none was
+	// recorded. It is evidence that the cluster has formed even when no
+	// member answers now (seed 000: a formed cluster must never be handed
+	// a bootstrap instruction again).
+	KnownClusterID string    `json:"knownClusterID,omitempty"`
+	ObservedAt     time.Time `json:"-"`
+}
+
+// TemplateFacts are the engine-relevant settings of the pod template.
+type TemplateFacts struct {
+	// InitialClusterState is the value of --initial-cluster-state or
+	// ETCD_INITIAL_CLUSTER_STATE ("" when neither is set literally).
+	InitialClusterState string `json:"initialClusterState,omitempty"`
+	// InitialClusterStateFrom says where it was found ("arg", "env").
+	InitialClusterStateFrom string `json:"initialClusterStateFrom,omitempty"`
+	// ClientPort is the engine's client port (2379 for etcd).
+	ClientPort int `json:"clientPort"`
+	// QuotaBackendBytes is --quota-backend-bytes when set, else 0.
+	QuotaBackendBytes int64  `json:"quotaBackendBytes,omitempty"`
+	Image             string `json:"image,omitempty"`
+	// Container is the name of the engine container.
+	Container string `json:"container,omitempty"`
+	// SelfRegistering: the entrypoint removes and re-adds its own member
+	// (ETCD_ON_K8S=yes, or a script calling `etcdctl member add`).
+	SelfRegistering bool `json:"selfRegistering,omitempty"`
+	// StartFromSnapshot: ETCD_START_FROM_SNAPSHOT=yes.
+	StartFromSnapshot bool `json:"startFromSnapshot,omitempty"`
+	// ShellWrapper: the container runs a shell script rather than the
+	// engine binary directly.
+	ShellWrapper bool `json:"shellWrapper,omitempty"`
+	// PreStopCallsEngineCLI: a preStop hook calls etcdctl.
+	PreStopCallsEngineCLI bool `json:"preStopCallsEngineCLI,omitempty"`
+	// OperatorOwner names the controlling owner ("Kind/name") when the
+	// StatefulSet is owned by another controller (an operator's CR).
+	OperatorOwner string `json:"operatorOwner,omitempty"`
+	// BackupSidecar: a container other than the engine's looks like a
+	// backup/restore agent.
+	BackupSidecar bool `json:"backupSidecar,omitempty"`
+}
+
+// Member is one ordinal of the cluster: its pod, its volume and what the
+// engine said about it.
+type Member struct {
+	Name    string       `json:"name"`
+	Ordinal int          `json:"ordinal"`
+	Pod     *PodFacts    `json:"pod,omitempty"`
+	PVC     *PVCFacts    `json:"pvc,omitempty"`
+	Engine  *EngineFacts `json:"engine,omitempty"`
+	// Phase is derived (see package verdict); it is filled by Derive.
+	Phase Phase `json:"phase"`
+	// Lag is leader frontier minus this member's applied index; nil when
+	// no real leader frontier was read ("unknown", never "caught up").
+	Lag *int64 `json:"lag,omitempty"`
+}
+
+// PodFacts is what the API server says about a member's pod.
+type PodFacts struct {
+	Name            string    `json:"name"`
+	UID             string    `json:"uid"`
+	ResourceVersion string    `json:"resourceVersion"`
+	Node            string    `json:"node,omitempty"`
+	Phase           string    `json:"phase"`
+	Started         bool      `json:"started"`
+	Running         bool      `json:"running"`
+	Ready           bool      `json:"ready"`
+	Restarts        int       `json:"restarts"`
+	DeletionMarked  bool      `json:"deletionMarked,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+	// EverStarted is true if the container has run at least once
+	// (running now, or a terminated last state).
+	EverStarted bool        `json:"everStarted"`
+	Waiting     WaitingKind `json:"waiting,omitempty"`
+	// WaitingReason is the kubelet's reason string (CrashLoopBackOff, …).
+	WaitingReason string      `json:"waitingReason,omitempty"`
+	PullFailure   PullFailure `json:"pullFailure,omitempty"`
+	ObservedAt    time.Time   `json:"-"`
+}
+
+// PVCFacts is what the API server says about a member's data volume claim.
+type PVCFacts struct {
+	Name            string    `json:"name"`
+	UID             string    `json:"uid"`
+	ResourceVersion string    `json:"resourceVersion"`
+	Phase           string    `json:"phase"`
+	ObservedAt      time.Time `json:"-"`
+}
+
+// PDBFacts summarises the PodDisruptionBudget covering the cluster.
+type PDBFacts struct {
+	Name string `json:"name"`
+	// MinAvailable / MaxUnavailable as resolved integers against the
+	// StatefulSet's replicas; -1 when unset.
+	MinAvailable   int `json:"minAvailable"`
+	MaxUnavailable int `json:"maxUnavailable"`
+}
+
+// EndpointFacts summarises the client Service's EndpointSlices.
+type EndpointFacts struct {
+	Service string `json:"service"`
+	Ready   int    `json:"ready"`
+	Total   int    `json:"total"`
+}
+
+// EventFacts is one Kubernetes event about the cluster.
+type EventFacts struct {
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Object  string    `json:"object"`
+	Message string    `json:"message"`
+	Count   int       `json:"count"`
+	Last    time.Time `json:"last"`
+}
+
+// EngineFacts is what one member said about itself when dialled on its own.
+type EngineFacts struct {
+	// Reachable is false when the member did not answer within the probe
+	// timeout; Err then says why (never containing a credential).
+	Reachable bool   `json:"reachable"`
+	Err       string `json:"error,omitempty"`
+	// Failure classifies an unanswered probe (set only when Reachable is
+	// false). ProbeFailureCredentials makes the verdict report
+	// credentials_unavailable instead of member_unreachable.
+	Failure ProbeFailure `json:"failure,omitempty"`
+	// MemberID and ClusterID come from the response header, as hex.
+	MemberID  string `json:"memberID,omitempty"`
+	ClusterID string `json:"clusterID,omitempty"`
+	// LeaderID is the member ID this member believes leads ("" or "0"
+	// when it knows no leader).
+	LeaderID    string `json:"leaderID,omitempty"`
+	RaftTerm    uint64 `json:"raftTerm,omitempty"`
+	RaftIndex   uint64 `json:"raftIndex,omitempty"`
+	RaftApplied uint64 `json:"raftAppliedIndex,omitempty"`
+	IsLearner   bool   `json:"isLearner,omitempty"`
+	DBSize      int64  `json:"dbSize,omitempty"`
+	DBSizeInUse int64  `json:"dbSizeInUse,omitempty"`
+	// DBSizeQuota is the backend quota the member enforces (its
+	// --quota-backend-bytes, or the engine default when unset).
+	DBSizeQuota    int64    `json:"dbSizeQuota,omitempty"`
+	Version        string   `json:"version,omitempty"`
+	StorageVersion string   `json:"storageVersion,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
+	// Alarms are the cluster alarms this member reported ("NOSPACE",
+	// "CORRUPT") with the member they concern.
+	Alarms []Alarm `json:"alarms,omitempty"`
+	// Peers is the member list as this member sees it.
+	Peers []Peer `json:"peers,omitempty"`
+	// PeersErr says why Peers is empty although the member was reachable
+	// (a learner does not serve the member list; the call may time out).
+	// Peers is then unknown, not empty.
+	PeersErr string        `json:"peersError,omitempty"`
+	ProbedAt time.Time     `json:"probedAt"`
+	Took     time.Duration `json:"took"`
+}
+
+// Role derives the member's role from what it reported.
+func (e *EngineFacts) Role() Role {
+	switch {
+	case e == nil || !e.Reachable:
+		return RoleUnknown
+	case e.IsLearner:
+		return RoleLearner
+	case e.MemberID != "" && e.MemberID == e.LeaderID:
+		return RoleLeader
+	default:
+		return RoleFollower
+	}
+}
+
+// Alarm is one engine alarm.
+type Alarm struct {
+	Type     string `json:"type"`
+	MemberID string `json:"memberID"`
+}
+
+// Peer is one entry of a member list.
+type Peer struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	PeerURLs   []string `json:"peerURLs"`
+	ClientURLs []string `json:"clientURLs,omitempty"`
+	IsLearner  bool     `json:"isLearner,omitempty"`
+}
+
+// Fence is a compare-and-delete precondition: the identity and version of
+// the object as observed by the decision that authorised the delete.
+type Fence struct {
+	Kind            string `json:"kind"`
+	Namespace       string `json:"namespace"`
+	Name            string `json:"name"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+}

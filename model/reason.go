@@ -1,0 +1,138 @@
+package model
+
+import "sort"
+
+// ReasonCode is a stable, documented identifier for one way a cluster falls
+// short of control or failover readiness. Scripts match on these strings:
+// never rename one; add a new one instead. Every code is documented in
+// docs/reason-codes.md (a test enforces it).
+type ReasonCode string
+
+func (c ReasonCode) String() string { return string(c) }
+
+// Impact says which verdict a reason code defeats.
+type Impact int
+
+// Impacts, from least to most severe.
+const (
+	// ImpactInfo is reported but defeats nothing.
+	ImpactInfo Impact = iota
+	// ImpactFailover defeats failover_ready only.
+	ImpactFailover
+	// ImpactControl defeats control_ready (and so failover_ready).
+	ImpactControl
+)
+
+func (i Impact) String() string {
+	switch i {
+	case ImpactInfo:
+		return "info"
+	case ImpactFailover:
+		return "failover"
+	case ImpactControl:
+		return "control"
+	}
+	return "unknown"
+}
+
+// Kubernetes-level reason codes: read from the API server alone.
+const (
+	ReasonPodMissing             ReasonCode = "pod_missing"
+	ReasonPodNotReady            ReasonCode = "pod_not_ready"
+	ReasonPodCrashLooping        ReasonCode = "pod_crashlooping"
+	ReasonPodNeverStarted        ReasonCode = "pod_never_started"
+	ReasonPodTerminating         ReasonCode = "pod_terminating"
+	ReasonPVCPending             ReasonCode = "pvc_pending"
+	ReasonMembersColocated       ReasonCode = "members_colocated"
+	ReasonPDBMissing             ReasonCode = "pdb_missing"
+	ReasonPDBAllowsQuorumLoss    ReasonCode = "pdb_allows_quorum_loss"
+	ReasonClientEndpointsMissing ReasonCode = "client_endpoints_missing"
+	ReasonBootstrapFlagStale     ReasonCode = "bootstrap_flag_stale"
+	ReasonObservationStale       ReasonCode = "observation_stale"
+)
+
+// Engine-level reason codes: read from the members themselves.
+const (
+	ReasonQuorumUnavailable      ReasonCode = "quorum_unavailable"
+	ReasonLeaderMissing          ReasonCode = "leader_missing"
+	ReasonLeaderDisagreement     ReasonCode = "leader_disagreement"
+	ReasonClusterIDSplit         ReasonCode = "cluster_id_split"
+	ReasonMemberListDisagreement ReasonCode = "member_list_disagreement"
+	ReasonMemberUnreachable      ReasonCode = "member_unreachable"
+	ReasonMemberLagging          ReasonCode = "member_lagging"
+	ReasonLagUnknown             ReasonCode = "lag_unknown"
+	ReasonLearnerPending         ReasonCode = "learner_pending"
+	ReasonVersionMismatch        ReasonCode = "version_mismatch"
+	ReasonAlarmNoSpace           ReasonCode = "alarm_nospace"
+	ReasonAlarmCorrupt           ReasonCode = "alarm_corrupt"
+	ReasonDBNearQuota            ReasonCode = "db_near_quota"
+	ReasonCredentialsUnavailable ReasonCode = "credentials_unavailable"
+)
+
+var reasonImpact = map[ReasonCode]Impact{
+	ReasonPodMissing:             ImpactFailover,
+	ReasonPodNotReady:            ImpactFailover,
+	ReasonPodCrashLooping:        ImpactFailover,
+	ReasonPodNeverStarted:        ImpactFailover,
+	ReasonPodTerminating:         ImpactFailover,
+	ReasonPVCPending:             ImpactFailover,
+	ReasonMembersColocated:       ImpactFailover,
+	ReasonPDBMissing:             ImpactFailover,
+	ReasonPDBAllowsQuorumLoss:    ImpactFailover,
+	ReasonClientEndpointsMissing: ImpactControl,
+	ReasonBootstrapFlagStale:     ImpactFailover,
+	ReasonObservationStale:       ImpactControl,
+
+	ReasonQuorumUnavailable:      ImpactControl,
+	ReasonLeaderMissing:          ImpactControl,
+	ReasonLeaderDisagreement:     ImpactControl,
+	ReasonClusterIDSplit:         ImpactControl,
+	ReasonMemberListDisagreement: ImpactFailover,
+	ReasonMemberUnreachable:      ImpactFailover,
+	ReasonMemberLagging:          ImpactFailover,
+	ReasonLagUnknown:             ImpactFailover,
+	ReasonLearnerPending:         ImpactFailover,
+	ReasonVersionMismatch:        ImpactFailover,
+	ReasonAlarmNoSpace:           ImpactControl,
+	ReasonAlarmCorrupt:           ImpactControl,
+	ReasonDBNearQuota:            ImpactFailover,
+	ReasonCredentialsUnavailable: ImpactControl,
+}
+
+// Impact reports which verdict the code defeats. Unknown codes defeat
+// control readiness: a code nobody classified must not read as harmless.
+func (c ReasonCode) Impact() Impact {
+	if i, ok := reasonImpact[c]; ok {
+		return i
+	}
+	return ImpactControl
+}
+
+// AllReasonCodes returns every reason code hactl can emit, sorted.
+func AllReasonCodes() []ReasonCode {
+	out := make([]ReasonCode, 0, len(reasonImpact))
+	for c := range reasonImpact {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Reason is one explained shortfall. Member is empty for cluster-wide
+// reasons. Detail is human text built from observed facts; it never carries
+// a credential.
+type Reason struct {
+	Code   ReasonCode `json:"code"`
+	Member string     `json:"member,omitempty"`
+	Detail string     `json:"detail,omitempty"`
+}
+
+// Verdict answers the two questions hactl exists for.
+type Verdict struct {
+	// ControlReady: the cluster works now.
+	ControlReady bool `json:"controlReady"`
+	// FailoverReady: losing any one member would be survivable.
+	FailoverReady bool `json:"failoverReady"`
+	// Reasons explains every shortfall, ordered by impact then member.
+	Reasons []Reason `json:"reasons"`
+}

@@ -1,0 +1,188 @@
+package status
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// SchemaVersion is the apiVersion of the printed status documents. Fields
+// are only ever added within a version.
+const SchemaVersion = "hactl.dev/v1alpha1"
+
+// GroupVersion of the status documents.
+var GroupVersion = schema.GroupVersion{Group: "hactl.dev", Version: "v1alpha1"}
+
+// ClusterStatus is the machine-readable status of one cluster
+// (`-o json|yaml`, kind ClusterStatus).
+type ClusterStatus struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        StatusMeta           `json:"metadata"`
+	Engine          string               `json:"engine"`
+	Shape           string               `json:"shape"`
+	Replicas        int                  `json:"replicas"`
+	ReadyMembers    int                  `json:"readyMembers"`
+	ClusterID       string               `json:"clusterID,omitempty"`
+	Leader          string               `json:"leader,omitempty"`
+	Verdict         VerdictStatus        `json:"verdict"`
+	Members         []MemberStatus       `json:"members"`
+	PDB             *model.PDBFacts      `json:"podDisruptionBudget,omitempty"`
+	ClientEndpoints *model.EndpointFacts `json:"clientEndpoints,omitempty"`
+	Events          []model.EventFacts   `json:"events,omitempty"`
+	EngineProbed    bool                 `json:"engineProbed"`
+	ObservedAt      time.Time            `json:"observedAt"`
+}
+
+// StatusMeta names the cluster.
+type StatusMeta struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+// VerdictStatus is the verdict with each reason's impact spelled out.
+type VerdictStatus struct {
+	ControlReady  bool           `json:"controlReady"`
+	FailoverReady bool           `json:"failoverReady"`
+	Reasons       []ReasonStatus `json:"reasons"`
+}
+
+// ReasonStatus is one reason code with its impact ("control", "failover",
+// "info").
+type ReasonStatus struct {
+	Code   string `json:"code"`
+	Impact string `json:"impact"`
+	Member string `json:"member,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// MemberStatus is one member row.
+type MemberStatus struct {
+	Name      string     `json:"name"`
+	Ordinal   int        `json:"ordinal"`
+	Pod       string     `json:"pod,omitempty"`
+	PodUID    string     `json:"podUID,omitempty"`
+	Node      string     `json:"node,omitempty"`
+	Role      string     `json:"role"`
+	Phase     string     `json:"phase"`
+	Ready     bool       `json:"ready"`
+	Restarts  int        `json:"restarts"`
+	CreatedAt *time.Time `json:"createdAt,omitempty"`
+	Waiting   string     `json:"waiting,omitempty"`
+	PVC       string     `json:"pvc,omitempty"`
+	PVCPhase  string     `json:"pvcPhase,omitempty"`
+	// Engine facts (absent when the member was not probed).
+	Reachable  *bool  `json:"reachable,omitempty"`
+	ProbeError string `json:"probeError,omitempty"`
+	MemberID   string `json:"memberID,omitempty"`
+	ClusterID  string `json:"clusterID,omitempty"`
+	// Lag is null when no real leader frontier was read (unknown, never 0).
+	Lag              *int64   `json:"lag"`
+	Version          string   `json:"version,omitempty"`
+	RaftTerm         uint64   `json:"raftTerm,omitempty"`
+	RaftIndex        uint64   `json:"raftIndex,omitempty"`
+	RaftAppliedIndex uint64   `json:"raftAppliedIndex,omitempty"`
+	DBSize           int64    `json:"dbSize,omitempty"`
+	IsLearner        bool     `json:"isLearner,omitempty"`
+	Alarms           []string `json:"alarms,omitempty"`
+	Reasons          []string `json:"reasons,omitempty"`
+}
+
+// ClusterStatusList holds several ClusterStatus documents.
+type ClusterStatusList struct {
+	metav1.TypeMeta `json:",inline"`
+	Items           []ClusterStatus `json:"items"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (c *ClusterStatus) DeepCopyObject() runtime.Object { return deepCopy(c, &ClusterStatus{}) }
+
+// DeepCopyObject implements runtime.Object.
+func (l *ClusterStatusList) DeepCopyObject() runtime.Object {
+	return deepCopy(l, &ClusterStatusList{})
+}
+
+func deepCopy[T runtime.Object](in T, out T) runtime.Object {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(err) // every field is a plain value; cannot happen
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// ToAPI converts a result to its printed schema.
+func ToAPI(r Result) *ClusterStatus {
+	o, v := r.Observation, r.Verdict
+	cs := &ClusterStatus{
+		TypeMeta:        metav1.TypeMeta{APIVersion: SchemaVersion, Kind: "ClusterStatus"},
+		Metadata:        StatusMeta{Name: o.Cluster.Name, Namespace: o.Cluster.Namespace},
+		Engine:          o.Cluster.Engine.String(),
+		Shape:           o.Cluster.Shape.String(),
+		Replicas:        o.Cluster.Replicas,
+		PDB:             o.PDB,
+		ClientEndpoints: o.ClientEndpoints,
+		Events:          o.Events,
+		EngineProbed:    o.EngineProbed,
+		ObservedAt:      o.At.UTC(),
+		Verdict:         VerdictStatus{ControlReady: v.ControlReady, FailoverReady: v.FailoverReady, Reasons: []ReasonStatus{}},
+		Members:         []MemberStatus{},
+	}
+	byMember := map[string][]string{}
+	for _, r := range v.Reasons {
+		cs.Verdict.Reasons = append(cs.Verdict.Reasons, ReasonStatus{Code: r.Code.String(), Impact: r.Code.Impact().String(), Member: r.Member, Detail: r.Detail})
+		if r.Member != "" {
+			byMember[r.Member] = appendUnique(byMember[r.Member], r.Code.String())
+		}
+	}
+	for _, m := range o.Members {
+		ms := MemberStatus{Name: m.Name, Ordinal: m.Ordinal, Phase: m.Phase.String(), Role: m.Engine.Role().String(), Lag: m.Lag, Reasons: byMember[m.Name]}
+		if p := m.Pod; p != nil {
+			t := p.CreatedAt.UTC()
+			ms.Pod, ms.PodUID, ms.Node, ms.Ready, ms.Restarts, ms.CreatedAt = p.Name, p.UID, p.Node, p.Ready, p.Restarts, &t
+			ms.Waiting = p.WaitingReason
+			if ms.Ready {
+				cs.ReadyMembers++
+			}
+		}
+		if c := m.PVC; c != nil {
+			ms.PVC, ms.PVCPhase = c.Name, c.Phase
+		}
+		if e := m.Engine; e != nil {
+			r := e.Reachable
+			ms.Reachable, ms.ProbeError = &r, e.Err
+			ms.MemberID, ms.ClusterID, ms.Version = e.MemberID, e.ClusterID, e.Version
+			ms.RaftTerm, ms.RaftIndex, ms.RaftAppliedIndex = e.RaftTerm, e.RaftIndex, e.RaftApplied
+			ms.DBSize, ms.IsLearner = e.DBSize, e.IsLearner
+			for _, a := range e.Alarms {
+				ms.Alarms = appendUnique(ms.Alarms, a.Type)
+			}
+		}
+		cs.Members = append(cs.Members, ms)
+	}
+	cs.ClusterID, cs.Leader = r.Analysis.ClusterID, r.Analysis.LeaderMember
+	return cs
+}
+
+func appendUnique(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+// ListToAPI converts several results.
+func ListToAPI(rs []Result) *ClusterStatusList {
+	l := &ClusterStatusList{TypeMeta: metav1.TypeMeta{APIVersion: SchemaVersion, Kind: "ClusterStatusList"}, Items: []ClusterStatus{}}
+	for _, r := range rs {
+		l.Items = append(l.Items, *ToAPI(r))
+	}
+	return l
+}

@@ -1,0 +1,444 @@
+package status
+
+import (
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Label and annotation names of the cluster contract (docs/contract.md).
+const (
+	LabelEngine         = "hactl.dev/engine"
+	AnnotationTLSSecret = "hactl.dev/client-tls-secret"
+)
+
+// maxEvents bounds the events kept per cluster.
+const maxEvents = 10
+
+// DetectEngine says which engine a StatefulSet runs: the hactl.dev/engine
+// label when present, otherwise an etcd container recognised by name, image
+// or command. ok is false for StatefulSets that are not HA clusters.
+func DetectEngine(sts *appsv1.StatefulSet) (model.Engine, bool) {
+	if v := sts.Labels[LabelEngine]; v != "" {
+		return model.Engine(v), true
+	}
+	if _, ok := engineContainer(sts); ok {
+		return model.EngineEtcd, true
+	}
+	return "", false
+}
+
+// engineContainer finds the etcd container of a pod template.
+func engineContainer(sts *appsv1.StatefulSet) (*corev1.Container, bool) {
+	cs := sts.Spec.Template.Spec.Containers
+	for i := range cs {
+		c := &cs[i]
+		if c.Name == "etcd" || imageIsEtcd(c.Image) {
+			return c, true
+		}
+		if len(c.Command) > 0 && path.Base(c.Command[0]) == "etcd" {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+func imageIsEtcd(image string) bool {
+	repo := image
+	if i := strings.IndexAny(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	base := path.Base(repo)
+	if i := strings.Index(base, ":"); i >= 0 {
+		base = base[:i]
+	}
+	return base == "etcd"
+}
+
+var (
+	reState = regexp.MustCompile(`--initial-cluster-state(?:=|\s+)["']?(new|existing)`)
+	reQuota = regexp.MustCompile(`--quota-backend-bytes(?:=|\s+)["']?(\d+)`)
+	reShell = regexp.MustCompile(`(^|/)(ba|da|a)?sh$`)
+)
+
+// decodeTemplate extracts the bootstrap-relevant facts of the template.
+func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
+	t := model.TemplateFacts{ClientPort: 2379}
+	for _, o := range sts.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			t.OperatorOwner = o.Kind + "/" + o.Name
+		}
+	}
+	c, ok := engineContainer(sts)
+	if !ok {
+		cs := sts.Spec.Template.Spec.Containers
+		if len(cs) == 0 {
+			return t
+		}
+		c = &cs[0]
+	}
+	t.Container = c.Name
+	t.Image = c.Image
+	for _, p := range c.Ports {
+		if p.Name == "client" {
+			t.ClientPort = int(p.ContainerPort)
+		}
+	}
+	argv := append(append([]string(nil), c.Command...), c.Args...)
+	text := strings.Join(argv, " ")
+	if len(c.Command) > 0 && reShell.MatchString(c.Command[0]) {
+		t.ShellWrapper = true
+	} else if len(c.Command) == 0 && len(c.Args) > 0 && strings.HasSuffix(c.Args[0], ".sh") {
+		t.ShellWrapper = true
+	}
+	if m := reState.FindStringSubmatch(text); m != nil {
+		t.InitialClusterState, t.InitialClusterStateFrom = m[1], "arg"
+	}
+	if m := reQuota.FindStringSubmatch(text); m != nil {
+		t.QuotaBackendBytes, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	if strings.Contains(text, "member add") {
+		t.SelfRegistering = true
+	}
+	for _, e := range c.Env {
+		switch e.Name {
+		case "ETCD_INITIAL_CLUSTER_STATE":
+			if e.Value != "" && t.InitialClusterState == "" {
+				t.InitialClusterState, t.InitialClusterStateFrom = e.Value, "env"
+			}
+		case "ETCD_QUOTA_BACKEND_BYTES":
+			if n, err := strconv.ParseInt(e.Value, 10, 64); err == nil && t.QuotaBackendBytes == 0 {
+				t.QuotaBackendBytes = n
+			}
+		case "ETCD_ON_K8S":
+			if e.Value == "yes" {
+				t.SelfRegistering = true
+			}
+		case "ETCD_START_FROM_SNAPSHOT":
+			if e.Value == "yes" {
+				t.StartFromSnapshot = true
+			}
+		}
+	}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
+		if strings.Contains(strings.Join(c.Lifecycle.PreStop.Exec.Command, " "), "etcdctl") {
+			t.PreStopCallsEngineCLI = true
+		}
+	}
+	for _, o := range sts.Spec.Template.Spec.Containers {
+		n := strings.ToLower(o.Name + " " + o.Image)
+		if o.Name != c.Name && (strings.Contains(n, "backup") || strings.Contains(n, "restore")) {
+			t.BackupSidecar = true
+		}
+	}
+	return t
+}
+
+// decodePod turns a pod into PodFacts.
+func decodePod(p *corev1.Pod, at time.Time) *model.PodFacts {
+	f := &model.PodFacts{
+		Name:            p.Name,
+		UID:             string(p.UID),
+		ResourceVersion: p.ResourceVersion,
+		Node:            p.Spec.NodeName,
+		Phase:           string(p.Status.Phase),
+		DeletionMarked:  p.DeletionTimestamp != nil,
+		CreatedAt:       p.CreationTimestamp.Time,
+		ObservedAt:      at,
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			f.Ready = true
+		}
+	}
+	if p.Spec.NodeName == "" {
+		f.Waiting = model.WaitingUnscheduled
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				f.WaitingReason = c.Reason
+			}
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		f.Restarts += int(cs.RestartCount)
+		if cs.Started != nil && *cs.Started {
+			f.Started = true
+		}
+		if cs.State.Running != nil {
+			f.Running = true
+			f.EverStarted = true
+		}
+		if cs.LastTerminationState.Terminated != nil || cs.State.Terminated != nil || cs.RestartCount > 0 {
+			f.EverStarted = true
+		}
+		if w := cs.State.Waiting; w != nil {
+			f.WaitingReason = w.Reason
+			f.Waiting, f.PullFailure = classifyWaiting(w.Reason, w.Message)
+		}
+	}
+	return f
+}
+
+// classifyWaiting decodes a kubelet waiting reason. The result is only
+// ever reported: reason strings are never authority to delete.
+func classifyWaiting(reason, message string) (model.WaitingKind, model.PullFailure) {
+	switch reason {
+	case "CrashLoopBackOff", "RunContainerError":
+		return model.WaitingCrashLoop, model.PullFailureNone
+	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+		m := strings.ToLower(message)
+		switch {
+		case strings.Contains(m, "unauthorized") || strings.Contains(m, "403") || strings.Contains(m, "401") || strings.Contains(m, "denied"):
+			return model.WaitingPullFailure, model.PullFailureUnauthorized
+		case strings.Contains(m, "manifest unknown") || strings.Contains(m, "not found"):
+			return model.WaitingPullFailure, model.PullFailureNotFound
+		case strings.Contains(m, "no matching manifest") || strings.Contains(m, "platform"):
+			return model.WaitingPullFailure, model.PullFailureArch
+		}
+		return model.WaitingPullFailure, model.PullFailureBackoff
+	case "CreateContainerConfigError", "CreateContainerError":
+		return model.WaitingConfigError, model.PullFailureNone
+	case "ContainerCreating", "PodInitializing":
+		return model.WaitingCreating, model.PullFailureNone
+	case "":
+		return model.WaitingNone, model.PullFailureNone
+	}
+	return model.WaitingOther, model.PullFailureNone
+}
+
+// memberOrdinal parses "<sts>-<n>".
+func memberOrdinal(stsName, podName string) (int, bool) {
+	rest, ok := strings.CutPrefix(podName, stsName+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+func ownedBy(meta metav1.Object, uid string) bool {
+	for _, o := range meta.GetOwnerReferences() {
+		if o.Controller != nil && *o.Controller {
+			return string(o.UID) == uid
+		}
+	}
+	return true // no controller: accept if name and labels match
+}
+
+// clusters picks the StatefulSets that are HA clusters, sorted by
+// namespace and name.
+func clusters(objs *Objects) []*appsv1.StatefulSet {
+	var out []*appsv1.StatefulSet
+	for i := range objs.StatefulSets {
+		if _, ok := DetectEngine(&objs.StatefulSets[i]); ok {
+			out = append(out, &objs.StatefulSets[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// index groups namespace objects once so decoding many clusters stays
+// linear in the number of objects.
+type index struct {
+	pods   map[string][]*corev1.Pod
+	pvcs   map[string]*corev1.PersistentVolumeClaim // ns/name
+	pdbs   map[string][]*policyv1.PodDisruptionBudget
+	svcs   map[string][]*corev1.Service
+	slices map[string][]*discoveryv1.EndpointSlice // ns/service
+	events map[string][]*corev1.Event              // ns/kind/name
+}
+
+func newIndex(o *Objects) *index {
+	ix := &index{
+		pods: map[string][]*corev1.Pod{}, pvcs: map[string]*corev1.PersistentVolumeClaim{},
+		pdbs: map[string][]*policyv1.PodDisruptionBudget{}, svcs: map[string][]*corev1.Service{},
+		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
+	}
+	for i := range o.Pods {
+		p := &o.Pods[i]
+		ix.pods[p.Namespace] = append(ix.pods[p.Namespace], p)
+	}
+	for i := range o.PVCs {
+		p := &o.PVCs[i]
+		ix.pvcs[p.Namespace+"/"+p.Name] = p
+	}
+	for i := range o.PDBs {
+		p := &o.PDBs[i]
+		ix.pdbs[p.Namespace] = append(ix.pdbs[p.Namespace], p)
+	}
+	for i := range o.Services {
+		s := &o.Services[i]
+		ix.svcs[s.Namespace] = append(ix.svcs[s.Namespace], s)
+	}
+	for i := range o.EndpointSlices {
+		s := &o.EndpointSlices[i]
+		svc := s.Labels[discoveryv1.LabelServiceName]
+		ix.slices[s.Namespace+"/"+svc] = append(ix.slices[s.Namespace+"/"+svc], s)
+	}
+	for i := range o.Events {
+		e := &o.Events[i]
+		k := e.Namespace + "/" + e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
+		ix.events[k] = append(ix.events[k], e)
+	}
+	return ix
+}
+
+// decodeCluster builds the API-server part of one cluster's observation.
+func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Observation {
+	eng, _ := DetectEngine(sts)
+	replicas := 1
+	if sts.Spec.Replicas != nil {
+		replicas = int(*sts.Spec.Replicas)
+	}
+	tf := decodeTemplate(sts)
+	obs := model.Observation{
+		At: at,
+		Cluster: model.ClusterFacts{
+			Namespace: sts.Namespace, Name: sts.Name, Engine: eng,
+			UID: string(sts.UID), ResourceVersion: sts.ResourceVersion,
+			Replicas: replicas, ReadyReplicas: int(sts.Status.ReadyReplicas),
+			CreatedAt: sts.CreationTimestamp.Time, ServiceName: sts.Spec.ServiceName,
+			Template: tf, Shape: classify.DetectShape(tf),
+			TLSSecret: sts.Annotations[AnnotationTLSSecret], ObservedAt: at,
+		},
+	}
+	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
+	if err != nil || sts.Spec.Selector == nil {
+		sel = labels.SelectorFromSet(sts.Spec.Template.Labels)
+	}
+
+	byOrdinal := map[int]*corev1.Pod{}
+	maxOrd := replicas - 1
+	for _, p := range ix.pods[sts.Namespace] {
+		n, ok := memberOrdinal(sts.Name, p.Name)
+		if !ok || !sel.Matches(labels.Set(p.Labels)) || !ownedBy(p, string(sts.UID)) {
+			continue
+		}
+		byOrdinal[n] = p
+		if n > maxOrd {
+			maxOrd = n
+		}
+	}
+	claim := ""
+	if len(sts.Spec.VolumeClaimTemplates) > 0 {
+		claim = sts.Spec.VolumeClaimTemplates[0].Name
+		for _, t := range sts.Spec.VolumeClaimTemplates {
+			if t.Name == "data" {
+				claim = t.Name
+			}
+		}
+	}
+	for n := 0; n <= maxOrd; n++ {
+		m := model.Member{Name: sts.Name + "-" + strconv.Itoa(n), Ordinal: n}
+		if p, ok := byOrdinal[n]; ok {
+			m.Pod = decodePod(p, at)
+		}
+		if claim != "" {
+			if c, ok := ix.pvcs[sts.Namespace+"/"+claim+"-"+m.Name]; ok {
+				m.PVC = &model.PVCFacts{Name: c.Name, UID: string(c.UID), ResourceVersion: c.ResourceVersion,
+					Phase: string(c.Status.Phase), ObservedAt: at}
+			}
+		}
+		obs.Members = append(obs.Members, m)
+	}
+
+	podLabels := labels.Set(sts.Spec.Template.Labels)
+	for _, pdb := range ix.pdbs[sts.Namespace] {
+		s, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || s.Empty() || !s.Matches(podLabels) {
+			continue
+		}
+		obs.PDB = decodePDB(pdb, replicas)
+		break
+	}
+
+	for _, svc := range ix.svcs[sts.Namespace] {
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Selector) == 0 || svc.Name == sts.Spec.ServiceName {
+			continue
+		}
+		if !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
+			continue
+		}
+		ef := &model.EndpointFacts{Service: svc.Name}
+		for _, sl := range ix.slices[svc.Namespace+"/"+svc.Name] {
+			for _, ep := range sl.Endpoints {
+				ef.Total++
+				if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+					ef.Ready++
+				}
+			}
+		}
+		obs.ClientEndpoints = ef
+		break
+	}
+
+	var evs []*corev1.Event
+	evs = append(evs, ix.events[sts.Namespace+"/StatefulSet/"+sts.Name]...)
+	for _, m := range obs.Members {
+		evs = append(evs, ix.events[sts.Namespace+"/Pod/"+m.Name]...)
+		if m.PVC != nil {
+			evs = append(evs, ix.events[sts.Namespace+"/PersistentVolumeClaim/"+m.PVC.Name]...)
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).After(eventTime(evs[j])) })
+	for i, e := range evs {
+		if i == maxEvents {
+			break
+		}
+		obs.Events = append(obs.Events, model.EventFacts{
+			Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name,
+			Message: e.Message, Count: int(e.Count), Last: eventTime(e),
+		})
+	}
+	return obs
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+func decodePDB(pdb *policyv1.PodDisruptionBudget, replicas int) *model.PDBFacts {
+	f := &model.PDBFacts{Name: pdb.Name, MinAvailable: -1, MaxUnavailable: -1}
+	resolve := func(v *intstr.IntOrString, roundUp bool) int {
+		n, err := intstr.GetScaledValueFromIntOrPercent(v, replicas, roundUp)
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	if pdb.Spec.MinAvailable != nil {
+		f.MinAvailable = resolve(pdb.Spec.MinAvailable, true)
+	}
+	if pdb.Spec.MaxUnavailable != nil {
+		f.MaxUnavailable = resolve(pdb.Spec.MaxUnavailable, true)
+	}
+	return f
+}

@@ -1,0 +1,7 @@
+// Package status observes HA clusters and reports on them: it reads the API
+// server (with a constant number of list calls, or from informer caches
+// under --watch), probes every member on its own through its engine,
+// decodes everything into model.Observation, runs the pure verdict, and
+// prints the result as a table or as the versioned ClusterStatus schema
+// (apiVersion hactl.dev/v1alpha1).
+package status

@@ -1,0 +1,212 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// SecretGetter reads a Secret; status uses it only to build engine
+// credentials, which never leave the engine package's Credentials value.
+type SecretGetter func(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+
+// SecretsFrom returns a SecretGetter backed by client.
+func SecretsFrom(c kubernetes.Interface) SecretGetter {
+	return func(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+		return c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	}
+}
+
+// Observer builds observations of HA clusters.
+type Observer struct {
+	Source Source
+	// Engines by name; clusters of an engine not listed here are reported
+	// from the API server alone.
+	Engines map[model.Engine]engine.Engine
+	// Dial reaches a member's port (port-forward in production). When nil,
+	// no engine probe runs.
+	Dial engine.DialFunc
+	// Secrets reads TLS Secrets named by hactl.dev/client-tls-secret.
+	Secrets      SecretGetter
+	ProbeTimeout time.Duration
+	// MaxParallelProbes bounds concurrent member probes (default 64).
+	MaxParallelProbes int
+	Verdict           verdict.Options
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Result is one cluster's observation and verdict.
+type Result struct {
+	Observation model.Observation
+	Verdict     model.Verdict
+	// Analysis holds the cluster-wide facts the verdict was built on
+	// (reference cluster ID, leader, quorum arithmetic).
+	Analysis verdict.Analysis
+}
+
+// Warnings are non-fatal problems met while observing (events not
+// readable, …), to print on stderr.
+type Warnings []string
+
+// Observe reads every HA cluster in namespace ("" for all), or only the
+// one called name, probes their members and evaluates the verdict.
+func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Result, Warnings, error) {
+	now := o.now()
+	objs, err := o.Source.Read(ctx, namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	var warn Warnings
+	if objs.EventsErr != nil {
+		warn = append(warn, fmt.Sprintf("events not shown: %v", objs.EventsErr))
+	}
+	all := clusters(objs)
+	var picked = all
+	if name != "" {
+		picked = nil
+		var names []string
+		for _, s := range all {
+			names = append(names, s.Name)
+			if s.Name == name {
+				picked = append(picked, s)
+			}
+		}
+		if len(picked) == 0 {
+			return nil, warn, &NotFoundError{Name: name, Namespace: namespace, Existing: names}
+		}
+	}
+	ix := newIndex(objs)
+	obs := make([]model.Observation, len(picked))
+	for i, s := range picked {
+		obs[i] = decodeCluster(s, ix, now)
+	}
+	warn = append(warn, o.probe(ctx, obs)...)
+	out := make([]Result, len(obs))
+	at := o.now()
+	for i := range obs {
+		obs[i].At = at
+		out[i] = Evaluate(obs[i], at, o.Verdict)
+	}
+	return out, warn, nil
+}
+
+func (o *Observer) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// probe asks every member of every cluster, all in parallel (bounded), each
+// within the probe timeout.
+func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings {
+	if o.Dial == nil {
+		return nil
+	}
+	limit := o.MaxParallelProbes
+	if limit <= 0 {
+		limit = 64
+	}
+	sem := make(chan struct{}, limit)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		warn Warnings
+	)
+	for ci := range obs {
+		ob := &obs[ci]
+		eng, ok := o.Engines[ob.Cluster.Engine]
+		if !ok {
+			continue
+		}
+		creds, err := o.credentials(ctx, ob.Cluster)
+		if err != nil {
+			mu.Lock()
+			warn = append(warn, fmt.Sprintf("%s/%s: %v", ob.Cluster.Namespace, ob.Cluster.Name, err))
+			mu.Unlock()
+			ob.EngineProbed = true
+			for mi := range ob.Members {
+				if m := &ob.Members[mi]; m.Pod != nil && m.Pod.Running {
+					m.Engine = &model.EngineFacts{Err: err.Error(), Failure: model.ProbeFailureCredentials, ProbedAt: o.now()}
+				}
+			}
+			continue
+		}
+		ob.EngineProbed = true
+		for mi := range ob.Members {
+			m := &ob.Members[mi]
+			if m.Pod == nil || m.Pod.Node == "" || m.Pod.Phase != string(corev1.PodRunning) {
+				continue
+			}
+			t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort}
+			if ob.Cluster.ServiceName != "" {
+				t.ServerName = m.Pod.Name + "." + ob.Cluster.ServiceName + "." + ob.Cluster.Namespace + ".svc"
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				facts := eng.Probe(ctx, []engine.Target{t}, engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds})
+				if len(facts) == 1 {
+					f := facts[0]
+					m.Engine = &f
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return warn
+}
+
+// credentials reads the cluster's TLS Secret, if it names one.
+func (o *Observer) credentials(ctx context.Context, c model.ClusterFacts) (*engine.Credentials, error) {
+	if c.TLSSecret == "" {
+		return nil, nil
+	}
+	if o.Secrets == nil {
+		return nil, fmt.Errorf("TLS Secret %q cannot be read (no client)", c.TLSSecret)
+	}
+	s, err := o.Secrets(ctx, c.Namespace, c.TLSSecret)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("you may not get secret %q in namespace %q (annotation %s); grant get on that Secret to probe the members", c.TLSSecret, c.Namespace, AnnotationTLSSecret)
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("TLS Secret %q named by annotation %s does not exist in namespace %q", c.TLSSecret, AnnotationTLSSecret, c.Namespace)
+	case err != nil:
+		return nil, fmt.Errorf("reading TLS Secret %q: %v", c.TLSSecret, err)
+	}
+	pick := func(keys ...string) []byte {
+		for _, k := range keys {
+			if v, ok := s.Data[k]; ok {
+				return v
+			}
+		}
+		return nil
+	}
+	cr := &engine.Credentials{
+		CertPEM: pick("tls.crt", "cert.pem", "client.crt"),
+		KeyPEM:  pick("tls.key", "key.pem", "client.key"),
+		CAPEM:   pick("ca.crt", "ca.pem"),
+	}
+	if len(cr.CertPEM) == 0 || len(cr.KeyPEM) == 0 {
+		return nil, fmt.Errorf("TLS Secret %q has no tls.crt/tls.key pair", c.TLSSecret)
+	}
+	return cr, nil
+}
+
+// Evaluate runs the pure verdict over one observation.
+func Evaluate(obs model.Observation, now time.Time, opts verdict.Options) Result {
+	ob, v := verdict.Evaluate(obs, now, opts)
+	return Result{Observation: ob, Verdict: v, Analysis: verdict.Analyze(obs, now, opts)}
+}

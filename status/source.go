@@ -1,0 +1,145 @@
+package status
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Objects is one read of everything status needs in a namespace ("" for
+// all namespaces).
+type Objects struct {
+	StatefulSets   []appsv1.StatefulSet
+	Pods           []corev1.Pod
+	PVCs           []corev1.PersistentVolumeClaim
+	PDBs           []policyv1.PodDisruptionBudget
+	Services       []corev1.Service
+	EndpointSlices []discoveryv1.EndpointSlice
+	Events         []corev1.Event
+	// EventsErr is set when events could not be read; events are
+	// optional, everything else is required.
+	EventsErr error
+}
+
+// Source reads Objects.
+type Source interface {
+	Read(ctx context.Context, namespace string) (*Objects, error)
+}
+
+// APISource reads with one list call per resource type: seven calls,
+// however many clusters and members there are.
+type APISource struct {
+	Client kubernetes.Interface
+}
+
+// Read implements Source.
+func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
+	c := s.Client
+	o := &Objects{}
+	lo := metav1.ListOptions{}
+	sts, err := c.AppsV1().StatefulSets(ns).List(ctx, lo)
+	if err != nil {
+		return nil, explainAPIError(err, "list", "statefulsets.apps", ns)
+	}
+	o.StatefulSets = sts.Items
+	if len(sts.Items) == 0 {
+		return o, nil
+	}
+	pods, err := c.CoreV1().Pods(ns).List(ctx, lo)
+	if err != nil {
+		return nil, explainAPIError(err, "list", "pods", ns)
+	}
+	o.Pods = pods.Items
+	pvcs, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, lo)
+	if err != nil {
+		return nil, explainAPIError(err, "list", "persistentvolumeclaims", ns)
+	}
+	o.PVCs = pvcs.Items
+	pdbs, err := c.PolicyV1().PodDisruptionBudgets(ns).List(ctx, lo)
+	if err != nil {
+		return nil, explainAPIError(err, "list", "poddisruptionbudgets.policy", ns)
+	}
+	o.PDBs = pdbs.Items
+	svcs, err := c.CoreV1().Services(ns).List(ctx, lo)
+	if err != nil {
+		return nil, explainAPIError(err, "list", "services", ns)
+	}
+	o.Services = svcs.Items
+	eps, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, lo)
+	if err != nil {
+		return nil, explainAPIError(err, "list", "endpointslices.discovery.k8s.io", ns)
+	}
+	o.EndpointSlices = eps.Items
+	evs, err := c.CoreV1().Events(ns).List(ctx, lo)
+	if err != nil {
+		o.EventsErr = explainAPIError(err, "list", "events", ns)
+	} else {
+		o.Events = evs.Items
+	}
+	return o, nil
+}
+
+// CacheSource reads from informer caches (used by --watch and the TUI): no
+// API call per read once the caches have synced.
+type CacheSource struct {
+	Factory informers.SharedInformerFactory
+}
+
+// NewCacheSource registers the informers status needs on f. Start the
+// factory and wait for its caches before the first Read.
+func NewCacheSource(f informers.SharedInformerFactory) CacheSource {
+	f.Apps().V1().StatefulSets().Informer()
+	f.Core().V1().Pods().Informer()
+	f.Core().V1().PersistentVolumeClaims().Informer()
+	f.Policy().V1().PodDisruptionBudgets().Informer()
+	f.Core().V1().Services().Informer()
+	f.Discovery().V1().EndpointSlices().Informer()
+	f.Core().V1().Events().Informer()
+	return CacheSource{Factory: f}
+}
+
+// Read implements Source.
+func (s CacheSource) Read(_ context.Context, ns string) (*Objects, error) {
+	f := s.Factory
+	all := labels.Everything()
+	o := &Objects{}
+	sts, err := f.Apps().V1().StatefulSets().Lister().StatefulSets(ns).List(all)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range sts {
+		o.StatefulSets = append(o.StatefulSets, *x)
+	}
+	pods, _ := f.Core().V1().Pods().Lister().Pods(ns).List(all)
+	for _, x := range pods {
+		o.Pods = append(o.Pods, *x)
+	}
+	pvcs, _ := f.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).List(all)
+	for _, x := range pvcs {
+		o.PVCs = append(o.PVCs, *x)
+	}
+	pdbs, _ := f.Policy().V1().PodDisruptionBudgets().Lister().PodDisruptionBudgets(ns).List(all)
+	for _, x := range pdbs {
+		o.PDBs = append(o.PDBs, *x)
+	}
+	svcs, _ := f.Core().V1().Services().Lister().Services(ns).List(all)
+	for _, x := range svcs {
+		o.Services = append(o.Services, *x)
+	}
+	eps, _ := f.Discovery().V1().EndpointSlices().Lister().EndpointSlices(ns).List(all)
+	for _, x := range eps {
+		o.EndpointSlices = append(o.EndpointSlices, *x)
+	}
+	evs, _ := f.Core().V1().Events().Lister().Events(ns).List(all)
+	for _, x := range evs {
+		o.Events = append(o.Events, *x)
+	}
+	return o, nil
+}

@@ -1,0 +1,273 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/controlplane"
+	"github.com/hactl-dev/hactl/verdict"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}, &cp) }
+
+func observe(t *testing.T, c kubernetes.Interface, ns, name string, vopts verdict.Options) []Result {
+	t.Helper()
+	o := &Observer{Source: APISource{Client: c}, Secrets: SecretsFrom(c), Verdict: vopts}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rs, _, err := o.Observe(ctx, ns, name)
+	if err != nil {
+		t.Fatalf("observe: %v", err)
+	}
+	return rs
+}
+
+func codes(r Result) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range r.Verdict.Reasons {
+		if x.Code == model.ReasonLagUnknown {
+			continue // no engine probes in this tier
+		}
+		if !seen[string(x.Code)] {
+			seen[string(x.Code)] = true
+			out = append(out, string(x.Code))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestVerdictOnRealAPIServer writes each Kubernetes-level state through the
+// real API server (pod status via the status subresource) and checks the
+// verdict read back from it.
+func TestVerdictOnRealAPIServer(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	two := intstr.FromInt32(2)
+	cases := []struct {
+		name    string
+		mutate  func(*clusterSpec)
+		control bool
+		want    []string
+	}{
+		{"healthy", func(*clusterSpec) {}, true, nil},
+		{"pod not ready", func(s *clusterSpec) {
+			s.pod = func(i int, st *corev1.PodStatus) {
+				if i == 1 {
+					st.Conditions[1].Status = corev1.ConditionFalse
+					st.ContainerStatuses[0].Ready = false
+				}
+			}
+		}, true, []string{"pod_not_ready"}},
+		{"crash looping", func(s *clusterSpec) {
+			s.pod = func(i int, st *corev1.PodStatus) {
+				if i == 2 {
+					st.Conditions[1].Status = corev1.ConditionFalse
+					cs := &st.ContainerStatuses[0]
+					cs.Ready, cs.Started, cs.RestartCount = false, new(bool), 7
+					cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m0s restarting failed container"}}
+					cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}
+				}
+			}
+		}, true, []string{"pod_crashlooping"}},
+		{"never started: pull unauthorized", func(s *clusterSpec) {
+			s.pod = func(i int, st *corev1.PodStatus) {
+				if i == 0 {
+					st.Phase = corev1.PodPending
+					st.Conditions[1].Status = corev1.ConditionFalse
+					cs := &st.ContainerStatuses[0]
+					cs.Ready, cs.Started = false, new(bool)
+					cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "failed to pull: 401 Unauthorized"}}
+				}
+			}
+		}, true, []string{"pod_never_started"}},
+		{"pvc pending", func(s *clusterSpec) {
+			s.pvcPhase = func(i int) corev1.PersistentVolumeClaimPhase {
+				if i == 1 {
+					return corev1.ClaimPending
+				}
+				return corev1.ClaimBound
+			}
+		}, true, []string{"pvc_pending"}},
+		{"colocated", func(s *clusterSpec) { s.nodes = []string{"node-a"} }, true, []string{"members_colocated"}},
+		{"no pdb", func(s *clusterSpec) { s.pdb = nil }, true, []string{"pdb_missing"}},
+		{"pdb allows quorum loss", func(s *clusterSpec) { s.pdb = &two }, true, []string{"pdb_allows_quorum_loss"}},
+		{"no ready client endpoints", func(s *clusterSpec) { s.ready = 0 }, false, []string{"client_endpoints_missing"}},
+	}
+	ns := testenv.Namespace(t, cp)
+	for i, c := range cases {
+		s := defaultSpec("etcd-" + string(rune('a'+i)))
+		c.mutate(&s)
+		createCluster(t, admin, ns, s)
+		t.Run(c.name, func(t *testing.T) {
+			rs := observe(t, admin, ns, s.name, verdict.Options{})
+			if len(rs) != 1 {
+				t.Fatalf("got %d results, want 1", len(rs))
+			}
+			r := rs[0]
+			if r.Verdict.ControlReady != c.control {
+				t.Errorf("control_ready = %v, want %v (reasons %+v)", r.Verdict.ControlReady, c.control, r.Verdict.Reasons)
+			}
+			if r.Verdict.FailoverReady {
+				t.Errorf("failover_ready without engine probes: lag cannot be known")
+			}
+			if got := strings.Join(codes(r), ","); got != strings.Join(c.want, ",") {
+				t.Errorf("codes = %q, want %q (reasons %+v)", got, strings.Join(c.want, ","), r.Verdict.Reasons)
+			}
+		})
+	}
+	t.Run("never started reports the pull sub-kind", func(t *testing.T) {
+		rs := observe(t, admin, ns, "etcd-d", verdict.Options{})
+		for _, r := range rs[0].Verdict.Reasons {
+			if r.Code == model.ReasonPodNeverStarted && !strings.Contains(r.Detail, "unauthorized") {
+				t.Errorf("pod_never_started detail %q does not name the pull failure", r.Detail)
+			}
+		}
+	})
+	t.Run("all clusters in the namespace", func(t *testing.T) {
+		rs := observe(t, admin, ns, "", verdict.Options{})
+		if len(rs) != len(cases) {
+			t.Fatalf("listed %d clusters, want %d", len(rs), len(cases))
+		}
+	})
+	t.Run("unknown cluster names those that exist", func(t *testing.T) {
+		o := &Observer{Source: APISource{Client: admin}}
+		_, _, err := o.Observe(context.Background(), ns, "nope")
+		var nf *NotFoundError
+		if !errors.As(err, &nf) || !errors.Is(err, ErrClusterNotFound) {
+			t.Fatalf("err = %v, want a NotFoundError", err)
+		}
+		if !strings.Contains(err.Error(), "etcd-a") {
+			t.Errorf("error %q does not list the existing clusters", err)
+		}
+	})
+}
+
+// TestBootstrapFlagStale: a template hard-coding state "new" for a cluster
+// that has formed would silently re-bootstrap an emptied member (seed 000).
+func TestBootstrapFlagStale(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	s := defaultSpec("etcd-static-new")
+	s.state = "new"
+	createCluster(t, admin, ns, s)
+	// The StatefulSet was just created: within the bootstrap window the
+	// flag is still legitimate.
+	rs := observe(t, admin, ns, s.name, verdict.Options{})
+	if got := codes(rs[0]); len(got) != 0 {
+		t.Errorf("fresh cluster: codes %v, want none", got)
+	}
+	if rs[0].Observation.Cluster.Shape != model.ShapeStaticNew {
+		t.Errorf("shape = %s, want static-new", rs[0].Observation.Cluster.Shape)
+	}
+	// Past the window, the cluster has formed and the flag is stale.
+	rs = observe(t, admin, ns, s.name, verdict.Options{BootstrapWindow: time.Nanosecond})
+	if got := strings.Join(codes(rs[0]), ","); got != "bootstrap_flag_stale" {
+		t.Errorf("codes = %q, want bootstrap_flag_stale", got)
+	}
+}
+
+// statusRules is the read-only RBAC that status documents it needs.
+var statusRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims", "services", "events"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+}
+
+func TestRestrictedUser(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	createCluster(t, admin, ns, defaultSpec("etcd-r"))
+
+	t.Run("get/list/watch is enough", func(t *testing.T) {
+		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
+		rs := observe(t, testenv.Clientset(t, cfg), ns, "", verdict.Options{})
+		if len(rs) != 1 || !rs[0].Verdict.ControlReady {
+			t.Fatalf("restricted user: %+v", rs)
+		}
+	})
+	t.Run("missing list on pods is named", func(t *testing.T) {
+		var rules []rbacv1.PolicyRule
+		rules = append(rules, statusRules[0])
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list"}})
+		_, cfg := testenv.RestrictedUser(t, cp, ns, rules)
+		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}}
+		_, _, err := o.Observe(context.Background(), ns, "")
+		if !errors.Is(err, ErrForbidden) {
+			t.Fatalf("err = %v, want ErrForbidden", err)
+		}
+		if !strings.Contains(err.Error(), "list pods") {
+			t.Errorf("error %q does not name the missing verb and resource", err)
+		}
+	})
+}
+
+// countingConfig counts every request the client sends.
+func countingConfig(cfg *rest.Config, n *atomic.Int64) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 1000, 1000
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			n.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	return c
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestConstantListCalls: 50 clusters × 3 members cost the same number of
+// API calls as one cluster.
+func TestConstantListCalls(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	count := func(ns string) (int64, int) {
+		var n atomic.Int64
+		c := testenv.Clientset(t, countingConfig(cp.Admin, &n))
+		rs := observe(t, c, ns, "", verdict.Options{})
+		return n.Load(), len(rs)
+	}
+	one := testenv.Namespace(t, cp)
+	createCluster(t, admin, one, defaultSpec("etcd-0"))
+	many := testenv.Namespace(t, cp)
+	for i := 0; i < 50; i++ {
+		createCluster(t, admin, many, defaultSpec("etcd-"+itoa(i)))
+	}
+	c1, n1 := count(one)
+	c50, n50 := count(many)
+	if n1 != 1 || n50 != 50 {
+		t.Fatalf("clusters seen: %d and %d, want 1 and 50", n1, n50)
+	}
+	if c1 != c50 {
+		t.Errorf("API calls: %d for 1 cluster, %d for 50: not constant", c1, c50)
+	}
+	if c50 > 8 {
+		t.Errorf("API calls for 50 clusters = %d, want at most 8 (one list per resource)", c50)
+	}
+	t.Logf("API calls: 1 cluster %d, 50 clusters × 3 members %d", c1, c50)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

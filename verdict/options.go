@@ -1,0 +1,66 @@
+package verdict
+
+import "time"
+
+// Defaults for Options. A zero field in Options means "use the default".
+const (
+	// DefaultLagThreshold is the number of raft entries a voter may trail
+	// the leader frontier and still count as a member.
+	DefaultLagThreshold uint64 = 1000
+	// DefaultStaleAfter is the age at which an observation is stale.
+	DefaultStaleAfter = 30 * time.Second
+	// DefaultDBQuotaFraction is the share of the backend quota at which a
+	// member's database is reported near quota.
+	DefaultDBQuotaFraction = 0.8
+	// EtcdDefaultQuotaBytes is etcd's backend quota when
+	// --quota-backend-bytes is not set (2 GiB).
+	EtcdDefaultQuotaBytes int64 = 2 << 30
+	// DefaultBootstrapWindow is how long after the StatefulSet's creation
+	// a cluster that shows no sign of having formed is still taken to be
+	// bootstrapping.
+	DefaultBootstrapWindow = 10 * time.Minute
+)
+
+// Options are the thresholds of the verdict. The zero value means all
+// defaults; so does any zero field.
+type Options struct {
+	// LagThreshold: a voter more than this many raft entries behind the
+	// leader frontier is catching-up (member_lagging). Default 1000.
+	LagThreshold uint64
+	// StaleAfter: an observation older than this at `now` is stale
+	// (observation_stale). Default 30s.
+	StaleAfter time.Duration
+	// DBQuotaFraction: a database at or above this fraction of the backend
+	// quota is reported db_near_quota. Default 0.8.
+	DBQuotaFraction float64
+	// DefaultQuotaBytes is the backend quota assumed when the template
+	// sets none. Default EtcdDefaultQuotaBytes (2 GiB).
+	DefaultQuotaBytes int64
+	// BootstrapWindow: while no member answers with a cluster ID or a
+	// leader and no cluster ID was recorded, a StatefulSet younger than
+	// this is bootstrapping; an older one is presumed formed (its members
+	// are unknown, and a template that says "new" is stale). Default 10m.
+	BootstrapWindow time.Duration
+}
+
+// DefaultOptions returns Options with every default filled in.
+func DefaultOptions() Options { return Options{}.withDefaults() }
+
+func (o Options) withDefaults() Options {
+	if o.LagThreshold == 0 {
+		o.LagThreshold = DefaultLagThreshold
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = DefaultStaleAfter
+	}
+	if o.DBQuotaFraction <= 0 || o.DBQuotaFraction > 1 {
+		o.DBQuotaFraction = DefaultDBQuotaFraction
+	}
+	if o.DefaultQuotaBytes <= 0 {
+		o.DefaultQuotaBytes = EtcdDefaultQuotaBytes
+	}
+	if o.BootstrapWindow <= 0 {
+		o.BootstrapWindow = DefaultBootstrapWindow
+	}
+	return o
+}
