@@ -15,7 +15,7 @@ all: build
 build:
 	@mkdir -p bin
 	go build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-hactl ./cmd/kubectl-hactl
-	go build -trimpath -o bin/hactl-sandbox ./cmd/hactl-sandbox
+	@if [ -d cmd/hactl-sandbox ]; then go build -trimpath -o bin/hactl-sandbox ./cmd/hactl-sandbox; fi
 	cp kubectl_complete-hactl bin/
 
 ## testbins: build the pinned real components the tests run (cached)

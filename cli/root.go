@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -49,9 +50,15 @@ prints status.`,
 
 // Run executes the root command with args and returns the process exit code.
 func Run(streams genericiooptions.IOStreams, args []string) int {
+	return RunContext(context.Background(), streams, args)
+}
+
+// RunContext is Run with a context that cancels long-running commands
+// (--watch).
+func RunContext(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
 	cmd := NewRootCmd(streams)
 	cmd.SetArgs(args)
-	err := cmd.Execute()
+	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}

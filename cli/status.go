@@ -443,7 +443,8 @@ func watchKey(results []status.Result, printed []byte, format string) []byte {
 	return b
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether a stream (reader or writer) is a terminal.
+func isTerminal(s any) bool {
+	f, ok := s.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

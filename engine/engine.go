@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 
@@ -65,3 +66,11 @@ type Engine interface {
 	// is reported as EngineFacts{Reachable: false, Err: why}.
 	Probe(ctx context.Context, targets []Target, o ProbeOptions) []model.EngineFacts
 }
+
+// ErrForward marks a connection that reached its transport but not the
+// port inside the pod: for a port-forward, the API server or kubelet
+// reported an error on the error stream (nothing listens on the port, the
+// pod is gone). A DialFunc's connection returns it, wrapped, from Read or
+// Write; engines report it as a connect failure rather than a silent
+// member.
+var ErrForward = errors.New("forwarding to the pod failed")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
@@ -63,21 +64,21 @@ func TestVerdictOnRealAPIServer(t *testing.T) {
 	two := intstr.FromInt32(2)
 	cases := []struct {
 		name    string
-		mutate  func(*clusterSpec)
+		mutate  func(*fixtures.Spec)
 		control bool
 		want    []string
 	}{
-		{"healthy", func(*clusterSpec) {}, true, nil},
-		{"pod not ready", func(s *clusterSpec) {
-			s.pod = func(i int, st *corev1.PodStatus) {
+		{"healthy", func(*fixtures.Spec) {}, true, nil},
+		{"pod not ready", func(s *fixtures.Spec) {
+			s.Pod = func(i int, st *corev1.PodStatus) {
 				if i == 1 {
 					st.Conditions[1].Status = corev1.ConditionFalse
 					st.ContainerStatuses[0].Ready = false
 				}
 			}
 		}, true, []string{"pod_not_ready"}},
-		{"crash looping", func(s *clusterSpec) {
-			s.pod = func(i int, st *corev1.PodStatus) {
+		{"crash looping", func(s *fixtures.Spec) {
+			s.Pod = func(i int, st *corev1.PodStatus) {
 				if i == 2 {
 					st.Conditions[1].Status = corev1.ConditionFalse
 					cs := &st.ContainerStatuses[0]
@@ -87,8 +88,8 @@ func TestVerdictOnRealAPIServer(t *testing.T) {
 				}
 			}
 		}, true, []string{"pod_crashlooping"}},
-		{"never started: pull unauthorized", func(s *clusterSpec) {
-			s.pod = func(i int, st *corev1.PodStatus) {
+		{"never started: pull unauthorized", func(s *fixtures.Spec) {
+			s.Pod = func(i int, st *corev1.PodStatus) {
 				if i == 0 {
 					st.Phase = corev1.PodPending
 					st.Conditions[1].Status = corev1.ConditionFalse
@@ -98,26 +99,26 @@ func TestVerdictOnRealAPIServer(t *testing.T) {
 				}
 			}
 		}, true, []string{"pod_never_started"}},
-		{"pvc pending", func(s *clusterSpec) {
-			s.pvcPhase = func(i int) corev1.PersistentVolumeClaimPhase {
+		{"pvc pending", func(s *fixtures.Spec) {
+			s.PVCPhase = func(i int) corev1.PersistentVolumeClaimPhase {
 				if i == 1 {
 					return corev1.ClaimPending
 				}
 				return corev1.ClaimBound
 			}
 		}, true, []string{"pvc_pending"}},
-		{"colocated", func(s *clusterSpec) { s.nodes = []string{"node-a"} }, true, []string{"members_colocated"}},
-		{"no pdb", func(s *clusterSpec) { s.pdb = nil }, true, []string{"pdb_missing"}},
-		{"pdb allows quorum loss", func(s *clusterSpec) { s.pdb = &two }, true, []string{"pdb_allows_quorum_loss"}},
-		{"no ready client endpoints", func(s *clusterSpec) { s.ready = 0 }, false, []string{"client_endpoints_missing"}},
+		{"colocated", func(s *fixtures.Spec) { s.Nodes = []string{"node-a"} }, true, []string{"members_colocated"}},
+		{"no pdb", func(s *fixtures.Spec) { s.PDB = nil }, true, []string{"pdb_missing"}},
+		{"pdb allows quorum loss", func(s *fixtures.Spec) { s.PDB = &two }, true, []string{"pdb_allows_quorum_loss"}},
+		{"no ready client endpoints", func(s *fixtures.Spec) { s.Ready = 0 }, false, []string{"client_endpoints_missing"}},
 	}
 	ns := testenv.Namespace(t, cp)
 	for i, c := range cases {
-		s := defaultSpec("etcd-" + string(rune('a'+i)))
+		s := fixtures.DefaultSpec("etcd-" + string(rune('a'+i)))
 		c.mutate(&s)
-		createCluster(t, admin, ns, s)
+		fixtures.CreateCluster(t, admin, ns, s)
 		t.Run(c.name, func(t *testing.T) {
-			rs := observe(t, admin, ns, s.name, verdict.Options{})
+			rs := observe(t, admin, ns, s.Name, verdict.Options{})
 			if len(rs) != 1 {
 				t.Fatalf("got %d results, want 1", len(rs))
 			}
@@ -166,12 +167,12 @@ func TestBootstrapFlagStale(t *testing.T) {
 	testenv.SkipShort(t)
 	admin := testenv.Clientset(t, cp.Admin)
 	ns := testenv.Namespace(t, cp)
-	s := defaultSpec("etcd-static-new")
-	s.state = "new"
-	createCluster(t, admin, ns, s)
+	s := fixtures.DefaultSpec("etcd-static-new")
+	s.State = "new"
+	fixtures.CreateCluster(t, admin, ns, s)
 	// The StatefulSet was just created: within the bootstrap window the
 	// flag is still legitimate.
-	rs := observe(t, admin, ns, s.name, verdict.Options{})
+	rs := observe(t, admin, ns, s.Name, verdict.Options{})
 	if got := codes(rs[0]); len(got) != 0 {
 		t.Errorf("fresh cluster: codes %v, want none", got)
 	}
@@ -179,7 +180,7 @@ func TestBootstrapFlagStale(t *testing.T) {
 		t.Errorf("shape = %s, want static-new", rs[0].Observation.Cluster.Shape)
 	}
 	// Past the window, the cluster has formed and the flag is stale.
-	rs = observe(t, admin, ns, s.name, verdict.Options{BootstrapWindow: time.Nanosecond})
+	rs = observe(t, admin, ns, s.Name, verdict.Options{BootstrapWindow: time.Nanosecond})
 	if got := strings.Join(codes(rs[0]), ","); got != "bootstrap_flag_stale" {
 		t.Errorf("codes = %q, want bootstrap_flag_stale", got)
 	}
@@ -197,7 +198,7 @@ func TestRestrictedUser(t *testing.T) {
 	testenv.SkipShort(t)
 	admin := testenv.Clientset(t, cp.Admin)
 	ns := testenv.Namespace(t, cp)
-	createCluster(t, admin, ns, defaultSpec("etcd-r"))
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-r"))
 
 	t.Run("get/list/watch is enough", func(t *testing.T) {
 		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
@@ -251,10 +252,10 @@ func TestConstantListCalls(t *testing.T) {
 		return n.Load(), len(rs)
 	}
 	one := testenv.Namespace(t, cp)
-	createCluster(t, admin, one, defaultSpec("etcd-0"))
+	fixtures.CreateCluster(t, admin, one, fixtures.DefaultSpec("etcd-0"))
 	many := testenv.Namespace(t, cp)
 	for i := 0; i < 50; i++ {
-		createCluster(t, admin, many, defaultSpec("etcd-"+itoa(i)))
+		fixtures.CreateCluster(t, admin, many, fixtures.DefaultSpec("etcd-"+itoa(i)))
 	}
 	c1, n1 := count(one)
 	c50, n50 := count(many)

@@ -55,7 +55,7 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 		return nil, errors.New("no dialer configured")
 	}
 	if t.Pod == "" || t.Port <= 0 {
-		return nil, fmt.Errorf("target %q has no pod or port", t.Member)
+		return nil, errors.New("no pod or port given")
 	}
 	if t.Member == "" {
 		t.Member = t.Pod
@@ -93,10 +93,12 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 	}
 
 	cfg := clientv3.Config{
-		// A placeholder: the context dialer ignores it. The scheme keeps
-		// clientv3 from substituting credentials of its own; ours are
-		// set below and win because DialOptions are applied last.
-		Endpoints:   []string{"http://" + placeholderHost(t)},
+		// A placeholder: the context dialer ignores the address. Its
+		// host is what gRPC checks the serving certificate against
+		// (gRPC overrides tls.Config.ServerName with it). The scheme
+		// keeps clientv3 from substituting credentials of its own; ours
+		// are set below and win because DialOptions are applied last.
+		Endpoints:   []string{"http://" + placeholderHost(t, o.Credentials)},
 		DialTimeout: o.Timeout,
 		// AutoSyncInterval stays zero: never follow advertised URLs.
 		AutoSyncInterval: 0,
@@ -136,12 +138,27 @@ func (c *Client) Close() error {
 	return err
 }
 
-func placeholderHost(t engine.Target) string {
+func placeholderHost(t engine.Target, cr *engine.Credentials) string {
 	host := t.Member
+	if cr != nil {
+		host = serverName(cr, t)
+	}
 	if host == "" || !validHost(host) {
 		host = "member"
 	}
 	return net.JoinHostPort(host, strconv.Itoa(t.Port))
+}
+
+// serverName is the name a member's serving certificate must carry.
+func serverName(cr *engine.Credentials, t engine.Target) string {
+	switch {
+	case cr.ServerName != "":
+		return cr.ServerName
+	case t.ServerName != "":
+		return t.ServerName
+	default:
+		return t.Pod
+	}
 }
 
 func validHost(s string) bool {
@@ -174,13 +191,10 @@ func tlsConfig(cr *engine.Credentials, t engine.Target) (*tls.Config, error) {
 		}
 		tc.RootCAs = pool
 	}
-	switch {
-	case cr.ServerName != "":
-		tc.ServerName = cr.ServerName
-	case t.ServerName != "":
-		tc.ServerName = t.ServerName
-	default:
-		tc.ServerName = t.Pod
+	if sn := serverName(cr, t); validHost(sn) {
+		tc.ServerName = sn
+	} else {
+		return nil, fmt.Errorf("server name %q is not a host name", sn)
 	}
 	return tc, nil
 }
@@ -200,6 +214,22 @@ type dialState struct {
 	connected    bool
 	lastDialErr  error
 	handshakeErr error
+	forwardErr   error
+}
+
+// connError records what a connection's Read or Write failure says about
+// the transport (the tunnel could not reach the pod) or the member (it
+// rejected our certificate after the handshake).
+func (s *dialState) connError(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, engine.ErrForward):
+		s.mu.Lock()
+		s.forwardErr = err
+		s.mu.Unlock()
+	case isTLSAlert(err):
+		s.handshakeDone(err)
+	}
 }
 
 func (s *dialState) dialStarted() {
@@ -211,11 +241,23 @@ func (s *dialState) dialStarted() {
 func (s *dialState) dialDone(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil {
+	switch {
+	case err == nil:
+		s.connected = true
+	case isGaveUp(err):
+		// The dial ran out of time: that is the deadline's story, not
+		// a refused connection.
+	default:
 		s.lastDialErr = err
-		return
 	}
-	s.connected = true
+}
+
+// isGaveUp reports whether a dial ended because its context or a
+// deadline did.
+func isGaveUp(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout())
 }
 
 func (s *dialState) handshakeDone(err error) {
@@ -226,10 +268,10 @@ func (s *dialState) handshakeDone(err error) {
 	}
 }
 
-func (s *dialState) snapshot() (dials int, connected bool, lastDialErr, handshakeErr error) {
+func (s *dialState) snapshot() (dials int, connected bool, lastDialErr, handshakeErr, forwardErr error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dials, s.connected, s.lastDialErr, s.handshakeErr
+	return s.dials, s.connected, s.lastDialErr, s.handshakeErr, s.forwardErr
 }
 
 // observedCreds records handshake failures so that a rejected certificate
@@ -242,7 +284,43 @@ type observedCreds struct {
 func (c observedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
 	c.state.handshakeDone(err)
-	return conn, info, err
+	if err != nil {
+		return conn, info, err
+	}
+	return observedConn{Conn: conn, state: c.state}, info, nil
+}
+
+// observedConn records a TLS alert that arrives after the handshake: with
+// TLS 1.3 the server checks the client certificate only after the client
+// considers the handshake done, so a rejected certificate surfaces on the
+// first read.
+type observedConn struct {
+	net.Conn
+	state *dialState
+}
+
+func (c observedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.state.connError(err)
+	return n, err
+}
+
+func (c observedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.state.connError(err)
+	return n, err
+}
+
+// isTLSAlert reports whether err is a TLS alert: crypto/tls reports an
+// alert received from the peer as a *net.OpError with Op "remote error",
+// and one it raised itself as a tls.AlertError.
+func isTLSAlert(err error) bool {
+	var alert tls.AlertError
+	if errors.As(err, &alert) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
 }
 
 func (c observedCreds) Clone() credentials.TransportCredentials {

@@ -236,14 +236,17 @@ func mergeAlarms(a, b []model.Alarm) []model.Alarm {
 // name hosts and certificate subjects at most.
 func (c *Client) explain(ctx context.Context, start time.Time, call string, err error) (model.ProbeFailure, string) {
 	took := roundDur(time.Since(start))
-	dials, connected, dialErr, hsErr := c.state.snapshot()
+	dials, connected, dialErr, hsErr, fwdErr := c.state.snapshot()
 	member := c.target.Member
 
 	if hsErr != nil && isCredentialsError(hsErr) {
-		return model.ProbeFailureCredentials, fmt.Sprintf("%s rejected the TLS handshake: %v", member, hsErr)
+		return model.ProbeFailureCredentials, fmt.Sprintf("TLS handshake with %s failed: %v", member, hsErr)
 	}
 	if code := status.Code(err); code == codes.Unauthenticated || code == codes.PermissionDenied {
 		return model.ProbeFailureCredentials, fmt.Sprintf("%s refused %s: %s", member, call, grpcDesc(err))
+	}
+	if fwdErr != nil {
+		return model.ProbeFailureConnect, fmt.Sprintf("could not reach %s: %v", member, fwdErr)
 	}
 	deadline := errors.Is(ctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded ||
 		errors.Is(err, context.DeadlineExceeded)
@@ -280,15 +283,17 @@ func (c *Client) explain(ctx context.Context, start time.Time, call string, err 
 // certificates or protocol mismatch, rather than a timeout or a dropped
 // connection.
 func isCredentialsError(err error) bool {
+	if isTLSAlert(err) {
+		return true
+	}
 	var (
-		alert     tls.AlertError
 		verify    *tls.CertificateVerificationError
 		header    tls.RecordHeaderError
 		unknownCA x509.UnknownAuthorityError
 		invalid   x509.CertificateInvalidError
 		host      x509.HostnameError
 	)
-	return errors.As(err, &alert) || errors.As(err, &verify) || errors.As(err, &header) ||
+	return errors.As(err, &verify) || errors.As(err, &header) ||
 		errors.As(err, &unknownCA) || errors.As(err, &invalid) || errors.As(err, &host)
 }
 

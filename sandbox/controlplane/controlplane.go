@@ -227,6 +227,26 @@ func (c *ControlPlane) writePKI(p paths) (certs, error) {
 		}
 		out[l.name] = [2]string{crt, key}
 	}
+
+	// The front-proxy (request header) CA lets the API server proxy to
+	// aggregated API servers, and lets the controller manager's and the
+	// scheduler's delegated authentication find a complete
+	// extension-apiserver-authentication ConfigMap, as in a kubeadm
+	// cluster.
+	fp, _, err := newCA("hactl-sandbox-front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	fpCA := filepath.Join(p.pki, "front-proxy-ca.crt")
+	if err := os.WriteFile(fpCA, fp.certPEM, 0o644); err != nil {
+		return nil, err
+	}
+	out["front-proxy-ca"] = [2]string{fpCA, ""}
+	crt, key, err := fp.issueFiles(p.pki, "front-proxy-client", "front-proxy-client", nil, nil, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	out["front-proxy-client"] = [2]string{crt, key}
 	return out, nil
 }
 
@@ -339,6 +359,13 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, o Options, p paths, c
 				// kubernetes Service's endpoint.
 				"--endpoint-reconciler-type=none",
 				"--allow-privileged=true",
+				"--requestheader-client-ca-file=" + cs["front-proxy-ca"][0],
+				"--requestheader-allowed-names=front-proxy-client",
+				"--requestheader-username-headers=X-Remote-User",
+				"--requestheader-group-headers=X-Remote-Group",
+				"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+				"--proxy-client-cert-file=" + cs["front-proxy-client"][0],
+				"--proxy-client-key-file=" + cs["front-proxy-client"][1],
 			}
 			return append(a, o.APIServerArgs...)
 		},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -279,5 +280,24 @@ func TestKillRecordedCleansUpWithoutTheCluster(t *testing.T) {
 	}
 	if left := testenv.LeftoverProcesses(dir); len(left) > 0 {
 		t.Errorf("processes left after KillRecorded: %v", left)
+	}
+}
+
+func TestStartFailureCarriesTheLogTail(t *testing.T) {
+	testenv.SkipShort(t)
+	dir := t.TempDir()
+	_, err := etcdcluster.Start(ctx(t, time.Minute), etcdcluster.Options{
+		BinDir: testenv.BinDir(t), Dir: dir, ExtraArgs: []string{"--no-such-flag-for-this-test"},
+	})
+	if err == nil {
+		t.Fatal("Start succeeded with an unknown etcd flag")
+	}
+	for _, want := range []string{"etcd-0", "no-such-flag-for-this-test", filepath.Join(dir, "logs", "etcd-0.log")} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("start error does not mention %q:\n%v", want, err)
+		}
+	}
+	if left := testenv.LeftoverProcesses(dir); len(left) > 0 {
+		t.Errorf("processes left after a failed Start: %v", left)
 	}
 }

@@ -80,11 +80,13 @@ func Start(s Spec) (*Process, error) {
 		return nil, fmt.Errorf("starting %s: %w", s.Name, err)
 	}
 	p := &Process{Name: s.Name, LogPath: s.LogPath, PidPath: s.PidPath, cmd: cmd, done: make(chan struct{})}
+	// Read the start time before anything reaps the child: until then it
+	// stays in /proc even if it already exited.
+	st, err := startTime(cmd.Process.Pid)
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
-	st, err := startTime(cmd.Process.Pid)
 	if err == nil {
 		err = writeFileAtomic(s.PidPath, fmt.Appendf(nil, "%d %d %s\n", cmd.Process.Pid, st, s.Name))
 	}

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/internal/fixtures"
+	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/sandbox/controlplane"
+	"github.com/hactl-dev/hactl/status"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}, &cp) }
+
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	code := Run(streams, append([]string{"--kubeconfig", cp.AdminKubeconfig}, args...))
+	return out.String(), errOut.String(), code
+}
+
+func TestStatusCommand(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-ok"))
+	broken := fixtures.DefaultSpec("etcd-noep")
+	broken.Ready = 0
+	fixtures.CreateCluster(t, admin, ns, broken)
+
+	t.Run("control-ready but unprobed exits 3", func(t *testing.T) {
+		out, errOut, code := run(t, "-n", ns, "status", "etcd-ok", "--no-probe")
+		if code != ExitNotFailoverReady {
+			t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errOut)
+		}
+		if !strings.Contains(out, "etcd-ok") || !strings.Contains(out, "lag_unknown") {
+			t.Errorf("table lacks the cluster or lag_unknown:\n%s", out)
+		}
+	})
+	t.Run("not control-ready exits 4", func(t *testing.T) {
+		_, _, code := run(t, "-n", ns, "status", "etcd-noep", "--no-probe")
+		if code != ExitNotControlReady {
+			t.Fatalf("exit %d, want 4", code)
+		}
+	})
+	t.Run("the worst cluster decides", func(t *testing.T) {
+		_, _, code := run(t, "-n", ns, "status", "--no-probe")
+		if code != ExitNotControlReady {
+			t.Fatalf("exit %d, want 4", code)
+		}
+	})
+	t.Run("unknown cluster exits 1 and lists what exists", func(t *testing.T) {
+		_, errOut, code := run(t, "-n", ns, "status", "nope", "--no-probe")
+		if code != ExitError || !strings.Contains(errOut, "etcd-ok") || !strings.Contains(errOut, "etcd-noep") {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+	})
+	t.Run("json schema", func(t *testing.T) {
+		out, _, _ := run(t, "-n", ns, "status", "etcd-ok", "--no-probe", "-o", "json")
+		var cs status.ClusterStatus
+		if err := json.Unmarshal([]byte(out), &cs); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		if cs.APIVersion != "hactl.dev/v1alpha1" || cs.Kind != "ClusterStatus" || cs.Metadata.Name != "etcd-ok" || len(cs.Members) != 3 {
+			t.Errorf("unexpected document: %+v", cs)
+		}
+		out, _, _ = run(t, "-n", ns, "status", "--no-probe", "-o", "yaml")
+		if !strings.Contains(out, "kind: ClusterStatusList") {
+			t.Errorf("yaml list:\n%s", out)
+		}
+	})
+	t.Run("jsonpath", func(t *testing.T) {
+		out, errOut, _ := run(t, "-n", ns, "status", "etcd-noep", "--no-probe", "-o", "jsonpath={.verdict.controlReady} {.verdict.reasons[0].code}")
+		if out != "false client_endpoints_missing" {
+			t.Errorf("jsonpath = %q (%s)", out, errOut)
+		}
+	})
+	t.Run("no clusters", func(t *testing.T) {
+		empty := testenv.Namespace(t, cp)
+		out, errOut, code := run(t, "-n", empty, "status", "--no-probe")
+		if code != ExitOK || out != "" || !strings.Contains(errOut, "No HA clusters found") {
+			t.Fatalf("exit %d out %q err %q", code, out, errOut)
+		}
+	})
+	t.Run("color never and always", func(t *testing.T) {
+		out, _, _ := run(t, "-n", ns, "status", "etcd-ok", "--no-probe", "--color", "never")
+		if strings.Contains(out, "\x1b[") {
+			t.Error("--color never printed escapes")
+		}
+		out, _, _ = run(t, "-n", ns, "status", "etcd-ok", "--no-probe", "--color", "always")
+		if !strings.Contains(out, "\x1b[") {
+			t.Error("--color always printed no escapes")
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
+}
+
+// TestWatchJSONLines: a change seen by the watch prints one more JSON
+// document, each on its own line.
+func TestWatchJSONLines(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-w"))
+
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard}
+		done <- RunContext(ctx, streams, []string{"--kubeconfig", cp.AdminKubeconfig, "-n", ns, "status", "--watch", "--no-probe", "-o", "json"})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("watch did not stop after cancel")
+		}
+	}()
+	testenv.Poll(t, 30*time.Second, func() (bool, error) { return out.lines()[0] != "", nil })
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	pod, err := admin.CoreV1().Pods(ns).Get(ctx2, "etcd-w-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			pod.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+	if _, err := admin.CoreV1().Pods(ns).UpdateStatus(ctx2, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Poll(t, 30*time.Second, func() (bool, error) {
+		ls := out.lines()
+		return len(ls) >= 2 && strings.Contains(ls[len(ls)-1], "pod_not_ready"), nil
+	})
+	for i, l := range out.lines() {
+		var doc status.ClusterStatusList
+		if err := json.Unmarshal([]byte(l), &doc); err != nil || doc.Kind != "ClusterStatusList" {
+			t.Errorf("line %d is not one ClusterStatusList document: %v\n%s", i, err, l)
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package etcd_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/testbins"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// pki is a throw-away CA with one server and one client certificate.
+type pki struct {
+	caPEM, serverCertPEM, serverKeyPEM, clientCertPEM, clientKeyPEM []byte
+}
+
+const tlsServerName = "etcd-tls.hactl-test.svc"
+
+func newPKI(t *testing.T) pki {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "hactl test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string, ips []net.IP) (certPEM, keyPEM []byte) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial),
+			Subject:      pkix.Name{CommonName: cn},
+			NotBefore:    time.Now().Add(-time.Hour),
+			NotAfter:     time.Now().Add(time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+			DNSNames:     dns,
+			IPAddresses:  ips,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	}
+	var p pki
+	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	p.serverCertPEM, p.serverKeyPEM = leaf(2, "etcd-tls", x509.ExtKeyUsageServerAuth, []string{tlsServerName}, []net.IP{net.ParseIP("127.0.0.1")})
+	p.clientCertPEM, p.clientKeyPEM = leaf(3, "root", x509.ExtKeyUsageClientAuth, nil, nil)
+	return p
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startTLSMember runs one real etcd member that serves clients over TLS
+// and requires a client certificate. It is killed when the test ends.
+func startTLSMember(t *testing.T, p pki) (addr string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("tier-3 test (real etcd process) skipped with -short")
+	}
+	bin, err := testbins.Dir()
+	if err != nil {
+		t.Fatalf("test binaries: %v", err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cp, pp := freePort(t), freePort(t)
+	addr = "127.0.0.1:" + strconv.Itoa(cp)
+	peer := "http://127.0.0.1:" + strconv.Itoa(pp)
+	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "etcd"),
+		"--name", "etcd-tls",
+		"--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", "https://"+addr,
+		"--advertise-client-urls", "https://"+addr,
+		"--listen-peer-urls", peer,
+		"--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "etcd-tls="+peer,
+		"--cert-file", write("server.crt", p.serverCertPEM),
+		"--key-file", write("server.key", p.serverKeyPEM),
+		"--trusted-ca-file", write("ca.crt", p.caPEM),
+		"--client-cert-auth",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		logf.Close()
+	})
+	select {
+	case <-exited:
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("etcd exited at once:\n%s", b)
+	default:
+	}
+	return addr
+}
+
+func TestProbeTLS(t *testing.T) {
+	p := newPKI(t)
+	addr := startTLSMember(t, p)
+	dial := func(ctx context.Context, namespace, pod string, port int) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	tg := []engine.Target{{Member: "etcd-tls", Namespace: testNamespace, Pod: "etcd-tls", Port: podPort, ServerName: tlsServerName}}
+	good := &engine.Credentials{CertPEM: p.clientCertPEM, KeyPEM: p.clientKeyPEM, CAPEM: p.caPEM}
+
+	probeWith := func(cr *engine.Credentials) model.EngineFacts {
+		return etcd.New().Probe(context.Background(), tg, engine.ProbeOptions{Timeout: time.Second, Dial: dial, Credentials: cr})[0]
+	}
+	waitFor(t, 20*time.Second, "the TLS member to answer", func() error {
+		if f := probeWith(good); !f.Reachable {
+			return fmt.Errorf("%s", f.Err)
+		}
+		return nil
+	})
+	f := probeWith(good)
+	if f.MemberID == "" || f.LeaderID != f.MemberID || len(f.Peers) != 1 {
+		t.Errorf("TLS probe: member %s leader %s peers %d", f.MemberID, f.LeaderID, len(f.Peers))
+	}
+
+	other := newPKI(t)
+	cases := []struct {
+		name    string
+		cr      *engine.Credentials
+		failure model.ProbeFailure
+		errHas  string
+	}{
+		{"server certificate from an unknown CA", &engine.Credentials{CertPEM: p.clientCertPEM, KeyPEM: p.clientKeyPEM, CAPEM: other.caPEM}, model.ProbeFailureCredentials, "TLS handshake with etcd-tls failed"},
+		{"client certificate from an unknown CA", &engine.Credentials{CertPEM: other.clientCertPEM, KeyPEM: other.clientKeyPEM, CAPEM: p.caPEM}, model.ProbeFailureCredentials, "TLS handshake with etcd-tls failed"},
+		{"no client certificate", &engine.Credentials{CAPEM: p.caPEM}, model.ProbeFailureCredentials, "TLS handshake with etcd-tls failed"},
+		{"wrong server name", &engine.Credentials{CertPEM: p.clientCertPEM, KeyPEM: p.clientKeyPEM, CAPEM: p.caPEM, ServerName: "etcd-9.elsewhere"}, model.ProbeFailureCredentials, "TLS handshake with etcd-tls failed"},
+		{"key without certificate", &engine.Credentials{KeyPEM: p.clientKeyPEM, CAPEM: p.caPEM}, model.ProbeFailureCredentials, "together"},
+		{"plaintext against a TLS member", nil, model.ProbeFailureTimeout, "TLS"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := probeWith(c.cr)
+			t.Logf("failure=%q err=%q", f.Failure, f.Err)
+			if f.Reachable {
+				t.Fatal("reported reachable")
+			}
+			if f.Failure != c.failure {
+				t.Errorf("Failure = %q, want %q", f.Failure, c.failure)
+			}
+			if !strings.Contains(f.Err, c.errHas) {
+				t.Errorf("Err = %q, want it to mention %q", f.Err, c.errHas)
+			}
+			for _, secret := range [][]byte{p.clientKeyPEM, other.clientKeyPEM, p.clientCertPEM} {
+				if strings.Contains(f.Err, string(secret[30:60])) {
+					t.Errorf("Err leaks PEM material: %q", f.Err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package proc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func startShell(t *testing.T, dir, script string) *Process {
+	t.Helper()
+	p, err := Start(Spec{
+		Name:    "sh",
+		Path:    "/bin/sh",
+		Args:    []string{"-c", script, dir},
+		LogPath: filepath.Join(dir, "logs", "sh.log"),
+		PidPath: filepath.Join(dir, "pids", "sh.pid"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Kill() })
+	return p
+}
+
+func TestStartRecordsPidAndStopRemovesIt(t *testing.T) {
+	dir := t.TempDir()
+	p := startShell(t, dir, "echo hello; exec sleep 600")
+	pid, st, err := readPidFile(p.PidPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid != p.Pid() {
+		t.Fatalf("pid file says %d, process is %d", pid, p.Pid())
+	}
+	if cur, err := startTime(pid); err != nil || cur != st {
+		t.Fatalf("recorded start time %d, /proc says %d (%v)", st, cur, err)
+	}
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		t.Fatalf("process group %d (%v), want its own (%d)", pgid, err, pid)
+	}
+	// A paused process still stops.
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if Alive(pid) {
+		t.Fatal("alive after Stop")
+	}
+	if _, err := os.Stat(p.PidPath); !os.IsNotExist(err) {
+		t.Fatalf("pid file still there: %v", err)
+	}
+	if log := Tail(p.LogPath, 5); !strings.Contains(log, "hello") || !strings.Contains(log, "=== ") {
+		t.Fatalf("log tail %q lacks the header or the output", log)
+	}
+}
+
+func TestKillRecordedSparesAReusedPid(t *testing.T) {
+	dir := t.TempDir()
+	// A pid file naming this very test process with another start time,
+	// as when a recorded process died and its pid was reused.
+	st, err := startTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, "pids", "stale.pid")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, fmt.Appendf(nil, "%d %d stale\n", os.Getpid(), st+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live := startShell(t, dir, "exec sleep 600")
+	if err := KillRecorded(dir); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-live.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("recorded process survived KillRecorded")
+	}
+	if got, _ := filepath.Glob(filepath.Join(dir, "pids", "*")); len(got) > 0 {
+		t.Fatalf("pid files left: %v", got)
+	}
+	// Reaching this line means KillRecorded did not kill the test itself.
+}
+
+func TestAddrInUseLooksAtTheLatestStartOnly(t *testing.T) {
+	dir := t.TempDir()
+	p := startShell(t, dir, "echo 'listen tcp 127.0.0.1:1: bind: address already in use'")
+	<-p.Done()
+	if !AddrInUse(p) {
+		t.Fatal("AddrInUse missed the bind failure")
+	}
+	q := startShell(t, dir, "echo 'some other failure'")
+	<-q.Done()
+	if AddrInUse(q) {
+		t.Fatal("AddrInUse blamed an earlier start's bind failure")
+	}
+}
+
+func TestFreePortsAreDistinct(t *testing.T) {
+	ports, err := FreePorts("127.0.0.1", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if seen[p] || p <= 0 {
+			t.Fatalf("ports %v", ports)
+		}
+		seen[p] = true
+	}
+}
