@@ -38,11 +38,10 @@ func init() {
 // learns or dials any other endpoint. Create it with Open and Close it when
 // done; it is safe for concurrent use.
 type Client struct {
-	target  engine.Target
-	cli     *clientv3.Client
-	state   *dialState
-	hasTLS  bool
-	timeout time.Duration
+	target engine.Target
+	cli    *clientv3.Client
+	state  *dialState
+	hasTLS bool
 }
 
 // Open builds a client for the member t. It does not block: the first call
@@ -71,7 +70,7 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 	}
 	creds = observedCreds{TransportCredentials: creds, state: st}
 
-	c := &Client{target: t, state: st, hasTLS: o.Credentials != nil, timeout: o.Timeout}
+	c := &Client{target: t, state: st, hasTLS: o.Credentials != nil}
 	dial := o.Dial
 	contextDialer := func(gctx context.Context, _ string) (net.Conn, error) {
 		// gRPC's context ends when the connection attempt is abandoned

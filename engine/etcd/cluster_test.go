@@ -243,6 +243,21 @@ func TestProbeHealthyCluster(t *testing.T) {
 			t.Errorf("member ID %q is not lower-case hex as etcdctl prints it: %v", id, err)
 		}
 	}
+
+	// Probing is read-only: on an idle cluster two probes in a row see
+	// the same raft index (a probe that proposed anything, as the alarm
+	// RPC does, would move it every time).
+	prev := facts
+	waitFor(t, 10*time.Second, "two probes in a row to see the same raft index", func() error {
+		cur, _ := probe(t, d, ts, 2*time.Second)
+		defer func() { prev = cur }()
+		for i := range cur {
+			if cur[i].RaftIndex != prev[i].RaftIndex {
+				return fmt.Errorf("%s: raft index %d -> %d", ts[i].Member, prev[i].RaftIndex, cur[i].RaftIndex)
+			}
+		}
+		return nil
+	})
 }
 
 func TestProbePausedMember(t *testing.T) {
@@ -421,6 +436,14 @@ func TestProbeNoSpaceAlarm(t *testing.T) {
 			}
 		}
 		t.Logf("alarms as %s sees them: %+v; status errors: %q", ts[0].Member, facts[0].Alarms, facts[0].Errors)
+		// The cluster's own answer agrees with what Status listed.
+		listed, err := cli.AlarmList(context.Background())
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(listed) != fmt.Sprint(facts[0].Alarms) {
+			return fmt.Errorf("AlarmList %v, Status lists %v", listed, facts[0].Alarms)
+		}
 		return nil
 	})
 }

@@ -9,13 +9,15 @@
 // blend several members' answers into one.
 //
 // Probe reads, per member: Status (leader, raft term/index/applied,
-// learner flag, DB size and quota, version, storage version, errors), the
-// response header's cluster and member IDs (hex, as etcdctl prints them),
-// a serializable member list (answered locally, so a member without quorum
-// still reports its view) and the alarm list. A learner serves Status only;
-// its peers are then reported as unknown (EngineFacts.PeersErr) and its
-// alarms are read from the Status errors, where etcd lists every active
-// alarm.
+// learner flag, DB size and quota, version, storage version, errors, and
+// the active alarms, which etcd lists among the errors), the response
+// header's cluster and member IDs (hex, as etcdctl prints them) and a
+// serializable member list (answered locally, so a member without quorum,
+// or one that formed a cluster of its own, still reports its view). A
+// learner serves Status only; its peers are then reported as unknown
+// (EngineFacts.PeersErr). Probe never calls the alarm RPC: etcd answers it
+// through a raft proposal, so a read-only status check would write to the
+// log on every probe (Client.AlarmList is there for the actions).
 //
 // Importing this package replaces gRPC's process-wide logger with a silent
 // one (unless GRPC_GO_LOG_SEVERITY_LEVEL or ETCD_CLIENT_DEBUG is set), and

@@ -101,6 +101,24 @@ func (c *Client) MemberList(ctx context.Context) ([]model.Peer, error) {
 	return peersOf(resp.Members), nil
 }
 
+// AlarmList asks the cluster, through this member, for its active alarms.
+// Etcd answers it through a raft proposal: it needs quorum and appends to
+// the log, so Probe reads alarms from Status instead.
+func (c *Client) AlarmList(ctx context.Context) ([]model.Alarm, error) {
+	resp, err := c.cli.AlarmList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing alarms via %s: %w", c.target.Member, classify(err))
+	}
+	var out []model.Alarm
+	for _, a := range resp.Alarms {
+		if a.Alarm == pb.AlarmType_NONE {
+			continue
+		}
+		out = append(out, model.Alarm{Type: a.Alarm.String(), MemberID: FormatID(a.MemberID)})
+	}
+	return mergeAlarms(out, nil), nil
+}
+
 // MemberRemove removes the member with the given hex ID and returns the
 // member list after the change.
 func (c *Client) MemberRemove(ctx context.Context, id string) ([]model.Peer, error) {

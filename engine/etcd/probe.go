@@ -120,36 +120,24 @@ func (c *Client) Facts(ctx context.Context) (f model.EngineFacts) {
 	f.Reachable = true
 	fillStatus(&f, st)
 
-	// A learner serves Status and serializable reads only. A member that
-	// knows no leader would hold the raft-backed alarm request until the
-	// deadline. Etcd lists every active alarm in the Status errors, so
-	// alarms are always known; the alarm RPC only confirms them.
+	// Etcd lists every active alarm in the Status errors, from its local
+	// alarm store. The alarm RPC is not used here: etcd serves even its
+	// "get" through a raft proposal, so every probe would append an entry
+	// to the log (and fsync it on every member), moving the raft index of
+	// an idle cluster and waiting out the deadline on a member without
+	// quorum.
 	f.Alarms = alarmsFromErrors(st.Errors)
+	// A learner serves Status and serializable reads only.
 	if st.IsLearner {
 		f.PeersErr = "a learner does not serve the member list"
 		return f
 	}
-	var wg sync.WaitGroup
-	var peers []model.Peer
-	var peersErr error
-	wg.Go(func() { peers, peersErr = c.MemberList(ctx) })
-	var alarms []model.Alarm
-	if st.Leader != 0 {
-		wg.Go(func() {
-			var aerr error
-			alarms, aerr = c.alarmList(ctx)
-			if aerr != nil {
-				alarms = nil
-			}
-		})
+	peers, err := c.MemberList(ctx)
+	if err != nil {
+		_, f.PeersErr = c.explain(ctx, start, "MemberList", err)
+		return f
 	}
-	wg.Wait()
-	if peersErr != nil {
-		_, f.PeersErr = c.explain(ctx, start, "MemberList", peersErr)
-	} else {
-		f.Peers = peers
-	}
-	f.Alarms = mergeAlarms(f.Alarms, alarms)
+	f.Peers = peers
 	return f
 }
 
@@ -182,21 +170,6 @@ func fillStatus(f *model.EngineFacts, st *pb.StatusResponse) {
 			f.Errors = append(f.Errors, e)
 		}
 	}
-}
-
-func (c *Client) alarmList(ctx context.Context) ([]model.Alarm, error) {
-	resp, err := c.cli.AlarmList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []model.Alarm
-	for _, a := range resp.Alarms {
-		if a.Alarm == pb.AlarmType_NONE {
-			continue
-		}
-		out = append(out, model.Alarm{Type: a.Alarm.String(), MemberID: FormatID(a.MemberID)})
-	}
-	return out, nil
 }
 
 // alarmError matches how etcd renders an active alarm in Status errors:
