@@ -5,7 +5,7 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (k8s $K8S_VERSION)
 #   kwok                             ($KWOK_VERSION, plus its CRDs and stages)
 #   versitygw                        ($VERSITYGW_VERSION, S3-compatible store)
-#   validate-krew-manifest           (krew $KREW_VERSION)
+#   kubectl-krew, validate-krew-manifest (krew $KREW_VERSION)
 # into ~/.cache/hactl/bin/<versions>/ and prints that directory on stdout.
 # It is idempotent (each component has a completion marker), safe to run
 # twice at once (flock), prints progress on stderr and fails loudly.
@@ -19,13 +19,17 @@ KREW_VERSION=${KREW_VERSION:-v0.5.0}
 
 CACHE=${HACTL_CACHE:-$HOME/.cache/hactl}
 BIN="$CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-vgw-$VERSITYGW_VERSION-krew-$KREW_VERSION"
+# Bump when the set of components changes: existing caches then build only
+# what they lack (each component keeps its own marker).
+RECIPE=2
+COMPLETE="$BIN/.complete-$RECIPE"
 SRC="$CACHE/src"
 mkdir -p "$BIN" "$SRC"
 
 log() { printf 'testbins: %s\n' "$*" >&2; }
 die() { printf 'testbins: FAILED: %s\n' "$*" >&2; exit 1; }
 
-if [ -f "$BIN/.complete" ]; then
+if [ -f "$COMPLETE" ]; then
   echo "$BIN"
   exit 0
 fi
@@ -38,7 +42,7 @@ if ! flock -n 9; then
   log "another build holds $CACHE/testbins.lock; waiting for it"
   flock 9
 fi
-if [ -f "$BIN/.complete" ]; then
+if [ -f "$COMPLETE" ]; then
   echo "$BIN"
   exit 0
 fi
@@ -155,15 +159,20 @@ build_versitygw() {
 }
 
 build_krew() {
-  GOBIN="$BIN" go install -ldflags="-s -w" "sigs.k8s.io/krew/cmd/validate-krew-manifest@$KREW_VERSION"
+  GOBIN="$BIN" go install -ldflags="-s -w" "sigs.k8s.io/krew/cmd/validate-krew-manifest@$KREW_VERSION" || return 1
+  # The validator installs every platform with `kubectl krew install`.
+  local d="$SRC/krew-$KREW_VERSION"
+  mkdir -p "$d"
+  GOBIN="$d" go install -ldflags="-s -w" "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION" || return 1
+  mv "$d/krew" "$BIN/kubectl-krew"
 }
 
 total=$SECONDS
 step etcd build_etcd
-step krew build_krew
+step krew2 build_krew
 step kwok build_kwok
 step versitygw build_versitygw
 step k8s build_k8s
-touch "$BIN/.complete"
+touch "$COMPLETE"
 log "all test binaries ready in $BIN ($((SECONDS - total))s)"
 echo "$BIN"

@@ -45,7 +45,7 @@ func TestDistManifestValidatesAndInstalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := exec.Command(filepath.Join(bins, "validate-krew-manifest"), "-manifest", path)
-	v.Env = append(os.Environ(), "HOME="+t.TempDir())
+	v.Env = append(os.Environ(), "HOME="+t.TempDir(), "PATH="+bins+":"+os.Getenv("PATH"))
 	out, err := v.CombinedOutput()
 	if err != nil {
 		t.Fatalf("validate-krew-manifest (installs every platform from the local archives): %v\n%s", err, out)
@@ -60,7 +60,7 @@ func TestDistManifestValidatesAndInstalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	v = exec.Command(filepath.Join(bins, "validate-krew-manifest"), "-manifest", path)
-	v.Env = append(os.Environ(), "HOME="+t.TempDir())
+	v.Env = append(os.Environ(), "HOME="+t.TempDir(), "PATH="+bins+":"+os.Getenv("PATH"))
 	if out, err := v.CombinedOutput(); err == nil {
 		t.Fatalf("validator accepted a manifest with a wrong sha256:\n%s", out)
 	}
