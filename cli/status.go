@@ -374,7 +374,6 @@ func (o *StatusOptions) runWatch(ctx context.Context) error {
 	ticker := time.NewTicker(o.ProbeInterval)
 	defer ticker.Stop()
 	var last []byte
-	var lastResults []status.Result
 	for {
 		results, warn, err := observer.Observe(ctx, o.Namespace, o.Name)
 		if ctx.Err() != nil {
@@ -393,7 +392,6 @@ func (o *StatusOptions) runWatch(ctx context.Context) error {
 		key := watchKey(results, buf.Bytes(), o.format())
 		if !bytes.Equal(key, last) {
 			last = key
-			lastResults = results
 			if o.outIsTTY && (o.format() == "" || o.format() == "wide") {
 				fmt.Fprint(o.Out, "\x1b[H\x1b[2J")
 				fmt.Fprintf(o.Out, "kubectl hactl status --watch   %s   (Ctrl-C to quit)\n\n", time.Now().Format("15:04:05"))
@@ -406,7 +404,6 @@ func (o *StatusOptions) runWatch(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			_ = lastResults
 			return nil
 		case <-changed:
 			// Coalesce a burst of watch events into one redraw.

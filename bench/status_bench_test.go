@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/fixtures"
+	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/controlplane"
+	"github.com/hactl-dev/hactl/sandbox/etcdcluster"
+	"github.com/hactl-dev/hactl/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+var cp *controlplane.ControlPlane
+
+// The 1000-pod run needs more client Services than the default /24 holds.
+func TestMain(m *testing.M) {
+	testenv.Main(m, controlplane.Options{APIServerArgs: []string{"--service-cluster-ip-range=10.0.0.0/20"}}, &cp)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func counting(cfg *rest.Config, n *atomic.Int64) kubernetes.Interface {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 1000, 1000
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			n.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		panic(err)
+	}
+	return cs
+}
+
+// pool answers every pod's probe with one of a few real etcd members, so
+// 150 member probes are 150 real connections and RPC sets.
+func pool(b *testing.B, members int) engine.DialFunc {
+	ec := testenv.EtcdCluster(b, etcdcluster.Options{Members: members})
+	var addrs []string
+	for _, m := range ec.Members {
+		u, err := url.Parse(m.ClientURL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		addrs = append(addrs, u.Host)
+	}
+	return func(ctx context.Context, _, pod string, _ int) (net.Conn, error) {
+		i := strings.LastIndex(pod, "-")
+		n, _ := strconv.Atoi(pod[i+1:])
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addrs[n%len(addrs)])
+	}
+}
+
+func populate(b *testing.B, clusters int) string {
+	admin := testenv.Clientset(b, cp.Admin)
+	ns := testenv.Namespace(b, cp)
+	for i := 0; i < clusters; i++ {
+		fixtures.CreateCluster(b, admin, ns, fixtures.DefaultSpec(fmt.Sprintf("etcd-%03d", i)))
+	}
+	return ns
+}
+
+// BenchmarkStatusVsBareList: `status` for 50 clusters × 3 members (API
+// reads plus a real probe of every member) against the bare list of the
+// same StatefulSets, pods and PVCs.
+func BenchmarkStatusVsBareList(b *testing.B) {
+	testenv.SkipShort(b)
+	ns := populate(b, 50)
+	dial := pool(b, 3)
+	ctx := context.Background()
+	var hactlCalls, listCalls atomic.Int64
+	hc := counting(cp.Admin, &hactlCalls)
+	lc := counting(cp.Admin, &listCalls)
+	obs := &status.Observer{
+		Source: status.APISource{Client: hc}, Dial: dial, ProbeTimeout: 2 * time.Second,
+		Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
+	}
+	var hactlWall, listWall time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		rs, _, err := obs.Observe(ctx, ns, "")
+		if err != nil || len(rs) != 50 {
+			b.Fatalf("status: %v (%d clusters)", err, len(rs))
+		}
+		hactlWall += time.Since(start)
+
+		start = time.Now()
+		if _, err := lc.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := lc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := lc.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		listWall += time.Since(start)
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(hactlWall.Milliseconds())/n, "hactl-ms/op")
+	b.ReportMetric(float64(listWall.Milliseconds())/n, "list-ms/op")
+	b.ReportMetric(float64(hactlWall)/float64(listWall), "wall-ratio")
+	b.ReportMetric(float64(hactlCalls.Load())/n, "hactl-api-calls/op")
+	b.ReportMetric(float64(listCalls.Load())/n, "list-api-calls/op")
+
+	// The same baseline as a user types it: the real kubectl binary.
+	kstart := time.Now()
+	out, err := exec.Command(filepath.Join(testenv.BinDir(b), "kubectl"), "--kubeconfig", cp.AdminKubeconfig,
+		"-n", ns, "get", "sts,pods,pvc", "-o", "json").CombinedOutput()
+	if err != nil {
+		b.Fatalf("kubectl get: %v\n%s", err, out)
+	}
+	b.ReportMetric(float64(hactlWall)/n/float64(time.Since(kstart)), "wall-ratio-vs-kubectl")
+}
+
+// BenchmarkProbeFanOut: probing 150 members against probing one (ideal
+// ratio ≈ 1: probes run in parallel).
+func BenchmarkProbeFanOut(b *testing.B) {
+	testenv.SkipShort(b)
+	dial := pool(b, 3)
+	eng := etcdengine.New()
+	targets := func(n int) []engine.Target {
+		var ts []engine.Target
+		for i := 0; i < n; i++ {
+			ts = append(ts, engine.Target{Member: fmt.Sprintf("m-%d", i), Namespace: "bench", Pod: fmt.Sprintf("m-%d", i), Port: 2379})
+		}
+		return ts
+	}
+	many, one := targets(150), targets(1)
+	opts := engine.ProbeOptions{Timeout: 5 * time.Second, Dial: dial}
+	var manyWall, oneWall time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		for _, f := range eng.Probe(context.Background(), many, opts) {
+			if !f.Reachable {
+				b.Fatalf("probe failed: %s", f.Err)
+			}
+		}
+		manyWall += time.Since(start)
+		start = time.Now()
+		eng.Probe(context.Background(), one, opts)
+		oneWall += time.Since(start)
+	}
+	b.ReportMetric(float64(manyWall.Milliseconds())/float64(b.N), "150-ms/op")
+	b.ReportMetric(float64(oneWall.Milliseconds())/float64(b.N), "1-ms/op")
+	b.ReportMetric(float64(manyWall)/float64(oneWall), "wall-ratio")
+}
+
+// BenchmarkStatusPeakRSS: peak RSS of the built kubectl-hactl running
+// status over 1000 pods (334 clusters × 3), against kubectl listing the
+// same objects.
+func BenchmarkStatusPeakRSS(b *testing.B) {
+	testenv.SkipShort(b)
+	ns := populate(b, 334)
+	bin := filepath.Join(b.TempDir(), "kubectl-hactl")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/kubectl-hactl").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	peak := func(name string, args ...string) (int64, time.Duration) {
+		cmd := exec.Command(name, args...)
+		cmd.Stdout, cmd.Stderr = nil, nil
+		start := time.Now()
+		err := cmd.Run()
+		took := time.Since(start)
+		if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() == 1) {
+			b.Fatalf("%s: %v", name, err)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		return ru.Maxrss, took // KiB on Linux
+	}
+	var hRSS, kRSS int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h, _ := peak(bin, "--kubeconfig", cp.AdminKubeconfig, "-n", ns, "status", "--no-probe", "-o", "json")
+		k, _ := peak(filepath.Join(testenv.BinDir(b), "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "-n", ns, "get", "sts,pods,pvc", "-o", "json")
+		hRSS, kRSS = max(hRSS, h), max(kRSS, k)
+	}
+	b.ReportMetric(float64(hRSS)/1024, "hactl-peak-MiB")
+	b.ReportMetric(float64(kRSS)/1024, "kubectl-peak-MiB")
+	b.ReportMetric(float64(hRSS)/float64(kRSS), "rss-ratio")
+}
