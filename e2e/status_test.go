@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// wantExit is the exit code a cluster with these reasons must give.
+func wantExit(reasons []string) int {
+	code := 0
+	for _, r := range reasons {
+		switch model.ReasonCode(r).Impact() {
+		case model.ImpactControl:
+			return 4
+		case model.ImpactFailover:
+			code = 3
+		}
+	}
+	return code
+}
+
+func codesOf(cs status.ClusterStatus) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range cs.Verdict.Reasons {
+		if !seen[r.Code] {
+			seen[r.Code] = true
+			out = append(out, r.Code)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestStatusThroughKubectl runs `kubectl hactl status` (plugin discovery,
+// port-forward probes) against every scenario and checks the verdict,
+// reason codes and exit code the scenario is built to produce.
+func TestStatusThroughKubectl(t *testing.T) {
+	skipShort(t)
+	for _, c := range env.sb.State.Clusters {
+		t.Run(c.Scenario, func(t *testing.T) {
+			var (
+				cs   status.ClusterStatus
+				code int
+				last string
+			)
+			deadline := time.Now().Add(2 * time.Minute)
+			for {
+				out, errOut, exit := kubectl(t, "hactl", "status", c.Name, "-n", c.Namespace, "-o", "json")
+				code, last = exit, out+errOut
+				if err := json.Unmarshal([]byte(out), &cs); err != nil {
+					t.Fatalf("not a ClusterStatus (exit %d): %v\n%s", exit, err, last)
+				}
+				if missing(c.Reasons, codesOf(cs)) == nil && exit == wantExit(c.Reasons) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("scenario %s: reasons %v (exit %d), want %v (exit %d); may also %v\n%s",
+						c.Scenario, codesOf(cs), exit, c.Reasons, wantExit(c.Reasons), c.MayAlso, last)
+				}
+				time.Sleep(time.Second) // the scenario may still be settling; poll again
+			}
+			allowed := map[string]bool{}
+			for _, r := range append(append([]string(nil), c.Reasons...), c.MayAlso...) {
+				allowed[r] = true
+			}
+			for _, r := range codesOf(cs) {
+				if !allowed[r] {
+					t.Errorf("scenario %s: unexpected reason %s (%+v)", c.Scenario, r, cs.Verdict.Reasons)
+				}
+			}
+			if !cs.EngineProbed {
+				t.Fatal("members were not probed")
+			}
+			answered := 0
+			for _, m := range cs.Members {
+				if m.Reachable != nil && *m.Reachable && m.MemberID != "" {
+					answered++
+				}
+			}
+			if answered == 0 {
+				t.Errorf("no member answered through port-forward: %+v", cs.Members)
+			}
+			t.Logf("%s: exit %d, reasons %v, %d members answered through port-forward", c.Scenario, code, codesOf(cs), answered)
+		})
+	}
+}
+
+func missing(want, got []string) []string {
+	have := map[string]bool{}
+	for _, g := range got {
+		have[g] = true
+	}
+	var out []string
+	for _, w := range want {
+		if !have[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// TestSeedRebootstrapIsCaught: the seed 000 case for real — the wiped seed
+// forms its own one-member cluster and its pod is Ready, yet status refuses
+// control readiness and exits non-zero.
+func TestSeedRebootstrapIsCaught(t *testing.T) {
+	skipShort(t)
+	var name, ns string
+	for _, c := range env.sb.State.Clusters {
+		if c.Scenario == "seed-rebootstrap" {
+			name, ns = c.Name, c.Namespace
+		}
+	}
+	if name == "" {
+		t.Skip("no seed-rebootstrap scenario in this sandbox")
+	}
+	var cs status.ClusterStatus
+	var code int
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, _, exit := kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json")
+		code = exit
+		if err := json.Unmarshal([]byte(out), &cs); err != nil {
+			t.Fatal(err)
+		}
+		seed := cs.Members[0]
+		if seed.Ready && seed.Phase == string(model.PhaseDiverged) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	seed := cs.Members[0]
+	if !seed.Ready {
+		t.Errorf("the re-bootstrapped seed's pod should be Ready (its /health is 200): %+v", seed)
+	}
+	if cs.Verdict.ControlReady || code != 4 {
+		t.Errorf("control_ready=%v exit=%d, want false and 4", cs.Verdict.ControlReady, code)
+	}
+	if seed.ClusterID == "" || seed.ClusterID == cs.ClusterID {
+		t.Errorf("seed cluster ID %q should differ from the cluster's %q", seed.ClusterID, cs.ClusterID)
+	}
+	if !strings.Contains(strings.Join(seed.Reasons, ","), "cluster_id_split") {
+		t.Errorf("seed reasons %v lack cluster_id_split", seed.Reasons)
+	}
+}
+
+// TestTableThroughKubectl checks the human table shows member identity
+// read through port-forward.
+func TestTableThroughKubectl(t *testing.T) {
+	skipShort(t)
+	c := env.sb.State.Clusters[0]
+	out, errOut, _ := kubectl(t, "hactl", "status", "-n", c.Namespace, "--color", "never")
+	for _, want := range []string{"ORD", "MEMBER ID", c.Name, "leader"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s\n%s", want, out, errOut)
+		}
+	}
+	t.Logf("%s", out)
+}
