@@ -42,7 +42,7 @@ demo: build testbins
 
 ## bench: benchmarks with ratios against baselines
 bench: testbins
-	HACTL_TESTBINS_DIR=$$(bash hack/testbins.sh) go test -run '^$$' -bench . -benchtime 1x ./bench/...
+	bash hack/bench.sh
 
 clean:
 	rm -rf bin dist
