@@ -63,6 +63,10 @@ type Options struct {
 	// APIServerArgs are appended to kube-apiserver's arguments (a repeated
 	// flag overrides the earlier one).
 	APIServerArgs []string
+	// Detach lets the components outlive the process that started them
+	// (by default they get SIGKILL when it dies); stop them later with
+	// KillRecorded(Dir).
+	Detach bool
 }
 
 // ControlPlane is a running etcd + kube-apiserver (+ controller-manager,
@@ -252,7 +256,7 @@ func (c *ControlPlane) writePKI(p paths) (certs, error) {
 
 // startComponent starts a component on fresh free ports, waits for ready,
 // and retries with other ports if a port was taken in between.
-func (c *ControlPlane) startComponent(ctx context.Context, name, bin string, p paths, nports int,
+func (c *ControlPlane) startComponent(ctx context.Context, o Options, name, bin string, p paths, nports int,
 	args func(ports []int) []string, ready func(ctx context.Context, ports []int) error) ([]int, error) {
 	begin := time.Now()
 	for attempt := 1; ; attempt++ {
@@ -266,6 +270,7 @@ func (c *ControlPlane) startComponent(ctx context.Context, name, bin string, p p
 			Args:    args(ports),
 			LogPath: filepath.Join(p.logs, name+".log"),
 			PidPath: filepath.Join(p.pids, name+proc.PidFileSuffix),
+			Detach:  o.Detach,
 		})
 		if err != nil {
 			return nil, err
@@ -290,7 +295,7 @@ func (c *ControlPlane) startComponent(ctx context.Context, name, bin string, p p
 }
 
 func (c *ControlPlane) startEtcd(ctx context.Context, o Options, p paths) error {
-	ports, err := c.startComponent(ctx, Etcd, filepath.Join(o.BinDir, "etcd"), p, 2,
+	ports, err := c.startComponent(ctx, o, Etcd, filepath.Join(o.BinDir, "etcd"), p, 2,
 		func(ports []int) []string {
 			client := "http://" + host + ":" + strconv.Itoa(ports[0])
 			peer := "http://" + host + ":" + strconv.Itoa(ports[1])
@@ -336,7 +341,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, o Options, p paths, c
 		return err
 	}
 	hc := c.httpClient(&adminCert)
-	ports, err := c.startComponent(ctx, APIServer, filepath.Join(o.BinDir, "kube-apiserver"), p, 1,
+	ports, err := c.startComponent(ctx, o, APIServer, filepath.Join(o.BinDir, "kube-apiserver"), p, 1,
 		func(ports []int) []string {
 			a := []string{
 				"--etcd-servers=" + c.EtcdURL,
@@ -395,7 +400,7 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, o Options, p 
 		return err
 	}
 	hc := c.httpClient(nil)
-	_, err := c.startComponent(ctx, ControllerManager, filepath.Join(o.BinDir, "kube-controller-manager"), p, 1,
+	_, err := c.startComponent(ctx, o, ControllerManager, filepath.Join(o.BinDir, "kube-controller-manager"), p, 1,
 		func(ports []int) []string {
 			return []string{
 				"--kubeconfig=" + kc,
@@ -426,7 +431,7 @@ func (c *ControlPlane) startScheduler(ctx context.Context, o Options, p paths, c
 		return err
 	}
 	hc := c.httpClient(nil)
-	_, err := c.startComponent(ctx, Scheduler, filepath.Join(o.BinDir, "kube-scheduler"), p, 1,
+	_, err := c.startComponent(ctx, o, Scheduler, filepath.Join(o.BinDir, "kube-scheduler"), p, 1,
 		func(ports []int) []string {
 			return []string{
 				"--kubeconfig=" + kc,

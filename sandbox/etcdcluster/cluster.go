@@ -50,6 +50,10 @@ type Options struct {
 	// ExtraArgs are appended to every member's arguments (a repeated flag
 	// overrides an earlier one).
 	ExtraArgs []string
+	// Detach lets the members outlive the process that started them (by
+	// default they get SIGKILL when it dies); stop them later with
+	// KillRecorded(Dir).
+	Detach bool
 }
 
 // Cluster is a running etcd cluster.
@@ -181,55 +185,72 @@ func (c *Cluster) newMember(name string, clientPort, peerPort int) *Member {
 	}
 }
 
-// Stop stops every member (SIGTERM, then SIGKILL after a grace period) and
-// waits for them to exit. Data dirs are kept.
+// Stop stops every member and waits for them to exit. Data dirs are kept.
 //
-// Followers go first and the leader last: a leader that receives SIGTERM
-// hands leadership to a connected follower, and if that follower is
-// shutting down too, the hand-over only ends when it times out (7 s with
-// etcd's defaults); with no follower left it skips the hand-over.
+// Members that do not answer a Status request within half a second
+// (paused, hung) are SIGKILLed first. Then the followers get SIGTERM, and
+// the leader last: a leader that receives SIGTERM hands leadership to a
+// follower it is connected to, and if that follower is shutting down (or
+// paused) the hand-over only ends when it times out (7 s with etcd's
+// defaults); with no follower left it skips the hand-over. A member that
+// ignores SIGTERM for 10 s is SIGKILLed.
 func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	ms := append([]*Member(nil), c.Members...)
 	c.mu.Unlock()
-	followers := c.followers(ms)
+	roles := c.roles(ms)
 	errs := make([]error, len(ms))
 	var wg sync.WaitGroup
-	for _, last := range []bool{false, true} {
+	for _, phase := range []role{unresponsive, follower, leader} {
 		for i, m := range ms {
-			if m == nil || followers[m] == last {
+			if m == nil || roles[i] != phase {
 				continue
 			}
-			wg.Go(func() { errs[i] = m.Stop() })
+			if phase == unresponsive {
+				wg.Go(func() { errs[i] = m.Kill() })
+			} else {
+				wg.Go(func() { errs[i] = m.Stop() })
+			}
 		}
 		wg.Wait()
 	}
 	return errors.Join(errs...)
 }
 
-// followers returns the running members that answer, within a short
-// deadline, that another member leads. Members that do not answer (paused,
-// partitioned) may still think they lead, so they are not followers.
-func (c *Cluster) followers(ms []*Member) map[*Member]bool {
-	var mu sync.Mutex
-	out := map[*Member]bool{}
+type role int
+
+const (
+	stopped role = iota
+	unresponsive
+	follower
+	leader
+)
+
+// roles asks each running member on its own, with a short deadline, whether
+// it leads.
+func (c *Cluster) roles(ms []*Member) []role {
+	roles := make([]role, len(ms))
 	var wg sync.WaitGroup
-	for _, m := range ms {
+	for i, m := range ms {
 		if m == nil || !m.Running() {
 			continue
 		}
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
-			if st, err := m.Status(ctx); err == nil && st.Leader != st.Header.MemberId {
-				mu.Lock()
-				out[m] = true
-				mu.Unlock()
+			st, err := m.Status(ctx)
+			switch {
+			case err != nil:
+				roles[i] = unresponsive
+			case st.Leader == st.Header.MemberId:
+				roles[i] = leader
+			default:
+				roles[i] = follower
 			}
 		})
 	}
 	wg.Wait()
-	return out
+	return roles
 }
 
 // ClientURLs lists every member's client URL.
@@ -528,6 +549,7 @@ func (m *Member) start(args MemberArgs) error {
 		Args:    a,
 		LogPath: m.LogPath,
 		PidPath: m.pidPath,
+		Detach:  o.Detach,
 	})
 	if err != nil {
 		return err

@@ -37,6 +37,9 @@ type Spec struct {
 	LogPath string
 	// PidPath is where the pid and start time are recorded.
 	PidPath string
+	// Detach lets the process outlive the process that started it (no
+	// parent-death signal); KillRecorded cleans it up later.
+	Detach bool
 }
 
 // Process is a running (or finished) supervised process.
@@ -75,7 +78,10 @@ func Start(s Spec) (*Process, error) {
 	if cmd.Env == nil {
 		cmd.Env = cleanEnv(os.Environ())
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !s.Detach {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", s.Name, err)
 	}

@@ -3,6 +3,7 @@ package proc
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -115,5 +116,68 @@ func TestFreePortsAreDistinct(t *testing.T) {
 			t.Fatalf("ports %v", ports)
 		}
 		seen[p] = true
+	}
+}
+
+// TestHelperStarter is not a test: TestParentDeath runs the test binary as
+// a child that starts a process and exits at once, as a crashing test
+// binary would.
+func TestHelperStarter(t *testing.T) {
+	dir := os.Getenv("HACTL_PROC_HELPER_DIR")
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	_, err := Start(Spec{
+		Name:    "sleep",
+		Path:    "/bin/sh",
+		Args:    []string{"-c", "exec sleep 600"},
+		LogPath: filepath.Join(dir, "logs", "sleep.log"),
+		PidPath: filepath.Join(dir, "pids", "sleep.pid"),
+		Detach:  os.Getenv("HACTL_PROC_HELPER_DETACH") == "1",
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(0) // no cleanup: the parent "crashes"
+}
+
+func TestParentDeath(t *testing.T) {
+	for _, detach := range []bool{false, true} {
+		t.Run(fmt.Sprintf("detach=%v", detach), func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStarter$")
+			cmd.Env = append(os.Environ(), "HACTL_PROC_HELPER_DIR="+dir)
+			if detach {
+				cmd.Env = append(cmd.Env, "HACTL_PROC_HELPER_DETACH=1")
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("helper: %v\n%s", err, out)
+			}
+			pid, _, err := readPidFile(filepath.Join(dir, "pids", "sleep.pid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for Alive(pid) && !detach && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if !detach {
+				if Alive(pid) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Fatal("the child outlived the process that started it")
+				}
+				return
+			}
+			if !Alive(pid) {
+				t.Fatal("a detached child died with the process that started it")
+			}
+			if err := KillRecorded(dir); err != nil {
+				t.Fatal(err)
+			}
+			if Alive(pid) {
+				t.Fatal("a detached child survived KillRecorded")
+			}
+		})
 	}
 }

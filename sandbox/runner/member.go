@@ -1,0 +1,730 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// member is one incarnation (one pod UID) of a cluster member.
+type member struct {
+	r             *Runner
+	key, ns, name string
+	uid           types.UID
+	addrs         MemberAddrs
+	prev          *member // the previous incarnation: its processes go first
+	podDir        string
+
+	changed     chan struct{} // the pod or a container changed
+	terminating chan struct{} // closed once the pod is being deleted or gone
+	done        chan struct{}
+	termOnce    sync.Once
+
+	mu         sync.Mutex
+	pod        *corev1.Pod
+	gone       bool // removed from the API
+	volumes    map[string]string
+	claimDirs  []string
+	containers []*container
+	logFiles   map[string][2]string
+	patched    *corev1.PodStatus
+}
+
+func newMember(r *Runner, pod *corev1.Pod, addrs MemberAddrs, prev *member) *member {
+	return &member{
+		r: r, key: pod.Namespace + "/" + pod.Name, ns: pod.Namespace, name: pod.Name, uid: pod.UID,
+		addrs: addrs, prev: prev,
+		podDir:      filepath.Join(r.o.Dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
+		changed:     make(chan struct{}, 1),
+		terminating: make(chan struct{}),
+		done:        make(chan struct{}),
+		pod:         pod,
+		logFiles:    map[string][2]string{},
+	}
+}
+
+func (m *member) poke() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (m *member) update(pod *corev1.Pod) {
+	m.mu.Lock()
+	m.pod = pod
+	m.mu.Unlock()
+	if pod.DeletionTimestamp != nil {
+		m.termOnce.Do(func() { close(m.terminating) })
+	}
+	m.poke()
+}
+
+func (m *member) removed() {
+	m.mu.Lock()
+	m.gone = true
+	m.mu.Unlock()
+	m.termOnce.Do(func() { close(m.terminating) })
+	m.poke()
+}
+
+func (m *member) latest() *corev1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pod
+}
+
+func (m *member) logf(format string, args ...any) {
+	m.r.o.Logf("runner: %s: "+format, append([]any{m.key}, args...)...)
+}
+
+// grace is how long a stopping container gets after SIGTERM.
+func (m *member) grace() time.Duration {
+	select {
+	case <-m.r.shutdown:
+		// The whole sandbox is going: no member needs a clean hand-over.
+		return 2 * time.Second
+	default:
+	}
+	pod := m.latest()
+	g := int64(30)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		g = *pod.DeletionGracePeriodSeconds
+	}
+	if g > 30 {
+		g = 30
+	}
+	return time.Duration(g) * time.Second
+}
+
+// stopping is closed when the member's processes must go: the pod is
+// being deleted, or the runner stops.
+func (m *member) stopping() <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		select {
+		case <-m.terminating:
+		case <-m.r.shutdown:
+		case <-m.done:
+			return
+		}
+		close(ch)
+	}()
+	return ch
+}
+
+// run is the member's life: wait for the previous incarnation to be gone,
+// for scheduling and volumes; run the containers; report status; on
+// deletion stop everything and finish the delete.
+func (m *member) run() {
+	defer close(m.done)
+	stop := m.stopping()
+	if m.prev != nil {
+		select {
+		case <-m.prev.done:
+		case <-stop:
+		}
+	}
+	if !m.prepare(stop) {
+		m.finish()
+		return
+	}
+	pod := m.latest()
+	for i := range pod.Spec.Containers {
+		c := newContainer(m, pod.Spec.Containers[i])
+		m.mu.Lock()
+		m.containers = append(m.containers, c)
+		m.mu.Unlock()
+		go c.run(stop)
+	}
+	ensureTick := time.NewTicker(10 * time.Second)
+	defer ensureTick.Stop()
+	m.ensureKwokObjects()
+	for {
+		m.writeStatus()
+		select {
+		case <-stop:
+			for _, c := range m.containers {
+				<-c.done
+			}
+			m.finish()
+			return
+		case <-m.changed:
+		case <-ensureTick.C:
+			m.ensureKwokObjects()
+		}
+	}
+}
+
+// prepare waits until the pod is scheduled and every volume it mounts has
+// a host directory. It reports false if the member must stop first.
+func (m *member) prepare(stop <-chan struct{}) bool {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pod := m.latest()
+		if pod.Spec.NodeName != "" {
+			vols, claims, missing := m.resolveVolumes(pod)
+			if missing == "" {
+				m.mu.Lock()
+				m.volumes, m.claimDirs = vols, claims
+				m.mu.Unlock()
+				return true
+			}
+			m.writeStatus()
+		}
+		select {
+		case <-stop:
+			return false
+		case <-m.changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// resolveVolumes maps the pod's volumes to host directories: a claim to
+// its volume's directory, everything else to a directory of the pod's own
+// (ConfigMaps and Secrets filled with their keys). missing names a claim
+// that is not bound yet.
+func (m *member) resolveVolumes(pod *corev1.Pod) (vols map[string]string, claims []string, missing string) {
+	vols = map[string]string{}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			d := m.r.o.HostDir(pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+			if d == "" {
+				return nil, nil, v.PersistentVolumeClaim.ClaimName
+			}
+			vols[v.Name] = d
+			claims = append(claims, d)
+			continue
+		}
+		d := filepath.Join(m.podDir, "volumes", v.Name)
+		_ = os.MkdirAll(d, 0o755)
+		var data map[string]string
+		obj := objects{ctx: m.r.ctx, kc: m.r.o.Kube, ns: pod.Namespace}
+		switch {
+		case v.ConfigMap != nil:
+			data, _, _ = obj.ConfigMap(v.ConfigMap.Name)
+		case v.Secret != nil:
+			data, _, _ = obj.Secret(v.Secret.SecretName)
+		}
+		for k, val := range data {
+			_ = os.WriteFile(filepath.Join(d, filepath.Base(k)), []byte(val), 0o644)
+		}
+		vols[v.Name] = d
+	}
+	return vols, claims, ""
+}
+
+// finish deletes the pod for good once its processes are gone (as the
+// kubelet does after a graceful delete), unless it is already gone or the
+// runner is only shutting down.
+func (m *member) finish() {
+	select {
+	case <-m.r.shutdown:
+		return
+	default:
+	}
+	m.mu.Lock()
+	gone := m.gone
+	m.mu.Unlock()
+	if gone {
+		return
+	}
+	zero := int64(0)
+	uid := m.uid
+	ctx, cancel := context.WithTimeout(m.r.ctx, 30*time.Second)
+	defer cancel()
+	err := m.r.o.Kube.CoreV1().Pods(m.ns).Delete(ctx, m.name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero,
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		m.logf("finishing delete: %v", err)
+	}
+}
+
+func (m *member) ensureKwokObjects() {
+	pod := m.latest()
+	ctx, cancel := context.WithTimeout(m.r.ctx, 10*time.Second)
+	defer cancel()
+	if err := ensureObject(ctx, m.r.o.Dynamic, portForwardGVR, portForwardObject(pod, m.addrs.Address)); err != nil {
+		m.logf("port-forward: %v", err)
+	}
+	m.mu.Lock()
+	files := map[string][2]string{}
+	for k, v := range m.logFiles {
+		files[k] = v
+	}
+	m.mu.Unlock()
+	if len(files) > 0 {
+		if err := ensureObject(ctx, m.r.o.Dynamic, logsGVR, logsObject(pod, files)); err != nil {
+			m.logf("logs: %v", err)
+		}
+	}
+}
+
+// writeStatus patches the pod's status if it changed.
+func (m *member) writeStatus() {
+	pod := m.latest()
+	if pod.Spec.NodeName == "" {
+		return
+	}
+	m.mu.Lock()
+	views := make([]containerView, 0, len(pod.Spec.Containers))
+	byName := map[string]*container{}
+	for _, c := range m.containers {
+		byName[c.spec.Name] = c
+	}
+	for _, cs := range pod.Spec.Containers {
+		if c, ok := byName[cs.Name]; ok {
+			views = append(views, c.view())
+		} else {
+			views = append(views, containerView{Name: cs.Name, Image: cs.Image})
+		}
+	}
+	prev := m.patched
+	m.mu.Unlock()
+	base := pod.Status
+	st := podStatus(base, views, m.addrs.PodIP, HostIP, time.Now())
+	if prev != nil && reflect.DeepEqual(*prev, st) {
+		return
+	}
+	body, err := json.Marshal(map[string]any{"status": st})
+	if err != nil {
+		m.logf("status: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.r.ctx, 10*time.Second)
+	defer cancel()
+	_, err = m.r.o.Kube.CoreV1().Pods(m.ns).Patch(ctx, m.name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			m.logf("status: %v", err)
+		}
+		return
+	}
+	m.mu.Lock()
+	m.patched = &st
+	m.mu.Unlock()
+}
+
+// each sends msg to every container and waits for their replies.
+func (m *member) each(ctx context.Context, msg ctlMsg) error {
+	m.mu.Lock()
+	cs := append([]*container(nil), m.containers...)
+	m.mu.Unlock()
+	if len(cs) == 0 {
+		return fmt.Errorf("%s has not started yet", m.key)
+	}
+	var errs []error
+	for _, c := range cs {
+		msg.reply = make(chan error, 1)
+		select {
+		case c.ctl <- msg:
+		case <-c.done:
+			errs = append(errs, fmt.Errorf("%s: container %s is gone", m.key, c.spec.Name))
+			continue
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case err := <-msg.reply:
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: container %s: %w", m.key, c.spec.Name, err))
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// wipe empties the directories of the pod's claims (they stay bound).
+func (m *member) wipe() error {
+	m.mu.Lock()
+	dirs := append([]string(nil), m.claimDirs...)
+	m.mu.Unlock()
+	if len(dirs) == 0 {
+		return fmt.Errorf("%s has no persistent volume to wipe", m.key)
+	}
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := os.RemoveAll(filepath.Join(d, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	m.logf("wiped %v", dirs)
+	return nil
+}
+
+func (m *member) info() Member {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in := Member{
+		Namespace: m.ns, Name: m.name, UID: m.uid, MemberAddrs: m.addrs,
+		ClientURL: "http://" + hostPort(m.addrs.Address, 2379),
+		DataDirs:  append([]string(nil), m.claimDirs...),
+	}
+	for _, c := range m.containers {
+		if pid := c.pid(); pid > 0 {
+			in.Pids = append(in.Pids, pid)
+		}
+	}
+	return in
+}
+
+// ctlOp is a request to a container's loop.
+type ctlOp int
+
+const (
+	// opHold stops the process and keeps it stopped.
+	opHold ctlOp = iota + 1
+	// opPause freezes the process group (SIGSTOP).
+	opPause
+	// opResume thaws a paused group, or releases a hold.
+	opResume
+	// opKill SIGKILLs the group; the loop restarts it as after a crash.
+	opKill
+	// opRelease releases a hold (optionally setting flag overrides) and
+	// starts at once.
+	opRelease
+)
+
+type ctlMsg struct {
+	op          ctlOp
+	setOverride bool
+	override    *override
+	reply       chan error
+}
+
+// override replaces flags of the container's etcd until the pod is
+// recreated: the given flags, or (seed) those that make the member
+// bootstrap a new one-member cluster of itself.
+type override struct {
+	seed  bool
+	flags []string
+}
+
+// container runs one container of a member, restarting it as a kubelet
+// would (restartPolicy Always).
+type container struct {
+	m    *member
+	spec corev1.Container
+	ctl  chan ctlMsg
+	done chan struct{}
+
+	mu  sync.Mutex
+	v   containerView
+	cur *process
+}
+
+func newContainer(m *member, spec corev1.Container) *container {
+	return &container{
+		m: m, spec: spec, ctl: make(chan ctlMsg), done: make(chan struct{}),
+		v: containerView{Name: spec.Name, Image: spec.Image, Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}},
+	}
+}
+
+func (c *container) view() containerView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v
+}
+
+func (c *container) pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil || c.cur.exited() {
+		return 0
+	}
+	return c.cur.pid
+}
+
+func (c *container) set(f func(v *containerView)) {
+	c.mu.Lock()
+	f(&c.v)
+	c.mu.Unlock()
+	c.m.poke()
+}
+
+type probeResult struct {
+	p   *process
+	err error
+}
+
+// run is the container's loop; it returns once stop is closed and the
+// process is gone.
+func (c *container) run(stop <-chan struct{}) {
+	defer close(c.done)
+	var (
+		p         *process
+		held      bool
+		paused    bool
+		wait      time.Duration // back-off before the restart after the next exit
+		restartAt time.Time
+		restarts  int32
+		started   bool
+		ov        *override
+		pr        *prober
+		probeAt   <-chan time.Time
+		probing   bool
+		results   = make(chan probeResult, 1)
+	)
+	defer func() {
+		if p != nil {
+			p.stop(c.m.grace())
+		}
+	}()
+	for {
+		if p == nil && !held && !time.Now().Before(restartAt) {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			next := restarts
+			if started {
+				next++
+			}
+			np, l, err := c.start(ov, next)
+			if err != nil {
+				c.m.logf("container %s: %v", c.spec.Name, err)
+				c.set(func(v *containerView) {
+					v.Running, v.Terminated = nil, nil
+					v.Waiting = &corev1.ContainerStateWaiting{Reason: "CreateContainerError", Message: err.Error()}
+					v.RestartCount = restarts
+				})
+				restartAt = time.Now().Add(nextBackoff(wait))
+				wait = nextBackoff(wait)
+			} else {
+				p, started, paused, restarts = np, true, false, next
+				c.mu.Lock()
+				c.cur = np
+				c.mu.Unlock()
+				ready := l.Readiness == nil
+				c.set(func(v *containerView) {
+					v.Waiting, v.Terminated = nil, nil
+					v.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(np.startedAt)}
+					v.Ready = ready
+					v.RestartCount = restarts
+					v.EverStarted = true
+					v.ContainerID = "hactl-sandbox://" + strconv.Itoa(np.pid)
+				})
+				pr, probeAt = nil, nil
+				if l.Readiness != nil {
+					pr = &prober{p: l.Readiness}
+					probeAt = time.After(l.Readiness.InitialDelay)
+				}
+			}
+		}
+		var exited <-chan struct{}
+		if p != nil {
+			exited = p.done
+		}
+		var timer <-chan time.Time
+		if p == nil && !held {
+			timer = time.After(time.Until(restartAt))
+		}
+		select {
+		case <-stop:
+			if p != nil {
+				p.stop(c.m.grace())
+				c.exited(p, false, 0)
+				p = nil
+			}
+			return
+		case <-exited:
+			ranFor := p.finished.Sub(p.startedAt)
+			if ranFor >= backoffReset {
+				wait = 0
+			}
+			restartAt = time.Now().Add(wait)
+			c.exited(p, held, wait)
+			wait = nextBackoff(wait)
+			p, paused, pr, probeAt = nil, false, nil, nil
+		case <-probeAt:
+			probeAt = nil
+			if p != nil && pr != nil && !probing {
+				probing = true
+				go func(p *process, probe *Probe) {
+					results <- probeResult{p: p, err: probe.check(c.m.r.ctx)}
+				}(p, pr.p)
+			}
+		case res := <-results:
+			probing = false
+			if res.p == p && pr != nil {
+				ready := pr.observe(res.err)
+				c.set(func(v *containerView) { v.Ready = ready && v.Running != nil })
+				probeAt = time.After(pr.p.Period)
+			}
+		case msg := <-c.ctl:
+			var err error
+			switch msg.op {
+			case opHold:
+				held = true
+				if p != nil {
+					p.stop(c.m.grace())
+					c.exited(p, true, 0)
+					p, paused, pr, probeAt = nil, false, nil, nil
+				}
+			case opPause:
+				if p == nil {
+					err = errors.New("not running")
+				} else {
+					p.signalGroup(syscall.SIGSTOP)
+					paused = true
+				}
+			case opResume:
+				if paused && p != nil {
+					p.signalGroup(syscall.SIGCONT)
+					paused = false
+				}
+				if held {
+					held, wait, restartAt = false, 0, time.Time{}
+				}
+			case opKill:
+				if p == nil {
+					err = errors.New("not running")
+				} else {
+					p.signalGroup(syscall.SIGKILL)
+					p.signalGroup(syscall.SIGCONT)
+				}
+			case opRelease:
+				held, wait, restartAt = false, 0, time.Time{}
+				if msg.setOverride {
+					ov = msg.override
+				}
+			}
+			msg.reply <- err
+		case <-timer:
+		}
+	}
+}
+
+// exited records the end of p. held says the runner stopped it on
+// purpose and will not restart it; wait is the back-off before the
+// restart otherwise.
+func (c *container) exited(p *process, held bool, wait time.Duration) {
+	reason := "Error"
+	if p.exitCode == 0 {
+		reason = "Completed"
+	}
+	t := &corev1.ContainerStateTerminated{
+		ExitCode:    int32(p.exitCode),
+		Reason:      reason,
+		StartedAt:   metav1.NewTime(p.startedAt),
+		FinishedAt:  metav1.NewTime(p.finished),
+		ContainerID: "hactl-sandbox://" + strconv.Itoa(p.pid),
+	}
+	if p.signal != 0 {
+		t.Signal = int32(p.signal)
+	}
+	c.mu.Lock()
+	c.cur = nil
+	c.mu.Unlock()
+	c.set(func(v *containerView) {
+		v.Last = t
+		v.Ready = false
+		v.Running = nil
+		switch {
+		case held:
+			v.Waiting = nil
+			held := *t
+			held.Message = "stopped by hactl-sandbox (break stop); resume starts it again"
+			v.Terminated = &held
+		case wait > 0:
+			v.Terminated = nil
+			v.Waiting = &corev1.ContainerStateWaiting{
+				Reason:  "CrashLoopBackOff",
+				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait, c.spec.Name, c.m.name, c.m.ns, c.m.uid),
+			}
+		default:
+			v.Terminated, v.Waiting = nil, nil
+			v.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+		}
+	})
+	c.m.logf("container %s exited with code %d", c.spec.Name, p.exitCode)
+}
+
+// start translates the container (afresh: its environment is resolved at
+// each start, as a kubelet does), applies flag overrides, makes sure the
+// peer proxy fronts it, and starts the process.
+func (c *container) start(ov *override, restarts int32) (*process, Launch, error) {
+	m := c.m
+	pod := m.latest()
+	m.mu.Lock()
+	vols := m.volumes
+	m.mu.Unlock()
+	home := filepath.Join(m.podDir, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, Launch{}, err
+	}
+	pe := PodEnv{
+		Pod: pod, Address: m.addrs.Address, PeerAddress: m.addrs.PeerAddress,
+		PodIP: m.addrs.PodIP, HostIP: HostIP, Volumes: vols,
+		Resolve: m.r.resolve(pod.Namespace),
+		Objects: objects{ctx: m.r.ctx, kc: m.r.o.Kube, ns: pod.Namespace},
+		PathEnv: m.r.o.BinDir + ":/usr/local/bin:/usr/bin:/bin",
+		Home:    home,
+	}
+	spec := c.spec
+	l, err := Translate(pe, &spec)
+	if err != nil {
+		return nil, l, err
+	}
+	if ov != nil {
+		flags := ov.flags
+		if ov.seed {
+			flags, err = SeedFlags(l)
+		} else {
+			flags, err = Substitute(pe, &spec, flags)
+		}
+		if err != nil {
+			return nil, l, err
+		}
+		l = WithFlags(l, flags)
+	}
+	if len(l.PeerPorts) > 0 {
+		if err := m.r.proxy.ensure(m.addrs.Address, m.addrs.PeerAddress, l.PeerPorts); err != nil {
+			return nil, l, fmt.Errorf("peer proxy: %w", err)
+		}
+	}
+	logDir := filepath.Join(m.r.o.Dir, "logs", "pods", m.ns+"_"+m.name+"_"+string(m.uid), c.spec.Name)
+	logPath := filepath.Join(logDir, strconv.Itoa(int(restarts))+".log")
+	prevLog := ""
+	if restarts > 0 {
+		prevLog = filepath.Join(logDir, strconv.Itoa(int(restarts-1))+".log")
+	}
+	pidFile := filepath.Join(m.r.o.Dir, "pids", m.ns+"_"+m.name+"_"+c.spec.Name+".pid")
+	p, err := startProcess(l, logPath, pidFile, m.key+"/"+c.spec.Name)
+	if err != nil {
+		return nil, l, err
+	}
+	m.mu.Lock()
+	m.logFiles[c.spec.Name] = [2]string{logPath, prevLog}
+	m.mu.Unlock()
+	go m.ensureKwokObjects()
+	return p, l, nil
+}

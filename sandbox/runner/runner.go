@@ -1,0 +1,358 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/hactl-dev/hactl/sandbox/fault"
+)
+
+// EngineLabel marks the pods (and StatefulSets) the runner runs.
+const EngineLabel = "hactl.dev/engine"
+
+// HostIP is the host IP every member pod reports: the fake nodes'
+// InternalIP, where kwok serves the kubelet API.
+const HostIP = "127.0.0.1"
+
+// Options configures a Runner.
+type Options struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// BinDir holds etcd and etcdctl; it comes first on the containers'
+	// PATH.
+	BinDir string
+	// Dir holds the runner's state: logs/pods/<ns>_<pod>_<uid>/<container>/
+	// <restart>.log, pods/<ns>_<pod>_<uid>/ (home and non-PVC volumes) and
+	// pids/ (one pid file per running container).
+	Dir string
+	// Block is the sandbox's address block (1…254): see Addresses.
+	Block int
+	// HostDir returns the host directory of the volume bound to claim
+	// ns/name, or "" while it is not bound.
+	HostDir func(ns, claim string) string
+	// Logf receives the runner's own log lines.
+	Logf func(format string, args ...any)
+}
+
+// Runner runs the members of the sandbox's HA clusters.
+type Runner struct {
+	o     Options
+	addrs *Addresses
+	proxy *peerProxy
+
+	factory informers.SharedInformerFactory
+	pods    cache.SharedIndexInformer
+	sets    cache.SharedIndexInformer
+
+	ctx      context.Context
+	shutdown chan struct{}
+
+	mu      sync.Mutex
+	members map[types.UID]*member
+	byName  map[string]*member // latest incarnation of ns/name
+	wg      sync.WaitGroup
+}
+
+// New returns a Runner; Start starts it.
+func New(o Options) *Runner {
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = EngineLabel }))
+	return &Runner{
+		o:        o,
+		addrs:    NewAddresses(o.Block),
+		proxy:    newPeerProxy(o.Logf),
+		factory:  f,
+		pods:     f.Core().V1().Pods().Informer(),
+		sets:     f.Apps().V1().StatefulSets().Informer(),
+		shutdown: make(chan struct{}),
+		members:  map[types.UID]*member{},
+		byName:   map[string]*member{},
+	}
+}
+
+// Start watches engine pods and runs their members until ctx ends or Stop
+// is called. It returns once its caches are in sync.
+func (r *Runner) Start(ctx context.Context) error {
+	r.ctx = ctx
+	for _, d := range []string{"logs", "pods", "pids"} {
+		if err := os.MkdirAll(filepath.Join(r.o.Dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	_, err := r.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.observe(o) },
+		UpdateFunc: func(_, o any) { r.observe(o) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if p, ok := o.(*corev1.Pod); ok {
+				r.forget(p)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	r.factory.Start(r.shutdown)
+	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced) {
+		return fmt.Errorf("runner: caches did not sync: %w", ctx.Err())
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			r.Stop()
+		case <-r.shutdown:
+		}
+	}()
+	return nil
+}
+
+// Stop stops every member's processes (the pods stay as they are) and
+// waits for them.
+func (r *Runner) Stop() {
+	r.mu.Lock()
+	select {
+	case <-r.shutdown:
+		r.mu.Unlock()
+		r.wg.Wait()
+		return
+	default:
+	}
+	close(r.shutdown)
+	r.mu.Unlock()
+	r.wg.Wait()
+	r.proxy.close()
+	r.factory.Shutdown()
+}
+
+func (r *Runner) observe(o any) {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.shutdown:
+		return
+	default:
+	}
+	m := r.members[pod.UID]
+	if m == nil {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			return
+		}
+		key := pod.Namespace + "/" + pod.Name
+		addrs, err := r.addrs.For(pod.Namespace, pod.Name)
+		if err != nil {
+			r.o.Logf("runner: %s: %v", key, err)
+			return
+		}
+		m = newMember(r, pod, addrs, r.byName[key])
+		r.members[pod.UID] = m
+		r.byName[key] = m
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			m.run()
+			r.mu.Lock()
+			delete(r.members, m.uid)
+			if r.byName[m.key] == m {
+				delete(r.byName, m.key)
+			}
+			r.mu.Unlock()
+		}()
+	}
+	m.update(pod)
+}
+
+func (r *Runner) forget(pod *corev1.Pod) {
+	r.mu.Lock()
+	m := r.members[pod.UID]
+	r.mu.Unlock()
+	if m != nil {
+		m.removed()
+	}
+}
+
+// resolve maps a sandbox pod's DNS name, seen from namespace ns, to its
+// address.
+func (r *Runner) resolve(ns string) func(string) (string, bool) {
+	return func(host string) (string, bool) {
+		var govs []Governor
+		for _, o := range r.sets.GetStore().List() {
+			s := o.(*appsv1.StatefulSet)
+			govs = append(govs, Governor{Namespace: s.Namespace, Name: s.Name, Service: s.Spec.ServiceName})
+		}
+		podNS, pod, ok := ResolvePodDNS(host, ns, govs)
+		if !ok {
+			return "", false
+		}
+		a, err := r.addrs.For(podNS, pod)
+		if err != nil {
+			return "", false
+		}
+		return a.Address, true
+	}
+}
+
+// objects reads ConfigMaps and Secrets of one namespace from the API.
+type objects struct {
+	ctx context.Context
+	kc  kubernetes.Interface
+	ns  string
+}
+
+func (o objects) ConfigMap(name string) (map[string]string, bool, error) {
+	ctx, cancel := context.WithTimeout(o.ctx, 10*time.Second)
+	defer cancel()
+	cm, err := o.kc.CoreV1().ConfigMaps(o.ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	data := map[string]string{}
+	for k, v := range cm.Data {
+		data[k] = v
+	}
+	for k, v := range cm.BinaryData {
+		data[k] = string(v)
+	}
+	return data, true, nil
+}
+
+func (o objects) Secret(name string) (map[string]string, bool, error) {
+	ctx, cancel := context.WithTimeout(o.ctx, 10*time.Second)
+	defer cancel()
+	s, err := o.kc.CoreV1().Secrets(o.ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	data := map[string]string{}
+	for k, v := range s.Data {
+		data[k] = string(v)
+	}
+	for k, v := range s.StringData {
+		data[k] = v
+	}
+	return data, true, nil
+}
+
+// Member describes a running member, for fault injection and tests.
+type Member struct {
+	Namespace, Name string
+	UID             types.UID
+	MemberAddrs
+	// ClientURL is http://<Address>:2379.
+	ClientURL string
+	// DataDirs are the host directories of the pod's PVCs.
+	DataDirs []string
+	// Pids are the pids of the member's running container processes.
+	Pids []int
+}
+
+// Member returns the current incarnation of pod ns/name.
+func (r *Runner) Member(ns, name string) (Member, bool) {
+	r.mu.Lock()
+	m := r.byName[ns+"/"+name]
+	r.mu.Unlock()
+	if m == nil {
+		return Member{}, false
+	}
+	return m.info(), true
+}
+
+// Members lists the current incarnation of every member, by namespace and
+// name.
+func (r *Runner) Members() []Member {
+	r.mu.Lock()
+	ms := make([]*member, 0, len(r.byName))
+	for _, m := range r.byName {
+		ms = append(ms, m)
+	}
+	r.mu.Unlock()
+	out := make([]Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.info())
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name
+	})
+	return out
+}
+
+// Addresses returns the addresses of pod ns/name (allocating them if the
+// pod does not exist yet, as for a member about to be added).
+func (r *Runner) Addresses(ns, name string) (MemberAddrs, error) { return r.addrs.For(ns, name) }
+
+// ErrNoMember says the named pod is not a running sandbox member.
+var ErrNoMember = errors.New("no such sandbox member")
+
+// Break injects a member fault into pod ns/name. Stop, Wipe and
+// Rebootstrap return once the member's process has stopped (and, for the
+// last two, its data is gone and a new process was asked to start); Pause,
+// Resume and Kill once the signal is sent; Isolate and Heal at once. args
+// are the flags a Rebootstrap starts etcd with (default: the seed 000
+// flags, a new one-member cluster of the member itself).
+func (r *Runner) Break(ctx context.Context, ns, name string, kind fault.Kind, args []string) error {
+	r.mu.Lock()
+	m := r.byName[ns+"/"+name]
+	r.mu.Unlock()
+	if m == nil {
+		return fmt.Errorf("%s/%s: %w", ns, name, ErrNoMember)
+	}
+	switch kind {
+	case fault.Isolate:
+		r.proxy.isolate(m.addrs.Address)
+		return nil
+	case fault.Heal:
+		r.proxy.heal(m.addrs.Address)
+		return nil
+	case fault.Stop:
+		return m.each(ctx, ctlMsg{op: opHold})
+	case fault.Pause:
+		return m.each(ctx, ctlMsg{op: opPause})
+	case fault.Resume:
+		return m.each(ctx, ctlMsg{op: opResume})
+	case fault.Kill:
+		return m.each(ctx, ctlMsg{op: opKill})
+	case fault.Wipe, fault.Rebootstrap:
+		if err := m.each(ctx, ctlMsg{op: opHold}); err != nil {
+			return err
+		}
+		if err := m.wipe(); err != nil {
+			return err
+		}
+		var ov *override
+		if kind == fault.Rebootstrap {
+			ov = &override{seed: len(args) == 0, flags: args}
+		}
+		return m.each(ctx, ctlMsg{op: opRelease, setOverride: true, override: ov})
+	}
+	return fmt.Errorf("fault %v is not a member fault the runner carries out", kind)
+}

@@ -1,0 +1,331 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hactl-dev/hactl/sandbox/scenario"
+)
+
+// fakeBin makes a directory holding executables etcd and etcdctl.
+func fakeBin(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	for _, n := range []string{"etcd", "etcdctl"} {
+		if err := os.WriteFile(filepath.Join(d, n), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// podFrom makes pod ordinal i of a rendered cluster.
+func podFrom(t *testing.T, shape scenario.Shape, i int) (*corev1.Pod, []Governor) {
+	t.Helper()
+	o, err := scenario.Render(shape, scenario.Params{Name: "c", Namespace: "ns", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts := o.StatefulSet
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%d", i), Namespace: "ns", UID: "uid-1", Labels: sts.Spec.Template.Labels},
+		Spec:       *sts.Spec.Template.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = "node-1"
+	return pod, []Governor{{Namespace: "ns", Name: "c", Service: sts.Spec.ServiceName}}
+}
+
+func testEnv(t *testing.T, pod *corev1.Pod, govs []Governor, bin string) PodEnv {
+	volume := pod.Spec.Containers[0].VolumeMounts[0].Name
+	return PodEnv{
+		Pod:         pod,
+		Address:     "127.5.1.1",
+		PeerAddress: "127.5.2.1",
+		PodIP:       "10.244.5.1",
+		HostIP:      "127.0.0.1",
+		Volumes:     map[string]string{volume: "/host/vol"},
+		Resolve: func(h string) (string, bool) {
+			ns, p, ok := ResolvePodDNS(h, pod.Namespace, govs)
+			if !ok || ns != "ns" {
+				return "", false
+			}
+			var n int
+			fmt.Sscanf(p, "c-%d", &n)
+			return fmt.Sprintf("127.5.1.%d", n+1), true
+		},
+		PathEnv: bin + ":/usr/bin:/bin",
+		Home:    "/host/home",
+	}
+}
+
+func TestTranslateStaticExisting(t *testing.T) {
+	bin := fakeBin(t)
+	pod, govs := podFrom(t, scenario.StaticExisting, 0)
+	l, err := Translate(testEnv(t, pod, govs, bin), &pod.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"/usr/local/bin/etcd",
+		"--name=c-0",
+		"--data-dir=/host/vol/default.etcd",
+		"--listen-client-urls=http://127.5.1.1:2379",
+		"--advertise-client-urls=http://127.5.1.1:2379",
+		"--listen-peer-urls=http://127.5.2.1:2380",
+		"--initial-advertise-peer-urls=http://127.5.1.1:2380",
+		"--initial-cluster=c-0=http://127.5.1.1:2380,c-1=http://127.5.1.2:2380,c-2=http://127.5.1.3:2380",
+		"--initial-cluster-state=existing",
+		"--initial-cluster-token=c",
+		"--quota-backend-bytes=67108864",
+	}
+	if !reflect.DeepEqual(l.Argv, want) {
+		t.Fatalf("argv:\n got %q\nwant %q", l.Argv, want)
+	}
+	if l.Path != filepath.Join(bin, "etcd") {
+		t.Fatalf("path %q", l.Path)
+	}
+	if !reflect.DeepEqual(l.PeerPorts, []int{2380}) {
+		t.Fatalf("peer ports %v", l.PeerPorts)
+	}
+	if l.Readiness == nil || l.Readiness.Kind != ProbeHTTP || l.Readiness.URL != "http://127.5.1.1:2379/health" {
+		t.Fatalf("readiness %+v", l.Readiness)
+	}
+	if l.Readiness.Period.Seconds() != 1 || l.Readiness.FailureThreshold != 3 {
+		t.Fatalf("probe timing %+v", l.Readiness)
+	}
+	env := strings.Join(l.Env, "\n")
+	for _, kv := range []string{"POD_NAME=c-0", "HOSTNAME=c-0", "HOME=/host/home", "PATH=" + bin + ":/usr/bin:/bin"} {
+		if !strings.Contains(env, kv) {
+			t.Errorf("env lacks %s:\n%s", kv, env)
+		}
+	}
+	if l.Dir != "/host/home" {
+		t.Errorf("dir %q", l.Dir)
+	}
+}
+
+func TestTranslateStaticNewShortNames(t *testing.T) {
+	bin := fakeBin(t)
+	pod, govs := podFrom(t, scenario.StaticNew, 2)
+	pe := testEnv(t, pod, govs, bin)
+	pe.Address, pe.PeerAddress = "127.5.1.3", "127.5.2.3"
+	l, err := Translate(pe, &pod.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := strings.Join(l.Argv, " ")
+	for _, s := range []string{
+		"--advertise-client-urls=http://127.5.1.3:2379",
+		"--listen-peer-urls=http://127.5.2.3:2380",
+		"--initial-cluster=c-0=http://127.5.1.1:2380,c-1=http://127.5.1.2:2380,c-2=http://127.5.1.3:2380",
+		"--initial-cluster-state=new",
+		"--data-dir=/host/vol ",
+	} {
+		if !strings.Contains(argv+" ", s) {
+			t.Errorf("argv lacks %q: %s", s, argv)
+		}
+	}
+	if l.Argv[0] != "etcd" || l.Path != filepath.Join(bin, "etcd") {
+		t.Errorf("argv[0] %q path %q", l.Argv[0], l.Path)
+	}
+}
+
+func TestTranslateSelfRegistering(t *testing.T) {
+	bin := fakeBin(t)
+	pod, govs := podFrom(t, scenario.SelfRegistering, 1)
+	pe := testEnv(t, pod, govs, bin)
+	pe.Address, pe.PeerAddress = "127.5.1.2", "127.5.2.2"
+	l, err := Translate(pe, &pod.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Path != "/bin/sh" || l.Argv[1] != "-ec" || !strings.Contains(l.Argv[2], "member add") {
+		t.Fatalf("argv %q", l.Argv)
+	}
+	env := map[string]string{}
+	for _, kv := range l.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for k, v := range map[string]string{
+		"ETCD_ON_K8S":                      "yes",
+		"ETCD_NAME":                        "c-1",
+		"ETCD_DATA_DIR":                    "/host/vol/data",
+		"ETCD_LISTEN_CLIENT_URLS":          "http://127.5.1.2:2379",
+		"ETCD_LISTEN_PEER_URLS":            "http://127.5.2.2:2380",
+		"ETCD_INITIAL_ADVERTISE_PEER_URLS": "http://127.5.1.2:2380",
+		"ETCD_ADVERTISE_CLIENT_URLS":       "http://127.5.1.2:2379",
+		"ETCD_INITIAL_CLUSTER":             "c-0=http://127.5.1.1:2380,c-1=http://127.5.1.2:2380,c-2=http://127.5.1.3:2380",
+		"ETCD_INITIAL_CLUSTER_STATE":       "new",
+		"CLUSTER_CLIENT_URLS":              "http://127.5.1.1:2379,http://127.5.1.2:2379,http://127.5.1.3:2379",
+	} {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	if !reflect.DeepEqual(l.PeerPorts, []int{2380}) {
+		t.Fatalf("peer ports %v", l.PeerPorts)
+	}
+	p := l.Readiness
+	if p == nil || p.Kind != ProbeExec || p.Exec.Path != filepath.Join(bin, "etcdctl") ||
+		strings.Join(p.Exec.Argv, " ") != "etcdctl endpoint health --endpoints=http://127.5.1.2:2379" {
+		t.Fatalf("readiness %+v", p)
+	}
+}
+
+func TestSubstitution(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-0", Namespace: "ns"}}
+	pe := PodEnv{
+		Pod: pod, Address: "127.5.1.1", PeerAddress: "127.5.2.1", PodIP: "10.244.5.1",
+		Resolve: func(h string) (string, bool) {
+			if h == "c-1.c-headless" {
+				return "127.5.1.2", true
+			}
+			return "", false
+		},
+	}
+	s := &substituter{pe: pe, ports: map[int]bool{}, mounts: []mount{{"/var/lib/etcd", "/h/v"}, {"/data", "/h/d"}}}
+	for in, want := range map[string]string{
+		"http://0.0.0.0:2379,http://127.0.0.1:2379":            "http://127.5.1.1:2379",
+		"--listen-client-urls=http://localhost:2379":           "--listen-client-urls=http://127.5.1.1:2379",
+		"http://10.244.5.1:2379":                               "http://127.5.1.1:2379",
+		"http://[::]:2379":                                     "http://127.5.1.1:2379",
+		"http://c-1.c-headless:2380":                           "http://127.5.1.2:2380",
+		"http://example.com:80":                                "http://example.com:80",
+		"127.0.0.10":                                           "127.0.0.10",
+		"mylocalhost.example":                                  "mylocalhost.example",
+		"/var/lib/etcd/member":                                 "/h/v/member",
+		"/var/lib/etcdx":                                       "/var/lib/etcdx",
+		"/srv/var/lib/etcd":                                    "/srv/var/lib/etcd",
+		"--data-dir /data":                                     "--data-dir /h/d",
+		"exec etcd --listen-peer-urls=http://0.0.0.0:2380 --x": "exec etcd --listen-peer-urls=http://127.5.2.1:2380 --x",
+		"a,a,b": "a,b",
+	} {
+		if got := s.apply(in, false); got != want {
+			t.Errorf("apply(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := s.apply("http://0.0.0.0:2380", true); got != "http://127.5.2.1:2380" {
+		t.Errorf("peer apply = %q", got)
+	}
+	if !reflect.DeepEqual(s.peerPorts(), []int{2380}) {
+		t.Errorf("peer ports %v", s.peerPorts())
+	}
+}
+
+func TestResolvePodDNS(t *testing.T) {
+	govs := []Governor{{Namespace: "ns", Name: "etcd", Service: "etcd-headless"}, {Namespace: "other", Name: "db", Service: "db"}}
+	for host, want := range map[string]string{
+		"etcd-0.etcd-headless":                        "ns/etcd-0",
+		"etcd-12.etcd-headless.ns":                    "ns/etcd-12",
+		"etcd-1.etcd-headless.ns.svc":                 "ns/etcd-1",
+		"etcd-1.etcd-headless.ns.svc.cluster.local":   "ns/etcd-1",
+		"etcd-1.etcd-headless.ns.svc.cluster.local.":  "ns/etcd-1",
+		"db-0.db.other.svc.cluster.local":             "other/db-0",
+		"db-0.db":                                     "",
+		"etcd-x.etcd-headless":                        "",
+		"etcd-client.ns.svc.cluster.local":            "",
+		"etcd-0.etcd-headless.ns.svc.cluster.example": "",
+		"other-0.etcd-headless":                       "",
+		"localhost":                                   "",
+	} {
+		ns, pod, ok := ResolvePodDNS(host, "ns", govs)
+		got := ""
+		if ok {
+			got = ns + "/" + pod
+		}
+		if got != want {
+			t.Errorf("ResolvePodDNS(%q) = %q, want %q", host, got, want)
+		}
+	}
+}
+
+func TestTranslateEnvSources(t *testing.T) {
+	bin := fakeBin(t)
+	optional := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p-0", Namespace: "ns", UID: "u1", Labels: map[string]string{"app": "x"}},
+		Spec: corev1.PodSpec{NodeName: "node-2", Containers: []corev1.Container{{
+			Name: "main", Image: "gcr.io/etcd-development/etcd:v3.6.16",
+			EnvFrom: []corev1.EnvFromSource{{Prefix: "CM_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}},
+			Env: []corev1.EnvVar{
+				{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+				{Name: "APP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+				{Name: "PASS", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}},
+				{Name: "OPT", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}, Key: "k", Optional: &optional}}},
+				{Name: "URL", Value: "http://$(IP):2379/$(CM_A)/$(OPT)"},
+			},
+			Args: []string{"--x=$(NODE)"},
+		}}},
+	}
+	pe := PodEnv{Pod: pod, Address: "127.5.1.9", PodIP: "10.244.5.9", HostIP: "127.0.0.1", PathEnv: bin, Home: "/h",
+		Objects: fakeObjects{cm: map[string]map[string]string{"cm": {"A": "a"}}, secret: map[string]map[string]string{"s": {"k": "v"}}}}
+	l, err := Translate(pe, &pod.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/usr/local/bin/etcd", "--x=node-2"}; !reflect.DeepEqual(l.Argv, want) {
+		t.Fatalf("argv %q (image entrypoint)", l.Argv)
+	}
+	env := strings.Join(l.Env, "\n") + "\n"
+	for _, kv := range []string{"CM_A=a\n", "IP=127.5.1.9\n", "NODE=node-2\n", "APP=x\n", "PASS=v\n", "URL=http://127.5.1.9:2379/a/$(OPT)\n"} {
+		if !strings.Contains(env, kv) {
+			t.Errorf("env lacks %q:\n%s", kv, env)
+		}
+	}
+	if strings.Contains(env, "OPT=") {
+		t.Errorf("missing optional secret set OPT")
+	}
+
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "BAD",
+		ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Key: "k"}}})
+	if _, err := Translate(pe, &pod.Spec.Containers[0]); err == nil {
+		t.Fatal("a missing ConfigMap did not fail the container")
+	}
+}
+
+func TestTranslateRefusesUnknownImageWithoutCommand(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "bitnami/etcd:3.6"}}}}
+	if _, err := Translate(PodEnv{Pod: pod}, &pod.Spec.Containers[0]); err == nil {
+		t.Fatal("no error for an image without known entrypoint")
+	}
+}
+
+type fakeObjects struct{ cm, secret map[string]map[string]string }
+
+func (f fakeObjects) ConfigMap(n string) (map[string]string, bool, error) {
+	d, ok := f.cm[n]
+	return d, ok, nil
+}
+func (f fakeObjects) Secret(n string) (map[string]string, bool, error) {
+	d, ok := f.secret[n]
+	return d, ok, nil
+}
+
+func TestSubstituteOverrideFlags(t *testing.T) {
+	bin := fakeBin(t)
+	pod, govs := podFrom(t, scenario.StaticExisting, 1)
+	pe := testEnv(t, pod, govs, bin)
+	pe.Address, pe.PeerAddress = "127.5.1.2", "127.5.2.2"
+	got, err := Substitute(pe, &pod.Spec.Containers[0], []string{
+		"--initial-cluster=c-1=http://c-1.c-headless.ns.svc.cluster.local:2380",
+		"--listen-peer-urls=http://0.0.0.0:2380",
+		"--data-dir=/var/run/etcd/other",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--initial-cluster=c-1=http://127.5.1.2:2380", "--listen-peer-urls=http://127.5.2.2:2380", "--data-dir=/host/vol/other"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,573 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/internal/testbins"
+	"github.com/hactl-dev/hactl/sandbox/fault"
+	"github.com/hactl-dev/hactl/sandbox/internal/reap"
+	"github.com/hactl-dev/hactl/sandbox/scenario"
+)
+
+// TestMain lets the test binary be the sandbox's supervisor: Start runs
+// `<test binary> serve --dir DIR`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == ServeCommand {
+		fs := flag.NewFlagSet(ServeCommand, flag.ExitOnError)
+		dir := fs.String("dir", "", "sandbox directory")
+		_ = fs.Parse(os.Args[2:])
+		ctx, stop := signalContext()
+		defer stop()
+		if err := Serve(ctx, *dir, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "serve:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signalNotify(ch)
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// poll calls f every 100 ms until it returns nil or d passes.
+func poll(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var err error
+	for {
+		if err = f(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func binDir(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the sandbox is a tier-4 test (skipped with -short)")
+	}
+	d, err := testbins.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// sandboxDir is a short directory for a sandbox, removed at the end.
+func sandboxDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "hactl-sbx-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
+}
+
+// assertNothingLeft fails if any process mentions dir.
+func assertNothingLeft(t *testing.T, dir string) {
+	t.Helper()
+	poll(t, 10*time.Second, "no process left behind", func() error {
+		if left := reap.Mentioning(dir); len(left) > 0 {
+			var s []string
+			for _, p := range left {
+				s = append(s, fmt.Sprintf("%d %q", p.Pid, reap.Cmdline(p.Pid)))
+			}
+			return errors.New(strings.Join(s, "; "))
+		}
+		return nil
+	})
+}
+
+func start(t *testing.T, dir string, scenarios ...string) *Sandbox {
+	t.Helper()
+	bin := binDir(t)
+	begin := time.Now()
+	sb, err := Start(context.Background(), Options{Dir: dir, BinDir: bin, Scenarios: scenarios, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("warm up with %d scenarios: %s (supervisor ready after %s)", len(sb.State.Clusters), time.Since(begin).Round(100*time.Millisecond),
+		time.Duration(sb.State.ReadyAfter).Round(100*time.Millisecond))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := Down(ctx, dir, DownOptions{}); err != nil {
+			t.Errorf("down: %v", err)
+		}
+	})
+	return sb
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func kube(t *testing.T, sb *Sandbox) kubernetes.Interface {
+	t.Helper()
+	cfg, err := sb.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// status asks one member, dialled alone, for its status.
+func status(ctx context.Context, url string) (*clientv3.StatusResponse, error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return c.Status(ctx, url)
+}
+
+func podReady(kc kubernetes.Interface, ns, name string) error {
+	pod, err := kc.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if !scenario.PodReady(pod) {
+		return fmt.Errorf("pod %s not ready: %+v", name, pod.Status.ContainerStatuses)
+	}
+	return nil
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestSandbox starts the demo set, checks each acceptance criterion
+// against it, then downs it and checks nothing is left.
+func TestSandbox(t *testing.T) {
+	dir := sandboxDir(t)
+	sb := start(t, dir)
+	kc := kube(t, sb)
+	ctx := context.Background()
+	ns := sb.State.Namespace
+	if len(sb.State.Clusters) != len(scenario.Demo) {
+		t.Fatalf("clusters %+v", sb.State.Clusters)
+	}
+
+	t.Run("kubectl port-forward reaches the member's real etcd", func(t *testing.T) {
+		bin := binDir(t)
+		m, err := sb.Member(ctx, "healthy-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct, err := status(ctx, m.ClientURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := freePort(t)
+		pf := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", sb.Kubeconfig, "-n", ns,
+			"port-forward", "pod/healthy-1", fmt.Sprintf("%d:2379", port))
+		out, err := pf.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf.Stderr = pf.Stdout
+		if err := pf.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = pf.Process.Kill(); _ = pf.Wait() }()
+		ready := make(chan string, 1)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), "Forwarding from") {
+					ready <- sc.Text()
+				}
+			}
+		}()
+		select {
+		case <-ready:
+		case <-time.After(30 * time.Second):
+			t.Fatal("kubectl port-forward did not start")
+		}
+		ep := fmt.Sprintf("127.0.0.1:%d", port)
+		b, err := exec.Command(filepath.Join(bin, "etcdctl"), "--endpoints="+ep, "endpoint", "status", "-w", "json").Output()
+		if err != nil {
+			t.Fatalf("etcdctl endpoint status through the port-forward: %v", err)
+		}
+		var eps []struct {
+			Status struct {
+				Header struct {
+					MemberID uint64 `json:"member_id"`
+				} `json:"header"`
+			} `json:"Status"`
+		}
+		if err := json.Unmarshal(b, &eps); err != nil || len(eps) != 1 {
+			t.Fatalf("etcdctl output %s: %v", b, err)
+		}
+		if got, want := eps[0].Status.Header.MemberID, direct.Header.MemberId; got != want || got == 0 {
+			t.Fatalf("through the port-forward: member %x, the member itself says %x", got, want)
+		}
+	})
+
+	t.Run("seed-rebootstrap reproduces seed 000", func(t *testing.T) {
+		var ids [3]uint64
+		var members [3]uint64
+		for i := range 3 {
+			m, err := sb.Member(ctx, scenario.MemberName("seed-rebootstrap", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := status(ctx, m.ClientURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[i], members[i] = st.Header.ClusterId, st.Header.MemberId
+		}
+		if ids[1] != ids[2] || ids[0] == ids[1] {
+			t.Fatalf("cluster IDs %x: want member 0 alone in its own cluster", ids)
+		}
+		if err := podReady(kc, ns, "seed-rebootstrap-0"); err != nil {
+			t.Fatal(err)
+		}
+		// The survivors still list the seed under the very member ID it
+		// re-bootstrapped with: nothing about it looks foreign.
+		m1, _ := sb.Member(ctx, "seed-rebootstrap-1")
+		c, err := clientv3.New(clientv3.Config{Endpoints: []string{m1.ClientURL}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		list, err := c.MemberList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, mm := range list.Members {
+			found = found || mm.ID == members[0]
+		}
+		if !found {
+			t.Fatalf("the survivors' member list lacks the seed's ID %x", members[0])
+		}
+	})
+
+	t.Run("crashloop member restarts and backs off", func(t *testing.T) {
+		poll(t, 30*time.Second, "crashloop-2 in CrashLoopBackOff", func() error {
+			pod, err := kc.CoreV1().Pods(ns).Get(ctx, "crashloop-2", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cs := pod.Status.ContainerStatuses[0]
+			if scenario.PodReady(pod) || cs.RestartCount < 2 || cs.LastTerminationState.Terminated == nil ||
+				cs.LastTerminationState.Terminated.ExitCode == 0 {
+				return fmt.Errorf("status %+v", cs)
+			}
+			if cs.State.Waiting == nil && cs.State.Running == nil {
+				return fmt.Errorf("state %+v", cs.State)
+			}
+			return nil
+		})
+	})
+
+	t.Run("lagging learner answers far behind", func(t *testing.T) {
+		l, err := sb.Member(ctx, "lagging-learner-3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := sb.Member(ctx, "lagging-learner-0")
+		ls, err := status(ctx, l.ClientURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, err := status(ctx, v.ClientURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ls.IsLearner || vs.RaftAppliedIndex < ls.RaftAppliedIndex+1000 {
+			t.Fatalf("learner %v applied %d, voter applied %d", ls.IsLearner, ls.RaftAppliedIndex, vs.RaftAppliedIndex)
+		}
+	})
+
+	t.Run("faults: pause, resume, stop, kill", func(t *testing.T) {
+		const pod = "healthy-2"
+		if err := sb.Break(ctx, pod, fault.Pause); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 30*time.Second, "paused member not ready", func() error {
+			if podReady(kc, ns, pod) == nil {
+				return errors.New("still ready")
+			}
+			return nil
+		})
+		if err := sb.Break(ctx, pod, fault.Resume); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 30*time.Second, "resumed member ready", func() error { return podReady(kc, ns, pod) })
+
+		before, _ := kc.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		m, _ := sb.Member(ctx, pod)
+		var procs []reap.Stat
+		for _, pid := range m.Pids {
+			procs = append(procs, reap.Stat{Pid: pid, Start: startOf(pid)})
+		}
+		if len(procs) == 0 {
+			t.Fatalf("member %+v has no process", m)
+		}
+		if err := sb.Break(ctx, pod, fault.Stop); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range procs {
+			if reap.Same(p) {
+				t.Fatalf("pid %d survived stop", p.Pid)
+			}
+		}
+		poll(t, 10*time.Second, "stopped member not ready", func() error {
+			if podReady(kc, ns, pod) == nil {
+				return errors.New("still ready")
+			}
+			return nil
+		})
+		if err := sb.Break(ctx, pod, fault.Resume); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 30*time.Second, "restarted member ready", func() error { return podReady(kc, ns, pod) })
+
+		if err := sb.Break(ctx, pod, fault.Kill); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 30*time.Second, "killed member restarted and ready", func() error {
+			p, err := kc.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if p.Status.ContainerStatuses[0].RestartCount < before.Status.ContainerStatuses[0].RestartCount+2 {
+				return fmt.Errorf("restart count %d", p.Status.ContainerStatuses[0].RestartCount)
+			}
+			return podReady(kc, ns, pod)
+		})
+	})
+
+	t.Run("fill-quota raises NOSPACE", func(t *testing.T) {
+		if err := sb.Break(ctx, "healthy-self-registering-0", fault.FillQuota); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("deleting a pod stops its process; the recreated pod gets a new one", func(t *testing.T) {
+		const pod = "healthy-0"
+		old, err := sb.Member(ctx, pod)
+		if err != nil || len(old.Pids) != 1 {
+			t.Fatalf("member %+v: %v", old, err)
+		}
+		oldStart := startOf(old.Pids[0])
+		if err := kc.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 30*time.Second, "old process gone", func() error {
+			if reap.Same(reap.Stat{Pid: old.Pids[0], Start: oldStart}) {
+				return fmt.Errorf("pid %d alive", old.Pids[0])
+			}
+			return nil
+		})
+		poll(t, 60*time.Second, "recreated pod ready with a new process", func() error {
+			m, err := sb.Member(ctx, pod)
+			if err != nil {
+				return err
+			}
+			if m.UID == old.UID || len(m.Pids) != 1 || m.Pids[0] == old.Pids[0] {
+				return fmt.Errorf("member %+v", m)
+			}
+			return podReady(kc, ns, pod)
+		})
+	})
+
+	t.Run("deleting a PVC removes its directory; the new PVC starts empty", func(t *testing.T) {
+		const pod, claim = "no-pdb-1", "data-no-pdb-1"
+		m, err := sb.Member(ctx, pod)
+		if err != nil || len(m.DataDirs) != 1 {
+			t.Fatalf("member %+v: %v", m, err)
+		}
+		oldDir := m.DataDirs[0]
+		if _, err := os.Stat(filepath.Join(oldDir, "default.etcd", "member")); err != nil {
+			t.Fatalf("no data in %s: %v", oldDir, err)
+		}
+		if err := kc.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := kc.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 60*time.Second, "old volume directory removed", func() error {
+			if _, err := os.Stat(oldDir); !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s still there (%v)", oldDir, err)
+			}
+			return nil
+		})
+		poll(t, 60*time.Second, "new member on a new, fresh volume", func() error {
+			nm, err := sb.Member(ctx, pod)
+			if err != nil {
+				return err
+			}
+			if nm.UID == m.UID || len(nm.DataDirs) != 1 || nm.DataDirs[0] == oldDir {
+				return fmt.Errorf("member %+v", nm)
+			}
+			return nil
+		})
+	})
+
+	t.Run("versitygw serves the bucket with the generated credentials", func(t *testing.T) {
+		s3, err := sb.S3()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(sb.State.S3File)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("credentials file %v %v", fi.Mode(), err)
+		}
+		resp, err := s3.do(ctx, http.MethodPut, "/"+s3.Bucket+"/probe", []byte("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("PUT object: %s", resp.Status)
+		}
+		resp, err = s3.do(ctx, http.MethodGet, "/"+s3.Bucket+"/probe", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "hello" {
+			t.Fatalf("GET object: %s %q", resp.Status, b)
+		}
+		bad := s3
+		bad.SecretKey = "wrong"
+		resp, err = bad.do(ctx, http.MethodGet, "/"+s3.Bucket+"/probe", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("wrong credentials got %s", resp.Status)
+		}
+	})
+
+	t.Run("down leaves no process behind", func(t *testing.T) {
+		if err := Down(ctx, dir, DownOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		assertNothingLeft(t, dir)
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s still exists: %v", dir, err)
+		}
+	})
+}
+
+// TestDownAfterSupervisorCrash kills the supervisor with SIGKILL (its
+// members, control plane and kwok keep running, orphaned) and checks that
+// Down still ends every one of them.
+func TestDownAfterSupervisorCrash(t *testing.T) {
+	dir := sandboxDir(t)
+	sb := start(t, dir, "healthy")
+	ms, err := sb.Members(context.Background())
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("members %+v: %v", ms, err)
+	}
+	if err := syscall.Kill(sb.SupervisorPid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 10*time.Second, "supervisor dead", func() error {
+		if alive(sb.SupervisorPid()) {
+			return errors.New("alive")
+		}
+		return nil
+	})
+	t.Logf("%d processes of the sandbox outlived its supervisor's SIGKILL", len(reap.Mentioning(dir)))
+	if _, err := Open(dir); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Open after the crash: %v", err)
+	}
+	// Without the supervisor's parent-death signal reaching them all
+	// (wrapper scripts' children, say), something may survive: Down must
+	// end whatever did.
+	if err := Down(context.Background(), dir, DownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, dir)
+}
+
+func TestStartRefusesAForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "precious"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(context.Background(), Options{Dir: dir, BinDir: dir, Scenarios: []string{"healthy"}})
+	if err == nil || !strings.Contains(err.Error(), "holds no sandbox") {
+		t.Fatalf("Start on a foreign dir: %v", err)
+	}
+	if err := Down(context.Background(), dir, DownOptions{}); err == nil {
+		t.Fatal("Down on a foreign dir did not refuse")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "precious")); err != nil {
+		t.Fatal("a foreign file was touched")
+	}
+}
+
+func alive(pid int) bool {
+	s, err := reap.ReadStat(pid)
+	return err == nil && s.Alive()
+}
+
+func startOf(pid int) uint64 {
+	s, err := reap.ReadStat(pid)
+	if err != nil {
+		return 0
+	}
+	return s.Start
+}

@@ -1,0 +1,208 @@
+package scenario
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Shape is a bootstrap shape: how a member's pod template decides whether
+// it bootstraps a new cluster or joins an existing one.
+type Shape int
+
+// The shapes the sandbox ships as templates.
+const (
+	// StaticExisting runs etcd directly; --initial-cluster-state is
+	// "existing" once the cluster has formed.
+	StaticExisting Shape = iota + 1
+	// SelfRegistering runs a Bitnami-style entrypoint that removes and
+	// re-adds its own member on an empty data dir.
+	SelfRegistering
+	// StaticNew runs etcd directly with --initial-cluster-state=new
+	// hard-coded (the seed 000 hazard).
+	StaticNew
+)
+
+var shapeNames = map[Shape]string{
+	StaticExisting:  "static-existing",
+	SelfRegistering: "self-registering",
+	StaticNew:       "static-new",
+}
+
+func (s Shape) String() string {
+	if n, ok := shapeNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("scenario.Shape(%d)", int(s))
+}
+
+// Shapes lists every shape.
+func Shapes() []Shape { return []Shape{StaticExisting, SelfRegistering, StaticNew} }
+
+// DefaultImage is the image the templates name. The runner never pulls it:
+// it runs the pinned etcd from the sandbox's bin dir.
+const DefaultImage = "gcr.io/etcd-development/etcd:v3.6.16"
+
+// Params fill a template.
+type Params struct {
+	Name, Namespace string
+	// Replicas is the StatefulSet's replica count; Members is how many
+	// members --initial-cluster names (default Replicas).
+	Replicas, Members int
+	// State is --initial-cluster-state for StaticExisting ("new" while the
+	// cluster forms, then "existing"); the other shapes ignore it.
+	State string
+	// Token is --initial-cluster-token (default the cluster's name).
+	Token string
+	// QuotaBackendBytes is --quota-backend-bytes (default 64 MiB).
+	QuotaBackendBytes int64
+	Image             string
+	// Node, when set, pins every member to that node (nodeSelector).
+	Node string
+	// AntiAffinity is "required", "preferred" or "" (none).
+	AntiAffinity string
+	// PDB includes a PodDisruptionBudget (maxUnavailable: 1).
+	PDB bool
+	// ExtraArgs are further etcd flags (static-existing only), as a
+	// chart's extraArgs value would add them.
+	ExtraArgs []string
+}
+
+// Objects are a rendered cluster.
+type Objects struct {
+	StatefulSet *appsv1.StatefulSet
+	Services    []*corev1.Service
+	PDB         *policyv1.PodDisruptionBudget
+}
+
+//go:embed templates/*.yaml
+var templateFS embed.FS
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"initialCluster":      func(p Params) string { return initialCluster(p, true) },
+	"initialClusterShort": func(p Params) string { return initialCluster(p, false) },
+	"clientEndpoints":     clientEndpoints,
+	"labels":              labels,
+}).ParseFS(templateFS, "templates/*.yaml"))
+
+// MemberName is the pod (and etcd member) name of ordinal i.
+func MemberName(cluster string, i int) string { return fmt.Sprintf("%s-%d", cluster, i) }
+
+func initialCluster(p Params, fqdn bool) string {
+	var parts []string
+	for i := range p.Members {
+		m := MemberName(p.Name, i)
+		host := m + "." + p.Name + "-headless"
+		if fqdn {
+			host += "." + p.Namespace + ".svc.cluster.local"
+		}
+		parts = append(parts, m+"=http://"+host+":2380")
+	}
+	return strings.Join(parts, ",")
+}
+
+// labels renders the labels every object of a cluster carries, indented
+// by n spaces, each on its own line.
+func labels(p Params, n int) string {
+	pad := "\n" + strings.Repeat(" ", n)
+	return pad + "app.kubernetes.io/name: etcd" +
+		pad + "app.kubernetes.io/instance: " + p.Name +
+		pad + "hactl.dev/engine: etcd"
+}
+
+func clientEndpoints(p Params) string {
+	var parts []string
+	for i := range p.Members {
+		m := MemberName(p.Name, i)
+		parts = append(parts, "http://"+m+"."+p.Name+"-headless."+p.Namespace+".svc.cluster.local:2379")
+	}
+	return strings.Join(parts, ",")
+}
+
+func (p Params) withDefaults() Params {
+	if p.Members == 0 {
+		p.Members = p.Replicas
+	}
+	if p.State == "" {
+		p.State = "existing"
+	}
+	if p.Token == "" {
+		p.Token = p.Name
+	}
+	if p.QuotaBackendBytes == 0 {
+		p.QuotaBackendBytes = 64 << 20
+	}
+	if p.Image == "" {
+		p.Image = DefaultImage
+	}
+	return p
+}
+
+// Render fills the shape's template and the shared Services and PDB.
+func Render(shape Shape, p Params) (*Objects, error) {
+	if p.Name == "" || p.Namespace == "" || p.Replicas < 1 {
+		return nil, fmt.Errorf("render %s: name, namespace and replicas are required", shape)
+	}
+	p = p.withDefaults()
+	name, ok := shapeNames[shape]
+	if !ok {
+		return nil, fmt.Errorf("render: unknown shape %v", shape)
+	}
+	var buf bytes.Buffer
+	for _, t := range []string{name + ".yaml", "common.yaml"} {
+		if err := templates.ExecuteTemplate(&buf, t, p); err != nil {
+			return nil, fmt.Errorf("render %s: %w", t, err)
+		}
+		buf.WriteString("\n---\n")
+	}
+	out := &Objects{}
+	for _, doc := range strings.Split(buf.String(), "\n---\n") {
+		if strings.TrimSpace(stripComments(doc)) == "" {
+			continue
+		}
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return nil, fmt.Errorf("render %s: %w\n%s", name, err, doc)
+		}
+		var err error
+		switch meta.Kind {
+		case "StatefulSet":
+			out.StatefulSet = &appsv1.StatefulSet{}
+			err = yaml.UnmarshalStrict([]byte(doc), out.StatefulSet)
+		case "Service":
+			s := &corev1.Service{}
+			err = yaml.UnmarshalStrict([]byte(doc), s)
+			out.Services = append(out.Services, s)
+		case "PodDisruptionBudget":
+			out.PDB = &policyv1.PodDisruptionBudget{}
+			err = yaml.UnmarshalStrict([]byte(doc), out.PDB)
+		default:
+			err = fmt.Errorf("unexpected kind %q", meta.Kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %w", name, err)
+		}
+	}
+	if out.StatefulSet == nil {
+		return nil, fmt.Errorf("render %s: no StatefulSet", name)
+	}
+	return out, nil
+}
+
+func stripComments(doc string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(doc, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,62 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRenderEveryShape(t *testing.T) {
+	for _, shape := range Shapes() {
+		for _, pdb := range []bool{true, false} {
+			o, err := Render(shape, Params{Name: "c", Namespace: "ns", Replicas: 3, PDB: pdb, AntiAffinity: "required", Node: "node-1"})
+			if err != nil {
+				t.Fatalf("%v: %v", shape, err)
+			}
+			sts := o.StatefulSet
+			if sts.Name != "c" || sts.Namespace != "ns" || *sts.Spec.Replicas != 3 {
+				t.Fatalf("%v: unexpected StatefulSet %s/%s", shape, sts.Namespace, sts.Name)
+			}
+			for _, labels := range []map[string]string{sts.Labels, sts.Spec.Template.Labels} {
+				if labels["hactl.dev/engine"] != "etcd" {
+					t.Fatalf("%v: missing engine label: %v", shape, labels)
+				}
+			}
+			if len(o.Services) != 2 || (o.PDB != nil) != pdb {
+				t.Fatalf("%v: services %d, pdb %v", shape, len(o.Services), o.PDB != nil)
+			}
+			spec := sts.Spec.Template.Spec
+			if spec.NodeSelector["kubernetes.io/hostname"] != "node-1" || spec.Affinity == nil {
+				t.Fatalf("%v: placement not rendered", shape)
+			}
+			c := spec.Containers[0]
+			if c.Name != "etcd" || c.ReadinessProbe == nil {
+				t.Fatalf("%v: container %+v", shape, c)
+			}
+			text := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+			for _, e := range c.Env {
+				text += " " + e.Name + "=" + e.Value
+			}
+			want := map[Shape]string{
+				StaticExisting:  "--initial-cluster-state=existing",
+				StaticNew:       "--initial-cluster-state=new",
+				SelfRegistering: "member add",
+			}[shape]
+			if !strings.Contains(text, want) {
+				t.Fatalf("%v: %q not in %s", shape, want, text)
+			}
+			if !strings.Contains(text, "c-2=http://c-2.c-headless") {
+				t.Fatalf("%v: initial cluster not rendered: %s", shape, text)
+			}
+		}
+	}
+}
+
+func TestRenderFormingState(t *testing.T) {
+	o, err := Render(StaticExisting, Params{Name: "c", Namespace: "ns", Replicas: 3, State: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(o.StatefulSet.Spec.Template.Spec.Containers[0].Args, " "), "--initial-cluster-state=new") {
+		t.Fatal("State is not rendered")
+	}
+}

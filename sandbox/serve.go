@@ -1,0 +1,354 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/sandbox/controlplane"
+	"github.com/hactl-dev/hactl/sandbox/fault"
+	"github.com/hactl-dev/hactl/sandbox/internal/proc"
+	"github.com/hactl-dev/hactl/sandbox/internal/reap"
+	"github.com/hactl-dev/hactl/sandbox/kwok"
+	"github.com/hactl-dev/hactl/sandbox/runner"
+	"github.com/hactl-dev/hactl/sandbox/scenario"
+	"github.com/hactl-dev/hactl/sandbox/volumes"
+)
+
+// scenarioTimeout bounds each scenario's setup.
+const scenarioTimeout = 4 * time.Minute
+
+// supervisor runs one sandbox in the foreground.
+type supervisor struct {
+	l    layout
+	cfg  config
+	logw io.Writer
+	logm sync.Mutex
+
+	cp   *controlplane.ControlPlane
+	kc   kubernetes.Interface
+	dyn  dynamic.Interface
+	kw   *kwok.Kwok
+	vgw  *proc.Process
+	s3   S3
+	prov *volumes.Provisioner
+	run  *runner.Runner
+
+	stateMu sync.Mutex
+	state   State
+
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
+}
+
+// Serve runs the sandbox described by dir/config.json in the foreground
+// (the supervisor `up` starts detached): the control plane, kwok and its
+// nodes, versitygw, the volume provisioner, the member runner and the
+// scenarios. It publishes its progress in dir/state.json and serves the
+// control API (faults, members, shutdown) on loopback, then runs until ctx
+// ends or the control API asks it to stop, and stops everything it
+// started. Its log goes to logw.
+func Serve(ctx context.Context, dir string, logw io.Writer) (err error) {
+	s := &supervisor{l: layout{dir: dir}, logw: logw, shutdown: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := readJSON(s.l.config(), &s.cfg); err != nil {
+		return fmt.Errorf("reading the sandbox's config (run `up`, not `serve`): %w", err)
+	}
+	if s.cfg.Nodes == 0 {
+		s.cfg.Nodes = 3
+	}
+	me, err := reap.ReadStat(os.Getpid())
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(s.l.supervisor(), supervisorRecord{Pid: me.Pid, Start: me.Start}, 0o644); err != nil {
+		return err
+	}
+	begin := time.Now()
+	s.setState(func(st *State) {
+		*st = State{Phase: PhaseStarting, Step: "starting", Namespace: s.cfg.Namespace, Logs: s.l.logs(), BinDir: s.cfg.BinDir, StartedAt: begin}
+	})
+	defer func() {
+		s.stop()
+		if err != nil {
+			s.setState(func(st *State) { st.Phase, st.Error = PhaseFailed, err.Error() })
+		} else {
+			s.setState(func(st *State) { st.Phase, st.Step = PhaseStopped, "" })
+		}
+		_ = os.Remove(s.l.supervisor())
+		_ = os.Remove(s.l.control())
+	}()
+
+	if err := s.start(ctx); err != nil {
+		s.logf("start failed: %v", err)
+		return err
+	}
+	ready := time.Since(begin)
+	s.setState(func(st *State) { st.Phase, st.Step, st.ReadyAfter = PhaseReady, "", Duration(ready) })
+	s.logf("sandbox ready in %s", ready.Round(100*time.Millisecond))
+	select {
+	case <-ctx.Done():
+		s.logf("stopping: %v", context.Cause(ctx))
+	case <-s.shutdown:
+		s.logf("stopping: asked to by the control API")
+	}
+	return nil
+}
+
+func (s *supervisor) logf(format string, args ...any) {
+	s.logm.Lock()
+	defer s.logm.Unlock()
+	fmt.Fprintf(s.logw, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func (s *supervisor) setState(f func(*State)) {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	f(&s.state)
+	if err := writeJSON(s.l.state(), s.state, 0o644); err != nil {
+		s.logf("writing state: %v", err)
+	}
+}
+
+func (s *supervisor) step(what string) {
+	s.logf("%s", what)
+	s.setState(func(st *State) { st.Step = what })
+}
+
+func (s *supervisor) start(ctx context.Context) error {
+	block, lock, err := claimBlock()
+	if err != nil {
+		return err
+	}
+	go func() { <-s.shutdownDone(); lock.Close() }()
+	s.setState(func(st *State) { st.Block = block })
+
+	s.step("starting the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)")
+	s.cp, err = controlplane.Start(ctx, controlplane.Options{
+		BinDir: s.cfg.BinDir, Dir: s.l.controlplane(), ControllerManager: true, Scheduler: true,
+	})
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := os.ReadFile(s.cp.AdminKubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(s.l.kubeconfig(), kubeconfig, 0o600); err != nil {
+		return err
+	}
+	s.setState(func(st *State) { st.Kubeconfig, st.Server = s.l.kubeconfig(), s.cp.Server })
+	if s.kc, err = kubernetes.NewForConfig(s.cp.Admin); err != nil {
+		return err
+	}
+	if s.dyn, err = dynamic.NewForConfig(s.cp.Admin); err != nil {
+		return err
+	}
+	if err := s.createNamespace(ctx); err != nil {
+		return err
+	}
+
+	s.step("installing kwok's CRDs and stages; starting kwok and versitygw")
+	m, err := kwok.LoadManifests(s.cfg.BinDir, runner.EngineLabel)
+	if err != nil {
+		return err
+	}
+	if err := kwok.Install(ctx, s.dyn, m); err != nil {
+		return err
+	}
+	cert, key, err := s.cp.IssueServingCert("kwok", []net.IP{net.ParseIP(kwok.NodeIP)}, []string{"localhost"})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	var vgwErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.vgw, s.s3, vgwErr = startVersityGW(ctx, s.cfg.BinDir, s.l)
+	}()
+	s.kw, err = kwok.Start(ctx, kwok.Options{BinDir: s.cfg.BinDir, Dir: s.l.kwok(), Kubeconfig: s.cp.AdminKubeconfig, CertFile: cert, KeyFile: key})
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if vgwErr != nil {
+		return vgwErr
+	}
+	if err := writeJSON(s.l.s3(), s.s3, 0o600); err != nil {
+		return err
+	}
+	s.setState(func(st *State) { st.S3Endpoint, st.S3File = s.s3.Endpoint, s.l.s3() })
+	if err := kwok.CreateNodes(ctx, s.kc, s.cfg.Nodes); err != nil {
+		return err
+	}
+
+	s.prov = volumes.New(s.kc, s.l.volumes(), s.logf)
+	provErr := make(chan error, 1)
+	go func() { provErr <- s.prov.Run(ctx) }()
+	s.run = runner.New(runner.Options{
+		Kube: s.kc, Dynamic: s.dyn, BinDir: s.cfg.BinDir, Dir: s.l.runner(), Block: block,
+		HostDir: s.prov.HostDir, Logf: s.logf,
+	})
+	if err := s.run.Start(ctx); err != nil {
+		return err
+	}
+	if err := s.serveControl(); err != nil {
+		return err
+	}
+	if err := kwok.WaitNodesReady(ctx, s.kc, s.cfg.Nodes); err != nil {
+		return err
+	}
+	select {
+	case err := <-provErr:
+		return fmt.Errorf("volume provisioner: %w", err)
+	default:
+	}
+	return s.runScenarios(ctx)
+}
+
+func (s *supervisor) runScenarios(ctx context.Context) error {
+	if len(s.cfg.Scenarios) == 0 {
+		return nil
+	}
+	ns := s.cfg.Namespace
+	s.step("setting up " + strings.Join(s.cfg.Scenarios, ", ") + " in namespace " + ns)
+	if err := s.waitNamespace(ctx, ns); err != nil {
+		return err
+	}
+	env := scenario.Env{
+		Kube:      s.kc,
+		Namespace: ns,
+		Break: func(ctx context.Context, pod string, kind fault.Kind, args []string) error {
+			return s.breakMember(ctx, ns, pod, kind, args)
+		},
+		Address: func(pod string) (string, error) {
+			a, err := s.run.Addresses(ns, pod)
+			return a.Address, err
+		},
+		Logf: s.logf,
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		errs     []error
+		clusters []ClusterInfo
+	)
+	for _, name := range s.cfg.Scenarios {
+		sc, err := scenario.Get(name)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sctx, cancel := context.WithTimeout(ctx, scenarioTimeout)
+			defer cancel()
+			begin := time.Now()
+			err := sc.Run(sctx, env)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			ci := ClusterInfo{Scenario: sc.Name, Namespace: ns, Name: sc.Name, Shape: sc.Shape.String(), Summary: sc.Summary, Setup: Duration(time.Since(begin))}
+			for _, r := range sc.Reasons {
+				ci.Reasons = append(ci.Reasons, string(r))
+			}
+			for _, r := range sc.MayAlso {
+				ci.MayAlso = append(ci.MayAlso, string(r))
+			}
+			clusters = append(clusters, ci)
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	ordered := make([]ClusterInfo, 0, len(clusters))
+	for _, name := range s.cfg.Scenarios {
+		for _, c := range clusters {
+			if c.Scenario == name {
+				ordered = append(ordered, c)
+			}
+		}
+	}
+	s.setState(func(st *State) { st.Clusters = ordered })
+	return nil
+}
+
+// createNamespace creates the scenarios' namespace early: its default
+// ServiceAccount (without which no pod can be created) takes the
+// controller-manager a few seconds at start, which then overlaps with
+// starting kwok.
+func (s *supervisor) createNamespace(ctx context.Context) error {
+	if len(s.cfg.Scenarios) == 0 {
+		return nil
+	}
+	_, err := s.kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.cfg.Namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// waitNamespace waits for the namespace's default ServiceAccount: pods
+// cannot be created before it exists, and waiting spares the StatefulSet
+// controller its back-off.
+func (s *supervisor) waitNamespace(ctx context.Context, ns string) error {
+	for {
+		if _, err := s.kc.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for namespace %s's default ServiceAccount: %w", ns, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// requestShutdown makes Serve return.
+func (s *supervisor) requestShutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdown) })
+}
+
+func (s *supervisor) shutdownDone() <-chan struct{} { return s.shutdown }
+
+// stop stops everything start started, members first.
+func (s *supervisor) stop() {
+	s.setState(func(st *State) { st.Phase, st.Step = PhaseStopping, "stopping" })
+	if s.run != nil {
+		s.run.Stop()
+	}
+	if s.kw != nil {
+		if err := s.kw.Stop(); err != nil {
+			s.logf("stopping kwok: %v", err)
+		}
+	}
+	if s.vgw != nil {
+		if err := s.vgw.Stop(5 * time.Second); err != nil {
+			s.logf("stopping versitygw: %v", err)
+		}
+	}
+	if s.cp != nil {
+		if err := s.cp.Stop(); err != nil {
+			s.logf("stopping the control plane: %v", err)
+		}
+	}
+	s.requestShutdown()
+}
