@@ -43,6 +43,13 @@ prints status.`,
 	cmd.AddCommand(
 		NewCmdVersion(streams),
 		NewCmdStatus(flags, streams),
+		NewCmdReplace(flags, streams),
+		NewCmdReseed(flags, streams),
+		NewCmdExplain(flags, streams),
+		NewCmdTUI(flags, streams),
+		NewCmdSeed(flags, streams),
+		NewCmdGenerations(flags, streams),
+		NewCmdAgent(streams),
 		newCmdCompletion(streams),
 	)
 	return cmd

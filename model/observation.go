@@ -22,6 +22,12 @@ type Observation struct {
 	Events []EventFacts `json:"events,omitempty"`
 	// EngineProbed is true when engine probes ran (false with --no-probe).
 	EngineProbed bool `json:"engineProbed"`
+	// Lock is the cluster's action lock (Lease hactl-<cluster>); nil when
+	// it was not read or does not exist.
+	Lock *LockFacts `json:"lock,omitempty"`
+	// Ledger holds the actions recorded in the cluster's ledger
+	// (ConfigMap hactl-<cluster>), oldest first; nil when not read.
+	Ledger []LedgerEntry `json:"ledger,omitempty"`
 }
 
 // ClusterFacts describes the StatefulSet that is the cluster.
@@ -49,7 +55,10 @@ type ClusterFacts struct {
 	// recorded. It is evidence that the cluster has formed even when no
 	// member answers now (seed 000: a formed cluster must never be handed
 	// a bootstrap instruction again).
-	KnownClusterID string    `json:"knownClusterID,omitempty"`
+	KnownClusterID string `json:"knownClusterID,omitempty"`
+	// UpdateRevision is the StatefulSet's current template revision
+	// (status.updateRevision), "" when not read.
+	UpdateRevision string    `json:"updateRevision,omitempty"`
 	ObservedAt     time.Time `json:"-"`
 }
 
@@ -83,6 +92,12 @@ type TemplateFacts struct {
 	// BackupSidecar: a container other than the engine's looks like a
 	// backup/restore agent.
 	BackupSidecar bool `json:"backupSidecar,omitempty"`
+	// InitialCluster is the template's --initial-cluster (or
+	// ETCD_INITIAL_CLUSTER) with references to the pod's namespace
+	// resolved. InitialClusterDecoded says it was looked for: false means
+	// unknown, true with no entries means the template sets none.
+	InitialCluster        []InitialClusterEntry `json:"initialCluster,omitempty"`
+	InitialClusterDecoded bool                  `json:"initialClusterDecoded,omitempty"`
 }
 
 // Member is one ordinal of the cluster: its pod, its volume and what the
@@ -120,16 +135,28 @@ type PodFacts struct {
 	// WaitingReason is the kubelet's reason string (CrashLoopBackOff, …).
 	WaitingReason string      `json:"waitingReason,omitempty"`
 	PullFailure   PullFailure `json:"pullFailure,omitempty"`
-	ObservedAt    time.Time   `json:"-"`
+	// Revision is the template revision the pod was created from (label
+	// controller-revision-hash), "" when not read.
+	Revision string `json:"revision,omitempty"`
+	// Fingerprint digests the pod's metadata (labels, annotations, owners,
+	// finalizers) and spec, not its status; "" when not computed.
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	ObservedAt  time.Time `json:"-"`
 }
 
 // PVCFacts is what the API server says about a member's data volume claim.
 type PVCFacts struct {
-	Name            string    `json:"name"`
-	UID             string    `json:"uid"`
-	ResourceVersion string    `json:"resourceVersion"`
-	Phase           string    `json:"phase"`
-	ObservedAt      time.Time `json:"-"`
+	Name            string `json:"name"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+	Phase           string `json:"phase"`
+	// DeletionMarked: the claim is being deleted (it stays until no pod
+	// uses it).
+	DeletionMarked bool `json:"deletionMarked,omitempty"`
+	// Fingerprint digests the claim's metadata and spec, not its status;
+	// "" when not computed.
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	ObservedAt  time.Time `json:"-"`
 }
 
 // PDBFacts summarises the PodDisruptionBudget covering the cluster.
@@ -236,4 +263,9 @@ type Fence struct {
 	Name            string `json:"name"`
 	UID             string `json:"uid"`
 	ResourceVersion string `json:"resourceVersion"`
+	// Fingerprint digests the object's metadata and spec as observed
+	// ("" when unknown). It tells a change someone made (a label, the
+	// spec) from the kubelet reporting status, which also moves the
+	// resourceVersion.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }

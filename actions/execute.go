@@ -1,0 +1,831 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// Defaults of Executor.
+const (
+	DefaultPollInterval = time.Second
+	DefaultWaitTimeout  = 10 * time.Minute
+	// DefaultMaxConflicts is how many precondition conflicts on one
+	// object the executor re-observes through before it gives up.
+	DefaultMaxConflicts = 3
+	// DefaultRefuseGrace is how long a refusal that appears after the
+	// action changed something (a leader election, a member list in
+	// flux) is observed before the executor stops.
+	DefaultRefuseGrace = 30 * time.Second
+)
+
+// DryRun is kubectl's --dry-run.
+type DryRun string
+
+// Dry-run modes.
+const (
+	DryRunNone   DryRun = "none"
+	DryRunClient DryRun = "client"
+	DryRunServer DryRun = "server"
+)
+
+func (d DryRun) String() string { return string(d) }
+
+// Executor runs decisions against a cluster.
+type Executor struct {
+	Observer *Observer
+	// Members changes engine membership; nil means etcd through
+	// Observer.Dial with the cluster's TLS Secret.
+	Members MemberOps
+	// Identity is this process's lock holder identity (NewIdentity when
+	// empty).
+	Identity     string
+	LockDuration time.Duration
+	PollInterval time.Duration
+	WaitTimeout  time.Duration
+	MaxConflicts int
+	RefuseGrace  time.Duration
+}
+
+// ExecOptions tune one Execute call.
+type ExecOptions struct {
+	DryRun DryRun
+	// OnReceipt receives every receipt as it is recorded.
+	OnReceipt func(model.Receipt)
+	// OnDecision receives every re-classification while the action runs
+	// (for progress views).
+	OnDecision func(classify.Decision)
+	// Warn receives non-fatal problems (an Event not written, …).
+	Warn func(string)
+}
+
+// Result is what an execution did.
+type Result struct {
+	// EntryID is the ledger entry (empty for dry runs).
+	EntryID  string
+	Receipts []model.Receipt
+	// Final is the last decision (VerbDone when the action finished).
+	Final classify.Decision
+	// TookOverFrom names the stale lock holder that was replaced.
+	TookOverFrom string
+}
+
+func (x *Executor) client() kubernetes.Interface { return x.Observer.Client }
+
+func (x *Executor) identity() string {
+	if x.Identity == "" {
+		x.Identity = NewIdentity()
+	}
+	return x.Identity
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Decide observes the cluster and classifies intent, as this executor
+// would (its own lock does not block it).
+func (x *Executor) Decide(ctx context.Context, namespace, name string, in classify.Intent) (classify.Decision, status.Result, status.Warnings, error) {
+	in.Options.LockHolder = x.identity()
+	return x.Observer.Decide(ctx, namespace, name, in)
+}
+
+// Execute carries out d, the decision the operator confirmed:
+//
+//  1. take the lock (ErrLockHeld if another live action holds it);
+//  2. observe again and classify again under the lock; unless the new
+//     decision deletes exactly the objects d showed, at the same
+//     resourceVersions, and removes the same member, stop with
+//     ErrFenceConflict before changing anything;
+//  3. record a ledger entry, then repeatedly run the first step of the
+//     current decision and re-observe, re-classify: a step the confirmed
+//     plan did not show stops the action (ErrFenceConflict), a delete that
+//     fails its precondition is never retried as such (the next
+//     observation decides), a wait polls until the world moves on;
+//  4. when the classifier says done, record ready and release the lock.
+//
+// Every step writes a receipt to the ledger and an Event on the
+// StatefulSet. After a crash anywhere, deciding and executing the same
+// intent again resumes from what is observed.
+func (x *Executor) Execute(ctx context.Context, d classify.Decision, o ExecOptions) (Result, error) {
+	r := &run{x: x, o: o, confirmed: d, cur: d, ns: d.Cluster.Namespace, name: d.Cluster.Name,
+		conflicts: map[string]int{}, notYet: map[model.StepKind]time.Time{}}
+	r.res.Final = d
+	if o.DryRun == "" {
+		r.o.DryRun = DryRunNone
+	}
+	switch d.Verb {
+	case classify.VerbRefuse:
+		return r.res, &RefusedError{Decision: d}
+	case classify.VerbAwait, classify.VerbObserve:
+		return r.res, fmt.Errorf("%w: the decision is %s (%s)", ErrNotActionable, d.Verb, firstBlocker(d))
+	}
+	if d.Intent.Action == model.ActionSeed {
+		return r.res, fmt.Errorf("%w: seed generations need the artifact store, which this version does not have", ErrUnsupported)
+	}
+	if r.o.DryRun == DryRunClient {
+		for _, s := range d.Steps {
+			r.receipt(s.Kind, s.Kind.PhaseOf(), model.OutcomeDryRun, s.Detail+" (dry run)", stepFences(s), s)
+		}
+		return r.res, nil
+	}
+	return r.execute(ctx)
+}
+
+func firstBlocker(d classify.Decision) string {
+	if len(d.Blockers) == 0 {
+		return ""
+	}
+	return d.Blockers[0].Detail
+}
+
+// run is one execution.
+type run struct {
+	x         *Executor
+	o         ExecOptions
+	confirmed classify.Decision
+	cur       classify.Decision
+	last      status.Result
+	ns, name  string
+	lock      *Lock
+	ops       MemberOps
+	entryID   string
+	mutated   bool
+	conflicts map[string]int
+	// notYet remembers since when the engine refused a step for now.
+	notYet map[model.StepKind]time.Time
+	res    Result
+}
+
+func (r *run) warn(format string, args ...any) {
+	if r.o.Warn != nil {
+		r.o.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *run) stsRef() corev1.ObjectReference {
+	return corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Namespace: r.ns, Name: r.name, UID: types.UID(r.confirmed.Cluster.UID)}
+}
+
+func (r *run) owner() *metav1.OwnerReference {
+	if r.confirmed.Cluster.UID == "" {
+		return nil
+	}
+	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: r.name, UID: types.UID(r.confirmed.Cluster.UID)}
+}
+
+func (r *run) ledger() *Ledger {
+	return &Ledger{Client: r.x.client(), Namespace: r.ns, Cluster: r.name, Owner: r.owner()}
+}
+
+func stepFences(s classify.Step) []model.Fence {
+	if s.Fence == nil {
+		return nil
+	}
+	return []model.Fence{*s.Fence}
+}
+
+// receipt records one receipt: ledger (when an entry exists), Event,
+// callback, result.
+func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Outcome, detail string, fences []model.Fence, s classify.Step) model.Receipt {
+	rc := model.Receipt{
+		ActionID: r.entryID, Action: r.confirmed.Intent.Action, Cluster: r.ns + "/" + r.name,
+		Member: r.confirmed.Intent.Member, Phase: phase, Step: kind, Outcome: out, At: time.Now().UTC(),
+		Holder: r.x.identity(), Detail: detail, Fences: fences, MemberID: s.MemberID, PeerURLs: s.PeerURLs,
+	}
+	if r.o.DryRun != DryRunNone {
+		rc.DryRun = string(r.o.DryRun)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if r.entryID != "" && r.o.DryRun == DryRunNone {
+		state := model.EntryInProgress
+		switch {
+		case phase == model.ActionPhaseReady:
+			state = model.EntryDone
+		case phase == model.ActionPhaseFailed:
+			state = model.EntryFailed
+		}
+		rec, err := r.ledger().Append(ctx, r.entryID, rc, state)
+		if err != nil {
+			r.warn("receipt not recorded in the ledger: %v", err)
+		} else {
+			rc = rec
+		}
+	}
+	if r.o.DryRun == DryRunNone {
+		if err := recordEvent(ctx, r.x.client(), r.stsRef(), rc); err != nil {
+			r.warn("event not recorded: %v", err)
+		}
+	}
+	r.res.Receipts = append(r.res.Receipts, rc)
+	if r.o.OnReceipt != nil {
+		r.o.OnReceipt(rc)
+	}
+	return rc
+}
+
+func (r *run) execute(ctx context.Context) (res Result, err error) {
+	x := r.x
+	action := fmt.Sprintf("%s %s", r.confirmed.Intent.Action, r.confirmed.Intent.Member)
+	lock, err := AcquireLock(ctx, x.client(), r.ns, r.name, LockOptions{
+		Identity: x.identity(), Duration: x.LockDuration, Action: action, Owner: r.owner(),
+		DryRun: r.o.DryRun == DryRunServer,
+	})
+	if err != nil {
+		return r.res, err
+	}
+	r.lock = lock
+	r.res.TookOverFrom = lock.TookOver
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if rerr := lock.Release(rctx); rerr != nil {
+			r.warn("%v", rerr)
+		}
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lock.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	defer func() {
+		select {
+		case <-lock.Lost():
+			err = fmt.Errorf("%w: another process took lease %s/%s while this action ran; it stopped (rerun to resume)", ErrLockLost, r.ns, LockName(r.name))
+		default:
+		}
+	}()
+
+	// Decide again under the lock and hold that against what was shown.
+	d2, err := r.decide(ctx)
+	if err != nil {
+		return r.res, err
+	}
+	if err := verify(r.confirmed, d2); err != nil {
+		return r.res, err
+	}
+	if r.o.DryRun == DryRunServer {
+		return r.res, r.serverDryRun(ctx, d2)
+	}
+	if err := r.preflight(ctx, d2); err != nil {
+		return r.res, err
+	}
+	if err := r.begin(ctx, d2); err != nil {
+		return r.res, err
+	}
+	lockDetail := fmt.Sprintf("took lease %s/%s as %s", r.ns, LockName(r.name), x.identity())
+	if lock.TookOver != "" {
+		lockDetail += fmt.Sprintf("; taken over from stale holder %s (%s)", lock.TookOver, lock.TookOverWhy)
+	}
+	r.receipt(model.StepAcquireLock, model.ActionPhaseRequested, model.OutcomeDone, lockDetail, nil, classify.Step{})
+	detail := verifiedDetail(d2)
+	if moved := statusMoves(r.confirmed, d2); len(moved) > 0 {
+		detail += "; " + strings.Join(moved, "; ")
+	}
+	r.receipt(model.StepVerifyFences, model.ActionPhaseFencing, model.OutcomeDone, detail, d2.Fences, classify.Step{MemberID: memberFenceID(d2)})
+	if id := r.last.Analysis.ClusterID; id != "" {
+		if err := r.ledger().RecordClusterID(ctx, id); err != nil {
+			r.warn("cluster ID not recorded: %v", err)
+		}
+	}
+	return r.loop(ctx)
+}
+
+func memberFenceID(d classify.Decision) string {
+	if d.MemberFence == nil {
+		return ""
+	}
+	return d.MemberFence.ID
+}
+
+func verifiedDetail(d classify.Decision) string {
+	var parts []string
+	if mf := d.MemberFence; mf != nil {
+		parts = append(parts, fmt.Sprintf("member %s (%s) listed in cluster %s", mf.ID, strings.Join(mf.PeerURLs, ","), mf.ClusterID))
+	}
+	for _, f := range d.Fences {
+		parts = append(parts, fmt.Sprintf("%s %s uid=%s resourceVersion=%s", f.Kind, f.Name, f.UID, f.ResourceVersion))
+	}
+	if len(parts) == 0 {
+		return "re-observed under the lock: the plan is unchanged"
+	}
+	return "re-observed under the lock, unchanged: " + strings.Join(parts, "; ")
+}
+
+// begin records the ledger entry (new, or the one resumed) before the
+// first change.
+func (r *run) begin(ctx context.Context, d classify.Decision) error {
+	at := time.Now().UTC()
+	e := model.LedgerEntry{
+		ID: d.Resume, Action: d.Intent.Action, Member: d.Intent.Member, Holder: r.x.identity(),
+		Phase: model.ActionPhaseRequested, Replaced: d.Replaced,
+	}
+	if e.ID == "" {
+		e.ID = NewEntryID(d.Intent.Action, d.Intent.Member, at)
+	} else {
+		r.mutated = true // an earlier run may have changed things
+	}
+	got, err := r.ledger().Begin(ctx, e, d.Supersedes, at)
+	if err != nil {
+		return fmt.Errorf("recording the action in the ledger (nothing was changed): %w", err)
+	}
+	r.entryID = got.ID
+	r.res.EntryID = got.ID
+	return nil
+}
+
+// decide observes and classifies under this run's identity.
+func (r *run) decide(ctx context.Context) (classify.Decision, error) {
+	in := r.confirmed.Intent
+	d, res, warn, err := r.x.Decide(ctx, r.ns, r.name, in)
+	for _, w := range warn {
+		r.warn("%s", w)
+	}
+	if err != nil {
+		return d, fmt.Errorf("observing %s/%s: %w", r.ns, r.name, err)
+	}
+	r.last = res
+	r.cur = d
+	r.res.Final = d
+	if r.o.OnDecision != nil {
+		r.o.OnDecision(d)
+	}
+	return d, nil
+}
+
+// verify holds a fresh decision against the confirmed one: same deletes
+// at the same resourceVersions, same member removed, no change the
+// confirmed plan did not show.
+func verify(confirmed, now classify.Decision) error {
+	switch now.Verb {
+	case classify.VerbRefuse:
+		return &RefusedError{Decision: now, While: "observed again under the lock"}
+	case classify.VerbAwait, classify.VerbObserve:
+		return &FenceConflictError{Detail: fmt.Sprintf("the decision is now %s: %s", now.Verb, firstBlocker(now))}
+	}
+	var diffs []string
+	key := func(f model.Fence) string { return f.Kind + " " + f.Namespace + "/" + f.Name }
+	was := map[string]model.Fence{}
+	for _, f := range confirmed.Fences {
+		was[key(f)] = f
+	}
+	is := map[string]model.Fence{}
+	for _, f := range now.Fences {
+		is[key(f)] = f
+	}
+	for k, f := range was {
+		g, ok := is[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s is no longer to be deleted (uid %s)", k, f.UID))
+		case g.UID != f.UID:
+			diffs = append(diffs, fmt.Sprintf("%s was replaced: uid %s, now %s", k, f.UID, g.UID))
+		case g.ResourceVersion != f.ResourceVersion && !statusOnly(f, g):
+			diffs = append(diffs, fmt.Sprintf("%s changed: resourceVersion %s, now %s (its labels, annotations, owners or spec changed)", k, f.ResourceVersion, g.ResourceVersion))
+		}
+	}
+	for k, g := range is {
+		if _, ok := was[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s (uid %s) would now be deleted too", k, g.UID))
+		}
+	}
+	a, b := confirmed.MemberFence, now.MemberFence
+	switch {
+	case a == nil && b != nil:
+		diffs = append(diffs, fmt.Sprintf("member %s would now be removed too", b.ID))
+	case a != nil && b == nil:
+		diffs = append(diffs, fmt.Sprintf("member %s is no longer listed", a.ID))
+	case a != nil && (a.ID != b.ID || a.ClusterID != b.ClusterID || !slices.Equal(a.PeerURLs, b.PeerURLs)):
+		diffs = append(diffs, fmt.Sprintf("member %s (%v) is now %s (%v)", a.ID, a.PeerURLs, b.ID, b.PeerURLs))
+	}
+	for _, s := range now.Steps {
+		if err := covered(confirmed, s); err != nil {
+			diffs = append(diffs, err.Error())
+		}
+	}
+	if len(diffs) > 0 {
+		sort.Strings(diffs)
+		return &FenceConflictError{Detail: strings.Join(diffs, "; ")}
+	}
+	return nil
+}
+
+// statusOnly reports whether a fenced object moved on only by its status
+// (the kubelet reporting a crash-looping container, say): same UID, same
+// fingerprint of metadata and spec. Without fingerprints, any new
+// resourceVersion counts as a change.
+func statusOnly(was, is model.Fence) bool {
+	return was.UID == is.UID && was.Fingerprint != "" && was.Fingerprint == is.Fingerprint
+}
+
+// statusMoves lists the fenced objects whose status alone moved on since
+// the confirmed decision; the deletes use the fresh resourceVersions.
+func statusMoves(confirmed, now classify.Decision) []string {
+	var out []string
+	for _, f := range confirmed.Fences {
+		for _, g := range now.Fences {
+			if f.Kind == g.Kind && f.Name == g.Name && f.ResourceVersion != g.ResourceVersion && statusOnly(f, g) {
+				out = append(out, fmt.Sprintf("%s %s: status moved on (resourceVersion %s, now %s; metadata and spec unchanged)", f.Kind, f.Name, f.ResourceVersion, g.ResourceVersion))
+			}
+		}
+	}
+	return out
+}
+
+// covered reports whether the confirmed plan showed step s.
+func covered(confirmed classify.Decision, s classify.Step) error {
+	if !s.Kind.Mutates() {
+		return nil
+	}
+	for _, c := range confirmed.Steps {
+		if c.Kind != s.Kind {
+			continue
+		}
+		switch s.Kind {
+		case model.StepRemoveMember:
+			if confirmed.MemberFence != nil && s.MemberID == confirmed.MemberFence.ID {
+				return nil
+			}
+		case model.StepAddLearner:
+			if sameSet(c.PeerURLs, s.PeerURLs) {
+				return nil
+			}
+		case model.StepDeletePod, model.StepDeletePVC:
+			if c.Fence != nil && s.Fence != nil && c.Fence.UID == s.Fence.UID {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	return fmt.Errorf("the plan now wants to %s, which the confirmed plan did not show", s.Detail)
+}
+
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// serverDryRun sends every delete with the server's dry run (so
+// preconditions are checked for real) and reports engine steps.
+func (r *run) serverDryRun(ctx context.Context, d classify.Decision) error {
+	for _, s := range d.Steps {
+		switch {
+		case s.Kind == model.StepDeletePVC || s.Kind == model.StepDeletePod:
+			out, detail, err := r.deleteObject(ctx, s, true)
+			r.receipt(s.Kind, s.Kind.PhaseOf(), out, detail, stepFences(s), s)
+			if err != nil {
+				return err
+			}
+		case s.Kind.Mutates():
+			r.receipt(s.Kind, s.Kind.PhaseOf(), model.OutcomeDryRun, s.Detail+" (not sent: the engine has no dry run)", nil, s)
+		}
+	}
+	return nil
+}
+
+// preflight sends every delete of the plan with the server's dry run
+// before the first change: the API server checks the fences and this
+// user's permission to delete, so that neither a stale fence nor a missing
+// RBAC rule is found only after the member was removed.
+func (r *run) preflight(ctx context.Context, d classify.Decision) error {
+	for _, s := range d.Steps {
+		if s.Fence == nil {
+			continue
+		}
+		out, _, err := DeleteFenced(ctx, r.x.client(), *s.Fence, true)
+		if out == model.OutcomeConflict {
+			// Moved on since the decision under the lock (a status
+			// update); the loop decides again before deleting.
+			continue
+		}
+		switch {
+		case apierrors.IsForbidden(err):
+			return fmt.Errorf("%w: you may not delete %s %s/%s; replace and reseed need delete on pods and persistentvolumeclaims (see docs/actions.md); nothing was changed: %v",
+				status.ErrForbidden, strings.ToLower(s.Fence.Kind), s.Fence.Namespace, s.Fence.Name, err)
+		case err != nil:
+			return fmt.Errorf("checking the delete of %s %s before acting (nothing was changed): %w", s.Fence.Kind, s.Fence.Name, err)
+		}
+	}
+	return nil
+}
+
+// loop runs the current decision's first step, re-decides, until done.
+func (r *run) loop(ctx context.Context) (Result, error) {
+	refusedSince := time.Time{}
+	for {
+		if err := ctx.Err(); err != nil {
+			return r.res, r.stop(fmt.Errorf("stopped: %w", err))
+		}
+		d := r.cur
+		switch d.Verb {
+		case classify.VerbDone:
+			r.receipt(model.StepReleaseLock, model.ActionPhaseReady, model.OutcomeDone,
+				fmt.Sprintf("%s is ready: a healthy voter again; lock released", d.Intent.Member), nil, classify.Step{})
+			return r.res, nil
+		case classify.VerbRefuse, classify.VerbAwait, classify.VerbObserve:
+			if refusedSince.IsZero() {
+				refusedSince = time.Now()
+			}
+			if !r.mutated || time.Since(refusedSince) > orDur(r.x.RefuseGrace, DefaultRefuseGrace) {
+				err := error(&RefusedError{Decision: d, While: "while the action ran"})
+				if d.Verb != classify.VerbRefuse {
+					err = &FenceConflictError{Detail: fmt.Sprintf("the decision became %s: %s", d.Verb, firstBlocker(d))}
+				}
+				r.receipt(model.StepVerifyFences, d.Phase, model.OutcomeRefused, err.Error(), nil, classify.Step{})
+				return r.res, r.stop(err)
+			}
+			if err := r.pause(ctx); err != nil {
+				return r.res, r.stop(err)
+			}
+			if _, err := r.decide(ctx); err != nil {
+				return r.res, r.stop(err)
+			}
+			continue
+		}
+		refusedSince = time.Time{}
+		s, _ := d.Next()
+		if !s.Kind.Mutates() {
+			if err := r.wait(ctx, s); err != nil {
+				return r.res, r.stop(err)
+			}
+			continue
+		}
+		if err := covered(r.confirmed, s); err != nil {
+			ferr := &FenceConflictError{Detail: err.Error()}
+			r.receipt(s.Kind, s.Phase, model.OutcomeConflict, ferr.Error(), stepFences(s), s)
+			return r.res, r.stop(ferr)
+		}
+		out, detail, err := r.do(ctx, s)
+		if !errors.Is(err, ErrNotYet) {
+			delete(r.notYet, s.Kind)
+		}
+		switch {
+		case errors.Is(err, ErrNotYet):
+			since, ok := r.notYet[s.Kind]
+			if !ok {
+				since = time.Now()
+				r.notYet[s.Kind] = since
+			}
+			if time.Since(since) > orDur(r.x.WaitTimeout, DefaultWaitTimeout) {
+				msg := fmt.Sprintf("%s: the engine kept refusing for %s: %v", s.Detail, time.Since(since).Round(time.Second), err)
+				r.receipt(s.Kind, s.Phase, model.OutcomeFailed, msg+"; run the command again to resume", stepFences(s), s)
+				return r.res, r.stop(fmt.Errorf("%w: %s", ErrTimeout, msg))
+			}
+			if err := r.pause(ctx); err != nil {
+				return r.res, r.stop(err)
+			}
+		case err != nil:
+			r.receipt(s.Kind, s.Phase, model.OutcomeFailed, fmt.Sprintf("%s: %v", s.Detail, err), stepFences(s), s)
+			return r.res, r.stop(fmt.Errorf("%s: %w", s.Detail, err))
+		default:
+			r.receipt(s.Kind, s.Phase, out, detail, stepFences(s), s)
+			if out == model.OutcomeDone {
+				r.mutated = true
+			}
+		}
+		prev := d.Steps[1:]
+		nd, derr := r.decide(ctx)
+		if derr != nil {
+			return r.res, r.stop(derr)
+		}
+		if err == nil && out != model.OutcomeConflict && nd.Verb != classify.VerbRefuse {
+			r.passWaits(prev, nd, "already so when observed next")
+		}
+		if err == nil && out == model.OutcomeConflict {
+			if cerr := r.countConflict(*s.Fence); cerr != nil {
+				return r.res, r.stop(cerr)
+			}
+		}
+	}
+}
+
+// maxStatusConflicts bounds the conflicts caused by status updates alone
+// (a crash-looping pod) before the executor gives up.
+const maxStatusConflicts = 20
+
+// countConflict accounts for a delete that failed its precondition, given
+// the decision observed after it: a change of metadata or spec counts
+// against MaxConflicts, a status update against maxStatusConflicts.
+func (r *run) countConflict(was model.Fence) error {
+	k := was.Kind + "/" + was.UID
+	limit := orInt(r.x.MaxConflicts, DefaultMaxConflicts)
+	for _, g := range r.cur.Fences {
+		if g.Kind == was.Kind && g.Name == was.Name && statusOnly(was, g) {
+			k += "/status"
+			limit = maxStatusConflicts
+		}
+	}
+	r.conflicts[k]++
+	if r.conflicts[k] > limit {
+		return &FenceConflictError{Detail: fmt.Sprintf("%s %s kept changing under the action (%d conflicts)", was.Kind, was.Name, r.conflicts[k])}
+	}
+	return nil
+}
+
+func orInt(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
+}
+
+// stop ends the run on err: an action that changed nothing is marked
+// failed; one that did stays in progress, to be resumed by a rerun.
+func (r *run) stop(err error) error {
+	if !r.mutated && r.entryID != "" {
+		r.receipt(model.StepReleaseLock, model.ActionPhaseFailed, model.OutcomeFailed, "stopped before changing anything: "+err.Error(), nil, classify.Step{})
+	}
+	return err
+}
+
+func (r *run) pause(ctx context.Context) error {
+	t := time.NewTimer(orDur(r.x.PollInterval, DefaultPollInterval))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// wait polls until the first step of the decision is no longer s. It
+// writes a receipt for s and for every later wait the world passed
+// meanwhile, so that each phase shows in the ledger.
+func (r *run) wait(ctx context.Context, s classify.Step) error {
+	start := time.Now()
+	deadline := start.Add(orDur(r.x.WaitTimeout, DefaultWaitTimeout))
+	prev := r.cur.Steps
+	var lastErr error
+	for {
+		if err := r.pause(ctx); err != nil {
+			return err
+		}
+		d, err := r.decide(ctx)
+		if err != nil {
+			// The API server or a probe blipped: keep waiting.
+			lastErr = err
+		} else if d.Verb != classify.VerbProceed && d.Verb != classify.VerbDone {
+			// A refusal while waiting (a leader election, a member list
+			// in flux) is observed until the wait times out.
+			lastErr = fmt.Errorf("decision %s: %s", d.Verb, firstBlocker(d))
+		} else if next, ok := d.Next(); d.Verb == classify.VerbDone || !ok || next.Kind != s.Kind {
+			r.passWaits(prev, d, fmt.Sprintf("done after %s", time.Since(start).Round(time.Second)))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			msg := fmt.Sprintf("%s: not done after %s", s.Detail, time.Since(start).Round(time.Second))
+			if lastErr != nil {
+				msg += fmt.Sprintf(" (last error: %v)", lastErr)
+			}
+			r.receipt(s.Kind, s.Phase, model.OutcomeFailed, msg+"; run the command again to resume", nil, s)
+			return fmt.Errorf("%w: %s", ErrTimeout, msg)
+		}
+	}
+}
+
+// passWaits records the waits of a previous plan that the world passed
+// before the new decision d: every wait up to d's first step (or to the
+// next changing step), so that each phase shows in the ledger even when
+// one observation saw several of them done.
+func (r *run) passWaits(prev []classify.Step, d classify.Decision, how string) {
+	next, ok := d.Next()
+	for _, p := range prev {
+		if (ok && d.Verb == classify.VerbProceed && p.Kind == next.Kind) || p.Kind.Mutates() {
+			return
+		}
+		r.receipt(p.Kind, p.Phase, model.OutcomeDone, fmt.Sprintf("%s: %s", p.Detail, how), nil, p)
+	}
+}
+
+// do carries out one changing step.
+func (r *run) do(ctx context.Context, s classify.Step) (model.Outcome, string, error) {
+	switch s.Kind {
+	case model.StepDeletePVC, model.StepDeletePod:
+		return r.deleteObject(ctx, s, false)
+	}
+	ops, err := r.memberOps(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	leader := r.cur.Leader
+	if leader == "" {
+		return "", "", fmt.Errorf("%w: no leader to send the change to", ErrNotYet)
+	}
+	via := target(r.last.Observation.Cluster, leader)
+	var opErr error
+	detail := s.Detail
+	switch s.Kind {
+	case model.StepMoveLeader:
+		opErr = ops.MoveLeader(ctx, via, s.MemberID)
+	case model.StepRemoveMember:
+		opErr = ops.RemoveMember(ctx, via, s.MemberID)
+	case model.StepAddLearner:
+		var p model.Peer
+		p, opErr = ops.AddLearner(ctx, via, s.PeerURLs)
+		if opErr == nil {
+			detail = fmt.Sprintf("added learner %s with peer URL %s", p.ID, strings.Join(s.PeerURLs, ","))
+			s.MemberID = p.ID
+		}
+	case model.StepPromoteLearner:
+		if s.MemberID == "" {
+			return "", "", fmt.Errorf("%w: the learner's member ID is not known yet", ErrNotYet)
+		}
+		opErr = ops.PromoteLearner(ctx, via, s.MemberID)
+	default:
+		return "", "", fmt.Errorf("%w: step %s", ErrUnsupported, s.Kind)
+	}
+	switch {
+	case errors.Is(opErr, ErrAlready):
+		return model.OutcomeAlready, fmt.Sprintf("%s: already so (%v)", s.Detail, opErr), nil
+	case opErr != nil:
+		return "", "", opErr
+	}
+	return model.OutcomeDone, detail + " (via " + leader + ")", nil
+}
+
+func (r *run) memberOps(ctx context.Context) (MemberOps, error) {
+	if r.ops != nil {
+		return r.ops, nil
+	}
+	if r.x.Members != nil {
+		r.ops = r.x.Members
+		return r.ops, nil
+	}
+	creds, err := Credentials(ctx, r.x.client(), r.last.Observation.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	r.ops = EtcdOps{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds}
+	return r.ops, nil
+}
+
+// deleteObject deletes the step's object with its fence.
+func (r *run) deleteObject(ctx context.Context, s classify.Step, dry bool) (model.Outcome, string, error) {
+	return DeleteFenced(ctx, r.x.client(), *s.Fence, dry)
+}
+
+// DeleteFenced deletes the pod or claim f names with f's UID and
+// resourceVersion as preconditions. A 409 is reported as OutcomeConflict
+// and never retried (the caller observes again and decides again; with
+// dry, it is an error); a missing object as OutcomeAlready.
+func DeleteFenced(ctx context.Context, c kubernetes.Interface, f model.Fence, dry bool) (model.Outcome, string, error) {
+	opts := metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: ptr.To(types.UID(f.UID)), ResourceVersion: ptr.To(f.ResourceVersion)},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	}
+	if dry {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	var err error
+	switch f.Kind {
+	case "Pod":
+		err = c.CoreV1().Pods(f.Namespace).Delete(ctx, f.Name, opts)
+	case "PersistentVolumeClaim":
+		err = c.CoreV1().PersistentVolumeClaims(f.Namespace).Delete(ctx, f.Name, opts)
+	default:
+		return "", "", fmt.Errorf("%w: deleting a %s", ErrUnsupported, f.Kind)
+	}
+	what := fmt.Sprintf("%s %s (uid %s, resourceVersion %s)", f.Kind, f.Name, f.UID, f.ResourceVersion)
+	switch {
+	case apierrors.IsConflict(err):
+		if dry {
+			return model.OutcomeConflict, what + ": precondition failed (server dry run)",
+				&FenceConflictError{Detail: what + " changed (server dry run)"}
+		}
+		return model.OutcomeConflict, what + ": precondition failed, the object changed; not retried, observing again", nil
+	case apierrors.IsNotFound(err):
+		return model.OutcomeAlready, what + ": already gone", nil
+	case err != nil:
+		return "", "", fmt.Errorf("deleting %s: %w", what, err)
+	case dry:
+		return model.OutcomeDryRun, "would delete " + what + " (server dry run: preconditions hold)", nil
+	}
+	return model.OutcomeDone, "deleted " + what, nil
+}

@@ -1,0 +1,265 @@
+package actions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+const (
+	// ledgerKeyClusterID holds the engine cluster ID hactl saw formed.
+	ledgerKeyClusterID = "cluster-id"
+	// entryKeyPrefix starts the key of every ledger entry.
+	entryKeyPrefix = "action."
+	// maxFinished bounds the finished entries kept; older ones go.
+	maxFinished = 20
+	// maxReceipts bounds the receipts kept per entry (the first few and
+	// the latest are kept).
+	maxReceipts = 200
+	// ledgerAttempts bounds optimistic-concurrency retries.
+	ledgerAttempts = 30
+)
+
+// Ledger is a cluster's record of hactl actions: ConfigMap
+// hactl-<cluster>, one key per action holding its entry as JSON, written
+// read-modify-write with the ConfigMap's resourceVersion as precondition.
+type Ledger struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Cluster   string
+	// Owner, when set, becomes the ConfigMap's owner reference.
+	Owner *metav1.OwnerReference
+}
+
+// LedgerContents is what ReadLedger found.
+type LedgerContents struct {
+	Entries   []model.LedgerEntry
+	ClusterID string
+	// Unreadable lists keys whose values did not decode.
+	Unreadable []string
+}
+
+// ReadLedger reads a cluster's ledger; a missing ConfigMap is an empty
+// ledger.
+func ReadLedger(ctx context.Context, c kubernetes.Interface, namespace, cluster string) (LedgerContents, error) {
+	cm, err := c.CoreV1().ConfigMaps(namespace).Get(ctx, LockName(cluster), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return LedgerContents{}, nil
+	}
+	if err != nil {
+		return LedgerContents{}, fmt.Errorf("reading ledger configmap %s/%s: %w", namespace, LockName(cluster), err)
+	}
+	d := decodeLedger(cm)
+	out := LedgerContents{ClusterID: d.clusterID, Unreadable: d.unreadable}
+	for _, e := range d.entries {
+		out.Entries = append(out.Entries, *e)
+	}
+	sortEntries(out.Entries)
+	return out, nil
+}
+
+type ledgerData struct {
+	entries    map[string]*model.LedgerEntry
+	clusterID  string
+	unreadable []string
+}
+
+func decodeLedger(cm *corev1.ConfigMap) *ledgerData {
+	d := &ledgerData{entries: map[string]*model.LedgerEntry{}, clusterID: cm.Data[ledgerKeyClusterID]}
+	for k, v := range cm.Data {
+		if !strings.HasPrefix(k, entryKeyPrefix) {
+			continue
+		}
+		var e model.LedgerEntry
+		if err := json.Unmarshal([]byte(v), &e); err != nil || e.ID == "" {
+			d.unreadable = append(d.unreadable, k)
+			continue
+		}
+		d.entries[e.ID] = &e
+	}
+	sort.Strings(d.unreadable)
+	return d
+}
+
+func sortEntries(es []model.LedgerEntry) {
+	sort.SliceStable(es, func(i, j int) bool {
+		if !es[i].StartedAt.Equal(es[j].StartedAt) {
+			return es[i].StartedAt.Before(es[j].StartedAt)
+		}
+		return es[i].ID < es[j].ID
+	})
+}
+
+func (d *ledgerData) encode(cm *corev1.ConfigMap) error {
+	// Drop the oldest finished entries beyond maxFinished.
+	var finished []*model.LedgerEntry
+	for _, e := range d.entries {
+		if e.State != model.EntryInProgress {
+			finished = append(finished, e)
+		}
+	}
+	sort.Slice(finished, func(i, j int) bool { return finished[i].UpdatedAt.Before(finished[j].UpdatedAt) })
+	for len(finished) > maxFinished {
+		delete(d.entries, finished[0].ID)
+		finished = finished[1:]
+	}
+	data := map[string]string{}
+	for k, v := range cm.Data {
+		if !strings.HasPrefix(k, entryKeyPrefix) && k != ledgerKeyClusterID {
+			data[k] = v // keep what others wrote
+		}
+	}
+	for _, k := range d.unreadable {
+		data[k] = cm.Data[k]
+	}
+	for id, e := range d.entries {
+		if n := len(e.Receipts); n > maxReceipts {
+			keep := append(append([]model.Receipt(nil), e.Receipts[:10]...), e.Receipts[n-(maxReceipts-10):]...)
+			e.Receipts = keep
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		data[entryKeyPrefix+id] = string(b)
+	}
+	if d.clusterID != "" {
+		data[ledgerKeyClusterID] = d.clusterID
+	}
+	cm.Data = data
+	return nil
+}
+
+// errNoChange tells update that fn changed nothing to write.
+var errNoChange = errors.New("no change")
+
+// ledgerBackoff spaces the retries of a conflicting ledger write.
+var ledgerBackoff = wait.Backoff{Steps: ledgerAttempts, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 1, Cap: time.Second}
+
+// update applies fn to the ledger with optimistic concurrency: read, apply,
+// write with the read's resourceVersion; on a conflict, read again and
+// apply again (client-go's retry, with jittered backoff).
+func (l *Ledger) update(ctx context.Context, fn func(d *ledgerData) error) error {
+	cms := l.Client.CoreV1().ConfigMaps(l.Namespace)
+	name := LockName(l.Cluster)
+	conflict := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	err := retry.OnError(ledgerBackoff, conflict, func() error {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		create := apierrors.IsNotFound(err)
+		switch {
+		case create:
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.Namespace,
+				Labels: map[string]string{LabelCluster: l.Cluster}}}
+			if l.Owner != nil {
+				cm.OwnerReferences = []metav1.OwnerReference{*l.Owner}
+			}
+		case err != nil:
+			return fmt.Errorf("reading ledger configmap %s/%s: %w", l.Namespace, name, err)
+		}
+		d := decodeLedger(cm)
+		if err := fn(d); err != nil {
+			return err
+		}
+		if err := d.encode(cm); err != nil {
+			return fmt.Errorf("encoding ledger: %w", err)
+		}
+		if create {
+			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		} else {
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		}
+		if err != nil && !conflict(err) {
+			return fmt.Errorf("writing ledger configmap %s/%s: %w", l.Namespace, name, err)
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errNoChange):
+		return nil
+	case conflict(err):
+		return fmt.Errorf("writing ledger configmap %s/%s: still conflicting after %d attempts: %w", l.Namespace, name, ledgerAttempts, err)
+	}
+	return err
+}
+
+// NewEntryID names a new ledger entry: action.member.time.random.
+func NewEntryID(a model.Action, member string, at time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s.%s.%s.%s", a, member, strings.ToLower(at.UTC().Format("20060102t150405z")), hex.EncodeToString(b))
+}
+
+// Begin records a new entry, or takes over an existing one (resume): the
+// holder becomes e.Holder. Entries named in supersede are marked
+// superseded.
+func (l *Ledger) Begin(ctx context.Context, e model.LedgerEntry, supersede []string, at time.Time) (model.LedgerEntry, error) {
+	var out model.LedgerEntry
+	err := l.update(ctx, func(d *ledgerData) error {
+		for _, id := range supersede {
+			if x, ok := d.entries[id]; ok && x.State == model.EntryInProgress {
+				x.State, x.Phase, x.UpdatedAt = model.EntrySuperseded, model.ActionPhaseSuperseded, at
+			}
+		}
+		if x, ok := d.entries[e.ID]; ok {
+			x.Holder, x.UpdatedAt = e.Holder, at
+			if x.State != model.EntryInProgress {
+				return fmt.Errorf("ledger entry %s is %s, not in progress", e.ID, x.State)
+			}
+			out = *x
+			return nil
+		}
+		e.State, e.StartedAt, e.UpdatedAt = model.EntryInProgress, at, at
+		cp := e
+		d.entries[e.ID] = &cp
+		out = cp
+		return nil
+	})
+	return out, err
+}
+
+// Append adds a receipt to entry id (numbering it) and sets the entry's
+// phase and state. It returns the receipt as recorded.
+func (l *Ledger) Append(ctx context.Context, id string, r model.Receipt, state model.EntryState) (model.Receipt, error) {
+	err := l.update(ctx, func(d *ledgerData) error {
+		e, ok := d.entries[id]
+		if !ok {
+			return fmt.Errorf("ledger entry %s is gone", id)
+		}
+		seq := 1
+		if n := len(e.Receipts); n > 0 {
+			seq = e.Receipts[n-1].Seq + 1
+		}
+		r.Seq = seq
+		e.Receipts = append(e.Receipts, r)
+		e.Phase, e.State, e.UpdatedAt = r.Phase, state, r.At
+		return nil
+	})
+	return r, err
+}
+
+// RecordClusterID records the engine cluster ID, evidence that the
+// cluster has formed (see model.ClusterFacts.KnownClusterID).
+func (l *Ledger) RecordClusterID(ctx context.Context, id string) error {
+	return l.update(ctx, func(d *ledgerData) error {
+		if d.clusterID == id {
+			return errNoChange
+		}
+		d.clusterID = id
+		return nil
+	})
+}

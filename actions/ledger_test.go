@@ -1,0 +1,133 @@
+package actions_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// TestLedgerConcurrentAppends: writers racing on the ConfigMap lose
+// nothing (optimistic concurrency: re-read and re-apply on 409), and the
+// receipts are numbered without gaps or duplicates.
+func TestLedgerConcurrentAppends(t *testing.T) {
+	testenv.SkipShort(t)
+	cs := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	ctx := context.Background()
+	l := &actions.Ledger{Client: cs, Namespace: ns, Cluster: "etcd"}
+	at := time.Now().UTC()
+	id := actions.NewEntryID(model.ActionReplace, "etcd-1", at)
+	e, err := l.Begin(ctx, model.LedgerEntry{ID: id, Action: model.ActionReplace, Member: "etcd-1", Holder: "h",
+		Replaced: model.Replaced{PodUID: "u1", PVCUID: "u2", MemberID: "abc", PeerURLs: []string{"http://x:2380"}}}, nil, at)
+	if err != nil || e.State != model.EntryInProgress {
+		t.Fatalf("begin: %+v %v", e, err)
+	}
+	const n = 12
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := l.Append(ctx, id, model.Receipt{ActionID: id, Step: model.StepDeletePod, Phase: model.ActionPhaseRemoving,
+				Outcome: model.OutcomeDone, At: time.Now().UTC(), Detail: fmt.Sprintf("writer %d", i)}, model.EntryInProgress)
+			if err != nil {
+				t.Errorf("append %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := actions.ReadLedger(ctx, cs, ns, "etcd")
+	if err != nil || len(got.Entries) != 1 {
+		t.Fatalf("read: %+v %v", got, err)
+	}
+	rs := got.Entries[0].Receipts
+	if len(rs) != n {
+		t.Fatalf("%d receipts recorded, want %d", len(rs), n)
+	}
+	var seqs []int
+	details := map[string]bool{}
+	for _, r := range rs {
+		seqs = append(seqs, r.Seq)
+		details[r.Detail] = true
+	}
+	sort.Ints(seqs)
+	for i, s := range seqs {
+		if s != i+1 {
+			t.Fatalf("sequence numbers %v, want 1..%d", seqs, n)
+		}
+	}
+	if len(details) != n {
+		t.Fatalf("lost a writer: %v", details)
+	}
+	if got.Entries[0].Replaced.MemberID != "abc" {
+		t.Errorf("replaced identity lost: %+v", got.Entries[0].Replaced)
+	}
+
+	// Finishing, superseding, a foreign key and an undecodable key.
+	cm, _ := cs.CoreV1().ConfigMaps(ns).Get(ctx, "hactl-etcd", metav1.GetOptions{})
+	cm.Data["note"] = "kept"
+	cm.Data["action.broken"] = "{not json"
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id2 := actions.NewEntryID(model.ActionReplace, "etcd-2", at.Add(time.Second))
+	if _, err := l.Begin(ctx, model.LedgerEntry{ID: id2, Action: model.ActionReplace, Member: "etcd-2", Holder: "h2"}, []string{id}, at.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordClusterID(ctx, "cdf818194e3a8c32"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = actions.ReadLedger(ctx, cs, ns, "etcd")
+	if len(got.Entries) != 2 || got.Entries[0].State != model.EntrySuperseded || got.Entries[0].Phase != model.ActionPhaseSuperseded {
+		t.Fatalf("superseding: %+v", got.Entries)
+	}
+	if got.ClusterID != "cdf818194e3a8c32" || len(got.Unreadable) != 1 {
+		t.Fatalf("cluster ID %q, unreadable %v", got.ClusterID, got.Unreadable)
+	}
+	cm, _ = cs.CoreV1().ConfigMaps(ns).Get(ctx, "hactl-etcd", metav1.GetOptions{})
+	if cm.Data["note"] != "kept" || cm.Data["action.broken"] != "{not json" {
+		t.Fatalf("the ledger dropped keys it does not own: %v", cm.Data)
+	}
+}
+
+// TestLedgerKeepsBoundedHistory: finished entries beyond the bound go,
+// oldest first; in-progress entries always stay.
+func TestLedgerKeepsBoundedHistory(t *testing.T) {
+	testenv.SkipShort(t)
+	cs := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	ctx := context.Background()
+	l := &actions.Ledger{Client: cs, Namespace: ns, Cluster: "etcd"}
+	base := time.Now().UTC().Add(-time.Hour)
+	live := ""
+	for i := 0; i < 25; i++ {
+		at := base.Add(time.Duration(i) * time.Minute)
+		id := actions.NewEntryID(model.ActionReseed, "etcd-0", at)
+		if _, err := l.Begin(ctx, model.LedgerEntry{ID: id, Action: model.ActionReseed, Member: "etcd-0"}, nil, at); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			live = id
+			continue
+		}
+		if _, err := l.Append(ctx, id, model.Receipt{Phase: model.ActionPhaseReady, Step: model.StepReleaseLock, Outcome: model.OutcomeDone, At: at}, model.EntryDone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := actions.ReadLedger(ctx, cs, ns, "etcd")
+	if len(got.Entries) != 21 {
+		t.Fatalf("%d entries kept, want 20 finished + 1 in progress", len(got.Entries))
+	}
+	if got.Entries[0].ID != live || got.Entries[0].State != model.EntryInProgress {
+		t.Fatalf("the in-progress entry was dropped: %+v", got.Entries[0])
+	}
+}

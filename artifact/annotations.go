@@ -1,0 +1,12 @@
+package artifact
+
+// StatefulSet annotations that configure a cluster's seed store (see
+// docs/seed-generations.md). Flags override them.
+const (
+	// AnnotationStore holds the store URL of the cluster's generations.
+	AnnotationStore = "hactl.dev/seed-store"
+	// AnnotationStoreSecret names a Secret in the cluster's namespace
+	// holding the store credentials (AWS_ACCESS_KEY_ID,
+	// AWS_SECRET_ACCESS_KEY, optional AWS_SESSION_TOKEN).
+	AnnotationStoreSecret = "hactl.dev/seed-store-secret"
+)

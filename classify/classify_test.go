@@ -1,0 +1,422 @@
+package classify
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+type row struct {
+	name    string
+	intent  Intent
+	mutate  func(*model.Observation)
+	verb    Verb
+	codes   []Code           // blockers expected (exactly)
+	steps   []model.StepKind // expected step kinds (exactly), nil: not checked
+	notes   []Code           // notes expected among the notes
+	check   func(*testing.T, Decision)
+	noSteps bool
+}
+
+var (
+	replace1 = Intent{Action: model.ActionReplace, Member: "etcd-1"}
+	fullPlan = []model.StepKind{
+		model.StepRemoveMember, model.StepAddLearner, model.StepDeletePVC, model.StepDeletePod,
+		model.StepAwaitPodGone, model.StepAwaitPodRecreated, model.StepAwaitMemberStarted,
+		model.StepAwaitCaughtUp, model.StepPromoteLearner, model.StepAwaitVoterReady,
+	}
+	delegatePlan = []model.StepKind{
+		model.StepRemoveMember, model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone,
+		model.StepAwaitPodRecreated, model.StepAwaitMemberStarted, model.StepAwaitVoterReady,
+	}
+)
+
+func withOpts(in Intent, f func(*Options)) Intent {
+	f(&in.Options)
+	return in
+}
+
+func intentFor(a model.Action, member string) Intent { return Intent{Action: a, Member: member} }
+
+func rows() []row {
+	return []row{
+		{name: "healthy follower: full learner flow", intent: replace1, verb: VerbProceed, steps: fullPlan,
+			check: func(t *testing.T, d Decision) {
+				want := []model.Fence{
+					{Kind: "PersistentVolumeClaim", Namespace: "db", Name: "data-etcd-1", UID: "pvc-uid-1", ResourceVersion: "201", Fingerprint: "pvcfp1"},
+					{Kind: "Pod", Namespace: "db", Name: "etcd-1", UID: "pod-uid-1", ResourceVersion: "101", Fingerprint: "podfp1"},
+				}
+				if !reflect.DeepEqual(d.Fences, want) {
+					t.Errorf("fences = %+v, want %+v", d.Fences, want)
+				}
+				if d.MemberFence == nil || d.MemberFence.ID != memberIDs[1] || d.MemberFence.ClusterID != clusterID || d.MemberFence.PeerURLs[0] != peerURL(1) {
+					t.Errorf("member fence = %+v", d.MemberFence)
+				}
+				if q := d.Quorum; !q.Checked || !q.OK || q.Voters != 3 || q.Quorum != 2 || q.HealthyWithout != 2 {
+					t.Errorf("quorum = %+v", q)
+				}
+				if d.Steps[1].PeerURLs[0] != peerURL(1) {
+					t.Errorf("learner peer URL = %v", d.Steps[1].PeerURLs)
+				}
+				if d.Phase != model.ActionPhaseRemoving {
+					t.Errorf("phase = %s", d.Phase)
+				}
+				if d.Replaced.PodUID != "pod-uid-1" || d.Replaced.PVCUID != "pvc-uid-1" || d.Replaced.MemberID != memberIDs[1] {
+					t.Errorf("replaced = %+v", d.Replaced)
+				}
+			}},
+		{name: "reseed takes the same flow", intent: intentFor(model.ActionReseed, "etcd-2"), verb: VerbProceed, steps: fullPlan},
+		{name: "leader without --move-leader", intent: intentFor(model.ActionReplace, "etcd-0"), verb: VerbRefuse,
+			codes: []Code{CodeTargetIsLeader},
+			check: func(t *testing.T, d Decision) {
+				if d.Blockers[0].Override != FlagMoveLeader {
+					t.Errorf("override = %q", d.Blockers[0].Override)
+				}
+			}},
+		{name: "leader with --move-leader moves leadership first", intent: withOpts(intentFor(model.ActionReplace, "etcd-0"), func(o *Options) { o.MoveLeader = true }),
+			verb: VerbProceed, steps: append([]model.StepKind{model.StepMoveLeader}, fullPlan...), notes: []Code{CodeLeaderMove},
+			check: func(t *testing.T, d Decision) {
+				if s := d.Steps[0]; s.Member != "etcd-1" || s.MemberID != memberIDs[1] {
+					t.Errorf("move-leader to %s/%s, want etcd-1", s.Member, s.MemberID)
+				}
+			}},
+		{name: "--move-leader prefers the least lagging follower", intent: withOpts(intentFor(model.ActionReplace, "etcd-0"), func(o *Options) { o.MoveLeader = true }),
+			mutate: func(o *model.Observation) { o.Members[1].Engine.RaftApplied = 4990 },
+			verb:   VerbProceed,
+			check: func(t *testing.T, d Decision) {
+				if s := d.Steps[0]; s.Member != "etcd-2" {
+					t.Errorf("move-leader to %s, want etcd-2 (lag 0)", s.Member)
+				}
+			}},
+		{name: "another member down: removing a healthy one breaks quorum", intent: replace1,
+			mutate: func(o *model.Observation) { down(o, 2) }, verb: VerbRefuse, codes: []Code{CodeQuorumWouldBreak},
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Blockers[0].Detail, "etcd-2") || d.Quorum.HealthyWithout != 1 || d.Quorum.OK {
+					t.Errorf("blocker %q, quorum %+v", d.Blockers[0].Detail, d.Quorum)
+				}
+			}},
+		{name: "replacing the member that is down keeps quorum", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) { down(o, 2) }, verb: VerbProceed, steps: fullPlan},
+		{name: "5 members, 2 down: replacing a third healthy one breaks quorum", intent: replace1,
+			mutate: func(o *model.Observation) { *o = healthyN(5); down(o, 3); down(o, 4) },
+			verb:   VerbRefuse, codes: []Code{CodeQuorumWouldBreak}},
+		{name: "5 members, 1 down: replacing a healthy one keeps quorum", intent: replace1,
+			mutate: func(o *model.Observation) { *o = healthyN(5); down(o, 4) }, verb: VerbProceed},
+		{name: "a lagging voter is not healthy", intent: replace1,
+			mutate: func(o *model.Observation) { o.Members[2].Engine.RaftApplied = 1000 }, verb: VerbRefuse, codes: []Code{CodeQuorumWouldBreak}},
+		{name: "stale observation", intent: replace1, mutate: func(o *model.Observation) { o.At = now.Add(-time.Minute) },
+			verb: VerbRefuse, codes: []Code{CodeObservationStale}},
+		{name: "observation without time", intent: replace1, mutate: func(o *model.Observation) { o.At = time.Time{} },
+			verb: VerbRefuse, codes: []Code{CodeObservationStale}},
+		{name: "lock held by another action", intent: replace1,
+			mutate: func(o *model.Observation) {
+				o.Lock = &model.LockFacts{Name: "hactl-etcd", Holder: "hactl/other/1/x", AcquiredAt: now.Add(-5 * time.Second), RenewedAt: now.Add(-2 * time.Second), Duration: 30 * time.Second}
+			},
+			verb: VerbRefuse, codes: []Code{CodeLockHeld},
+			check: func(t *testing.T, d Decision) {
+				if !d.OnlyLockHeld() {
+					t.Error("OnlyLockHeld = false")
+				}
+			}},
+		{name: "own lock does not block", intent: withOpts(replace1, func(o *Options) { o.LockHolder = "hactl/me/2/y" }),
+			mutate: func(o *model.Observation) {
+				o.Lock = &model.LockFacts{Name: "hactl-etcd", Holder: "hactl/me/2/y", RenewedAt: now, Duration: 30 * time.Second}
+			}, verb: VerbProceed},
+		{name: "expired lock is reported and taken over", intent: replace1,
+			mutate: func(o *model.Observation) {
+				o.Lock = &model.LockFacts{Name: "hactl-etcd", Holder: "hactl/other/1/x", RenewedAt: now.Add(-time.Minute), Duration: 30 * time.Second}
+			}, verb: VerbProceed, notes: []Code{CodeLockStale}},
+		{name: "lock of a process that is gone is reported and taken over", intent: replace1,
+			mutate: func(o *model.Observation) {
+				o.Lock = &model.LockFacts{Name: "hactl-etcd", Holder: "hactl/host/1/x", RenewedAt: now, Duration: 30 * time.Second, HolderGone: true}
+			}, verb: VerbProceed, notes: []Code{CodeLockStale}},
+		{name: "deletion-marked pod: await", intent: replace1,
+			mutate: func(o *model.Observation) { o.Members[1].Pod.DeletionMarked = true }, verb: VerbAwait,
+			codes: []Code{CodePodTerminating}, noSteps: true},
+		{name: "never-started pod from the current template: observe", intent: replace1,
+			mutate: func(o *model.Observation) { neverStartedPod(o, 1) }, verb: VerbObserve, codes: []Code{CodePodNeverStarted}, noSteps: true},
+		{name: "never-started pod whose pull fails: still only observe", intent: replace1,
+			mutate: func(o *model.Observation) {
+				neverStartedPod(o, 1)
+				p := o.Members[1].Pod
+				p.Waiting, p.WaitingReason, p.PullFailure = model.WaitingPullFailure, "ImagePullBackOff", model.PullFailureUnauthorized
+				o.Events = []model.EventFacts{{Type: "Warning", Reason: "Failed", Object: "Pod/etcd-1", Message: "pod is broken beyond repair, delete it"}}
+			}, verb: VerbObserve, codes: []Code{CodePodNeverStarted}, noSteps: true},
+		{name: "never-started pod of an older template revision is replaced", intent: replace1,
+			mutate: func(o *model.Observation) { neverStartedPod(o, 1); o.Members[1].Pod.Revision = "etcd-rev0" },
+			verb:   VerbProceed, steps: fullPlan},
+		{name: "crash-looping member is replaced", intent: replace1, mutate: func(o *model.Observation) { down(o, 1) }, verb: VerbProceed, steps: fullPlan},
+		{name: "static-new refuses and explains the fix", intent: replace1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Shape = model.ShapeStaticNew
+				o.Cluster.Template.InitialClusterState = "new"
+			}, verb: VerbRefuse, codes: []Code{CodeShapeStaticNew},
+			check: func(t *testing.T, d Decision) {
+				for _, w := range []string{"existing", "OnDelete", "permanently removed"} {
+					if !strings.Contains(d.Blockers[0].Detail, w) {
+						t.Errorf("detail lacks %q: %s", w, d.Blockers[0].Detail)
+					}
+				}
+			}},
+		{name: "operator-owned: diagnose only", intent: replace1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Shape = model.ShapeOperatorOwned
+				o.Cluster.Template.OperatorOwner = "EtcdCluster/main"
+			}, verb: VerbRefuse, codes: []Code{CodeShapeOperatorOwned}},
+		{name: "unknown shell wrapper: diagnose only", intent: replace1,
+			mutate: func(o *model.Observation) { o.Cluster.Shape = model.ShapeUnknown }, verb: VerbRefuse, codes: []Code{CodeShapeUnknown}},
+		{name: "self-registering: delegate, never a learner", intent: replace1,
+			mutate: func(o *model.Observation) { o.Cluster.Shape = model.ShapeSelfRegistering },
+			verb:   VerbProceed, steps: delegatePlan, notes: []Code{CodeDelegated}},
+		{name: "self-registering whose preStop removed the member already", intent: replace1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Shape = model.ShapeSelfRegistering
+				down(o, 1)
+				setPeers(o, withoutPeer(peers(3), memberIDs[1]))
+			},
+			verb: VerbProceed, notes: []Code{CodeMemberRemoved},
+			steps: []model.StepKind{model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone,
+				model.StepAwaitPodRecreated, model.StepAwaitMemberStarted, model.StepAwaitVoterReady}},
+		{name: "self-registering starting from a snapshot", intent: replace1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Shape = model.ShapeSelfRegistering
+				o.Cluster.Template.StartFromSnapshot = true
+			}, verb: VerbRefuse, codes: []Code{CodeStartFromSnapshot}},
+		{name: "engine not probed", intent: replace1, mutate: func(o *model.Observation) { o.EngineProbed = false },
+			verb: VerbRefuse, codes: []Code{CodeNotProbed}},
+		{name: "no such member", intent: intentFor(model.ActionReplace, "etcd-9"), verb: VerbRefuse, codes: []Code{CodeMemberNotFound}},
+		{name: "member beyond replicas", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) { o.Cluster.Replicas = 2 }, verb: VerbRefuse, codes: []Code{CodeMemberNotWanted}},
+		{name: "non-etcd engine", intent: replace1, mutate: func(o *model.Observation) { o.Cluster.Engine = model.EnginePatroni },
+			verb: VerbRefuse, codes: []Code{CodeEngineUnsupported}},
+		{name: "unknown action", intent: intentFor(model.Action("explode"), "etcd-1"), verb: VerbRefuse, codes: []Code{CodeEngineUnsupported}},
+		{name: "template lists fewer members than the cluster", intent: replace1,
+			mutate: func(o *model.Observation) { o.Cluster.Template.InitialCluster = o.Cluster.Template.InitialCluster[:2] },
+			verb:   VerbRefuse, codes: []Code{CodeTemplateMismatch},
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Blockers[0].Detail, "member count is unequal") {
+					t.Errorf("detail: %s", d.Blockers[0].Detail)
+				}
+			}},
+		{name: "template peer URL differs", intent: replace1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Template.InitialCluster[2].PeerURL = "http://etcd-2.other.db.svc:2381"
+			}, verb: VerbRefuse, codes: []Code{CodeTemplateMismatch}},
+		{name: "template sets no --initial-cluster", intent: replace1,
+			mutate: func(o *model.Observation) { o.Cluster.Template.InitialCluster = nil },
+			verb:   VerbRefuse, codes: []Code{CodeTemplateMismatch}},
+		{name: "template not decoded", intent: replace1,
+			mutate: func(o *model.Observation) { o.Cluster.Template.InitialClusterDecoded = false },
+			verb:   VerbRefuse, codes: []Code{CodeTemplateUnverified}},
+		{name: "members advertise addresses where the template names pods", intent: replace1,
+			mutate: func(o *model.Observation) {
+				l := peers(3)
+				for i := range l {
+					l[i].PeerURLs = []string{"http://127.3.1." + string(rune('1'+i)) + ":2380"}
+				}
+				setPeers(o, l)
+			}, verb: VerbProceed, steps: fullPlan,
+			check: func(t *testing.T, d Decision) {
+				if d.Steps[1].PeerURLs[0] != "http://127.3.1.2:2380" {
+					t.Errorf("learner URL = %v, want the member list's", d.Steps[1].PeerURLs)
+				}
+			}},
+		{name: "another learner is pending", intent: replace1,
+			mutate: func(o *model.Observation) {
+				l := append(peers(3), model.Peer{ID: learnerID, PeerURLs: []string{"http://etcd-3.etcd-headless.db.svc.cluster.local:2380"}, IsLearner: true})
+				setPeers(o, l)
+			}, verb: VerbRefuse, codes: []Code{CodeLearnerPending, CodeTemplateMismatch}},
+		{name: "another action in progress", intent: replace1,
+			mutate: func(o *model.Observation) {
+				e := inProgress()
+				e.Member, e.ID = "etcd-2", "replace.etcd-2.x"
+				o.Ledger = []model.LedgerEntry{e}
+			}, verb: VerbRefuse, codes: []Code{CodeActionInProgress},
+			check: func(t *testing.T, d Decision) {
+				if d.Blockers[0].Override != FlagSupersede {
+					t.Errorf("override = %q", d.Blockers[0].Override)
+				}
+			}},
+		{name: "--supersede ends the other action", intent: withOpts(replace1, func(o *Options) { o.Supersede = true }),
+			mutate: func(o *model.Observation) {
+				e := inProgress()
+				e.Member, e.ID = "etcd-2", "replace.etcd-2.x"
+				o.Ledger = []model.LedgerEntry{e}
+			}, verb: VerbProceed, notes: []Code{CodeSuperseding},
+			check: func(t *testing.T, d Decision) {
+				if !slices.Equal(d.Supersedes, []string{"replace.etcd-2.x"}) {
+					t.Errorf("supersedes = %v", d.Supersedes)
+				}
+			}},
+		{name: "a finished action does not block", intent: replace1,
+			mutate: func(o *model.Observation) {
+				e := inProgress()
+				e.State = model.EntryDone
+				o.Ledger = []model.LedgerEntry{e}
+			}, verb: VerbProceed, steps: fullPlan},
+		{name: "another member answers for a different cluster", intent: replace1,
+			mutate: func(o *model.Observation) {
+				e := o.Members[2].Engine
+				e.ClusterID, e.LeaderID = otherID, e.MemberID
+				e.Peers = []model.Peer{peers(3)[2]}
+			}, verb: VerbRefuse, codes: []Code{CodeClusterIDSplit, CodeQuorumWouldBreak}},
+		{name: "the diverged member itself is replaced", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				e := o.Members[2].Engine
+				e.ClusterID, e.LeaderID = otherID, e.MemberID
+				e.Peers = []model.Peer{peers(3)[2]}
+			}, verb: VerbProceed, steps: fullPlan,
+			check: func(t *testing.T, d Decision) {
+				if d.MemberFence.ID != memberIDs[2] || d.MemberFence.ClusterID != clusterID {
+					t.Errorf("member fence %+v: want etcd-2's entry in the reference cluster", d.MemberFence)
+				}
+			}},
+		{name: "no agreed leader", intent: replace1,
+			mutate: func(o *model.Observation) {
+				for i := range o.Members {
+					o.Members[i].Engine.LeaderID = ""
+				}
+			}, verb: VerbRefuse, codes: []Code{CodeLeaderUnknown, CodeQuorumWouldBreak}},
+		{name: "no member answers", intent: replace1,
+			mutate: func(o *model.Observation) { down(o, 0); down(o, 1); down(o, 2) },
+			verb:   VerbRefuse, codes: []Code{CodeClusterUnreachable}},
+		{name: "no member list", intent: replace1,
+			mutate: func(o *model.Observation) { setPeers(o, nil) },
+			verb:   VerbRefuse, codes: []Code{CodeMemberListUnknown}},
+		{name: "peer URL unknown", intent: replace1,
+			mutate: func(o *model.Observation) {
+				down(o, 1)
+				setPeers(o, withoutPeer(peers(3), memberIDs[1]))
+				o.Cluster.Template.InitialCluster = nil
+			}, verb: VerbRefuse, codes: []Code{CodePeerURLUnknown}},
+		{name: "reseed from a generation is not supported yet", intent: withOpts(intentFor(model.ActionReseed, "etcd-1"), func(o *Options) { o.Generation = "g1" }),
+			verb: VerbRefuse, codes: []Code{CodeGenerationUnsupported}},
+		{name: "seed without a store", intent: intentFor(model.ActionSeed, ""), verb: VerbRefuse, codes: []Code{CodeSeedStoreMissing}},
+		{name: "seed picks a caught-up follower", intent: withOpts(intentFor(model.ActionSeed, ""), func(o *Options) { o.SeedStore = "s3://b" }),
+			verb: VerbProceed, steps: []model.StepKind{model.StepCaptureSnapshot, model.StepUpload, model.StepPublish},
+			check: func(t *testing.T, d Decision) {
+				if d.Steps[0].Member != "etcd-1" || d.Flow != FlowSeed || d.Phase != model.ActionPhaseCapturing {
+					t.Errorf("source %s flow %s phase %s", d.Steps[0].Member, d.Flow, d.Phase)
+				}
+			}},
+		{name: "seed from a lagging member", intent: withOpts(intentFor(model.ActionSeed, "etcd-2"), func(o *Options) { o.SeedStore = "s3://b" }),
+			mutate: func(o *model.Observation) { o.Members[2].Engine.RaftApplied = 10 },
+			verb:   VerbRefuse, codes: []Code{CodeNoSeedSource}},
+		{name: "seed from a member that does not exist", intent: withOpts(intentFor(model.ActionSeed, "etcd-7"), func(o *Options) { o.SeedStore = "s3://b" }),
+			verb: VerbRefuse, codes: []Code{CodeMemberNotFound}},
+		{name: "seed without a leader frontier", intent: withOpts(intentFor(model.ActionSeed, ""), func(o *Options) { o.SeedStore = "s3://b" }),
+			mutate: func(o *model.Observation) { down(o, 0) },
+			verb:   VerbRefuse, codes: []Code{CodeNoSeedSource}},
+		{name: "leader cannot hand over: no healthy follower", intent: withOpts(intentFor(model.ActionReplace, "etcd-0"), func(o *Options) { o.MoveLeader = true }),
+			mutate: func(o *model.Observation) {
+				for _, i := range []int{1, 2} {
+					o.Members[i].Engine.RaftApplied = 1
+				}
+			}, verb: VerbRefuse, codes: []Code{CodeQuorumWouldBreak, CodeNoLeaderCandidate}},
+		{name: "replacing a learner does not touch quorum", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				l := peers(3)
+				l[2].IsLearner = true
+				setPeers(o, l)
+				o.Members[2].Engine.IsLearner = true
+				down(o, 1)
+			}, verb: VerbProceed, steps: fullPlan,
+			check: func(t *testing.T, d Decision) {
+				if d.Quorum.Checked || !d.MemberFence.IsLearner {
+					t.Errorf("quorum %+v fence %+v", d.Quorum, d.MemberFence)
+				}
+			}},
+	}
+}
+
+func neverStartedPod(o *model.Observation, i int) {
+	m := &o.Members[i]
+	m.Pod.Started, m.Pod.Running, m.Pod.Ready, m.Pod.EverStarted = false, false, false, false
+	m.Pod.Phase = "Pending"
+	m.Pod.Waiting, m.Pod.WaitingReason = model.WaitingCreating, "ContainerCreating"
+	m.Engine = nil
+}
+
+func TestClassify(t *testing.T) {
+	seenVerb := map[Verb]bool{}
+	seenCode := map[Code]bool{}
+	for _, r := range rows() {
+		t.Run(r.name, func(t *testing.T) {
+			obs := healthy()
+			if r.mutate != nil {
+				r.mutate(&obs)
+			}
+			d := Classify(obs, r.intent, now)
+			seenVerb[d.Verb] = true
+			for _, b := range d.Blockers {
+				seenCode[b.Code] = true
+			}
+			for _, n := range d.Notes {
+				seenCode[n.Code] = true
+			}
+			if d.Verb != r.verb {
+				t.Errorf("verb = %s, want %s\n%s", d.Verb, r.verb, strings.Join(Describe(d), "\n"))
+			}
+			var got []Code
+			for _, b := range d.Blockers {
+				got = append(got, b.Code)
+			}
+			slices.Sort(got)
+			want := slices.Clone(r.codes)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("blockers = %v, want %v\n%s", got, want, strings.Join(Describe(d), "\n"))
+			}
+			if r.steps != nil {
+				if k := kinds(d); !slices.Equal(k, r.steps) {
+					t.Errorf("steps = %v, want %v", k, r.steps)
+				}
+			}
+			if r.noSteps && len(d.Steps) > 0 {
+				t.Errorf("steps = %v, want none", kinds(d))
+			}
+			for _, n := range r.notes {
+				if !slices.ContainsFunc(d.Notes, func(x Note) bool { return x.Code == n }) {
+					t.Errorf("note %s missing: %+v", n, d.Notes)
+				}
+			}
+			if r.check != nil {
+				r.check(t, d)
+			}
+		})
+	}
+	for _, rs := range resumeRows() {
+		obs := healthy()
+		rs.mutate(&obs)
+		d := Classify(obs, replace1, now)
+		seenVerb[d.Verb] = true
+		for _, n := range d.Notes {
+			seenCode[n.Code] = true
+		}
+		for _, b := range d.Blockers {
+			seenCode[b.Code] = true
+		}
+	}
+	for _, v := range AllVerbs {
+		if !seenVerb[v] {
+			t.Errorf("no row decides %s", v)
+		}
+	}
+	for _, c := range append(slices.Clone(AllBlockerCodes), AllNoteCodes...) {
+		if !seenCode[c] {
+			t.Errorf("no row produces %s", c)
+		}
+	}
+}
+
+func kinds(d Decision) []model.StepKind {
+	var out []model.StepKind
+	for _, s := range d.Steps {
+		out = append(out, s.Kind)
+	}
+	return out
+}

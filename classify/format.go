@@ -1,0 +1,100 @@
+package classify
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Describe renders a decision as the lines a confirm dialog shows: what
+// will be done to which member, the quorum arithmetic, every fence, the
+// plan step by step, notes, and blockers with the flag that overrides each.
+// The CLI and the TUI print exactly these lines.
+func Describe(d Decision) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+
+	what := d.Intent.Action.String()
+	if d.Intent.Member != "" {
+		what += " " + d.Intent.Member
+	}
+	add("%s in %s/%s (%s, shape %s, flow %s): %s", what, d.Cluster.Namespace, d.Cluster.Name, d.Cluster.Engine, d.Shape, d.Flow, verbText(d))
+	if d.Leader != "" {
+		add("leader: %s", d.Leader)
+	}
+	q := d.Quorum
+	if q.Voters > 0 {
+		line := fmt.Sprintf("quorum: %d voters, quorum %d; healthy voters: %s", q.Voters, q.Quorum, listOr(q.HealthyVoters, "none"))
+		switch {
+		case q.Checked && q.OK:
+			line += fmt.Sprintf("; without %s: %d healthy >= %d: ok", d.Intent.Member, q.HealthyWithout, q.Quorum)
+		case q.Checked:
+			line += fmt.Sprintf("; without %s: %d healthy < %d: quorum would break", d.Intent.Member, q.HealthyWithout, q.Quorum)
+		case !q.TargetVotes && d.Intent.Member != "" && d.Flow != FlowSeed:
+			line += fmt.Sprintf("; %s is not a voter now: removing it does not change quorum", d.Intent.Member)
+		}
+		add("%s", line)
+	}
+	if mf := d.MemberFence; mf != nil || len(d.Fences) > 0 {
+		add("fences (what was observed; a change stops the action):")
+		if mf != nil {
+			kind := "voter"
+			if mf.IsLearner {
+				kind = "learner"
+			}
+			add("  etcd member %s (%s %s, peer %s) of cluster %s", mf.ID, kind, orName(mf.Name, "unnamed"), strings.Join(mf.PeerURLs, ","), mf.ClusterID)
+		}
+		for _, f := range d.Fences {
+			add("  %s %s/%s uid=%s resourceVersion=%s", f.Kind, f.Namespace, f.Name, f.UID, f.ResourceVersion)
+		}
+	}
+	if len(d.Steps) > 0 {
+		add("plan:")
+		for i, s := range d.Steps {
+			add("  %d. [%s] %s", i+1, s.Phase, s.Detail)
+		}
+	}
+	for _, n := range d.Notes {
+		add("note %s: %s", n.Code, n.Detail)
+	}
+	for _, b := range d.Blockers {
+		line := fmt.Sprintf("%s %s: %s", blockWord(d), b.Code, b.Detail)
+		if b.Override != "" {
+			line += fmt.Sprintf(" (use %s to override)", b.Override)
+		}
+		add("%s", line)
+	}
+	return out
+}
+
+func verbText(d Decision) string {
+	switch d.Verb {
+	case VerbProceed:
+		return fmt.Sprintf("will proceed (phase %s, %d steps)", d.Phase, len(d.Steps))
+	case VerbAwait:
+		return "await: a deletion is in flight"
+	case VerbObserve:
+		return "observe only: nothing will be deleted"
+	case VerbDone:
+		return "done: nothing left to do"
+	case VerbRefuse:
+		return "REFUSED"
+	}
+	return d.Verb.String()
+}
+
+func blockWord(d Decision) string {
+	switch d.Verb {
+	case VerbAwait:
+		return "await"
+	case VerbObserve:
+		return "observe"
+	}
+	return "refused"
+}
+
+func listOr(s []string, def string) string {
+	if len(s) == 0 {
+		return def
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,145 @@
+package classify
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// ErrInitialCluster marks an --initial-cluster value that does not parse.
+var ErrInitialCluster = errors.New("invalid --initial-cluster")
+
+// ParseInitialCluster reads etcd's --initial-cluster value:
+// comma-separated name=peerURL pairs (a name may repeat, one pair per
+// URL). It rejects empty names, URLs without scheme or host, and empty
+// pairs.
+func ParseInitialCluster(s string) ([]model.InitialClusterEntry, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	var out []model.InitialClusterEntry
+	for _, pair := range strings.Split(s, ",") {
+		pair = strings.TrimSpace(pair)
+		name, raw, ok := strings.Cut(pair, "=")
+		if !ok || name == "" || raw == "" {
+			return nil, fmt.Errorf("%w: %q is not name=peerURL", ErrInitialCluster, pair)
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("%w: %q has no scheme://host:port peer URL", ErrInitialCluster, pair)
+		}
+		out = append(out, model.InitialClusterEntry{Name: name, PeerURL: raw})
+	}
+	return out, nil
+}
+
+// PeerURLMatches reports whether a template's peer URL for member name
+// denotes the peer URL the member list holds. They match when equal (host
+// compared without case), and also when the member list holds an IP
+// address where the template names the member's own DNS name
+// (<name>.<service>…): the name was resolved where hactl cannot see, and
+// scheme and port still have to agree.
+func PeerURLMatches(templateURL, listURL, name string) bool {
+	if templateURL == listURL {
+		return true
+	}
+	t, err1 := url.Parse(templateURL)
+	l, err2 := url.Parse(listURL)
+	if err1 != nil || err2 != nil || t.Scheme != l.Scheme || t.Port() != l.Port() {
+		return false
+	}
+	th, lh := strings.ToLower(t.Hostname()), strings.ToLower(l.Hostname())
+	if th == lh {
+		return true
+	}
+	if net.ParseIP(lh) != nil && net.ParseIP(th) == nil {
+		first, _, _ := strings.Cut(th, ".")
+		return first == strings.ToLower(name)
+	}
+	return false
+}
+
+// anyURLMatches reports whether one of the template URLs matches one of
+// the list URLs.
+func anyURLMatches(tmpl, list []string, name string) bool {
+	for _, t := range tmpl {
+		for _, l := range list {
+			if PeerURLMatches(t, l, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// templateURLs groups initial-cluster entries by name.
+func templateURLs(entries []model.InitialClusterEntry) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range entries {
+		out[e.Name] = append(out[e.Name], e.PeerURL)
+	}
+	return out
+}
+
+// checkTemplate verifies that a member recreated from the template on an
+// empty volume, with state "existing", would be accepted by the cluster:
+// etcd compares the template's --initial-cluster with the member list
+// (after the replacement) and refuses to start when the counts differ
+// ("member count is unequal") or a peer URL does not match. after is the
+// member list as it will be once the target's replacement is added: every
+// member but the replaced one, plus the target with peerURLs.
+func checkTemplate(t model.TemplateFacts, after []model.Peer) (ok bool, detail string) {
+	if !t.InitialClusterDecoded {
+		return false, "the observation does not carry the template's --initial-cluster; observe through hactl's action observer"
+	}
+	if len(t.InitialCluster) == 0 {
+		return false, "the pod template sets no --initial-cluster (nor ETCD_INITIAL_CLUSTER): a member recreated on an empty volume could not find its peers"
+	}
+	byName := templateURLs(t.InitialCluster)
+	if len(byName) != len(after) {
+		return false, fmt.Sprintf("the template's --initial-cluster names %d members (%s) but the cluster will have %d: a recreated member would fail with \"member count is unequal\"; update the template first",
+			len(byName), strings.Join(sortedKeys(byName), ", "), len(after))
+	}
+	var bad []string
+	for _, p := range after {
+		if p.Name == "" {
+			// An unstarted learner has no name yet; match it by URL.
+			found := false
+			for n, urls := range byName {
+				if anyURLMatches(urls, p.PeerURLs, n) {
+					found = true
+				}
+			}
+			if !found {
+				bad = append(bad, fmt.Sprintf("member %s (%s) is not in the template", p.ID, strings.Join(p.PeerURLs, ",")))
+			}
+			continue
+		}
+		urls, ok := byName[p.Name]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("member %s is not in the template", p.Name))
+		case !anyURLMatches(urls, p.PeerURLs, p.Name):
+			bad = append(bad, fmt.Sprintf("member %s has peer URL %s, the template says %s", p.Name, strings.Join(p.PeerURLs, ","), strings.Join(urls, ",")))
+		}
+	}
+	if len(bad) > 0 {
+		return false, "the template's --initial-cluster does not match the member list: " + strings.Join(bad, "; ") + "; a recreated member would not be accepted"
+	}
+	return true, ""
+}
+
+func sortedKeys(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

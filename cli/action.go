@@ -1,0 +1,483 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/internal/portforward"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/verdict"
+)
+
+// actionExitHelp documents the exit codes of replace and reseed.
+const actionExitHelp = `Exit codes:
+  0  done (or nothing left to do)
+  1  error: API, RBAC, network; a wait that timed out (run the same command
+     again to resume); the plan was not confirmed
+  2  usage error
+  5  refused by the classifier: the reason is printed, with the flag that
+     overrides it where one may
+  6  fence conflict: the cluster changed between the decision and the
+     action; nothing that was not confirmed was changed
+  7  lock held: another hactl action is working on this cluster`
+
+// ActionOptions holds the flags and state of replace and reseed.
+type ActionOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+
+	Action       model.Action
+	Cluster      string
+	Member       string
+	Namespace    string
+	Yes          bool
+	DryRun       string
+	Output       string
+	MoveLeader   bool
+	Supersede    bool
+	Generation   string
+	ProbeTimeout time.Duration
+	Timeout      time.Duration
+	LagThreshold uint64
+
+	client  kubernetes.Interface
+	dial    engine.DialFunc
+	inIsTTY bool
+
+	genericiooptions.IOStreams
+}
+
+// NewActionOptions returns options with their defaults.
+func NewActionOptions(flags *genericclioptions.ConfigFlags, a model.Action, streams genericiooptions.IOStreams) *ActionOptions {
+	return &ActionOptions{
+		configFlags:  flags,
+		Action:       a,
+		DryRun:       string(actions.DryRunNone),
+		ProbeTimeout: engine.DefaultTimeout,
+		Timeout:      actions.DefaultWaitTimeout,
+		LagThreshold: verdict.DefaultLagThreshold,
+		IOStreams:    streams,
+	}
+}
+
+// newActionCmd builds replace or reseed.
+func newActionCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, a model.Action, short, long, example string) *cobra.Command {
+	o := NewActionOptions(flags, a, streams)
+	cmd := &cobra.Command{
+		Use:     string(a) + " CLUSTER MEMBER",
+		Short:   short,
+		Long:    long + "\n\n" + actionExitHelp,
+		Example: example,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageError("%s takes a CLUSTER and a MEMBER (its pod name), got %d argument(s)\nSee '%s --help'.", a, len(args), cmd.CommandPath())
+			}
+			return nil
+		},
+		ValidArgsFunction: completeClusterMember(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the action flags.
+func (o *ActionOptions) AddFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation: act on the plan as printed. Needed when stdin is not a terminal.")
+	f.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: print the plan and change nothing. server: also send every delete with the API server's dry run (its preconditions are checked for real); engine changes are not sent.`)
+	f.Lookup("dry-run").NoOptDefVal = string(actions.DryRunClient)
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints the receipts of every step (the plan and progress then go to stderr).")
+	f.BoolVar(&o.MoveLeader, "move-leader", false, "If the member leads the cluster, move leadership to the healthiest follower first (otherwise acting on the leader is refused).")
+	f.BoolVar(&o.Supersede, "supersede", false, "Start even though another action is recorded in progress for this cluster; that action is marked superseded.")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each wait (pod gone, pod recreated, member started, caught up, ready) may take before the command stops; run it again to resume.")
+	f.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member.")
+	f.Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a member may trail the leader frontier and count as caught up (and be promoted).")
+	if o.Action == model.ActionReseed {
+		f.StringVar(&o.Generation, "generation", "", "Reseed from this seed generation instead of from the member's peers (not supported for etcd yet: refused).")
+	}
+}
+
+// Complete reads the kubeconfig and arguments.
+func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Cluster, o.Member = args[0], args[1]
+	var err error
+	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if o.dial, err = portforward.NewDialer(cfg); err != nil {
+		return err
+	}
+	o.inIsTTY = isTerminal(o.In)
+	return nil
+}
+
+// Validate checks the flags.
+func (o *ActionOptions) Validate() error {
+	if _, err := parseDryRun(o.DryRun); err != nil {
+		return err
+	}
+	if err := validateOutput(o.Output); err != nil {
+		return err
+	}
+	if o.Timeout <= 0 || o.ProbeTimeout <= 0 {
+		return usageError("--timeout and --probe-timeout must be positive")
+	}
+	return nil
+}
+
+func parseDryRun(s string) (actions.DryRun, error) {
+	switch d := actions.DryRun(s); d {
+	case actions.DryRunNone, actions.DryRunClient, actions.DryRunServer:
+		return d, nil
+	case "unchanged", "true":
+		return actions.DryRunClient, nil
+	case "false":
+		return actions.DryRunNone, nil
+	}
+	return "", usageError(`--dry-run must be "none", "client", or "server", got %q`, s)
+}
+
+func validateOutput(s string) error {
+	switch s {
+	case "", "json", "yaml":
+		return nil
+	}
+	return usageError("--output must be json or yaml, got %q", s)
+}
+
+func (o *ActionOptions) executor() *actions.Executor {
+	return &actions.Executor{
+		Observer: &actions.Observer{Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
+			Verdict: verdict.Options{LagThreshold: o.LagThreshold}},
+		WaitTimeout: o.Timeout,
+	}
+}
+
+func (o *ActionOptions) intent() classify.Intent {
+	return classify.Intent{Action: o.Action, Member: o.Member, Options: classify.Options{
+		MoveLeader: o.MoveLeader, Supersede: o.Supersede, Generation: o.Generation,
+		Verdict: verdict.Options{LagThreshold: o.LagThreshold},
+	}}
+}
+
+// human is where the plan and progress go: stderr when stdout carries
+// the receipts document.
+func (o *ActionOptions) human() io.Writer {
+	if o.Output != "" {
+		return o.ErrOut
+	}
+	return o.Out
+}
+
+// Run decides, shows the plan, asks, executes and prints the receipts.
+func (o *ActionOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dry, _ := parseDryRun(o.DryRun)
+	x := o.executor()
+	w := o.human()
+	suffix := dryRunSuffix(dry)
+
+	var (
+		d   classify.Decision
+		res actions.Result
+		err error
+	)
+	for {
+		var warn status.Warnings
+		d, _, warn, err = x.Decide(ctx, o.Namespace, o.Cluster, o.intent())
+		printWarnings(o.ErrOut, warn)
+		if err != nil {
+			return err
+		}
+		printDecision(w, d, suffix)
+		if d.Verb != classify.VerbAwait {
+			break
+		}
+		fmt.Fprintf(w, "waiting for the deletion in flight to finish (up to %s)...%s\n", o.Timeout, suffix)
+		if err := awaitChange(ctx, x, o.Namespace, o.Cluster, o.intent(), o.Timeout); err != nil {
+			return err
+		}
+	}
+	switch d.Verb {
+	case classify.VerbRefuse, classify.VerbObserve:
+		return o.finish(res, decisionError(d))
+	case classify.VerbDone:
+		if d.Resume == "" {
+			fmt.Fprintf(w, "%s %s: nothing to do%s\n", o.Action, o.Member, suffix)
+			return o.finish(res, nil)
+		}
+	}
+	if dry == actions.DryRunNone && d.Verb == classify.VerbProceed && !o.Yes {
+		if !o.inIsTTY {
+			return o.finish(res, fmt.Errorf("refusing to %s %s without confirmation: stdin is not a terminal; review the plan above and run again with --yes; nothing was changed", o.Action, o.Member))
+		}
+		ok, err := confirm(o.In, w, fmt.Sprintf("%s %s of %s/%s as shown above?", titleCase(o.Action.String()), o.Member, o.Namespace, o.Cluster))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return o.finish(res, errors.New("not confirmed; nothing was changed"))
+		}
+	}
+	res, err = x.Execute(ctx, d, actions.ExecOptions{
+		DryRun:    dry,
+		OnReceipt: func(r model.Receipt) { printReceipt(w, r) },
+		Warn:      func(s string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", s) },
+	})
+	if res.TookOverFrom != "" {
+		fmt.Fprintf(o.ErrOut, "warning: took the lock over from stale holder %s\n", res.TookOverFrom)
+	}
+	if err == nil && dry == actions.DryRunNone {
+		fmt.Fprintf(w, "%s %s: done (ledger entry %s)\n", o.Action, o.Member, res.EntryID)
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		err = fmt.Errorf("interrupted; the lock was released: run the same command again to resume: %w", err)
+	}
+	return o.finish(res, actionError(err))
+}
+
+// finish prints the receipts document (-o) and passes err on.
+func (o *ActionOptions) finish(res actions.Result, err error) error {
+	if o.Output != "" {
+		doc := receiptsDoc{APIVersion: status.SchemaVersion, Kind: "ActionReceipts", Action: o.Action, Cluster: o.Namespace + "/" + o.Cluster,
+			Member: o.Member, EntryID: res.EntryID, Result: resultWord(err), Receipts: res.Receipts}
+		if doc.Receipts == nil {
+			doc.Receipts = []model.Receipt{}
+		}
+		if err := printDoc(o.Out, o.Output, doc); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// receiptsDoc is what -o json|yaml prints.
+type receiptsDoc struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Action     model.Action    `json:"action"`
+	Cluster    string          `json:"cluster"`
+	Member     string          `json:"member"`
+	EntryID    string          `json:"entryID,omitempty"`
+	Result     string          `json:"result"`
+	Receipts   []model.Receipt `json:"receipts"`
+}
+
+func resultWord(err error) string {
+	switch {
+	case err == nil:
+		return "done"
+	case errors.Is(err, actions.ErrRefused):
+		return "refused"
+	case errors.Is(err, actions.ErrFenceConflict):
+		return "fence-conflict"
+	case errors.Is(err, actions.ErrLockHeld):
+		return "lock-held"
+	}
+	return "error"
+}
+
+func printDoc(w io.Writer, format string, v any) error {
+	var b []byte
+	var err error
+	if format == "yaml" {
+		b, err = yaml.Marshal(v)
+	} else {
+		b, err = json.MarshalIndent(v, "", "  ")
+		b = append(b, '\n')
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// decisionError turns a refusing decision into the error and exit code
+// the CLI reports.
+func decisionError(d classify.Decision) error {
+	if d.OnlyLockHeld() {
+		return withCode(ExitLockHeld, &actions.RefusedError{Decision: d})
+	}
+	return withCode(ExitRefused, &actions.RefusedError{Decision: d})
+}
+
+// actionError maps executor errors to exit codes.
+func actionError(err error) error {
+	var re *actions.RefusedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, actions.ErrLockHeld):
+		return withCode(ExitLockHeld, err)
+	case errors.As(err, &re) && re.Decision.OnlyLockHeld():
+		return withCode(ExitLockHeld, err)
+	case errors.Is(err, actions.ErrRefused):
+		return withCode(ExitRefused, err)
+	case errors.Is(err, actions.ErrFenceConflict):
+		return withCode(ExitFenceConflict, err)
+	}
+	return err
+}
+
+// awaitChange polls until the decision is no longer "await".
+func awaitChange(ctx context.Context, x *actions.Executor, ns, name string, in classify.Intent, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		d, _, _, err := x.Decide(ctx, ns, name, in)
+		if err == nil && d.Verb != classify.VerbAwait {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the deletion in flight did not finish within %s; nothing was changed", timeout)
+		}
+	}
+}
+
+func dryRunSuffix(d actions.DryRun) string {
+	switch d {
+	case actions.DryRunClient:
+		return " (dry run)"
+	case actions.DryRunServer:
+		return " (server dry run)"
+	}
+	return ""
+}
+
+// printDecision writes the decision as the confirm dialog shows it.
+func printDecision(w io.Writer, d classify.Decision, suffix string) {
+	for i, l := range classify.Describe(d) {
+		if i == 0 {
+			l += suffix
+		}
+		fmt.Fprintln(w, l)
+	}
+}
+
+// printReceipt writes one progress line.
+func printReceipt(w io.Writer, r model.Receipt) {
+	suffix := ""
+	switch r.DryRun {
+	case "client":
+		suffix = " (dry run)"
+	case "server":
+		suffix = " (server dry run)"
+	}
+	detail := strings.TrimSuffix(strings.TrimSuffix(r.Detail, " (dry run)"), " (server dry run)")
+	fmt.Fprintf(w, "  [%s] %s %s: %s%s\n", r.Phase, r.Step, r.Outcome, detail, suffix)
+}
+
+func printWarnings(w io.Writer, warn status.Warnings) {
+	for _, s := range warn {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+}
+
+// confirm asks question on w and reads y/N from in: only "y" or "yes"
+// (any case) confirms.
+func confirm(in io.Reader, w io.Writer, question string) (bool, error) {
+	fmt.Fprintf(w, "%s [y/N]: ", question)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}
+
+func titleCase(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// completeClusterMember completes CLUSTER, then MEMBER (the cluster's pod
+// names).
+func completeClusterMember(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	clusters := completeClusters(flags)
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		switch len(args) {
+		case 0:
+			return clusters(cmd, args, toComplete)
+		case 1:
+		default:
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		cfg, err := flags.ToRESTConfig()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		sts, err := c.AppsV1().StatefulSets(ns).Get(ctx, args[0], metav1.GetOptions{})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		n := 1
+		if sts.Spec.Replicas != nil {
+			n = int(*sts.Spec.Replicas)
+		}
+		var out []string
+		for i := 0; i < n; i++ {
+			out = append(out, fmt.Sprintf("%s-%d", sts.Name, i))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}

@@ -1,0 +1,377 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/artifact/etcdgen"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// Environment variables the agent reads when the matching flag is not
+// given: the etcd container's own (so an init container can share its
+// env), and hactl's for the store.
+const (
+	envStore      = "HACTL_SEED_STORE"
+	envGeneration = "HACTL_SEED_GENERATION"
+)
+
+// NewCmdAgent builds `kubectl-hactl agent`, the commands hactl runs inside
+// a cluster's pods.
+func NewCmdAgent(streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Commands hactl runs inside a cluster's pods (init containers)",
+		Long: `Commands meant to run inside a cluster's pods, for example as an init
+container next to the engine container. They need no access to the API
+server: store credentials come from the environment (AWS_ACCESS_KEY_ID and
+AWS_SECRET_ACCESS_KEY, typically from a Secret through envFrom), and are
+never printed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageError("agent needs a subcommand: restore\nSee '%s --help'.", cmd.CommandPath())
+		},
+	}
+	cmd.AddCommand(NewCmdAgentRestore(streams))
+	return cmd
+}
+
+// AgentRestoreOptions holds the flags of `agent restore`.
+type AgentRestoreOptions struct {
+	Store      string
+	Generation string
+	DataDir    string
+	Output     string
+	Replace    bool
+
+	// Target boundary.
+	ExpectClusterID string
+	MinRevision     int64
+
+	// etcd member flags (defaults from ETCD_* environment variables).
+	Name                string
+	InitialCluster      string
+	PeerURLs            string
+	InitialClusterToken string
+	BumpRevision        uint64
+	MarkCompacted       bool
+
+	restorer etcdgen.Restorer
+	getenv   func(string) string
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdAgentRestore builds `kubectl-hactl agent restore`.
+func NewCmdAgentRestore(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &AgentRestoreOptions{IOStreams: streams, getenv: os.Getenv}
+	cmd := &cobra.Command{
+		Use:   "restore --store URL --generation G --data-dir DIR",
+		Short: "Verify a seed generation and restore it into a data directory (init container)",
+		Long: `Restore a seed generation into a data directory, verifying it before anything
+on disk changes:
+
+  1. read the generation's manifest and check it: format version, digest,
+     safe paths, the expected cluster (--expect-cluster-id) and boundary
+     (--min-revision), and that the store holds exactly its files;
+  2. look at DIR: if it already holds this generation, do nothing (so the
+     command can run on every pod start); if it holds other data, refuse
+     unless --replace;
+  3. download every file into a staging directory beside DIR, hashing
+     every byte against the manifest;
+  4. for etcd, build the member's data directory from the snapshot with
+     etcd's own restore logic (as etcdutl snapshot restore) and check it;
+  5. activate it by an atomic rename; the previous content of DIR is kept
+     beside it as DIR.hactl-previous-<time>.
+
+DIR must be a directory inside the volume, not the volume's mount point
+(activation renames it).
+
+For etcd, restoring every member of a cluster from one generation with the
+same --initial-cluster and token is etcd's quorum-loss recovery: the
+restored cluster has a new cluster ID. The etcd flags default to the
+environment variables the etcd container reads (ETCD_NAME,
+ETCD_INITIAL_CLUSTER, ETCD_INITIAL_ADVERTISE_PEER_URLS,
+ETCD_INITIAL_CLUSTER_TOKEN), so an init container can share its env.
+--store and --generation default to HACTL_SEED_STORE and
+HACTL_SEED_GENERATION.
+
+Store credentials come from the environment only (AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN for s3://; the SDK defaults for
+gs:// and azblob://); they are never printed.
+
+Exit codes:
+  0  restored, or DIR already held this generation
+  1  error (store unreachable, disk, restore failed)
+  2  usage error
+  5  refused: the generation failed verification (wrong cluster, stale,
+     unsafe path, missing or extra file, size or checksum mismatch, no
+     manifest, unknown manifest version, truncated stream) or DIR holds
+     other data and --replace was not given; DIR is unchanged`,
+		Example: `  # as an init container of an etcd StatefulSet (env shared with etcd)
+  kubectl-hactl agent restore --store 's3://seeds/etcd-main?endpoint=https://s3.example&use_path_style=true' \
+      --generation nightly-42 --data-dir /var/lib/etcd/data
+
+  # by hand, replacing what is there (kept as DIR.hactl-previous-<time>)
+  kubectl-hactl agent restore --store file:///backups/etcd-main --generation g1 \
+      --data-dir /var/lib/etcd/data --name etcd-0 \
+      --initial-cluster etcd-0=http://etcd-0.etcd:2380 \
+      --initial-advertise-peer-urls http://etcd-0.etcd:2380 --replace -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Store, "store", "", "Store URL of the generations (default $"+envStore+"): s3://bucket/prefix?endpoint=…&use_path_style=true, gs://bucket/prefix, azblob://container/prefix or file:///dir.")
+	f.StringVar(&o.Generation, "generation", "", "Generation ID to restore (default $"+envGeneration+").")
+	f.StringVar(&o.DataDir, "data-dir", "", "Data directory to restore into (a directory inside the volume, not its mount point).")
+	f.BoolVar(&o.Replace, "replace", false, "Restore even if DIR holds other data; that data is kept as DIR.hactl-previous-<time>.")
+	f.StringVar(&o.ExpectClusterID, "expect-cluster-id", "", "Refuse a generation of any other cluster (hex cluster ID).")
+	f.Int64Var(&o.MinRevision, "min-revision", 0, "Refuse a generation holding an older revision than this (the target's boundary).")
+	f.StringVar(&o.Name, "name", "", "etcd: the member's --name (default $ETCD_NAME).")
+	f.StringVar(&o.InitialCluster, "initial-cluster", "", "etcd: --initial-cluster of the restored cluster (default $ETCD_INITIAL_CLUSTER).")
+	f.StringVar(&o.PeerURLs, "initial-advertise-peer-urls", "", "etcd: the member's peer URLs, comma-separated (default $ETCD_INITIAL_ADVERTISE_PEER_URLS).")
+	f.StringVar(&o.InitialClusterToken, "initial-cluster-token", "", "etcd: --initial-cluster-token (default $ETCD_INITIAL_CLUSTER_TOKEN, else etcd's default).")
+	f.Uint64Var(&o.BumpRevision, "bump-revision", 0, "etcd: raise the restored revision by this much (with --mark-compacted), so that watchers never see revisions go back.")
+	f.BoolVar(&o.MarkCompacted, "mark-compacted", false, "etcd: mark the restored revision compacted (with --bump-revision).")
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: json prints the result as one JSON document; default is text.")
+	return cmd
+}
+
+// Complete fills unset flags from the environment.
+func (o *AgentRestoreOptions) Complete() error {
+	def := func(p *string, env string) {
+		if *p == "" {
+			*p = strings.TrimSpace(o.getenv(env))
+		}
+	}
+	def(&o.Store, envStore)
+	def(&o.Generation, envGeneration)
+	def(&o.Name, "ETCD_NAME")
+	def(&o.InitialCluster, "ETCD_INITIAL_CLUSTER")
+	def(&o.PeerURLs, "ETCD_INITIAL_ADVERTISE_PEER_URLS")
+	def(&o.InitialClusterToken, "ETCD_INITIAL_CLUSTER_TOKEN")
+	if o.InitialClusterToken == "" {
+		o.InitialClusterToken = "etcd-cluster"
+	}
+	var urls []string
+	for _, u := range strings.Split(o.PeerURLs, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	o.restorer = etcdgen.Restorer{
+		Name: o.Name, InitialCluster: o.InitialCluster, PeerURLs: urls,
+		InitialClusterToken: o.InitialClusterToken, RevisionBump: o.BumpRevision, MarkCompacted: o.MarkCompacted,
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *AgentRestoreOptions) Validate() error {
+	switch {
+	case o.Store == "":
+		return usageError("--store is required (or set %s)", envStore)
+	case o.Generation == "":
+		return usageError("--generation is required (or set %s)", envGeneration)
+	case o.DataDir == "":
+		return usageError("--data-dir is required")
+	case o.Output != "" && o.Output != "json":
+		return usageError("--output must be json (or omitted), got %q", o.Output)
+	case o.MinRevision < 0:
+		return usageError("--min-revision must not be negative")
+	}
+	if err := artifact.ValidateGeneration(o.Generation); err != nil {
+		return usageError("--generation: %v", err)
+	}
+	return nil
+}
+
+// agentRestoreResult is the JSON document -o json prints.
+type agentRestoreResult struct {
+	APIVersion string                  `json:"apiVersion"`
+	Kind       string                  `json:"kind"`
+	Generation string                  `json:"generation"`
+	Store      string                  `json:"store"`
+	DataDir    string                  `json:"dataDir"`
+	Already    bool                    `json:"alreadyRestored"`
+	Previous   string                  `json:"previousDataDir,omitempty"`
+	Bytes      int64                   `json:"bytes"`
+	Identity   *artifact.Identity      `json:"identity,omitempty"`
+	Digest     string                  `json:"digest,omitempty"`
+	Keys       *int                    `json:"keys,omitempty"`
+	Error      string                  `json:"error,omitempty"`
+	Refused    bool                    `json:"refused,omitempty"`
+	Phases     []agentPhase            `json:"phases"`
+	Result     *artifact.RestoreResult `json:"-"`
+}
+
+type agentPhase struct {
+	Phase  string    `json:"phase"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail"`
+}
+
+// Run restores.
+func (o *AgentRestoreOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	doc := &agentRestoreResult{APIVersion: status.SchemaVersion, Kind: "SeedRestore", Generation: o.Generation, DataDir: o.DataDir}
+	var mu sync.Mutex
+	say := func(phase, format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		p := agentPhase{Phase: phase, At: time.Now().UTC(), Detail: fmt.Sprintf(format, a...)}
+		doc.Phases = append(doc.Phases, p)
+		if o.Output == "" {
+			fmt.Fprintf(o.ErrOut, "%s  %-10s %s\n", p.At.Format(time.RFC3339), phase, p.Detail)
+		}
+	}
+	err := o.restore(ctx, doc, say)
+	if err != nil {
+		doc.Error = err.Error()
+		doc.Refused = refusedRestore(err)
+	}
+	if o.Output == "json" {
+		b, jerr := json.MarshalIndent(doc, "", "  ")
+		if jerr != nil {
+			return jerr
+		}
+		fmt.Fprintf(o.Out, "%s\n", b)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case doc.Refused:
+		return withCode(ExitRefused, fmt.Errorf("refused, %s is unchanged: %w", o.DataDir, err))
+	}
+	return err
+}
+
+func (o *AgentRestoreOptions) restore(ctx context.Context, doc *agentRestoreResult, say func(string, string, ...any)) error {
+	store, err := artifact.OpenStore(ctx, o.Store, artifact.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	doc.Store = store.String()
+	say("verifying", "reading generation %s from %s", o.Generation, store)
+	m, err := store.ReadManifest(ctx, o.Generation)
+	if err != nil {
+		return err
+	}
+	doc.Identity, doc.Digest = &m.Identity, m.Digest
+	var mat artifact.Materializer
+	switch m.Identity.Engine {
+	case model.EngineEtcd:
+		if err := o.restorer.Validate(); err != nil {
+			return usageError("%v", err)
+		}
+		mat = o.restorer
+	}
+	say("verifying", "generation %s: %s cluster %s, member %s, revision %d, term %d, %d file(s), %d bytes", o.Generation,
+		m.Identity.Engine, m.Identity.ClusterID, m.Identity.SourceMemberID, m.Identity.Revision, m.Identity.RaftTerm, len(m.Files), m.TotalSize)
+	p := newLineProgress(o.ErrOut, o.Output == "", m.TotalSize)
+	res, err := artifact.Restore(ctx, store, o.Generation, artifact.RestoreOptions{
+		DataDir:      o.DataDir,
+		Expect:       artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision},
+		Materializer: mat,
+		Replace:      o.Replace,
+		Progress:     p.update,
+	})
+	p.done()
+	doc.Result = &res
+	doc.Already, doc.Previous, doc.Bytes = res.Already, res.Previous, res.Bytes
+	if res.DataDir != "" {
+		doc.DataDir = res.DataDir
+	}
+	if err != nil {
+		return err
+	}
+	if res.Already {
+		say("restored", "%s already holds generation %s; nothing changed", res.DataDir, o.Generation)
+		return nil
+	}
+	if m.Identity.Engine == model.EngineEtcd {
+		if st, err := etcdgen.BackendStatus(res.DataDir); err == nil {
+			n := st.TotalKey
+			doc.Keys = &n
+			say("checked", "restored backend: %d keys, revision %d, %d bytes", st.TotalKey, st.Revision, st.TotalSize)
+		}
+	}
+	if res.Previous != "" {
+		say("restored", "activated generation %s at %s; previous data kept at %s", o.Generation, res.DataDir, res.Previous)
+	} else {
+		say("restored", "activated generation %s at %s", o.Generation, res.DataDir)
+	}
+	return nil
+}
+
+// refusedRestore reports whether err is a verification refusal (as
+// opposed to an I/O failure).
+func refusedRestore(err error) bool {
+	for _, e := range []error{
+		artifact.ErrNoManifest, artifact.ErrUnknownManifestVersion, artifact.ErrManifestInvalid,
+		artifact.ErrUnsafePath, artifact.ErrDigestMismatch, artifact.ErrWrongCluster, artifact.ErrStale,
+		artifact.ErrMissingFile, artifact.ErrExtraFile, artifact.ErrSizeMismatch, artifact.ErrChecksumMismatch,
+		artifact.ErrTruncated, artifact.ErrDataDirNotEmpty, artifact.ErrDataDirUnusable, artifact.ErrRestoreCheck,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// lineProgress prints a transfer's progress as occasional text lines (the
+// agent runs in a pod: its log is not a terminal).
+type lineProgress struct {
+	w       io.Writer
+	on      bool
+	total   int64
+	start   time.Time
+	mu      sync.Mutex
+	last    time.Time
+	current int64
+}
+
+func newLineProgress(w io.Writer, on bool, total int64) *lineProgress {
+	return &lineProgress{w: w, on: on, total: total, start: time.Now()}
+}
+
+func (p *lineProgress) update(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.current = n
+	if !p.on || time.Since(p.last) < 5*time.Second {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprintf(p.w, "%s  %-10s %s\n", p.last.UTC().Format(time.RFC3339), "transfer", progressText(n, p.total, time.Since(p.start)))
+}
+
+func (p *lineProgress) done() {}

@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/internal/portforward"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
+)
+
+// ExplainOptions holds the flags and state of `kubectl hactl explain`.
+type ExplainOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+
+	Cluster      string
+	Member       string
+	Namespace    string
+	Intent       string
+	MoveLeader   bool
+	Supersede    bool
+	Generation   string
+	Output       string
+	ProbeTimeout time.Duration
+	LagThreshold uint64
+
+	client kubernetes.Interface
+	dial   engine.DialFunc
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdExplain builds `kubectl hactl explain CLUSTER MEMBER`.
+func NewCmdExplain(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ExplainOptions{configFlags: flags, Intent: string(model.ActionReplace), ProbeTimeout: engine.DefaultTimeout,
+		LagThreshold: verdict.DefaultLagThreshold, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "explain CLUSTER MEMBER",
+		Short: "Show what replace, reseed or seed would do to a member, and why (changes nothing)",
+		Long: `Observe CLUSTER and print the decision the classifier takes for an intent
+on MEMBER, exactly as 'kubectl hactl replace' (or reseed, seed) and the
+TUI's confirm dialog would show it: the verb (proceed, await, observe,
+done, refuse), the bootstrap shape and flow, the quorum arithmetic, the
+fences (UID and resourceVersion of each object it would delete, the member
+ID it would remove), the plan step by step, notes, and every blocker with
+the flag that overrides it where one may.
+
+Nothing is changed and no lock is taken. For --intent seed, MEMBER names
+the source member and may be omitted to let the classifier choose.
+
+Exit codes:
+  0  the decision was printed (whatever it decided)
+  1  error: the cluster could not be observed
+  2  usage error`,
+		Example: `  # why would replacing etcd-main-0 be refused?
+  kubectl hactl explain etcd-main etcd-main-0 -n db
+
+  # the plan with leadership moved first, as JSON
+  kubectl hactl explain etcd-main etcd-main-0 -n db --move-leader -o json
+
+  # what a reseed would do
+  kubectl hactl explain etcd-main etcd-main-1 --intent reseed`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usageError("explain takes CLUSTER and MEMBER, got %d argument(s)\nSee '%s --help'.", len(args), cmd.CommandPath())
+			}
+			return nil
+		},
+		ValidArgsFunction: completeClusterMember(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Intent, "intent", o.Intent, "The action to explain: replace, reseed or seed.")
+	f.BoolVar(&o.MoveLeader, "move-leader", false, "Explain as if --move-leader were given.")
+	f.BoolVar(&o.Supersede, "supersede", false, "Explain as if --supersede were given.")
+	f.StringVar(&o.Generation, "generation", "", "Seed generation to reseed from (reseed only).")
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints the decision.")
+	f.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member.")
+	f.Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a member may trail the leader frontier and count as caught up.")
+	return cmd
+}
+
+// Complete reads the kubeconfig and arguments.
+func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Cluster = args[0]
+	if len(args) == 2 {
+		o.Member = args[1]
+	}
+	var err error
+	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	o.dial, err = portforward.NewDialer(cfg)
+	return err
+}
+
+// Validate checks the flags.
+func (o *ExplainOptions) Validate() error {
+	known := false
+	var names []string
+	for _, a := range model.AllActions {
+		names = append(names, a.String())
+		known = known || o.Intent == a.String()
+	}
+	if !known {
+		return usageError("--intent must be one of %s, got %q", strings.Join(names, ", "), o.Intent)
+	}
+	if o.Member == "" && o.Intent != string(model.ActionSeed) {
+		return usageError("explain --intent %s needs a MEMBER", o.Intent)
+	}
+	if o.Generation != "" && o.Intent != string(model.ActionReseed) {
+		return usageError("--generation applies to --intent reseed only")
+	}
+	if o.ProbeTimeout <= 0 {
+		return usageError("--probe-timeout must be positive")
+	}
+	return validateOutput(o.Output)
+}
+
+// Run observes, classifies and prints the decision.
+func (o *ExplainOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	obs := &actions.Observer{Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
+		Verdict: verdict.Options{LagThreshold: o.LagThreshold}}
+	in := classify.Intent{Action: model.Action(o.Intent), Member: o.Member, Options: classify.Options{
+		MoveLeader: o.MoveLeader, Supersede: o.Supersede, Generation: o.Generation,
+	}}
+	d, _, warn, err := obs.Decide(ctx, o.Namespace, o.Cluster, in)
+	printWarnings(o.ErrOut, warn)
+	if err != nil {
+		return err
+	}
+	if o.Output != "" {
+		return printDoc(o.Out, o.Output, decisionDoc{APIVersion: "hactl.dev/v1alpha1", Kind: "Decision", Decision: d})
+	}
+	printDecision(o.Out, d, "")
+	return nil
+}
+
+// decisionDoc is what explain -o json|yaml prints.
+type decisionDoc struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	classify.Decision
+}

@@ -1,0 +1,847 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// generationsAPIVersion is the schema of the JSON/YAML documents the
+// seed-generation commands print.
+const generationsAPIVersion = status.SchemaVersion
+
+// storeFlags are the flags every command that reads a seed store takes.
+type storeFlags struct {
+	URL    string
+	Secret string
+}
+
+func (f *storeFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.URL, "store", "", "Store URL of the cluster's seed generations (default: the StatefulSet's annotation "+artifact.AnnotationStore+"): s3://bucket/prefix?endpoint=…&use_path_style=true, gs://bucket/prefix, azblob://container/prefix or file:///dir.")
+	fs.StringVar(&f.Secret, "store-secret", "", "Secret in the cluster's namespace holding the store credentials, keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (default: the annotation "+artifact.AnnotationStoreSecret+"; without either, the environment's credentials are used). Values are never printed.")
+}
+
+// clusterStore is a cluster's store, resolved from flags and annotations.
+type clusterStore struct {
+	store *artifact.Store
+	// sts is nil when the StatefulSet does not exist (allowed only with
+	// --store).
+	sts *appsv1.StatefulSet
+	// secret names the Secret the credentials came from, "" for the
+	// environment.
+	secret string
+}
+
+// openClusterStore resolves and opens the store of cluster ns/name:
+// --store, else the StatefulSet's annotation. The credentials come from
+// --store-secret, else the annotation, else the environment.
+func openClusterStore(ctx context.Context, c kubernetes.Interface, ns, name string, f storeFlags, needSTS bool) (*clusterStore, error) {
+	return openClusterStoreFor(ctx, c, ns, name, f, needSTS, false)
+}
+
+// openClusterStoreFor is openClusterStore; write creates a missing
+// file:// directory.
+func openClusterStoreFor(ctx context.Context, c kubernetes.Interface, ns, name string, f storeFlags, needSTS, write bool) (*clusterStore, error) {
+	cs := &clusterStore{}
+	sts, err := c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		cs.sts = sts
+	case apierrors.IsNotFound(err) && (!needSTS && f.URL != ""):
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("no StatefulSet %q in namespace %q", name, ns)
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("you may not get statefulset %q in namespace %q (hactl reads its %s annotation): %v", name, ns, artifact.AnnotationStore, err)
+	default:
+		return nil, fmt.Errorf("reading statefulset %s/%s: %w", ns, name, err)
+	}
+	url, secret := f.URL, f.Secret
+	if cs.sts != nil {
+		if url == "" {
+			url = cs.sts.Annotations[artifact.AnnotationStore]
+		}
+		if secret == "" {
+			secret = cs.sts.Annotations[artifact.AnnotationStoreSecret]
+		}
+	}
+	if url == "" {
+		return nil, usageError("cluster %s/%s has no seed store: give --store URL or annotate the StatefulSet with %s=URL", ns, name, artifact.AnnotationStore)
+	}
+	var creds *artifact.Credentials
+	if secret != "" {
+		creds, err = readStoreSecret(ctx, c, ns, secret)
+		if err != nil {
+			return nil, err
+		}
+		cs.secret = secret
+	}
+	cs.store, err = artifact.OpenStore(ctx, url, artifact.Options{Credentials: creds, CreateDir: write})
+	if err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// readStoreSecret reads store credentials from a Secret; errors name the
+// Secret and the missing keys, never a value.
+func readStoreSecret(ctx context.Context, c kubernetes.Interface, ns, name string) (*artifact.Credentials, error) {
+	s, err := c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("you may not get secret %q in namespace %q (the seed store's credentials); grant get on that Secret", name, ns)
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("the seed store's credentials Secret %q does not exist in namespace %q", name, ns)
+	case err != nil:
+		return nil, fmt.Errorf("reading the seed store's credentials Secret %q: %w", name, err)
+	}
+	return artifact.CredentialsFromSecret(name, s.Data)
+}
+
+// inUseGenerations lists the generations named by in-progress actions of
+// the cluster's ledger.
+func inUseGenerations(ctx context.Context, c kubernetes.Interface, ns, name string) (map[string]string, error) {
+	led, err := actions.ReadLedger(ctx, c, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, e := range led.Entries {
+		if e.State == model.EntryInProgress && e.Generation != "" {
+			out[e.Generation] = fmt.Sprintf("%s %s (ledger entry %s, phase %s)", e.Action, e.Member, e.ID, e.Phase)
+		}
+	}
+	return out, nil
+}
+
+// generationsOptions is what every generations subcommand shares.
+type generationsOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	store       storeFlags
+	Output      string
+
+	Namespace string
+	Cluster   string
+	client    kubernetes.Interface
+	outIsTTY  bool
+
+	genericiooptions.IOStreams
+}
+
+func (o *generationsOptions) addFlags(cmd *cobra.Command, outputs string) {
+	o.store.add(cmd.Flags())
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: "+outputs+".")
+}
+
+func (o *generationsOptions) complete(args []string) error {
+	o.Cluster = args[0]
+	var err error
+	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	o.client, err = kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	o.outIsTTY = isTerminal(o.ErrOut)
+	return nil
+}
+
+func (o *generationsOptions) validateOutput(allowed ...string) error {
+	for _, a := range append(allowed, "") {
+		if o.Output == a {
+			return nil
+		}
+	}
+	return usageError("--output must be one of %s, got %q", strings.Join(allowed, ", "), o.Output)
+}
+
+func (o *generationsOptions) open(ctx context.Context, needSTS bool) (*clusterStore, error) {
+	return openClusterStore(ctx, o.client, o.Namespace, o.Cluster, o.store, needSTS)
+}
+
+// generationState names an entry's state.
+type generationState string
+
+const (
+	statePublished  generationState = "published"
+	stateIncomplete generationState = "incomplete"
+	stateInvalid    generationState = "invalid"
+)
+
+func stateOf(e artifact.Entry) generationState {
+	switch {
+	case e.Published():
+		return statePublished
+	case errors.Is(e.Err, artifact.ErrNoManifest):
+		return stateIncomplete
+	}
+	return stateInvalid
+}
+
+// generationItem is one generation in JSON/YAML output.
+type generationItem struct {
+	Generation string                `json:"generation"`
+	State      generationState       `json:"state"`
+	Error      string                `json:"error,omitempty"`
+	InUse      string                `json:"inUse,omitempty"`
+	Manifest   *artifact.Manifest    `json:"manifest,omitempty"`
+	Uploads    []artifact.UploadInfo `json:"uploads,omitempty"`
+}
+
+func itemOf(e artifact.Entry, inUse map[string]string) generationItem {
+	it := generationItem{Generation: e.Generation, State: stateOf(e), Manifest: e.Manifest, Uploads: e.Uploads, InUse: inUse[e.Generation]}
+	if e.Err != nil && it.State != statePublished {
+		it.Error = e.Err.Error()
+	}
+	return it
+}
+
+// NewCmdGenerations builds `kubectl hactl generations`.
+func NewCmdGenerations(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "generations",
+		Aliases: []string{"generation", "gen"},
+		Short:   "List, show, verify and garbage-collect a cluster's seed generations",
+		Long: `Seed generations are immutable base backups of one cluster in object storage,
+published by 'kubectl hactl seed'. Each has a manifest (written last) that
+lists every file with its size and SHA-256, an aggregate digest and the
+identity it was taken from: cluster ID, source member, raft term, revision,
+engine and version.
+
+The store is the StatefulSet's annotation ` + artifact.AnnotationStore + ` (or --store), its
+credentials the Secret named by ` + artifact.AnnotationStoreSecret + ` (or --store-secret,
+or the environment). Credentials are never printed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageError("generations needs a subcommand: list, show, verify or gc\nSee '%s --help'.", cmd.CommandPath())
+		},
+	}
+	cmd.AddCommand(
+		newCmdGenerationsList(flags, streams),
+		newCmdGenerationsShow(flags, streams),
+		newCmdGenerationsVerify(flags, streams),
+		newCmdGenerationsGC(flags, streams),
+	)
+	return cmd
+}
+
+func clusterArgs(n int, usage string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError("%s takes %s, got %d argument(s)\nSee '%s --help'.", cmd.CommandPath(), usage, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// --- list
+
+func newCmdGenerationsList(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &generationsOptions{configFlags: flags, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "list CLUSTER",
+		Short: "List a cluster's seed generations, published and incomplete",
+		Long: `List every generation in the cluster's store: published ones with their
+identity, incomplete ones (files without a manifest: an upload that did not
+finish, never usable) and invalid ones (a manifest that does not validate).
+
+Exit codes:
+  0  listed
+  1  error (API, store)
+  2  usage error`,
+		Example: `  kubectl hactl generations list etcd-main
+  kubectl hactl generations list etcd-main -o wide
+  kubectl hactl generations list etcd-main --store 's3://seeds/etcd-main?endpoint=http://minio:9000&use_path_style=true' -o json`,
+		Args:              clusterArgs(1, "exactly one CLUSTER"),
+		ValidArgsFunction: completeClusters(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(args); err != nil {
+				return err
+			}
+			if err := o.validateOutput("wide", "json", "yaml"); err != nil {
+				return err
+			}
+			return o.runList(cmd.Context())
+		},
+	}
+	o.addFlags(cmd, "wide, json or yaml")
+	return cmd
+}
+
+func (o *generationsOptions) runList(ctx context.Context) error {
+	cs, err := o.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer cs.store.Close()
+	entries, err := cs.store.List(ctx)
+	if err != nil {
+		return err
+	}
+	inUse := map[string]string{}
+	if cs.sts != nil {
+		if inUse, err = inUseGenerations(ctx, o.client, o.Namespace, o.Cluster); err != nil {
+			fmt.Fprintf(o.ErrOut, "warning: cannot read the ledger (in-use generations unknown): %v\n", err)
+			inUse = map[string]string{}
+		}
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return createdAt(entries[i]).After(createdAt(entries[j])) })
+	if o.Output == "json" || o.Output == "yaml" {
+		items := []generationItem{}
+		for _, e := range entries {
+			items = append(items, itemOf(e, inUse))
+		}
+		return printDoc(o.Out, o.Output, map[string]any{
+			"apiVersion": generationsAPIVersion, "kind": "SeedGenerationList",
+			"cluster": o.Namespace + "/" + o.Cluster, "store": cs.store.String(), "items": items,
+		})
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(o.ErrOut, "No seed generations in %s.\n", cs.store)
+		return nil
+	}
+	tw := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	head := "GENERATION\tSTATE\tCREATED\tSIZE\tCLUSTER-ID\tREVISION\tTERM\tSOURCE"
+	if o.Output == "wide" {
+		head += "\tFILES\tDIGEST\tUPLOADS\tIN-USE"
+	}
+	fmt.Fprintln(tw, head)
+	now := time.Now()
+	for _, e := range entries {
+		row := []string{e.Generation, string(stateOf(e))}
+		if m := e.Manifest; m != nil {
+			src := m.Source.Member
+			if src == "" {
+				src = m.Identity.SourceMemberID
+			}
+			row = append(row, humanAge(now, m.CreatedAt)+" ago", formatBytes(m.TotalSize), m.Identity.ClusterID,
+				fmt.Sprint(m.Identity.Revision), fmt.Sprint(m.Identity.RaftTerm), src)
+		} else {
+			row = append(row, "-", formatBytes(uploadBytes(e)), "-", "-", "-", "-")
+		}
+		if o.Output == "wide" {
+			files, digest := "-", "-"
+			if e.Manifest != nil {
+				files, digest = fmt.Sprint(len(e.Manifest.Files)), e.Manifest.Digest
+			}
+			use := inUse[e.Generation]
+			if use == "" {
+				use = "-"
+			}
+			row = append(row, files, digest, fmt.Sprint(len(e.Uploads)), use)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+func createdAt(e artifact.Entry) time.Time {
+	if e.Manifest != nil {
+		return e.Manifest.CreatedAt
+	}
+	var t time.Time
+	for _, u := range e.Uploads {
+		if u.LastModified.After(t) {
+			t = u.LastModified
+		}
+	}
+	return t
+}
+
+func uploadBytes(e artifact.Entry) int64 {
+	var n int64
+	for _, u := range e.Uploads {
+		n += u.Bytes
+	}
+	return n
+}
+
+func humanAge(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// --- show
+
+type generationsShowOptions struct {
+	generationsOptions
+	Generation string
+}
+
+func newCmdGenerationsShow(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &generationsShowOptions{generationsOptions: generationsOptions{configFlags: flags, IOStreams: streams}}
+	cmd := &cobra.Command{
+		Use:   "show CLUSTER GENERATION",
+		Short: "Show one generation's manifest: identity, files, sizes and checksums",
+		Long: `Show one generation: its state, identity (engine and version, cluster ID,
+source member, raft term and index, revision), aggregate digest and every
+file with its size and SHA-256. This reads the manifest only; 'generations
+verify' hashes the files.
+
+Exit codes:
+  0  shown
+  1  error (API, store, or the generation does not exist or does not validate)
+  2  usage error`,
+		Example: `  kubectl hactl generations show etcd-main nightly-42
+  kubectl hactl generations show etcd-main nightly-42 -o json`,
+		Args:              clusterArgs(2, "CLUSTER and GENERATION"),
+		ValidArgsFunction: completeClusters(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(args); err != nil {
+				return err
+			}
+			o.Generation = args[1]
+			if err := o.validateOutput("json", "yaml"); err != nil {
+				return err
+			}
+			if err := artifact.ValidateGeneration(o.Generation); err != nil {
+				return usageError("%v", err)
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	o.addFlags(cmd, "json or yaml")
+	return cmd
+}
+
+func (o *generationsShowOptions) run(ctx context.Context) error {
+	cs, err := o.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer cs.store.Close()
+	e, err := cs.store.Get(ctx, o.Generation)
+	if err != nil {
+		return err
+	}
+	if e.Manifest == nil && len(e.Uploads) == 0 {
+		return e.Err
+	}
+	inUse := map[string]string{}
+	if cs.sts != nil {
+		inUse, _ = inUseGenerations(ctx, o.client, o.Namespace, o.Cluster)
+	}
+	if o.Output != "" {
+		it := itemOf(e, inUse)
+		return printDoc(o.Out, o.Output, map[string]any{
+			"apiVersion": generationsAPIVersion, "kind": "SeedGeneration", "store": cs.store.String(),
+			"generation": it.Generation, "state": it.State, "error": it.Error, "inUse": it.InUse,
+			"manifest": it.Manifest, "uploads": it.Uploads,
+		})
+	}
+	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "Generation:\t%s\n", e.Generation)
+	fmt.Fprintf(w, "State:\t%s\n", stateOf(e))
+	fmt.Fprintf(w, "Store:\t%s\n", cs.store)
+	if u := inUse[e.Generation]; u != "" {
+		fmt.Fprintf(w, "In use by:\t%s\n", u)
+	}
+	if e.Manifest == nil {
+		fmt.Fprintf(w, "Problem:\t%v\n", e.Err)
+		for _, u := range e.Uploads {
+			fmt.Fprintf(w, "Upload:\t%s  %d object(s), %s, last written %s\n", u.ID, u.Objects, formatBytes(u.Bytes), u.LastModified.UTC().Format(time.RFC3339))
+		}
+		return w.Flush()
+	}
+	m := e.Manifest
+	id := m.Identity
+	fmt.Fprintf(w, "Digest:\t%s\n", m.Digest)
+	fmt.Fprintf(w, "Engine:\t%s (storage version %s)\n", id.Engine, id.EngineVersion)
+	fmt.Fprintf(w, "Cluster ID:\t%s\n", id.ClusterID)
+	fmt.Fprintf(w, "Source member:\t%s", id.SourceMemberID)
+	if m.Source.Member != "" {
+		fmt.Fprintf(w, " (%s/%s/%s)", m.Source.Namespace, m.Source.Cluster, m.Source.Member)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Raft term:\t%d\n", id.RaftTerm)
+	fmt.Fprintf(w, "Raft index:\t%d\n", id.RaftIndex)
+	fmt.Fprintf(w, "Revision:\t%d\n", id.Revision)
+	fmt.Fprintf(w, "Created:\t%s", m.CreatedAt.UTC().Format(time.RFC3339))
+	if m.CreatedBy != "" {
+		fmt.Fprintf(w, " by %s", m.CreatedBy)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Upload:\t%s\n", m.Upload)
+	fmt.Fprintf(w, "Size:\t%s in %d file(s)\n", formatBytes(m.TotalSize), len(m.Files))
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(o.Out, "Files:")
+	fw := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(fw, "  PATH\tSIZE\tSHA256")
+	for _, f := range m.Files {
+		fmt.Fprintf(fw, "  %s\t%d\t%s\n", f.Path, f.Size, f.SHA256)
+	}
+	return fw.Flush()
+}
+
+// --- verify
+
+type generationsVerifyOptions struct {
+	generationsOptions
+	Generation      string
+	ExpectClusterID string
+	MinRevision     int64
+}
+
+func newCmdGenerationsVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &generationsVerifyOptions{generationsOptions: generationsOptions{configFlags: flags, IOStreams: streams}}
+	cmd := &cobra.Command{
+		Use:   "verify CLUSTER GENERATION",
+		Short: "Verify a generation: manifest, identity, file list and every byte's checksum",
+		Long: `Verify one generation as a restore would before touching anything: the
+manifest's framing (version, strict JSON, digest, safe paths), the
+identity against --expect-cluster-id and --min-revision when given, that
+the store holds exactly the listed files with their sizes, and the
+SHA-256 of every byte. A progress bar shows on a terminal.
+
+Every failure is named: no_manifest, unknown_manifest_version,
+invalid_manifest, unsafe_path, digest_mismatch, wrong_cluster, stale,
+missing_file, extra_file, size_mismatch, checksum_mismatch, truncated.
+
+Exit codes:
+  0  the generation verifies
+  1  error (API, store unreachable)
+  2  usage error
+  5  the generation does not verify (the message names why)`,
+		Example: `  kubectl hactl generations verify etcd-main nightly-42
+  kubectl hactl generations verify etcd-main nightly-42 --expect-cluster-id cdf818194e3a8c32 -o json`,
+		Args:              clusterArgs(2, "CLUSTER and GENERATION"),
+		ValidArgsFunction: completeClusters(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(args); err != nil {
+				return err
+			}
+			o.Generation = args[1]
+			if err := o.validateOutput("json", "yaml"); err != nil {
+				return err
+			}
+			if err := artifact.ValidateGeneration(o.Generation); err != nil {
+				return usageError("%v", err)
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	o.addFlags(cmd, "json or yaml")
+	cmd.Flags().StringVar(&o.ExpectClusterID, "expect-cluster-id", "", "Also require the generation to come from this cluster ID (hex).")
+	cmd.Flags().Int64Var(&o.MinRevision, "min-revision", 0, "Also require at least this revision.")
+	return cmd
+}
+
+// verifyCode names a verification failure for scripts.
+func verifyCode(err error) string {
+	for _, c := range []struct {
+		err  error
+		code string
+	}{
+		{artifact.ErrNoManifest, "no_manifest"}, {artifact.ErrUnknownManifestVersion, "unknown_manifest_version"},
+		{artifact.ErrUnsafePath, "unsafe_path"}, {artifact.ErrDigestMismatch, "digest_mismatch"},
+		{artifact.ErrManifestInvalid, "invalid_manifest"}, {artifact.ErrWrongCluster, "wrong_cluster"},
+		{artifact.ErrStale, "stale"}, {artifact.ErrMissingFile, "missing_file"}, {artifact.ErrExtraFile, "extra_file"},
+		{artifact.ErrSizeMismatch, "size_mismatch"}, {artifact.ErrChecksumMismatch, "checksum_mismatch"},
+		{artifact.ErrTruncated, "truncated"},
+	} {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return ""
+}
+
+func (o *generationsVerifyOptions) run(ctx context.Context) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cs, err := o.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer cs.store.Close()
+	start := time.Now()
+	var total int64
+	if m, err := cs.store.ReadManifest(ctx, o.Generation); err == nil {
+		total = m.TotalSize
+	}
+	bar := newProgressBar(o.ErrOut, o.outIsTTY && o.Output == "", "verifying "+o.Generation, total)
+	m, err := cs.store.Verify(ctx, o.Generation, artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision}, bar.update)
+	bar.finish()
+	code := verifyCode(err)
+	if err != nil && code == "" {
+		return err
+	}
+	if o.Output != "" {
+		doc := map[string]any{
+			"apiVersion": generationsAPIVersion, "kind": "SeedGenerationVerification",
+			"generation": o.Generation, "store": cs.store.String(), "verified": err == nil,
+		}
+		if m != nil {
+			doc["digest"], doc["identity"], doc["bytes"], doc["files"] = m.Digest, m.Identity, m.TotalSize, len(m.Files)
+		}
+		if err != nil {
+			doc["reason"], doc["error"] = code, err.Error()
+		}
+		if perr := printDoc(o.Out, o.Output, doc); perr != nil {
+			return perr
+		}
+	} else if err == nil {
+		fmt.Fprintf(o.Out, "generation %s verified: %d file(s), %s, every SHA-256 matches; digest %s, %s cluster %s, revision %d (%s)\n",
+			o.Generation, len(m.Files), formatBytes(m.TotalSize), m.Digest, m.Identity.Engine, m.Identity.ClusterID, m.Identity.Revision, time.Since(start).Round(time.Millisecond))
+	}
+	if err != nil {
+		return withCode(ExitRefused, fmt.Errorf("generation %s does not verify (%s): %w", o.Generation, code, err))
+	}
+	return nil
+}
+
+// --- gc
+
+type generationsGCOptions struct {
+	generationsOptions
+	Keep       int
+	OlderThan  time.Duration
+	PartialAge time.Duration
+	DryRun     string
+	Yes        bool
+}
+
+func newCmdGenerationsGC(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &generationsGCOptions{generationsOptions: generationsOptions{configFlags: flags, IOStreams: streams}, Keep: 3, PartialAge: artifact.DefaultPartialAge, DryRun: "none"}
+	cmd := &cobra.Command{
+		Use:   "gc CLUSTER",
+		Short: "Delete old seed generations and abandoned uploads",
+		Long: `Delete the generations beyond the --keep newest that are also older than
+--older-than, and uploads no manifest points at (interrupted or superseded
+seeds) once older than --partial-age (raised to --older-than when that is
+longer). A generation named by an in-progress action in the cluster's
+ledger is never deleted, and gc holds the cluster's action lock
+(Lease hactl-CLUSTER) while it deletes, so no action starts meanwhile.
+A generation's manifest is deleted before its files, so a reader never
+sees a half-deleted generation as published. Generations whose manifest
+does not validate are never deleted (inspect them with 'generations show').
+
+The plan is shown and confirmed (y/N) unless --yes; --dry-run=client only
+shows it.
+
+Exit codes:
+  0  done (or nothing to delete)
+  1  error (API, store)
+  2  usage error
+  5  not confirmed
+  7  another hactl action holds the cluster's lock`,
+		Example: `  # keep the 5 newest, delete others older than a week
+  kubectl hactl generations gc etcd-main --keep 5 --older-than 168h
+
+  # see what would go
+  kubectl hactl generations gc etcd-main --keep 2 --dry-run=client`,
+		Args:              clusterArgs(1, "exactly one CLUSTER"),
+		ValidArgsFunction: completeClusters(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(args); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	o.addFlags(cmd, "json or yaml")
+	f := cmd.Flags()
+	f.IntVar(&o.Keep, "keep", o.Keep, "Always keep this many of the newest published generations.")
+	f.DurationVar(&o.OlderThan, "older-than", 0, "Only delete generations created longer ago than this (0: any age), e.g. 168h.")
+	f.DurationVar(&o.PartialAge, "partial-age", o.PartialAge, "Only delete unpublished uploads whose last write is older than this.")
+	f.StringVar(&o.DryRun, "dry-run", o.DryRun, `"none" deletes; "client" only shows the plan.`)
+	f.Lookup("dry-run").NoOptDefVal = "client"
+	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation.")
+	return cmd
+}
+
+func (o *generationsGCOptions) validate() error {
+	if err := o.validateOutput("json", "yaml"); err != nil {
+		return err
+	}
+	switch {
+	case o.Keep < 0:
+		return usageError("--keep must not be negative")
+	case o.OlderThan < 0 || o.PartialAge < 0:
+		return usageError("--older-than and --partial-age must not be negative")
+	case o.DryRun != "none" && o.DryRun != "client":
+		return usageError(`--dry-run must be "none" or "client", got %q`, o.DryRun)
+	case o.Output != "" && !o.Yes && o.DryRun == "none":
+		return usageError("-o %s cannot ask for confirmation: add --yes or --dry-run=client", o.Output)
+	}
+	return nil
+}
+
+func (o *generationsGCOptions) plan(ctx context.Context, cs *clusterStore) (artifact.GCPlan, map[string]string, error) {
+	entries, err := cs.store.List(ctx)
+	if err != nil {
+		return artifact.GCPlan{}, nil, err
+	}
+	inUse := map[string]string{}
+	if cs.sts != nil {
+		if inUse, err = inUseGenerations(ctx, o.client, o.Namespace, o.Cluster); err != nil {
+			return artifact.GCPlan{}, nil, fmt.Errorf("reading the ledger, to keep generations in use (nothing was deleted): %w", err)
+		}
+	}
+	set := map[string]bool{}
+	for g := range inUse {
+		set[g] = true
+	}
+	return artifact.PlanGC(entries, artifact.GCOptions{Keep: o.Keep, OlderThan: o.OlderThan, PartialAge: o.PartialAge, InUse: set, Now: time.Now()}), inUse, nil
+}
+
+func (o *generationsGCOptions) run(ctx context.Context) error {
+	cs, err := o.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer cs.store.Close()
+	plan, _, err := o.plan(ctx, cs)
+	if err != nil {
+		return err
+	}
+	dry := o.DryRun == "client"
+	if o.Output == "" {
+		printGCPlan(o.Out, plan, cs.store.String(), dry)
+	}
+	if len(plan.Delete) == 0 || dry {
+		if o.Output != "" {
+			return printDoc(o.Out, o.Output, gcDoc(cs, plan, nil, dry))
+		}
+		return nil
+	}
+	if !o.Yes {
+		ok, err := confirm(o.In, o.Out, fmt.Sprintf("Delete %d item(s) from %s?", len(plan.Delete), cs.store))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return withCode(ExitRefused, errors.New("not confirmed; nothing was deleted"))
+		}
+	}
+	var lock *actions.Lock
+	if cs.sts != nil {
+		lock, err = actions.AcquireLock(ctx, o.client, o.Namespace, o.Cluster, actions.LockOptions{
+			Identity: actions.NewIdentity(), Action: "generations gc",
+			Owner: &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: cs.sts.Name, UID: types.UID(cs.sts.UID)},
+		})
+		if err != nil {
+			return lockExit(err)
+		}
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = lock.Release(rctx)
+		}()
+	}
+	// Re-read the ledger under the lock: only what is still not in use goes.
+	inUseNow := func(g string) bool {
+		if cs.sts == nil {
+			return false
+		}
+		cur, err := inUseGenerations(ctx, o.client, o.Namespace, o.Cluster)
+		return err != nil || cur[g] != ""
+	}
+	done, err := cs.store.ApplyGC(ctx, plan, inUseNow)
+	if o.Output != "" {
+		if perr := printDoc(o.Out, o.Output, gcDoc(cs, plan, done, false)); perr != nil {
+			return perr
+		}
+	} else {
+		for _, d := range done {
+			fmt.Fprintf(o.Out, "deleted %s\n", gcItemText(d))
+		}
+	}
+	return err
+}
+
+func gcDoc(cs *clusterStore, plan artifact.GCPlan, done []artifact.GCItem, dry bool) map[string]any {
+	if done == nil {
+		done = []artifact.GCItem{}
+	}
+	if plan.Delete == nil {
+		plan.Delete = []artifact.GCItem{}
+	}
+	if plan.Keep == nil {
+		plan.Keep = []artifact.GCItem{}
+	}
+	return map[string]any{
+		"apiVersion": generationsAPIVersion, "kind": "SeedGenerationGC", "store": cs.store.String(),
+		"dryRun": dry, "plan": plan, "deleted": done,
+	}
+}
+
+func gcItemText(it artifact.GCItem) string {
+	what := "generation " + it.Generation
+	if it.Kind == artifact.GCUpload {
+		what = fmt.Sprintf("upload %s of %s", it.Upload, it.Generation)
+	}
+	return fmt.Sprintf("%s (%s): %s", what, formatBytes(it.Bytes), it.Reason)
+}
+
+func printGCPlan(w io.Writer, plan artifact.GCPlan, store string, dry bool) {
+	suffix := ""
+	if dry {
+		suffix = " (dry run)"
+	}
+	if len(plan.Delete) == 0 {
+		fmt.Fprintf(w, "Nothing to delete in %s%s.\n", store, suffix)
+	} else {
+		fmt.Fprintf(w, "Would delete from %s%s:\n", store, suffix)
+		for _, it := range plan.Delete {
+			fmt.Fprintf(w, "  - %s\n", gcItemText(it))
+		}
+	}
+	if len(plan.Keep) > 0 {
+		fmt.Fprintln(w, "Keeping:")
+		for _, it := range plan.Keep {
+			fmt.Fprintf(w, "  - %s\n", gcItemText(it))
+		}
+	}
+}
+
+// lockExit maps a lock error to exit 7 when the lock is held.
+func lockExit(err error) error {
+	if errors.Is(err, actions.ErrLockHeld) {
+		return withCode(ExitLockHeld, err)
+	}
+	return err
+}

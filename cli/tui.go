@@ -1,0 +1,366 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui"
+	"github.com/hactl-dev/hactl/verdict"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// ContextExtension is the name of the kubeconfig context extension that
+// holds hactl's per-context settings:
+//
+//	contexts:
+//	- name: prod
+//	  context:
+//	    cluster: prod
+//	    user: admin
+//	    extensions:
+//	    - name: hactl.dev
+//	      extension:
+//	        readonly: true
+const ContextExtension = "hactl.dev"
+
+// ContextSettings are hactl's settings for one kubeconfig context.
+type ContextSettings struct {
+	// ReadOnly disables every action in the TUI.
+	ReadOnly bool `json:"readonly"`
+}
+
+// ErrNoTerminal is returned by the TUI when stdin or stdout is not a
+// terminal.
+var ErrNoTerminal = errors.New("the TUI needs a terminal on stdin and stdout")
+
+// TUIOptions holds the flags and state of `kubectl hactl tui`.
+type TUIOptions struct {
+	status *StatusOptions
+
+	ReadOnly bool
+	LogFile  string
+
+	contextName     string
+	contextReadOnly bool
+	identity        string
+
+	genericiooptions.IOStreams
+}
+
+// NewTUIOptions returns options with their defaults.
+func NewTUIOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *TUIOptions {
+	return &TUIOptions{status: NewStatusOptions(flags, streams), IOStreams: streams}
+}
+
+// NewCmdTUI builds `kubectl hactl tui`.
+func NewCmdTUI(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewTUIOptions(flags, streams)
+	cmd := &cobra.Command{
+		Use:   "tui [CLUSTER]",
+		Short: "Open the live view: clusters, members, readiness, seed phases and repairs",
+		Long: `Open a live, full-screen view of the HA clusters in the namespace (or, with
+a CLUSTER name, of that cluster).
+
+It follows the API server through watches and probes every member on its
+own every --probe-interval, and shows:
+
+  clusters    every cluster in scope: engine, members ready, verdict, top reasons
+  members     the member table, the verdict with each reason and its remedy,
+              and recent events (key 1)
+  seed phase  seed generations, running actions with phases and receipts (key 2)
+  readiness   each member's lag against the leader frontier over time, and
+              the learners' catch-up (key 3)
+
+Actions (r replace, R reseed, s seed) open a confirm dialog showing the
+classifier's decision — plan, fences, quorum arithmetic, blockers and
+overrides — exactly what the CLI verb would do; destructive ones ask you to
+type the member name. x explains a decision without acting. --readonly, or
+"readonly: true" in the context's hactl.dev kubeconfig extension, disables
+every action.
+
+Keys: ? help, / filter, esc back, q quit.
+
+Running 'kubectl hactl' with no subcommand on a terminal opens this view;
+without a terminal it prints status instead.
+
+Exit codes:
+  0  the view was closed
+  1  error: the view could not run (no terminal, API, RBAC)
+  2  usage error`,
+		Example: `  # every cluster in the current namespace
+  kubectl hactl tui
+
+  # straight into one cluster, actions disabled
+  kubectl hactl tui etcd-main -n db --readonly
+
+  # every namespace, probing every 10 seconds
+  kubectl hactl tui -A --probe-interval 10s
+
+  # keep client-go's log lines
+  kubectl hactl tui --log-file /tmp/hactl-tui.log`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError("tui takes at most one CLUSTER name, got %d", len(args))
+			}
+			return nil
+		},
+		ValidArgsFunction: completeClusters(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the tui flags.
+func (o *TUIOptions) AddFlags(cmd *cobra.Command) {
+	s := o.status
+	f := cmd.Flags()
+	f.BoolVarP(&s.AllNamespaces, "all-namespaces", "A", false, "Show clusters in every namespace.")
+	f.DurationVar(&s.ProbeTimeout, "probe-timeout", s.ProbeTimeout, "Deadline for probing each member (all members are probed in parallel).")
+	f.DurationVar(&s.ProbeInterval, "probe-interval", s.ProbeInterval, "How often members are probed (watches update the view in between).")
+	f.BoolVar(&s.NoProbe, "no-probe", false, "Read the API server only; do not dial members.")
+	f.Uint64Var(&s.LagThreshold, "lag-threshold", s.LagThreshold, "Raft entries a voter may trail the leader frontier and still count as caught up.")
+	f.BoolVar(&o.ReadOnly, "readonly", false, "Disable every action (replace, reseed, seed); explain still works.")
+	f.StringVar(&o.LogFile, "log-file", "", "Append client-go's log lines to this file while the view runs (default: discard them).")
+}
+
+// Complete reads the kubeconfig, the context's hactl settings and the
+// arguments.
+func (o *TUIOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.status.Complete(cmd, args); err != nil {
+		return err
+	}
+	raw, err := o.status.configFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	o.contextName = raw.CurrentContext
+	if c := o.status.configFlags.Context; c != nil && *c != "" {
+		o.contextName = *c
+	}
+	settings, err := contextSettings(raw, o.contextName)
+	if err != nil {
+		return err
+	}
+	o.contextReadOnly = settings.ReadOnly
+	return nil
+}
+
+// contextSettings reads the hactl.dev extension of a kubeconfig context.
+func contextSettings(raw clientcmdapi.Config, name string) (ContextSettings, error) {
+	var s ContextSettings
+	kc, ok := raw.Contexts[name]
+	if !ok || kc == nil {
+		return s, nil
+	}
+	ext, ok := kc.Extensions[ContextExtension]
+	if !ok || ext == nil {
+		return s, nil
+	}
+	var b []byte
+	switch e := ext.(type) {
+	case *runtime.Unknown:
+		b = e.Raw
+	default:
+		var err error
+		if b, err = json.Marshal(e); err != nil {
+			return s, fmt.Errorf("reading the %s extension of context %q: %w", ContextExtension, name, err)
+		}
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("the %s extension of kubeconfig context %q is not {readonly: true|false}: %w", ContextExtension, name, err)
+	}
+	return s, nil
+}
+
+// Validate checks flag values and that a terminal is attached.
+func (o *TUIOptions) Validate() error {
+	s := o.status
+	if s.ProbeTimeout <= 0 {
+		return usageError("--probe-timeout must be positive")
+	}
+	if s.ProbeInterval < time.Second {
+		return usageError("--probe-interval must be at least 1s")
+	}
+	if !isTerminal(o.In) || !isTerminal(o.Out) {
+		return fmt.Errorf("%w; use 'kubectl hactl status' in scripts and pipes", ErrNoTerminal)
+	}
+	return nil
+}
+
+// readOnly says whether actions are disabled, and why.
+func (o *TUIOptions) readOnly() (bool, string) {
+	switch {
+	case o.ReadOnly:
+		return true, "--readonly"
+	case o.contextReadOnly:
+		return true, fmt.Sprintf("context %s is read-only", o.contextName)
+	}
+	return false, ""
+}
+
+// Run opens the view until the user quits.
+func (o *TUIOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	var logw io.Writer = io.Discard
+	if o.LogFile != "" {
+		f, err := os.OpenFile(o.LogFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("opening --log-file: %w", err)
+		}
+		defer f.Close()
+		logw = f
+	}
+	s := o.status
+	observer := s.observer(status.APISource{Client: s.client})
+	backend := tui.NewKubeBackend(s.client, s.Namespace, *observer)
+	ro, why := o.readOnly()
+	o.identity = actions.NewIdentity()
+	var acts tui.Actions
+	holder := ""
+	if x := o.executor(); x != nil {
+		acts, holder = tuiActions{exec: tui.ExecutorActions(x), o: o}, x.Identity
+	}
+	err := tui.Run(ctx, tui.Options{
+		Config: tui.Config{
+			Namespace:      s.Namespace,
+			Context:        o.contextName,
+			Cluster:        s.Name,
+			ProbeInterval:  s.ProbeInterval,
+			Probes:         !s.NoProbe,
+			Verdict:        observer.Verdict,
+			ReadOnly:       ro,
+			ReadOnlyReason: why,
+			LockHolder:     holder,
+		},
+		Deps: tui.Deps{Backend: backend, Actions: acts, Generations: tuiGenerations{client: s.client}},
+		In:   o.In,
+		Out:  o.Out,
+		Env:  os.Environ(),
+		Log:  logw,
+	})
+	backend.Shutdown()
+	return err
+}
+
+// executor is what the TUI's action keys run through: the classifier and
+// fenced executor of the CLI verbs, under one lock identity for this
+// process. Nil without probes (nothing can be decided without asking the
+// members).
+func (o *TUIOptions) executor() *actions.Executor {
+	s := o.status
+	if s.NoProbe || s.dial == nil {
+		return nil
+	}
+	return &actions.Executor{
+		Observer: &actions.Observer{
+			Client:       s.client,
+			Dial:         s.dial,
+			ProbeTimeout: s.ProbeTimeout,
+			Verdict:      verdict.Options{LagThreshold: s.LagThreshold},
+		},
+		Identity: o.identity,
+	}
+}
+
+// tuiActions runs the TUI's actions through the CLI verbs' machinery:
+// replace and reseed through the actions executor, seed through the seed
+// verb's own flow (store resolution, snapshot, upload, publish), with its
+// printed output discarded and its receipts handed to the TUI.
+type tuiActions struct {
+	exec tui.Actions
+	o    *TUIOptions
+}
+
+// Decide implements tui.Actions.
+func (a tuiActions) Decide(ctx context.Context, req tui.Request) (classify.Decision, error) {
+	if req.Intent.Action == model.ActionSeed && req.Intent.Options.SeedStore == "" {
+		cs, err := openClusterStore(ctx, a.o.status.client, req.Namespace, req.Cluster, storeFlags{}, true)
+		if err != nil {
+			return classify.Decision{}, err
+		}
+		req.Intent.Options.SeedStore = cs.store.String()
+		_ = cs.store.Close()
+	}
+	return a.exec.Decide(ctx, req)
+}
+
+// Execute implements tui.Actions.
+func (a tuiActions) Execute(ctx context.Context, req tui.Request, d classify.Decision, progress func(model.Receipt)) error {
+	if req.Intent.Action != model.ActionSeed {
+		return a.exec.Execute(ctx, req, d, progress)
+	}
+	s := a.o.status
+	so := NewSeedOptions(s.configFlags, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	so.Cluster, so.Namespace, so.Member = req.Cluster, req.Namespace, req.Intent.Member
+	so.Generation, so.Yes, so.Supersede = req.Intent.Options.Generation, true, req.Intent.Options.Supersede
+	so.ProbeTimeout, so.LagThreshold = s.ProbeTimeout, s.LagThreshold
+	so.client, so.dial, so.identity = s.client, s.dial, a.o.identity
+	if err := so.Validate(); err != nil {
+		return err
+	}
+	doc := &seedDoc{Cluster: req.Namespace + "/" + req.Cluster, Generation: so.Generation, Phase: model.ActionPhaseRequested, Receipts: []model.Receipt{}}
+	err := so.run(ctx, doc)
+	for _, r := range doc.Receipts {
+		progress(r)
+	}
+	return err
+}
+
+// tuiGenerations lists a cluster's seed generations for the TUI's
+// seed-phase view, from the store `kubectl hactl generations list` uses
+// (the StatefulSet's annotations; credentials by Secret reference).
+type tuiGenerations struct{ client kubernetes.Interface }
+
+// List implements tui.Generations.
+func (g tuiGenerations) List(ctx context.Context, namespace, cluster string) ([]tui.Generation, error) {
+	cs, err := openClusterStore(ctx, g.client, namespace, cluster, storeFlags{}, true)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.store.Close()
+	es, err := cs.store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tui.Generation, 0, len(es))
+	for _, e := range es {
+		gen := tui.Generation{ID: e.Generation, Complete: e.Published()}
+		if m := e.Manifest; m != nil {
+			gen.Created, gen.SourceMember = m.CreatedAt, m.Source.Member
+			gen.Revision, gen.Term = m.Identity.Revision, m.Identity.RaftTerm
+			gen.Bytes, gen.Files = m.TotalSize, len(m.Files)
+		}
+		out = append(out, gen)
+	}
+	return out, nil
+}

@@ -1,0 +1,278 @@
+package model
+
+import "time"
+
+// Action is a repair an operator asks hactl for.
+type Action string
+
+// Actions.
+const (
+	// ActionReplace gives a member a new, empty volume and joins it again.
+	ActionReplace Action = "replace"
+	// ActionReseed rebuilds a member's data in place (for etcd, the same
+	// flow as replace; from a seed generation where the engine supports
+	// it).
+	ActionReseed Action = "reseed"
+	// ActionSeed captures a seed generation from a healthy member.
+	ActionSeed Action = "seed"
+)
+
+func (a Action) String() string { return string(a) }
+
+// AllActions lists every Action.
+var AllActions = []Action{ActionReplace, ActionReseed, ActionSeed}
+
+// ActionPhase is where an action stands. Like member phases it is derived
+// from what is observed; the ledger only records which phases were
+// passed.
+type ActionPhase string
+
+// Action phases. replace and reseed pass requested → fencing → removing →
+// restoring → bootstrapping → catching-up → ready; seed passes requested →
+// capturing → uploading → published. Failed and superseded end an action
+// early.
+const (
+	ActionPhaseRequested     ActionPhase = "requested"
+	ActionPhaseFencing       ActionPhase = "fencing"
+	ActionPhaseRemoving      ActionPhase = "removing"
+	ActionPhaseRestoring     ActionPhase = "restoring"
+	ActionPhaseBootstrapping ActionPhase = "bootstrapping"
+	ActionPhaseCatchingUp    ActionPhase = "catching-up"
+	ActionPhaseReady         ActionPhase = "ready"
+	ActionPhaseCapturing     ActionPhase = "capturing"
+	ActionPhaseUploading     ActionPhase = "uploading"
+	ActionPhasePublished     ActionPhase = "published"
+	ActionPhaseFailed        ActionPhase = "failed"
+	ActionPhaseSuperseded    ActionPhase = "superseded"
+)
+
+func (p ActionPhase) String() string { return string(p) }
+
+// AllActionPhases lists every ActionPhase.
+var AllActionPhases = []ActionPhase{
+	ActionPhaseRequested, ActionPhaseFencing, ActionPhaseRemoving, ActionPhaseRestoring,
+	ActionPhaseBootstrapping, ActionPhaseCatchingUp, ActionPhaseReady,
+	ActionPhaseCapturing, ActionPhaseUploading, ActionPhasePublished,
+	ActionPhaseFailed, ActionPhaseSuperseded,
+}
+
+// StepKind is one kind of step of an action's plan (or of its execution:
+// the lock and fence steps are taken by the executor, never planned).
+type StepKind string
+
+// Step kinds.
+const (
+	// Executor steps.
+	StepAcquireLock  StepKind = "acquire-lock"
+	StepVerifyFences StepKind = "verify-fences"
+	StepReleaseLock  StepKind = "release-lock"
+
+	// Planned steps.
+	StepMoveLeader         StepKind = "move-leader"
+	StepRemoveMember       StepKind = "remove-member"
+	StepAddLearner         StepKind = "add-learner"
+	StepDeletePVC          StepKind = "delete-pvc"
+	StepDeletePod          StepKind = "delete-pod"
+	StepAwaitPodGone       StepKind = "await-pod-gone"
+	StepAwaitPodRecreated  StepKind = "await-pod-recreated"
+	StepAwaitMemberStarted StepKind = "await-member-started"
+	StepAwaitCaughtUp      StepKind = "await-caught-up"
+	StepPromoteLearner     StepKind = "promote-learner"
+	StepAwaitVoterReady    StepKind = "await-voter-ready"
+	StepCaptureSnapshot    StepKind = "capture-snapshot"
+	StepUpload             StepKind = "upload"
+	StepPublish            StepKind = "publish"
+)
+
+func (s StepKind) String() string { return string(s) }
+
+// AllStepKinds lists every StepKind.
+var AllStepKinds = []StepKind{
+	StepAcquireLock, StepVerifyFences, StepReleaseLock,
+	StepMoveLeader, StepRemoveMember, StepAddLearner, StepDeletePVC, StepDeletePod,
+	StepAwaitPodGone, StepAwaitPodRecreated, StepAwaitMemberStarted, StepAwaitCaughtUp,
+	StepPromoteLearner, StepAwaitVoterReady, StepCaptureSnapshot, StepUpload, StepPublish,
+}
+
+// PhaseOf is the action phase a step belongs to.
+func (s StepKind) PhaseOf() ActionPhase {
+	switch s {
+	case StepAcquireLock:
+		return ActionPhaseRequested
+	case StepVerifyFences, StepMoveLeader:
+		return ActionPhaseFencing
+	case StepRemoveMember, StepDeletePVC, StepDeletePod, StepAwaitPodGone:
+		return ActionPhaseRemoving
+	case StepAddLearner, StepAwaitPodRecreated:
+		return ActionPhaseRestoring
+	case StepAwaitMemberStarted:
+		return ActionPhaseBootstrapping
+	case StepAwaitCaughtUp, StepPromoteLearner, StepAwaitVoterReady:
+		return ActionPhaseCatchingUp
+	case StepCaptureSnapshot:
+		return ActionPhaseCapturing
+	case StepUpload:
+		return ActionPhaseUploading
+	case StepPublish:
+		return ActionPhasePublished
+	case StepReleaseLock:
+		return ActionPhaseReady
+	}
+	return ActionPhaseRequested
+}
+
+// Mutates reports whether the step changes the cluster (as opposed to
+// waiting for it).
+func (s StepKind) Mutates() bool {
+	switch s {
+	case StepMoveLeader, StepRemoveMember, StepAddLearner, StepDeletePVC, StepDeletePod,
+		StepPromoteLearner, StepCaptureSnapshot, StepUpload, StepPublish:
+		return true
+	}
+	return false
+}
+
+// Outcome is how one executed step ended.
+type Outcome string
+
+// Outcomes.
+const (
+	// OutcomeDone: the step did what it says.
+	OutcomeDone Outcome = "done"
+	// OutcomeAlready: the world already was as the step would make it.
+	OutcomeAlready Outcome = "already"
+	// OutcomeDryRun: the step was only checked (--dry-run).
+	OutcomeDryRun Outcome = "dry-run"
+	// OutcomeConflict: a precondition failed; the world changed and the
+	// step was not taken.
+	OutcomeConflict Outcome = "conflict"
+	// OutcomeRefused: the classifier refused to go on.
+	OutcomeRefused Outcome = "refused"
+	// OutcomeFailed: the step failed.
+	OutcomeFailed Outcome = "failed"
+)
+
+func (o Outcome) String() string { return string(o) }
+
+// AllOutcomes lists every Outcome.
+var AllOutcomes = []Outcome{OutcomeDone, OutcomeAlready, OutcomeDryRun, OutcomeConflict, OutcomeRefused, OutcomeFailed}
+
+// EntryState is the state of one action in the ledger.
+type EntryState string
+
+// Ledger entry states.
+const (
+	EntryInProgress EntryState = "in-progress"
+	EntryDone       EntryState = "done"
+	EntryFailed     EntryState = "failed"
+	EntrySuperseded EntryState = "superseded"
+)
+
+func (s EntryState) String() string { return string(s) }
+
+// AllEntryStates lists every EntryState.
+var AllEntryStates = []EntryState{EntryInProgress, EntryDone, EntryFailed, EntrySuperseded}
+
+// MemberFence identifies the engine member an action removes: its ID, the
+// name and peer URLs the member list gave it and the cluster it belongs
+// to, as observed by the decision that authorised the removal.
+type MemberFence struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name,omitempty"`
+	PeerURLs  []string `json:"peerURLs,omitempty"`
+	ClusterID string   `json:"clusterID,omitempty"`
+	IsLearner bool     `json:"isLearner,omitempty"`
+}
+
+// Replaced records what an action replaces, so that a rerun after a crash
+// can tell the old pod, volume and member from their replacements.
+type Replaced struct {
+	PodUID   string   `json:"podUID,omitempty"`
+	PVCUID   string   `json:"pvcUID,omitempty"`
+	MemberID string   `json:"memberID,omitempty"`
+	PeerURLs []string `json:"peerURLs,omitempty"`
+}
+
+// Receipt is the typed record of one executed step. Receipts are written
+// to the ledger and streamed to callers; Detail never carries a
+// credential.
+type Receipt struct {
+	ActionID string      `json:"actionID"`
+	Seq      int         `json:"seq"`
+	Action   Action      `json:"action"`
+	Cluster  string      `json:"cluster"`
+	Member   string      `json:"member"`
+	Phase    ActionPhase `json:"phase"`
+	Step     StepKind    `json:"step"`
+	Outcome  Outcome     `json:"outcome"`
+	At       time.Time   `json:"at"`
+	Holder   string      `json:"holder"`
+	Detail   string      `json:"detail,omitempty"`
+	Fences   []Fence     `json:"fences,omitempty"`
+	MemberID string      `json:"memberID,omitempty"`
+	PeerURLs []string    `json:"peerURLs,omitempty"`
+	// DryRun is "client" or "server" for a dry run.
+	DryRun string `json:"dryRun,omitempty"`
+}
+
+// LedgerEntry is one action as the ledger records it.
+type LedgerEntry struct {
+	ID        string      `json:"id"`
+	Action    Action      `json:"action"`
+	Member    string      `json:"member"`
+	Holder    string      `json:"holder"`
+	State     EntryState  `json:"state"`
+	Phase     ActionPhase `json:"phase"`
+	StartedAt time.Time   `json:"startedAt"`
+	UpdatedAt time.Time   `json:"updatedAt"`
+	Replaced  Replaced    `json:"replaced"`
+	Receipts  []Receipt   `json:"receipts,omitempty"`
+	// Generation is the seed generation the action writes (seed) or
+	// restores from (restore); "" when none. Generation GC never deletes
+	// a generation an in-progress entry names.
+	Generation string `json:"generation,omitempty"`
+}
+
+// LockFacts describe the cluster's action lock (a Lease) as observed.
+type LockFacts struct {
+	Name            string        `json:"name"`
+	Holder          string        `json:"holder,omitempty"`
+	AcquiredAt      time.Time     `json:"acquiredAt,omitempty"`
+	RenewedAt       time.Time     `json:"renewedAt,omitempty"`
+	Duration        time.Duration `json:"duration,omitempty"`
+	ResourceVersion string        `json:"resourceVersion,omitempty"`
+	// HolderGone is set at the edge when the holder is known to have
+	// ended (a process on this host that no longer runs).
+	HolderGone bool `json:"holderGone,omitempty"`
+}
+
+// Held reports whether someone holds the lock at now: a holder is named,
+// the lease has not expired and the holder is not known to be gone.
+func (l *LockFacts) Held(now time.Time) bool {
+	if l == nil || l.Holder == "" {
+		return false
+	}
+	return !l.Stale(now)
+}
+
+// Stale reports whether a named holder's lease ran out or its process is
+// known to be gone. A stale lock may be taken over; hactl reports it when
+// it does.
+func (l *LockFacts) Stale(now time.Time) bool {
+	if l == nil || l.Holder == "" {
+		return false
+	}
+	if l.HolderGone {
+		return true
+	}
+	if l.Duration <= 0 || l.RenewedAt.IsZero() {
+		return false
+	}
+	return now.After(l.RenewedAt.Add(l.Duration))
+}
+
+// InitialClusterEntry is one name=peerURL pair of etcd's --initial-cluster.
+type InitialClusterEntry struct {
+	Name    string `json:"name"`
+	PeerURL string `json:"peerURL"`
+}

@@ -1,0 +1,228 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// Request is one intent about one cluster, as an action key or the
+// explain key asks for it.
+type Request struct {
+	Namespace string
+	Cluster   string
+	Intent    classify.Intent
+}
+
+// Actions decides and runs repairs for the TUI through the same
+// classifier and executor as the CLI verbs. Every method may block: the
+// model calls them only inside a tea.Cmd.
+type Actions interface {
+	// Decide observes the cluster afresh and classifies req.
+	Decide(ctx context.Context, req Request) (classify.Decision, error)
+	// Execute carries out exactly decision d (shown to and confirmed by
+	// the user), calling progress with every receipt, and returns when
+	// the action finished or stopped.
+	Execute(ctx context.Context, req Request, d classify.Decision, progress func(model.Receipt)) error
+}
+
+// runnable: the decision proceeds and nothing blocks it.
+func runnable(d classify.Decision) bool {
+	return d.Verb == classify.VerbProceed && len(d.Blockers) == 0
+}
+
+// setOverride switches the option an override flag names; ok is false for
+// a flag the TUI does not know.
+func setOverride(o *classify.Options, flag string, on bool) bool {
+	switch flag {
+	case classify.FlagMoveLeader:
+		o.MoveLeader = on
+	case classify.FlagSupersede:
+		o.Supersede = on
+	default:
+		return false
+	}
+	return true
+}
+
+// overrideOn reports whether the option an override flag names is on.
+func overrideOn(o classify.Options, flag string) bool {
+	switch flag {
+	case classify.FlagMoveLeader:
+		return o.MoveLeader
+	case classify.FlagSupersede:
+		return o.Supersede
+	}
+	return false
+}
+
+// decidedMsg carries a decision for the open dialog.
+type decidedMsg struct {
+	id       int
+	decision classify.Decision
+	err      error
+}
+
+// actionReceiptMsg carries one receipt of the running action.
+type actionReceiptMsg struct {
+	id      int
+	receipt model.Receipt
+}
+
+// actionDoneMsg says the running action ended.
+type actionDoneMsg struct {
+	id  int
+	err error
+}
+
+// runningAction is the action started from the dialog.
+type runningAction struct {
+	id       int
+	req      Request
+	decision classify.Decision
+	started  time.Time
+	receipts []model.Receipt
+	done     bool
+	err      error
+	updates  <-chan tea.Msg
+}
+
+func (a *runningAction) phase() model.ActionPhase {
+	if len(a.receipts) == 0 {
+		return model.ActionPhaseRequested
+	}
+	return a.receipts[len(a.receipts)-1].Phase
+}
+
+func (a *runningAction) title() string {
+	s := a.req.Intent.Action.String()
+	if a.req.Intent.Member != "" {
+		s += " " + a.req.Intent.Member
+	}
+	return s
+}
+
+func (a *runningAction) summary() string {
+	switch {
+	case a.done && a.err != nil:
+		return fmt.Sprintf("%s stopped in phase %s: %v", a.title(), a.phase(), a.err)
+	case a.done:
+		return fmt.Sprintf("%s finished (%s)", a.title(), a.phase())
+	}
+	if n := len(a.receipts); n > 0 && a.receipts[n-1].Detail != "" {
+		return fmt.Sprintf("%s: %s: %s", a.title(), a.phase(), a.receipts[n-1].Detail)
+	}
+	return fmt.Sprintf("%s: %s…", a.title(), a.phase())
+}
+
+// fraction is the share of the planned steps done, for the progress bar.
+func (a *runningAction) fraction() float64 {
+	if a.done && a.err == nil {
+		return 1
+	}
+	steps := a.decision.Steps
+	if len(steps) == 0 || len(a.receipts) == 0 {
+		return 0
+	}
+	done := 0
+	for i, s := range steps {
+		for _, r := range a.receipts {
+			if r.Step == s.Kind && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready) {
+				done = i + 1
+			}
+		}
+	}
+	return float64(done) / float64(len(steps))
+}
+
+// decide asks the classifier in a Cmd.
+func (m Model) decide(id int, req Request) tea.Cmd {
+	acts, ctx := m.actions, m.ctx
+	return func() tea.Msg {
+		d, err := acts.Decide(ctx, req)
+		return decidedMsg{id: id, decision: d, err: err}
+	}
+}
+
+// execute returns the running action and the commands that run it (in a
+// Cmd, like all I/O) and stream its receipts back as messages.
+func (m Model) execute(id int, req Request, d classify.Decision) (*runningAction, tea.Cmd) {
+	acts, ctx := m.actions, m.ctx
+	ch := make(chan tea.Msg, 64)
+	run := func() tea.Msg {
+		defer close(ch)
+		send := func(msg tea.Msg) {
+			select {
+			case ch <- msg:
+			case <-ctx.Done():
+			}
+		}
+		err := acts.Execute(ctx, req, d, func(r model.Receipt) { send(actionReceiptMsg{id: id, receipt: r}) })
+		send(actionDoneMsg{id: id, err: err})
+		return nil
+	}
+	a := &runningAction{id: id, req: req, decision: d, started: m.now(), updates: ch}
+	return a, tea.Batch(run, waitAction(ch))
+}
+
+// waitAction reads the next message of a running action.
+func waitAction(ch <-chan tea.Msg) tea.Cmd {
+	return func() tea.Msg {
+		msg, ok := <-ch
+		if !ok {
+			return nil
+		}
+		return msg
+	}
+}
+
+// actionMsg handles decision and action messages; ok is false for other
+// messages.
+func (m *Model) actionMsg(msg tea.Msg) (tea.Cmd, bool) {
+	switch msg := msg.(type) {
+	case decidedMsg:
+		if m.dialog != nil && m.dialog.id == msg.id {
+			d := *m.dialog
+			d.decided(msg.decision, msg.err)
+			m.dialog = &d
+			if d.needsName() {
+				return d.input.Focus(), true
+			}
+		}
+		return nil, true
+	case actionReceiptMsg:
+		if m.action == nil || m.action.id != msg.id {
+			return nil, true
+		}
+		a := *m.action
+		a.receipts = append(append([]model.Receipt(nil), a.receipts...), msg.receipt)
+		m.action = &a
+		m.setStatus(msg.receipt.Outcome == model.OutcomeFailed || msg.receipt.Outcome == model.OutcomeConflict, "%s", a.summary())
+		cmds := []tea.Cmd{waitAction(a.updates)}
+		if !m.probing && m.backend != nil && msg.receipt.Step.Mutates() {
+			// The step changed the cluster: look at the members now.
+			m.probing = true
+			cmds = append(cmds, m.observe(true))
+		}
+		return tea.Batch(cmds...), true
+	case actionDoneMsg:
+		if m.action == nil || m.action.id != msg.id {
+			return nil, true
+		}
+		a := *m.action
+		a.done, a.err = true, msg.err
+		m.action = &a
+		m.setStatus(msg.err != nil, "%s", a.summary())
+		cmds := []tea.Cmd{m.loadGenerations()}
+		if !m.probing && m.backend != nil {
+			m.probing = true
+			cmds = append(cmds, m.observe(true))
+		}
+		return tea.Batch(cmds...), true
+	}
+	return nil, false
+}

@@ -1,0 +1,443 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// dialogState is where a confirm dialog is.
+type dialogState int
+
+const (
+	// dialogAsking: the dialog asks for an input the intent needs (the
+	// generation ID of a seed) before the classifier runs.
+	dialogAsking dialogState = iota
+	dialogDeciding
+	dialogDecided
+	dialogFailed
+)
+
+func (s dialogState) String() string {
+	switch s {
+	case dialogAsking:
+		return "asking"
+	case dialogDeciding:
+		return "deciding"
+	case dialogDecided:
+		return "decided"
+	case dialogFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// dialog is the confirm dialog: it shows the classifier's Decision for a
+// request and, for a runnable decision, starts it once confirmed (typing
+// the member name for a destructive one).
+type dialog struct {
+	id       int
+	req      Request
+	explain  bool
+	state    dialogState
+	decision classify.Decision
+	err      error
+	input    textinput.Model
+	scroll   int
+	hint     string
+}
+
+func newDialog(id int, req Request, explain bool) *dialog {
+	in := textinput.New()
+	in.Prompt = "> "
+	in.CharLimit = 253
+	d := &dialog{id: id, req: req, explain: explain, state: dialogDeciding, input: in}
+	if req.Intent.Action == model.ActionSeed && req.Intent.Options.Generation == "" && !explain {
+		d.state = dialogAsking
+	}
+	return d
+}
+
+// decided stores the classifier's answer.
+func (d *dialog) decided(dec classify.Decision, err error) {
+	d.decision, d.err, d.scroll, d.hint = dec, err, 0, ""
+	if err != nil {
+		d.state = dialogFailed
+		return
+	}
+	d.state = dialogDecided
+	d.input.SetValue("")
+}
+
+// needsName: the decision is runnable and deletes or removes something,
+// so the member name must be typed to confirm.
+func (d *dialog) needsName() bool {
+	return !d.explain && d.state == dialogDecided && runnable(d.decision) && d.decision.Deletes()
+}
+
+// typing: keys go to the text input.
+func (d *dialog) typing() bool { return d.state == dialogAsking || d.needsName() }
+
+// actionFor maps an action key to its model.Action.
+func actionFor(k KeyMap, msg tea.KeyPressMsg) (model.Action, bool) {
+	switch msg.String() {
+	case k.Replace.Keys()[0]:
+		return model.ActionReplace, true
+	case k.Reseed.Keys()[0]:
+		return model.ActionReseed, true
+	case k.Seed.Keys()[0]:
+		return model.ActionSeed, true
+	}
+	return "", false
+}
+
+// openDialog starts a dialog for action on the selected member (explain:
+// show the decision only).
+func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
+	switch {
+	case m.actions == nil:
+		m.setStatus(true, "actions are not available here")
+		return m, nil
+	case !explain && m.cfg.ReadOnly:
+		m.setStatus(true, "read-only: actions are disabled (%s)", m.cfg.ReadOnlyReason)
+		return m, nil
+	case !explain && m.action != nil && !m.action.done:
+		m.setStatus(true, "an action is already running: %s", m.action.summary())
+		return m, nil
+	}
+	r, mem, ok := m.selectedMember()
+	if !ok && action != model.ActionSeed {
+		m.setStatus(true, "select a member first")
+		return m, nil
+	}
+	c := r.Observation.Cluster
+	req := Request{Namespace: c.Namespace, Cluster: c.Name, Intent: classify.Intent{
+		Action: action, Member: mem.Name,
+		Options: classify.Options{Verdict: m.cfg.Verdict, LockHolder: m.cfg.LockHolder},
+	}}
+	m.seq++
+	d := newDialog(int(m.seq), req, explain)
+	m.dialog = d
+	m.clearStatus()
+	if d.state == dialogAsking {
+		d.input.Placeholder = "generation ID"
+		d.input.SetValue(defaultGeneration(c.Name, m.now()))
+		d.input.CursorEnd()
+		return m, d.input.Focus()
+	}
+	return m, m.decide(d.id, req)
+}
+
+// updateDialog handles messages while the dialog is open.
+func (m Model) updateDialog(msg tea.Msg) (tea.Model, tea.Cmd) {
+	d := *m.dialog
+	m.dialog = &d
+	kp, isKey := msg.(tea.KeyPressMsg)
+	if !isKey {
+		if d.typing() {
+			var cmd tea.Cmd
+			d.input, cmd = d.input.Update(msg)
+			return m, cmd
+		}
+		return m, nil
+	}
+	s := kp.String()
+	switch {
+	case s == "esc" || s == "ctrl+c":
+		m.dialog = nil
+		m.setStatus(false, "cancelled: nothing was changed")
+		return m, nil
+	case s == "pgdown" || s == "ctrl+d" || s == "pgup" || s == "ctrl+u" || ((s == "down" || s == "up") && !d.typing()):
+		room, n := m.dialogRoom()
+		step := max(1, room-1)
+		if s == "down" || s == "up" {
+			step = 1
+		}
+		if s == "pgup" || s == "ctrl+u" || s == "up" {
+			step = -step
+		}
+		d.scroll = min(max(0, d.scroll+step), max(0, n-room))
+		return m, nil
+	}
+	switch d.state {
+	case dialogAsking:
+		if s == "enter" {
+			g := strings.TrimSpace(d.input.Value())
+			if g == "" {
+				d.hint = "a generation ID is required"
+				return m, nil
+			}
+			d.req.Intent.Options.Generation = g
+			d.state = dialogDeciding
+			d.input.Blur()
+			return m, m.decide(d.id, d.req)
+		}
+		var cmd tea.Cmd
+		d.input, cmd = d.input.Update(msg)
+		d.hint = ""
+		return m, cmd
+	case dialogDeciding:
+		return m, nil
+	case dialogFailed:
+		if s == "enter" {
+			m.dialog = nil
+		}
+		return m, nil
+	}
+	// Decided.
+	if d.explain && s == "i" {
+		next := map[model.Action]model.Action{model.ActionReplace: model.ActionReseed, model.ActionReseed: model.ActionSeed, model.ActionSeed: model.ActionReplace}
+		req := d.req
+		req.Intent.Action = next[req.Intent.Action]
+		return m.redecide(req)
+	}
+	if len(s) == 1 && s >= "1" && s <= "9" && (!d.needsName() || d.input.Value() == "") {
+		i := int(s[0] - '1')
+		if i < len(d.decision.Blockers) && d.decision.Blockers[i].Override != "" {
+			req := d.req
+			flag := d.decision.Blockers[i].Override
+			if setOverride(&req.Intent.Options, flag, !overrideOn(req.Intent.Options, flag)) {
+				return m.redecide(req)
+			}
+		}
+		if !d.needsName() {
+			return m, nil
+		}
+	}
+	if s == "enter" {
+		switch {
+		case d.explain:
+			m.dialog = nil
+			return m, nil
+		case !runnable(d.decision):
+			d.hint = "this decision cannot run; esc closes"
+			return m, nil
+		case d.decision.Deletes() && strings.TrimSpace(d.input.Value()) != d.req.Intent.Member:
+			d.hint = fmt.Sprintf("type %s exactly to confirm", d.req.Intent.Member)
+			return m, nil
+		}
+		m.dialog = nil
+		a, cmd := m.execute(d.id, d.req, d.decision)
+		m.action = a
+		m.tab = tabSeed
+		m.setStatus(false, "%s", a.summary())
+		return m, tea.Batch(cmd, m.loadGenerations())
+	}
+	if d.needsName() {
+		var cmd tea.Cmd
+		d.input, cmd = d.input.Update(msg)
+		d.hint = ""
+		return m, cmd
+	}
+	return m, nil
+}
+
+// redecide asks the classifier again for req (another intent, or an
+// override switched).
+func (m Model) redecide(req Request) (tea.Model, tea.Cmd) {
+	explain := m.dialog.explain
+	m.seq++
+	nd := newDialog(int(m.seq), req, explain)
+	nd.state = dialogDeciding
+	m.dialog = nd
+	return m, m.decide(nd.id, req)
+}
+
+// parts renders the dialog at width w as a head (its title), a body that
+// scrolls (the decision: exactly what the CLI prints before it asks) and a
+// foot that always shows (the question, the input, the keys).
+func (d *dialog) parts(t Theme, w int) (head, body, foot []string) {
+	title := d.req.Intent.Action.String()
+	if d.explain {
+		title = "explain " + title
+	}
+	if d.req.Intent.Member != "" {
+		title += " " + d.req.Intent.Member
+	}
+	head = []string{t.DialogTitle.Render(title) + t.Dim.Render(fmt.Sprintf(" (%s/%s)", d.req.Namespace, d.req.Cluster)), ""}
+	hint := func(foot []string) []string {
+		if d.hint != "" {
+			foot = append(foot, t.Warn.Render(d.hint))
+		}
+		return foot
+	}
+	switch d.state {
+	case dialogAsking:
+		body = []string{"Generation ID for the new seed generation:"}
+		return head, body, hint([]string{d.input.View(), "", t.Dim.Render("enter classifies · esc cancels")})
+	case dialogDeciding:
+		return head, []string{t.Dim.Render("observing the cluster and classifying…")}, []string{"", t.Dim.Render("esc cancels")}
+	case dialogFailed:
+		body = append([]string{t.Bad.Render("The classifier could not decide:")}, wrap(d.err.Error(), w, "")...)
+		return head, body, []string{"", t.Dim.Render("esc closes · nothing was changed")}
+	}
+	body = decisionLines(t, d.decision, w)
+	foot = []string{""}
+	ov := d.req.Intent.Options
+	var on []string
+	for _, f := range []string{classify.FlagMoveLeader, classify.FlagSupersede} {
+		if overrideOn(ov, f) {
+			on = append(on, f)
+		}
+	}
+	if len(on) > 0 {
+		foot = append(foot, t.Warn.Render("overrides on: "+strings.Join(on, " ")))
+	}
+	switch {
+	case d.explain:
+		foot = append(foot, t.Dim.Render("explain only: nothing runs · i next intent · esc closes"))
+	case !runnable(d.decision):
+		foot = append(foot, t.Bad.Render(refusal(d.decision)), t.Dim.Render("esc closes"+overrideHint(d.decision)))
+	case d.decision.Deletes():
+		foot = append(foot, wrap(t.Danger.Render("This removes the member and deletes its data. Type "+d.req.Intent.Member+" to confirm:"), w, "")...)
+		foot = append(foot, d.input.View(), t.Dim.Render("enter runs · esc cancels"+overrideHint(d.decision)))
+	default:
+		foot = append(foot, t.Dim.Render("enter runs · esc cancels"+overrideHint(d.decision)))
+	}
+	return head, body, hint(foot)
+}
+
+// refusal says why a decision does not run.
+func refusal(d classify.Decision) string {
+	switch d.Verb {
+	case classify.VerbAwait:
+		return "Await: the pod is being deleted by someone else; nothing will be done now."
+	case classify.VerbObserve:
+		return "Observe: the pod never started from the current template; deleting it would not help."
+	case classify.VerbDone:
+		return "Done: nothing is left to do."
+	}
+	return "Refused: nothing will be done."
+}
+
+// decisionLines renders a classify.Decision as classify.Describe words
+// it — the lines the CLI prints before it asks — wrapped to w, then the
+// overrides the dialog can switch, each with its key.
+func decisionLines(t Theme, d classify.Decision, w int) []string {
+	var out []string
+	// The same lines as the CLI; the refusals (and the overrides that lift
+	// them) come right after the first, so a small terminal shows them
+	// without scrolling.
+	lines := classify.Describe(d)
+	var blocks, rest []string
+	for i, l := range lines {
+		if i > 0 && (strings.HasPrefix(l, "refused ") || strings.HasPrefix(l, "await ") || strings.HasPrefix(l, "observe ")) {
+			blocks = append(blocks, l)
+		} else if i > 0 {
+			rest = append(rest, l)
+		}
+	}
+	if len(lines) > 0 {
+		lines = append(append(append([]string{lines[0]}, blocks...), overrideLines(d)...), rest...)
+	}
+	for i, l := range lines {
+		st := lipgloss.NewStyle()
+		switch {
+		case i == 0 && !runnable(d):
+			st = t.Bad
+		case i == 0:
+			st = t.Bold
+		case strings.HasPrefix(l, "refused "), strings.HasPrefix(l, "await "), strings.HasPrefix(l, "observe "):
+			st = t.Bad
+		case strings.HasPrefix(l, "quorum:") && strings.Contains(l, "would break"):
+			st = t.Bad
+		case strings.HasPrefix(l, "note "):
+			st = t.Dim
+		case strings.HasPrefix(l, "override: "):
+			st = t.Warn
+		}
+		indent := "  "
+		if strings.HasPrefix(l, "  ") {
+			indent = "      "
+		}
+		for _, wl := range hangIndent(l, w, "", indent) {
+			out = append(out, st.Render(wl))
+		}
+	}
+	return out
+}
+
+// overrideLines offer the overrides of the decision's blockers, each on
+// its key.
+func overrideLines(d classify.Decision) []string {
+	var out []string
+	for i, b := range d.Blockers {
+		if b.Override == "" || i > 8 {
+			continue
+		}
+		state := "off"
+		if overrideOn(d.Intent.Options, b.Override) {
+			state = "on"
+		}
+		out = append(out, fmt.Sprintf("override: key %d switches %s (%s), which lifts %s", i+1, b.Override, state, b.Code))
+	}
+	return out
+}
+
+// hangIndent wraps s with first-line and continuation prefixes.
+func hangIndent(s string, w int, first, rest string) []string {
+	lines := strings.Split(ansi.Wrap(s, max(10, w-len(first)), ""), "\n")
+	out := []string{first + lines[0]}
+	if len(lines) > 1 {
+		out = append(out, wrap(strings.Join(lines[1:], " "), w, rest)...)
+	}
+	return out
+}
+
+func overrideHint(d classify.Decision) string {
+	for _, b := range d.Blockers {
+		if b.Override != "" {
+			return " · 1-9 switch an override"
+		}
+	}
+	return ""
+}
+
+// dialogWidth is the width of the dialog's text in a body w cells wide.
+func dialogWidth(w int) int {
+	if w-4 < 20 {
+		return max(1, w-2)
+	}
+	return min(76, w-4)
+}
+
+// dialogRoom is how many lines of the decision the dialog shows at once,
+// and how many there are.
+func (m Model) dialogRoom() (room, lines int) {
+	head, body, foot := m.dialog.parts(m.theme, dialogWidth(m.width))
+	return max(1, m.height-4-2-len(head)-len(foot)), len(body)
+}
+
+// overlay draws the dialog centred over the body; the decision scrolls
+// between the title and the question, which always show.
+func (d *dialog) overlay(t Theme, _ []string, w, h int) []string {
+	innerW := dialogWidth(w)
+	head, body, foot := d.parts(t, innerW)
+	room := max(1, h-2-len(head)-len(foot))
+	if len(body) > room {
+		top := min(d.scroll, len(body)-room)
+		view := append([]string(nil), body[top:top+room]...)
+		if top+room < len(body) {
+			view[len(view)-1] = t.Dim.Render(fmt.Sprintf("… %d more lines (pgdn)", len(body)-top-room))
+		}
+		if top > 0 {
+			view[0] = t.Dim.Render(fmt.Sprintf("… %d lines above (pgup)", top))
+		}
+		body = view
+	}
+	content := append(append(append([]string(nil), head...), body...), foot...)
+	for i, l := range content {
+		if ansi.StringWidth(l) > innerW {
+			content[i] = ansi.Truncate(l, innerW, "…")
+		}
+	}
+	box := t.Dialog.Width(innerW + 4).Render(strings.Join(content, "\n"))
+	placed := lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, box)
+	return strings.Split(placed, "\n")
+}

@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/internal/fixtures"
+	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/sandbox/controlplane"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}, &cp) }
+
+// TestTUIOnFixtures drives the real binary through the real kubectl in
+// tmux against a real API server holding fixture clusters (no members
+// answer: every probe fails through the real port-forward path).
+func TestTUIOnFixtures(t *testing.T) {
+	testenv.SkipShort(t)
+	dir := buildBinary(t)
+	bins := testenv.BinDir(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-good"))
+	broken := fixtures.DefaultSpec("etcd-broken")
+	broken.Ready = 0
+	fixtures.CreateCluster(t, admin, ns, broken)
+	home := t.TempDir()
+	env := []string{"PATH=" + dir + ":" + bins + ":/usr/bin:/bin", "HOME=" + home, "KUBECONFIG=" + cp.AdminKubeconfig}
+
+	t.Run("kubectl hactl opens the TUI on a terminal", func(t *testing.T) {
+		s := startTmux(t, 80, 24, env, filepath.Join(bins, "kubectl"), "hactl", "-n", ns)
+		scr := s.waitFor(60*time.Second, "etcd-broken", "etcd-good", "NOT control-ready", "2 clusters")
+		if klogLine.MatchString(scr) {
+			t.Fatalf("klog output on the screen:\n%s", scr)
+		}
+		// Navigate to the degraded cluster and see the reason.
+		// The list is sorted by name: etcd-broken is first.
+		s.keys("Enter")
+		s.waitFor(30*time.Second, "› etcd-broken", "client_endpoints_missing", "Remedies")
+		// Every member is probed through the real port-forward and fails:
+		// the reason says so, and nothing from client-go's log leaks.
+		scr = s.waitMatch(60*time.Second, regexp.MustCompile(`member_unreachable|credentials_unavailable`))
+		if klogLine.MatchString(scr) {
+			t.Fatalf("klog output on the screen:\n%s", scr)
+		}
+		s.keys("3")
+		s.waitFor(30*time.Second, "frontier unknown", "Learners")
+		s.keys("2")
+		s.waitFor(30*time.Second, "Seed generations", "Member phases")
+		s.keys("?")
+		s.waitFor(30*time.Second, "Keys", "probe now")
+		// One escape at a time: ESC followed at once by another byte reads
+		// as alt+key, in any terminal program.
+		s.keys("Escape")
+		s.waitGone(30*time.Second, "probe now")
+		s.keys("Escape")
+		s.waitFor(30*time.Second, "2 clusters")
+		s.keys("/")
+		s.text("good")
+		s.keys("Enter")
+		scr = s.waitFor(30*time.Second, "filter: good")
+		if strings.Contains(scr, "etcd-broken") {
+			t.Errorf("the filter left etcd-broken on screen:\n%s", scr)
+		}
+		// Actions are not offered without the executor; r says so.
+		s.keys("Escape")
+		s.waitGone(30*time.Second, "filter: good")
+		s.keys("Enter")
+		s.waitFor(30*time.Second, "1:members")
+		s.keys("r")
+		s.waitFor(30*time.Second, "not available")
+		s.keys("q")
+		if code := s.exited(30 * time.Second); code != 0 {
+			t.Errorf("exit %d after q", code)
+		}
+	})
+
+	t.Run("resizes cleanly", func(t *testing.T) {
+		s := startTmux(t, 80, 24, env, filepath.Join(dir, "kubectl-hactl"), "tui", "etcd-broken", "-n", ns, "--no-probe")
+		s.waitFor(60*time.Second, "› etcd-broken", "members not probed")
+		s.tmux("resize-window", "-t", s.name, "-x", "120", "-y", "40")
+		scr := s.waitFor(30*time.Second, "MEMBER ID", "RESTARTS")
+		for i, l := range strings.Split(strings.TrimRight(scr, "\n"), "\n") {
+			if len([]rune(l)) > 120 {
+				t.Errorf("line %d wider than the pane: %q", i, l)
+			}
+		}
+		s.tmux("resize-window", "-t", s.name, "-x", "60", "-y", "16")
+		s.waitFor(30*time.Second, "etcd-broken")
+		s.keys("q")
+		if code := s.exited(30 * time.Second); code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	})
+
+	t.Run("readonly context setting", func(t *testing.T) {
+		kc, err := os.ReadFile(cp.AdminKubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ro := filepath.Join(t.TempDir(), "kubeconfig")
+		// Add the hactl.dev extension to the admin context.
+		cfg := strings.Replace(string(kc), "\n- context:\n", "\n- context:\n    extensions:\n    - name: hactl.dev\n      extension:\n        readonly: true\n", 1)
+		if cfg == string(kc) {
+			t.Fatal("the admin kubeconfig has no context block to extend")
+		}
+		if err := os.WriteFile(ro, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := startTmux(t, 80, 24, append(env[:2:2], "KUBECONFIG="+ro), filepath.Join(dir, "kubectl-hactl"), "tui", "-n", ns, "--no-probe")
+		s.waitFor(60*time.Second, "[read-only]", "etcd-broken")
+		s.keys("Enter", "r")
+		s.waitFor(30*time.Second, "read-only: actions are disabled (context")
+		s.keys("q")
+		s.exited(30 * time.Second)
+	})
+
+	t.Run("without a terminal it prints status", func(t *testing.T) {
+		out, err := testenvCommand(filepath.Join(dir, "kubectl-hactl"), env, "-n", ns)
+		if !strings.Contains(out, "etcd-broken") || !strings.Contains(out, "client_endpoints_missing") {
+			t.Errorf("status not printed (%v):\n%s", err, out)
+		}
+		out, err = testenvCommand(filepath.Join(dir, "kubectl-hactl"), env, "tui", "-n", ns)
+		if err == nil || !strings.Contains(out, "needs a terminal") {
+			t.Errorf("tui without a terminal: %v\n%s", err, out)
+		}
+	})
+}

@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/sandbox"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// startSandbox starts a sandbox with the given scenarios (the supervisor
+// is the real hactl-sandbox binary) and takes it down at the end.
+func startSandbox(t testing.TB, scenarios ...string) *sandbox.Sandbox {
+	t.Helper()
+	testenv.SkipShort(t)
+	exe := filepath.Join(t.TempDir(), "hactl-sandbox")
+	if out, err := exec.Command("go", "build", "-o", exe, "../../cmd/hactl-sandbox").CombinedOutput(); err != nil {
+		t.Fatalf("go build hactl-sandbox: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "sandbox")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: dir, BinDir: testenv.BinDir(t), Scenarios: scenarios, Executable: exe})
+	if err != nil {
+		t.Fatalf("starting the sandbox: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := sandbox.Down(ctx, dir, sandbox.DownOptions{}); err != nil {
+			t.Errorf("sandbox down: %v", err)
+		}
+	})
+	return sb
+}
+
+// memberClient dials one member on its own (no endpoint sync).
+func memberClient(t testing.TB, url string) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("etcd client for %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// titleVerdict is the verdict at the end of the TUI's first line.
+var titleVerdict = regexp.MustCompile(`(?m)\A[^\n]*?(NOT control-ready|NOT failover-ready|failover-ready)\s*\n`)
+
+// TestTUIReplaceOnSandbox is the issue's end-to-end acceptance: open the
+// TUI on the sandbox, go to the degraded cluster, see the reason, replace
+// the broken member through the dialog (typing its name), watch it
+// converge to failover-ready, quit; a sentinel key written before is on
+// every member afterwards, each asked on its own.
+func TestTUIReplaceOnSandbox(t *testing.T) {
+	sb := startSandbox(t, "crashloop")
+	dir := buildBinary(t)
+	ns, cluster, victim := sb.State.Namespace, "crashloop", "crashloop-2"
+
+	// The sentinel, through a healthy member.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m0, err := sb.Member(ctx, cluster+"-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentinel := fmt.Sprintf("sentinel-%d", time.Now().UnixNano())
+	if _, err := memberClient(t, m0.ClientURL).Put(ctx, "/hactl-e2e/sentinel", sentinel); err != nil {
+		t.Fatalf("writing the sentinel: %v", err)
+	}
+
+	s := startTmux(t, 80, 24, []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"},
+		filepath.Join(dir, "kubectl-hactl"), "--kubeconfig", sb.Kubeconfig, "tui", "-n", ns, "--log-file", filepath.Join(t.TempDir(), "klog"))
+	s.waitFor(2*time.Minute, cluster, "NOT failover-ready", "pod_crashlooping")
+	s.keys("Enter")
+	scr := s.waitFor(time.Minute, "› "+cluster, "pod_crashlooping "+victim, "Remedies")
+	if klogLine.MatchString(scr) {
+		t.Fatalf("klog output on the screen:\n%s", scr)
+	}
+	// Select the broken member: the table is ordered by ordinal.
+	s.keys("Down")
+	s.waitFor(30*time.Second, "›1 ")
+	s.keys("Down")
+	s.waitFor(30*time.Second, "›2 "+victim)
+
+	// The crash-looping pod's status changes on every restart, which may
+	// move its resourceVersion between the decision and the execution:
+	// then the executor stops with a fence conflict, deleting nothing, and
+	// the operator decides again — as this test does.
+	const attempts = 5
+	finished := false
+	for i := 0; i < attempts && !finished; i++ {
+		s.keys("r")
+		s.waitFor(2*time.Minute, "Type "+victim+" to confirm", "will proceed")
+		s.text(victim)
+		s.waitFor(30*time.Second, "> "+victim)
+		s.keys("Enter")
+		scr = s.waitMatch(10*time.Minute, regexp.MustCompile(`finished: ready|stopped in`))
+		if strings.Contains(scr, "finished: ready") {
+			finished = true
+			break
+		}
+		if !strings.Contains(scr, "fence conflict") {
+			t.Fatalf("the action stopped for another reason than a fence conflict:\n%s", scr)
+		}
+		t.Logf("attempt %d stopped on a fence conflict (nothing deleted); deciding again", i+1)
+		s.keys("1")
+		s.waitFor(30*time.Second, "›2 "+victim)
+	}
+	if !finished {
+		t.Fatalf("replace did not finish in %d attempts", attempts)
+	}
+	// The view converges: the title's verdict turns failover-ready.
+	testenv.Poll(t, 3*time.Minute, func() (bool, error) {
+		m := titleVerdict.FindStringSubmatch(s.screen())
+		return m != nil && m[1] == "failover-ready", nil
+	})
+	s.keys("1")
+	s.waitFor(time.Minute, "›2 "+victim, "failover-ready: losing any one member would be survivable")
+	s.keys("q")
+	if code := s.exited(30 * time.Second); code != 0 {
+		t.Errorf("exit %d after q", code)
+	}
+
+	// The sentinel survives on every member, each asked on its own.
+	members, err := sb.Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, m := range members {
+		if m.Namespace != ns || !strings.HasPrefix(m.Name, cluster+"-") {
+			continue
+		}
+		seen++
+		c := memberClient(t, m.ClientURL)
+		testenv.Poll(t, time.Minute, func() (bool, error) {
+			r, err := c.Get(ctx, "/hactl-e2e/sentinel", clientv3.WithSerializable())
+			if err != nil {
+				return false, nil
+			}
+			return len(r.Kvs) == 1 && string(r.Kvs[0].Value) == sentinel, nil
+		})
+	}
+	if seen != 3 {
+		t.Errorf("checked the sentinel on %d members, want 3", seen)
+	}
+}

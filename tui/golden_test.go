@@ -1,0 +1,96 @@
+package tui
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
+)
+
+func TestGoldenClusters(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-main"), degradedObs("db", "etcd-orders"))
+	golden(t, m, "clusters")
+}
+
+func TestGoldenClustersAllNamespaces(t *testing.T) {
+	m := newTestModel(t, Config{}, Deps{}, healthyObs("db", "etcd-main"), degradedObs("payments", "etcd-orders"))
+	m = press(t, m, "down")
+	golden(t, m, "clusters-all-namespaces")
+}
+
+func TestGoldenClusterDegraded(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-main"), degradedObs("db", "etcd-orders"))
+	m = press(t, m, "down", "down", "enter")
+	golden(t, m, "cluster-degraded")
+}
+
+func TestGoldenClusterHealthy(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-main"))
+	m = press(t, m, "enter")
+	golden(t, m, "cluster-healthy")
+}
+
+func TestGoldenReadiness(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, learnerObs("db", "etcd-main"))
+	m = press(t, m, "enter", "3")
+	golden(t, m, "readiness")
+}
+
+func TestGoldenSeedPhase(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, learnerObs("db", "etcd-main"))
+	m = press(t, m, "enter", "2")
+	golden(t, m, "seed-phase")
+}
+
+func TestGoldenHelp(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db", ReadOnly: true, ReadOnlyReason: "--readonly"}, Deps{}, healthyObs("db", "etcd-main"))
+	m = press(t, m, "?")
+	golden(t, m, "help")
+}
+
+func TestGoldenConfirmDialog(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: &stubActions{decide: classifyOn(degradedObs("db", "etcd-b"))}}, degradedObs("db", "etcd-b"))
+	m = press(t, m, "enter", "down", "down")
+	m, cmd := pressCmd(t, m, "r")
+	m = settle(t, m, cmd)
+	m = typeText(t, m, "etcd-b")
+	golden(t, m, "confirm-replace")
+}
+
+func TestGoldenRefusedDialog(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: &stubActions{decide: classifyOn(healthyObs("db", "etcd-b"))}}, healthyObs("db", "etcd-b"))
+	m = press(t, m, "enter")
+	m, cmd := pressCmd(t, m, "r")
+	m = settle(t, m, cmd)
+	golden(t, m, "confirm-refused")
+}
+
+func TestGoldenSeedPhaseRunning(t *testing.T) {
+	o := learnerObs("db", "etcd-main")
+	o.Ledger = []model.LedgerEntry{{
+		ID: "a1", Action: model.ActionReplace, Member: "etcd-main-1", Holder: "alice@laptop", State: model.EntryDone,
+		Phase: model.ActionPhaseReady, StartedAt: now.Add(-2 * time.Hour), UpdatedAt: now.Add(-time.Hour),
+	}}
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: &stubActions{decide: classifyOn(o)}}, o)
+	m = press(t, m, "enter", "2")
+	m.action = &runningAction{
+		req:      Request{Namespace: "db", Cluster: "etcd-main", Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}},
+		started:  now.Add(-time.Minute),
+		decision: must(classifyOn(o)(Request{Namespace: "db", Cluster: "etcd-main", Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}})),
+		receipts: []model.Receipt{
+			{ActionID: "a2", Phase: model.ActionPhaseRemoving, Step: model.StepRemoveMember, Outcome: model.OutcomeDone, At: now.Add(-50 * time.Second), Detail: "member 82d82d82d82d3285 removed"},
+			{ActionID: "a2", Phase: model.ActionPhaseRemoving, Step: model.StepDeletePVC, Outcome: model.OutcomeDone, At: now.Add(-45 * time.Second)},
+			{ActionID: "a2", Phase: model.ActionPhaseRemoving, Step: model.StepDeletePod, Outcome: model.OutcomeDone, At: now.Add(-44 * time.Second)},
+			{ActionID: "a2", Phase: model.ActionPhaseRestoring, Step: model.StepAddLearner, Outcome: model.OutcomeDone, At: now.Add(-40 * time.Second)},
+		},
+	}
+	golden(t, m, "seed-phase-running")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -1,0 +1,94 @@
+package tui
+
+import "charm.land/bubbles/v2/key"
+
+// KeyMap is every binding of the TUI. It implements help.KeyMap.
+type KeyMap struct {
+	Up, Down         key.Binding
+	Open, Back       key.Binding
+	NextTab, PrevTab key.Binding
+	ScrollUp         key.Binding
+	ScrollDown       key.Binding
+	Filter           key.Binding
+	Help             key.Binding
+	Quit             key.Binding
+	Probe            key.Binding
+
+	Replace key.Binding
+	Reseed  key.Binding
+	Seed    key.Binding
+	Explain key.Binding
+}
+
+// DefaultKeyMap returns the standard bindings.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Up:         key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:       key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		Open:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
+		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		NextTab:    key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
+		PrevTab:    key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
+		ScrollUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "scroll reasons up")),
+		ScrollDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "scroll reasons down")),
+		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Probe:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "probe now")),
+		Replace:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "replace")),
+		Reseed:     key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "reseed")),
+		Seed:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "seed")),
+		Explain:    key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "explain")),
+	}
+}
+
+// ShortHelp implements help.KeyMap.
+func (k KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Open, k.Back, k.Filter, k.Help, k.Quit}
+}
+
+// FullHelp implements help.KeyMap.
+func (k KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.Open, k.Back, k.NextTab, k.PrevTab},
+		{k.ScrollUp, k.ScrollDown, k.Filter, k.Probe, k.Help, k.Quit},
+		{k.Replace, k.Reseed, k.Seed, k.Explain},
+	}
+}
+
+// withReadOnly disables every action binding (explain stays: it only
+// shows a decision).
+func (k KeyMap) withReadOnly(ro bool) KeyMap {
+	for _, b := range []*key.Binding{&k.Replace, &k.Reseed, &k.Seed} {
+		b.SetEnabled(!ro)
+	}
+	return k
+}
+
+// screenHelp is the short help of one screen.
+type screenHelp struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+func (h screenHelp) ShortHelp() []key.Binding  { return h.short }
+func (h screenHelp) FullHelp() [][]key.Binding { return h.full }
+
+// dialogHelp is the short help while a dialog is open.
+func dialogHelp() []key.Binding {
+	return []key.Binding{
+		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
+		key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "scroll")),
+	}
+}
+
+// helpFor returns the bindings that matter on screen s.
+func (k KeyMap) helpFor(s screen) screenHelp {
+	switch s {
+	case screenClusters:
+		return screenHelp{short: []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Probe, k.Help, k.Quit}, full: k.FullHelp()}
+	default:
+		return screenHelp{short: []key.Binding{k.NextTab, k.Replace, k.Reseed, k.Seed, k.Explain, k.Back, k.Help, k.Quit}, full: k.FullHelp()}
+	}
+}

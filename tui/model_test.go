@@ -1,0 +1,757 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+)
+
+func TestNavigation(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-a"), degradedObs("db", "etcd-b"))
+	if m.screen != screenClusters {
+		t.Fatalf("starts on %v, want clusters", m.screen)
+	}
+	m = press(t, m, "down", "enter")
+	if m.screen != screenCluster || m.focus != "db/etcd-b" || m.tab != tabMembers {
+		t.Fatalf("after down+enter: screen %v focus %q tab %v", m.screen, m.focus, m.tab)
+	}
+	if !strings.Contains(frame(m), "pod_not_ready") {
+		t.Error("the degraded cluster's view does not show its reason")
+	}
+	m = press(t, m, "tab")
+	if m.tab != tabSeed {
+		t.Errorf("tab → %v, want seed phase", m.tab)
+	}
+	m = press(t, m, "tab")
+	if m.tab != tabReadiness {
+		t.Errorf("tab → %v, want readiness", m.tab)
+	}
+	m = press(t, m, "tab")
+	if m.tab != tabMembers {
+		t.Errorf("tab wraps to %v, want members", m.tab)
+	}
+	m = press(t, m, "shift+tab")
+	if m.tab != tabReadiness {
+		t.Errorf("shift+tab → %v, want readiness", m.tab)
+	}
+	m = press(t, m, "1")
+	if m.tab != tabMembers {
+		t.Errorf("1 → %v, want members", m.tab)
+	}
+	m = press(t, m, "down", "down", "down")
+	if m.members.cursor != 2 {
+		t.Errorf("member cursor %d after three downs in 3 members, want 2", m.members.cursor)
+	}
+	m = press(t, m, "esc")
+	if m.screen != screenClusters {
+		t.Errorf("esc → %v, want clusters", m.screen)
+	}
+	if m.clusters.cursor != 1 {
+		t.Errorf("cluster cursor %d after coming back, want 1 (kept)", m.clusters.cursor)
+	}
+}
+
+func TestOpenClusterByName(t *testing.T) {
+	m := newTestModel(t, Config{Cluster: "etcd-b"}, Deps{}, healthyObs("db", "etcd-a"), degradedObs("other", "etcd-b"))
+	if m.screen != screenCluster || m.focus != "other/etcd-b" {
+		t.Fatalf("screen %v focus %q, want cluster other/etcd-b", m.screen, m.focus)
+	}
+	m = press(t, m, "esc")
+	if m.screen != screenClusters {
+		t.Errorf("esc → %v", m.screen)
+	}
+}
+
+func TestMissingClusterIsSaid(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db", Cluster: "nope"}, Deps{}, healthyObs("db", "etcd-a"))
+	if f := frame(m); !strings.Contains(f, "db/nope is not in scope") {
+		t.Errorf("frame does not say the cluster is missing:\n%s", f)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-a"), degradedObs("db", "etcd-b"), healthyObs("db", "zk-c"))
+	m = press(t, m, "/")
+	if !m.filtering {
+		t.Fatal("/ did not open the filter")
+	}
+	m = typeText(t, m, "etcd-")
+	if n := len(m.visibleClusters()); n != 2 {
+		t.Errorf("filter etcd- shows %d clusters, want 2", n)
+	}
+	m = press(t, m, "enter")
+	if m.filtering || m.filter.Value() != "etcd-" {
+		t.Errorf("enter: filtering %v value %q", m.filtering, m.filter.Value())
+	}
+	if f := frame(m); strings.Contains(f, "zk-c") || !strings.Contains(f, "filter: etcd-") {
+		t.Errorf("filtered frame:\n%s", f)
+	}
+	// Filtering by reason code finds the degraded cluster.
+	m = press(t, m, "/")
+	for range "etcd-" {
+		m = send(t, m, tea.KeyPressMsg{Code: tea.KeyBackspace})
+	}
+	m = typeText(t, m, "not_ready")
+	if vis := m.visibleClusters(); len(vis) != 1 || vis[0].Observation.Cluster.Name != "etcd-b" {
+		t.Errorf("filter not_ready shows %d clusters", len(vis))
+	}
+	m = press(t, m, "enter", "esc")
+	if m.filter.Value() != "" || len(m.visibleClusters()) != 3 {
+		t.Errorf("esc did not clear the filter: %q", m.filter.Value())
+	}
+	if m.screen != screenClusters {
+		t.Error("esc with a filter left the screen instead of clearing the filter")
+	}
+	// In a cluster, the filter narrows the members.
+	m = press(t, m, "down", "enter", "/")
+	m = typeText(t, m, "etcd-b-2")
+	m = press(t, m, "enter")
+	r, _ := m.focused()
+	if ms := m.visibleMembers(r); len(ms) != 1 || ms[0].Name != "etcd-b-2" {
+		t.Errorf("member filter shows %d members", len(ms))
+	}
+}
+
+func TestHelpAndQuit(t *testing.T) {
+	m := newTestModel(t, Config{}, Deps{}, healthyObs("db", "etcd-a"))
+	m = press(t, m, "?")
+	if !m.showHelp || !strings.Contains(frame(m), "Keys") {
+		t.Fatal("? did not open the help")
+	}
+	m = press(t, m, "esc")
+	if m.showHelp {
+		t.Fatal("esc did not close the help")
+	}
+	for _, k := range []string{"q", "ctrl+c"} {
+		_, cmd := m.Update(keyMsg(k))
+		if cmd == nil {
+			t.Fatalf("%s returned no command", k)
+		}
+		if _, ok := cmd().(tea.QuitMsg); !ok {
+			t.Errorf("%s did not quit", k)
+		}
+	}
+}
+
+func TestResizeKeepsFrameInBounds(t *testing.T) {
+	m := newTestModel(t, Config{}, Deps{}, healthyObs("db", "etcd-a"), degradedObs("payments", "etcd-orders-with-a-long-name"))
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {60, 20}, {40, 12}, {200, 60}, {20, 6}} {
+		m = send(t, m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		for _, keys := range [][]string{nil, {"down", "enter"}, {"tab"}, {"tab"}, {"?"}, {"esc", "esc", "esc"}} {
+			m = press(t, m, keys...)
+			checkFrame(t, frame(m), size[0], size[1])
+		}
+	}
+}
+
+func TestReadOnlyDisablesActions(t *testing.T) {
+	acts := &stubActions{}
+	m := newTestModel(t, Config{Namespace: "db", ReadOnly: true, ReadOnlyReason: "--readonly"}, Deps{Actions: acts}, degradedObs("db", "etcd-b"))
+	m = press(t, m, "enter", "down", "down")
+	for _, k := range []string{"r", "R", "s"} {
+		m = press(t, m, k)
+		if m.dialog != nil {
+			t.Fatalf("%s opened a dialog in read-only mode", k)
+		}
+		if !m.statusError || !strings.Contains(m.statusText, "read-only") || !strings.Contains(m.statusText, "--readonly") {
+			t.Errorf("%s: status %q, want the read-only reason", k, m.statusText)
+		}
+	}
+	if strings.Contains(frame(m), "replace member") {
+		t.Error("the help line still offers replace")
+	}
+	// Explain only shows a decision: allowed.
+	m = press(t, m, "x")
+	if m.dialog == nil || !m.dialog.explain {
+		t.Fatal("x did not open an explain dialog in read-only mode")
+	}
+	if acts.calls() != 0 {
+		t.Error("Decide ran synchronously in Update")
+	}
+}
+
+// flat is a frame's text inside a dialog box, joined into one line (so a
+// wrapped sentence can be found whole).
+func flat(f string) string {
+	var parts []string
+	for _, l := range strings.Split(f, "\n") {
+		l = strings.Trim(l, " │╭╮╰╯─")
+		if l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// stubActions decides from a table and records executions. It stands in
+// for the classifier and executor only in these pure component tests.
+type stubActions struct {
+	mu       sync.Mutex
+	decide   func(Request) (classify.Decision, error)
+	executed []Request
+	receipts []model.Receipt
+	execErr  error
+	n        int
+}
+
+func (s *stubActions) calls() int { s.mu.Lock(); defer s.mu.Unlock(); return s.n }
+
+func (s *stubActions) Decide(_ context.Context, req Request) (classify.Decision, error) {
+	s.mu.Lock()
+	s.n++
+	s.mu.Unlock()
+	if s.decide == nil {
+		return classify.Decision{Intent: req.Intent, Verb: classify.VerbProceed}, nil
+	}
+	return s.decide(req)
+}
+
+func (s *stubActions) Execute(_ context.Context, req Request, _ classify.Decision, progress func(model.Receipt)) error {
+	s.mu.Lock()
+	s.executed = append(s.executed, req)
+	rs := s.receipts
+	s.mu.Unlock()
+	for _, r := range rs {
+		progress(r)
+	}
+	return s.execErr
+}
+
+// classifyOn decides with the real classifier on fixed observations, as
+// the executor would on a fresh one.
+func classifyOn(obs ...model.Observation) func(Request) (classify.Decision, error) {
+	return func(req Request) (classify.Decision, error) {
+		for _, o := range obs {
+			if o.Cluster.Namespace == req.Namespace && o.Cluster.Name == req.Cluster {
+				return classify.Classify(o, req.Intent, now), nil
+			}
+		}
+		return classify.Decision{}, errors.New("no such cluster")
+	}
+}
+
+// run executes cmd (and the commands it batches) and returns the
+// messages, waiting at most timeout for each.
+func run(t *testing.T, cmd tea.Cmd) []tea.Msg {
+	t.Helper()
+	if cmd == nil {
+		return nil
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	var msg tea.Msg
+	select {
+	case msg = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("command did not return")
+	}
+	if b, ok := msg.(tea.BatchMsg); ok {
+		var out []tea.Msg
+		for _, c := range b {
+			out = append(out, run(t, c)...)
+		}
+		return out
+	}
+	if msg == nil {
+		return nil
+	}
+	return []tea.Msg{msg}
+}
+
+// settle feeds the messages of cmd back into the model, skipping ticks
+// and blinking cursors, until nothing is left.
+func settle(t *testing.T, m Model, cmd tea.Cmd) Model {
+	t.Helper()
+	queue := runFiltered(t, cmd)
+	for len(queue) > 0 {
+		msg := queue[0]
+		queue = queue[1:]
+		switch msg.(type) {
+		case decidedMsg, actionReceiptMsg, actionDoneMsg, generationsMsg, observedMsg:
+		default:
+			continue
+		}
+		nm, c := m.Update(msg)
+		m = nm.(Model)
+		queue = append(queue, runFiltered(t, c)...)
+	}
+	return m
+}
+
+// runFiltered runs only the commands that finish at once (no timers).
+func runFiltered(t *testing.T, cmd tea.Cmd) []tea.Msg {
+	t.Helper()
+	if cmd == nil {
+		return nil
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	select {
+	case msg := <-done:
+		if b, ok := msg.(tea.BatchMsg); ok {
+			var out []tea.Msg
+			for _, c := range b {
+				out = append(out, runFiltered(t, c)...)
+			}
+			return out
+		}
+		if msg == nil {
+			return nil
+		}
+		return []tea.Msg{msg}
+	case <-time.After(300 * time.Millisecond):
+		return nil // a timer (tick, blink): not part of this exchange
+	}
+}
+
+func pressCmd(t *testing.T, m Model, k string) (Model, tea.Cmd) {
+	t.Helper()
+	nm, cmd := m.Update(keyMsg(k))
+	return nm.(Model), cmd
+}
+
+func TestReplaceThroughDialog(t *testing.T) {
+	acts := &stubActions{decide: classifyOn(degradedObs("db", "etcd-b")), receipts: []model.Receipt{
+		{Phase: model.ActionPhaseRemoving, Step: model.StepRemoveMember, Outcome: model.OutcomeDone, At: now, Detail: "removed"},
+		{Phase: model.ActionPhaseRemoving, Step: model.StepDeletePVC, Outcome: model.OutcomeDone, At: now},
+		{Phase: model.ActionPhaseReady, Step: model.StepReleaseLock, Outcome: model.OutcomeDone, At: now},
+	}}
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: acts}, degradedObs("db", "etcd-b"))
+	m = press(t, m, "enter", "down", "down")
+	m, cmd := pressCmd(t, m, "r")
+	if m.dialog == nil || m.dialog.state != dialogDeciding {
+		t.Fatal("r did not open a deciding dialog")
+	}
+	if !strings.Contains(frame(m), "classifying") {
+		t.Error("the dialog does not say it is classifying")
+	}
+	m = settle(t, m, cmd)
+	if m.dialog == nil || m.dialog.state != dialogDecided {
+		t.Fatalf("no decision in the dialog: %+v", m.dialog)
+	}
+	f := flat(frame(m))
+	for _, want := range []string{"will proceed", "quorum: 3 voters, quorum 2", "without etcd-b-2: 2 healthy >= 2: ok", "Type etcd-b-2 to confirm"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("dialog at 80x24 lacks %q:\n%s", want, frame(m))
+		}
+	}
+	// Everything else is one scroll away.
+	m = press(t, m, "pgdown", "pgdown", "pgdown")
+	if f := flat(frame(m)); !strings.Contains(f, "promote the learner etcd-b-2") || !strings.Contains(f, "Type etcd-b-2 to confirm") {
+		t.Errorf("scrolled dialog lacks the fences or the question:\n%s", f)
+	}
+	// Enter without the name does nothing.
+	m = press(t, m, "enter")
+	if m.dialog == nil || !strings.Contains(m.dialog.hint, "type etcd-b-2") {
+		t.Fatal("enter without typing the name did not ask for it")
+	}
+	// A wrong name does nothing either.
+	m = typeText(t, m, "etcd-b-1")
+	m = press(t, m, "enter")
+	if m.dialog == nil || len(acts.executed) != 0 {
+		t.Fatal("a wrong name started the action")
+	}
+	for range len("etcd-b-1") {
+		m = send(t, m, tea.KeyPressMsg{Code: tea.KeyBackspace})
+	}
+	m = typeText(t, m, "etcd-b-2")
+	m, cmd = pressCmd(t, m, "enter")
+	if m.dialog != nil || m.action == nil || m.tab != tabSeed {
+		t.Fatalf("the typed name did not start the action (dialog %v, action %v, tab %v)", m.dialog != nil, m.action != nil, m.tab)
+	}
+	m = settle(t, m, cmd)
+	if len(acts.executed) != 1 || acts.executed[0].Intent.Member != "etcd-b-2" || acts.executed[0].Intent.Action != model.ActionReplace {
+		t.Fatalf("executed %+v", acts.executed)
+	}
+	if !m.action.done || m.action.err != nil || len(m.action.receipts) != 3 {
+		t.Fatalf("action = %+v", m.action)
+	}
+	f = frame(m)
+	if !strings.Contains(f, "finished") || !strings.Contains(f, "remove-member done: removed") {
+		t.Errorf("the seed-phase view does not show the finished action and its receipts:\n%s", f)
+	}
+}
+
+func TestActionErrorLandsInStatusLine(t *testing.T) {
+	acts := &stubActions{decide: classifyOn(degradedObs("db", "etcd-b")), execErr: errors.New("fence conflict: pod etcd-b-2 changed (uid/resourceVersion)"),
+		receipts: []model.Receipt{{Phase: model.ActionPhaseFencing, Step: model.StepVerifyFences, Outcome: model.OutcomeConflict, At: now}}}
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: acts}, degradedObs("db", "etcd-b"))
+	m = press(t, m, "enter", "down", "down")
+	m, cmd := pressCmd(t, m, "r")
+	m = settle(t, m, cmd)
+	m = typeText(t, m, "etcd-b-2")
+	m, cmd = pressCmd(t, m, "enter")
+	m = settle(t, m, cmd)
+	if !m.statusError || !strings.Contains(m.statusText, "fence conflict") {
+		t.Errorf("status %q (error %v), want the fence conflict", m.statusText, m.statusError)
+	}
+	lines := strings.Split(frame(m), "\n")
+	if !strings.Contains(lines[len(lines)-2], "fence conflict") {
+		t.Errorf("status line %q", lines[len(lines)-2])
+	}
+}
+
+func TestBlockedDecisionAndOverride(t *testing.T) {
+	acts := &stubActions{decide: classifyOn(healthyObs("db", "etcd-b"))}
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: acts}, healthyObs("db", "etcd-b"))
+	m = press(t, m, "enter") // cursor on etcd-b-0, the leader
+	m, cmd := pressCmd(t, m, "r")
+	m = settle(t, m, cmd)
+	f := flat(frame(m))
+	if !strings.Contains(f, "refused target_is_leader") || !strings.Contains(f, "key 1 switches --move-leader (off)") || !strings.Contains(f, "Refused") {
+		t.Fatalf("blocked decision not shown:\n%s", f)
+	}
+	m = press(t, m, "enter")
+	if len(acts.executed) != 0 || m.dialog == nil {
+		t.Fatal("enter ran a refused decision")
+	}
+	m, cmd = pressCmd(t, m, "1")
+	if m.dialog == nil || !m.dialog.req.Intent.Options.MoveLeader {
+		t.Fatal("1 did not switch --move-leader on")
+	}
+	m = settle(t, m, cmd)
+	if !runnable(m.dialog.decision) || !strings.Contains(frame(m), "overrides on: --move-leader") {
+		t.Errorf("override did not lead to a runnable decision:\n%s", frame(m))
+	}
+	m = press(t, m, "esc")
+	if m.dialog != nil || len(acts.executed) != 0 || !strings.Contains(m.statusText, "nothing was changed") {
+		t.Errorf("esc: dialog %v executed %d status %q", m.dialog != nil, len(acts.executed), m.statusText)
+	}
+}
+
+func TestExplainNeverRuns(t *testing.T) {
+	acts := &stubActions{decide: classifyOn(degradedObs("db", "etcd-b"))}
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: acts}, degradedObs("db", "etcd-b"))
+	m = press(t, m, "enter", "down", "down")
+	m, cmd := pressCmd(t, m, "x")
+	m = settle(t, m, cmd)
+	if !strings.Contains(frame(m), "explain only") {
+		t.Fatalf("not an explain dialog:\n%s", frame(m))
+	}
+	m, cmd = pressCmd(t, m, "i")
+	if m.dialog.req.Intent.Action != model.ActionReseed {
+		t.Errorf("i → %v, want reseed", m.dialog.req.Intent.Action)
+	}
+	m = settle(t, m, cmd)
+	m = typeText(t, m, "etcd-b-2")
+	m = press(t, m, "enter")
+	if len(acts.executed) != 0 || m.dialog != nil {
+		t.Errorf("explain executed %d or stayed open", len(acts.executed))
+	}
+}
+
+func TestSeedAsksForGeneration(t *testing.T) {
+	var got Request
+	acts := &stubActions{decide: func(req Request) (classify.Decision, error) {
+		got = req
+		return classify.Decision{Intent: req.Intent, Verb: classify.VerbProceed, Flow: classify.FlowSeed,
+			Steps: []classify.Step{{Kind: model.StepCaptureSnapshot}, {Kind: model.StepUpload}, {Kind: model.StepPublish}}}, nil
+	}}
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: acts}, healthyObs("db", "etcd-a"))
+	m = press(t, m, "enter", "s")
+	if m.dialog == nil || m.dialog.state != dialogAsking {
+		t.Fatal("s did not ask for a generation ID")
+	}
+	if v := m.dialog.input.Value(); v != "etcd-a-20261129-120000" {
+		t.Errorf("default generation %q", v)
+	}
+	for range len("120000") {
+		m = send(t, m, tea.KeyPressMsg{Code: tea.KeyBackspace})
+	}
+	m = typeText(t, m, "nightly")
+	m, cmd := pressCmd(t, m, "enter")
+	m = settle(t, m, cmd)
+	if got.Intent.Action != model.ActionSeed || got.Intent.Options.Generation != "etcd-a-20261129-nightly" {
+		t.Errorf("decided %+v", got.Intent)
+	}
+	if m.dialog.needsName() {
+		t.Error("a seed (deletes nothing) asks for a name")
+	}
+	m, cmd = pressCmd(t, m, "enter")
+	m = settle(t, m, cmd)
+	if len(acts.executed) != 1 {
+		t.Errorf("seed executed %d times", len(acts.executed))
+	}
+}
+
+func TestQuitWhileActionRunsAsksFirst(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-a"))
+	m.action = &runningAction{req: Request{Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-a-2"}}}
+	m, cmd := pressCmd(t, m, "q")
+	if cmd != nil || !m.quitArmed || !strings.Contains(m.statusText, "press q again") {
+		t.Fatalf("first q: cmd %v armed %v status %q", cmd != nil, m.quitArmed, m.statusText)
+	}
+	_, cmd = pressCmd(t, m, "q")
+	if cmd == nil {
+		t.Fatal("second q did not quit")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Error("second q did not quit")
+	}
+}
+
+// stubBackend answers Observe from a function; it stands in for the
+// informer caches only in these pure component tests (KubeBackend is
+// tested against a real API server).
+type stubBackend struct {
+	mu      sync.Mutex
+	observe func(probe bool) []status.Result
+	probes  int
+	reads   int
+	changes chan struct{}
+	errs    chan error
+}
+
+func (b *stubBackend) Start(context.Context) error { return nil }
+func (b *stubBackend) Changes() <-chan struct{}    { return b.changes }
+func (b *stubBackend) Errors() <-chan error        { return b.errs }
+func (b *stubBackend) Observe(_ context.Context, probe bool) ([]status.Result, status.Warnings, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if probe {
+		b.probes++
+	} else {
+		b.reads++
+	}
+	return b.observe(probe), nil, nil
+}
+
+func TestWatchEventsAreCoalescedAndGrafted(t *testing.T) {
+	probed := evaluate(healthyObs("db", "etcd-a"))
+	// From the caches: member 1's pod lost readiness; no engine facts.
+	cached := healthyObs("db", "etcd-a")
+	cached.EngineProbed = false
+	for i := range cached.Members {
+		cached.Members[i].Engine = nil
+	}
+	cached.Members[1].Pod.Ready = false
+	b := &stubBackend{changes: make(chan struct{}, 1), errs: make(chan error, 1), observe: func(probe bool) []status.Result {
+		if probe {
+			return []status.Result{probed}
+		}
+		return []status.Result{status.Evaluate(cached, now, cfgVerdict)}
+	}}
+	m := New(context.Background(), Config{Namespace: "db", Now: clock, Probes: true}, Deps{Backend: b})
+	nm, cmd := m.Update(syncedMsg{})
+	m = nm.(Model)
+	if !m.probing {
+		t.Fatal("sync did not start a probe")
+	}
+	m = settle(t, m, cmd)
+	if len(m.results) != 1 || !m.results[0].Verdict.FailoverReady {
+		t.Fatalf("after the first probe: %+v", m.results)
+	}
+	// A burst of changes schedules one refresh.
+	nm, cmd1 := m.Update(changedMsg{})
+	m = nm.(Model)
+	nm, cmd2 := m.Update(changedMsg{})
+	m = nm.(Model)
+	if !m.refreshQueued || cmd1 == nil || cmd2 == nil {
+		t.Fatal("changes did not queue a refresh")
+	}
+	nm, cmd = m.Update(refreshMsg{})
+	m = nm.(Model)
+	m = settle(t, m, cmd)
+	if b.reads != 1 {
+		t.Errorf("%d cache reads for a burst, want 1", b.reads)
+	}
+	r := m.results[0]
+	if r.Verdict.FailoverReady {
+		t.Error("the cache read did not reach the verdict")
+	}
+	if !r.Observation.EngineProbed || r.Observation.Members[0].Engine == nil || r.Analysis.LeaderMember != "etcd-a-0" {
+		t.Errorf("engine facts not grafted: probed %v leader %q", r.Observation.EngineProbed, r.Analysis.LeaderMember)
+	}
+	if b.probes != 1 {
+		t.Errorf("watch events probed members (%d probes)", b.probes)
+	}
+}
+
+var cfgVerdict = Config{}.Verdict
+
+func TestProbeOvertakenByCacheReadIsGraftedNotShown(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-a"))
+	m.seq, m.appliedSeq = 10, 9
+	cached := evaluate(degradedObs("db", "etcd-a"))
+	// The cache read (seq 9 applied) is newer than a probe with seq 8.
+	nm, _ := m.Update(observedMsg{seq: 8, probed: true, results: []status.Result{cached}, facts: factsOf([]status.Result{cached}), at: now})
+	m = nm.(Model)
+	if m.appliedSeq != 9 {
+		t.Errorf("an older probe was applied over a newer read (applied %d)", m.appliedSeq)
+	}
+	if len(m.facts.members) == 0 {
+		t.Error("the older probe's facts were dropped")
+	}
+	// An older cache read is dropped.
+	nm, _ = m.Update(observedMsg{seq: 5, results: nil, at: now})
+	m = nm.(Model)
+	if len(m.results) != 1 {
+		t.Error("an older cache read replaced newer results")
+	}
+}
+
+func TestGraftMatchesPodUID(t *testing.T) {
+	probed := evaluate(healthyObs("db", "etcd-a"))
+	pf := factsOf([]status.Result{probed})
+	cached := healthyObs("db", "etcd-a")
+	cached.EngineProbed = false
+	for i := range cached.Members {
+		cached.Members[i].Engine = nil
+	}
+	cached.Members[2].Pod.UID = "recreated"
+	out := graft([]status.Result{status.Evaluate(cached, now, cfgVerdict)}, pf, cfgVerdict, now)
+	ms := out[0].Observation.Members
+	if ms[0].Engine == nil || ms[1].Engine == nil {
+		t.Fatal("facts of unchanged pods not grafted")
+	}
+	if ms[2].Engine != nil {
+		t.Error("facts of a replaced pod were reused for its successor")
+	}
+	if ms[2].Phase == model.PhaseMember {
+		t.Error("a recreated, unprobed member reads as a member")
+	}
+	// A cluster that was never probed is left alone.
+	other := healthyObs("db", "other")
+	other.EngineProbed = false
+	for i := range other.Members {
+		other.Members[i].Engine = nil
+	}
+	out = graft([]status.Result{status.Evaluate(other, now, cfgVerdict)}, pf, cfgVerdict, now)
+	if out[0].Observation.EngineProbed {
+		t.Error("an unprobed cluster was marked probed")
+	}
+}
+
+func TestWatchErrorShownAndReissued(t *testing.T) {
+	b := &stubBackend{changes: make(chan struct{}), errs: make(chan error, 1)}
+	m := New(context.Background(), Config{Now: clock}, Deps{Backend: b})
+	nm, cmd := m.Update(watchErrMsg{err: errors.New("watch pods: forbidden")})
+	m = nm.(Model)
+	if !m.statusError || !strings.Contains(m.statusText, "forbidden") {
+		t.Errorf("status %q", m.statusText)
+	}
+	if cmd == nil {
+		t.Fatal("the error stream was not read again")
+	}
+	b.errs <- errors.New("again")
+	if msg := cmd(); msg.(watchErrMsg).err.Error() != "again" {
+		t.Errorf("next message %v", msg)
+	}
+}
+
+func TestSyncErrorShown(t *testing.T) {
+	m := New(context.Background(), Config{Now: clock}, Deps{})
+	m = send(t, m, syncedMsg{err: errors.New("you may not list statefulsets.apps")})
+	if f := frame(m); !strings.Contains(f, "Cannot read the clusters") || !strings.Contains(f, "statefulsets.apps") {
+		t.Errorf("frame:\n%s", f)
+	}
+}
+
+func TestSparklineAndBar(t *testing.T) {
+	v := func(n int64) *int64 { return &n }
+	if got := sparkline([]*int64{v(0), nil, v(500), v(1000), v(5000)}, 1000, 10); got != "▁·▅██" {
+		t.Errorf("sparkline = %q", got)
+	}
+	if got := sparkline([]*int64{v(1), v(2), v(3)}, 10, 2); got != "▃▄" {
+		t.Errorf("sparkline keeps the last samples: %q", got)
+	}
+	if got := bar(0.5, 4); got != "██░░" {
+		t.Errorf("bar = %q", got)
+	}
+	if got := bar(3, 2); got != "██" {
+		t.Errorf("bar clamps: %q", got)
+	}
+}
+
+func TestHistoryRecordsProbesOnly(t *testing.T) {
+	h := lagHistory{}
+	r := evaluate(learnerObs("db", "etcd-a"))
+	h.record([]status.Result{r}, now)
+	unprobed := r
+	unprobed.Observation.EngineProbed = false
+	h.record([]status.Result{unprobed}, now)
+	c := r.Observation.Cluster
+	if got := h.lags(c, "etcd-a-2"); len(got) != 1 || got[0] == nil || *got[0] != 4000 {
+		t.Errorf("history = %v", got)
+	}
+	r2 := evaluate(healthyObs("db", "etcd-a"))
+	h.record([]status.Result{r2}, now.Add(5*time.Second))
+	if tr := h.trend(c, "etcd-a-2"); tr != "closing" {
+		t.Errorf("trend = %q, want closing", tr)
+	}
+	for i := 0; i < historyLen+5; i++ {
+		h.record([]status.Result{r2}, now)
+	}
+	if n := len(h.lags(c, "etcd-a-0")); n != historyLen {
+		t.Errorf("history keeps %d samples, want %d", n, historyLen)
+	}
+}
+
+func TestEnumsHaveNames(t *testing.T) {
+	for s := screenClusters; s <= screenCluster; s++ {
+		if s.String() == "unknown" {
+			t.Errorf("screen %d has no name", s)
+		}
+	}
+	for tb := tab(0); tb < numTabs; tb++ {
+		if tb.String() == "unknown" {
+			t.Errorf("tab %d has no name", tb)
+		}
+	}
+	for s := dialogAsking; s <= dialogFailed; s++ {
+		if s.String() == "unknown" {
+			t.Errorf("dialog state %d has no name", s)
+		}
+	}
+	for _, a := range model.AllActions {
+		if len(actionPhases[a]) == 0 {
+			t.Errorf("action %s has no phase sequence", a)
+		}
+	}
+}
+
+func TestLongListsFollowTheCursor(t *testing.T) {
+	var obs []model.Observation
+	for i := range 30 {
+		obs = append(obs, healthyObs("db", fmt.Sprintf("etcd-%02d", i)))
+	}
+	big := healthyObs("db", "etcd-big")
+	for i := 3; i < 12; i++ {
+		mem := big.Members[1]
+		pod := *mem.Pod
+		mem.Name, mem.Ordinal, pod.Name = fmt.Sprintf("etcd-big-%d", i), i, fmt.Sprintf("etcd-big-%d", i)
+		mem.Pod = &pod
+		big.Members = append(big.Members, mem)
+	}
+	obs = append(obs, big)
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, obs...)
+	for range 29 {
+		m = press(t, m, "down")
+	}
+	if f := frame(m); !strings.Contains(f, "›etcd-29") {
+		t.Fatalf("the selected cluster scrolled out of view:\n%s", f)
+	}
+	m = press(t, m, "down", "enter")
+	for range 11 {
+		m = press(t, m, "down")
+	}
+	if f := frame(m); !strings.Contains(f, "›11 etcd-big-11") {
+		t.Errorf("the selected member scrolled out of view:\n%s", f)
+	}
+	for range 11 {
+		m = press(t, m, "up")
+	}
+	if f := frame(m); !regexp.MustCompile(`›0 +etcd-big-0`).MatchString(f) {
+		t.Errorf("the first member is not back in view:\n%s", f)
+	}
+}

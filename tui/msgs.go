@@ -1,0 +1,34 @@
+package tui
+
+import (
+	"time"
+
+	"github.com/hactl-dev/hactl/status"
+)
+
+// syncedMsg: the watch caches synced (err nil) or could not.
+type syncedMsg struct{ err error }
+
+// changedMsg: watched objects changed.
+type changedMsg struct{}
+
+// watchErrMsg: a watch failed (it is retried by the informer).
+type watchErrMsg struct{ err error }
+
+// refreshMsg: the debounce after a change elapsed; read the caches.
+type refreshMsg struct{}
+
+// probeTickMsg: time to probe the members again.
+type probeTickMsg struct{}
+
+// observedMsg carries one observation of every cluster in scope.
+type observedMsg struct {
+	seq      uint64
+	probed   bool
+	results  []status.Result
+	warnings status.Warnings
+	err      error
+	// facts are the engine facts of this probe (probed only).
+	facts probeFacts
+	at    time.Time
+}

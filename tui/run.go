@@ -1,0 +1,97 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/klog/v2"
+)
+
+// Options run the TUI as a program.
+type Options struct {
+	Config
+	Deps
+	// In and Out are the terminal (the program puts it in raw mode and
+	// the alternate screen while it runs).
+	In  io.Reader
+	Out io.Writer
+	// Env is the environment the colour profile is detected from
+	// (NO_COLOR, TERM, COLORTERM).
+	Env []string
+	// Width and Height, when set, are the initial window size (for
+	// output that is not a terminal, which reports none).
+	Width, Height int
+	// Log receives klog output (client-go's logging) while the TUI runs,
+	// so nothing scribbles over the screen; nil discards it.
+	Log io.Writer
+}
+
+// frameRate bounds redraws per second. The renderer wakes this often even
+// when idle (measured: about 0.15% of a core per 10 frames per second), so
+// it is kept low; 20 redraws a second still echo typing at once.
+const frameRate = 20
+
+// ErrNoBackend is returned by Run without a Backend.
+var ErrNoBackend = errors.New("tui: no backend")
+
+// Run runs the TUI until the user quits or ctx is done.
+func Run(ctx context.Context, o Options) error {
+	if o.Backend == nil {
+		return ErrNoBackend
+	}
+	restore := RouteKlog(o.Log)
+	defer restore()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(frameRate)}
+	if o.In != nil {
+		opts = append(opts, tea.WithInput(o.In))
+	}
+	if o.Out != nil {
+		opts = append(opts, tea.WithOutput(o.Out))
+	}
+	if o.Env != nil {
+		opts = append(opts, tea.WithEnvironment(o.Env))
+	}
+	if o.Width > 0 && o.Height > 0 {
+		opts = append(opts, tea.WithWindowSize(o.Width, o.Height))
+	}
+	p := tea.NewProgram(New(ctx, o.Config, o.Deps), opts...)
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("running the TUI: %w", err)
+	}
+	return nil
+}
+
+// RouteKlog sends klog's output (every severity, structured or not) to w,
+// discarding it when w is nil, until the returned function restores klog's
+// own output. While routed, nothing of klog reaches stderr.
+func RouteKlog(w io.Writer) (restore func()) {
+	if w == nil {
+		w = io.Discard
+	}
+	var mu sync.Mutex
+	klog.Flush()
+	klog.SetLogger(funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if prefix != "" {
+			fmt.Fprintln(w, prefix, args)
+			return
+		}
+		fmt.Fprintln(w, args)
+	}, funcr.Options{}))
+	return func() {
+		klog.Flush()
+		klog.ClearLogger()
+	}
+}

@@ -1,0 +1,104 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/status"
+	"k8s.io/klog/v2"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the program's writer and the
+// test's reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRunRoutesKlogAndQuits runs the real program headless: klog lines
+// written while it runs go to Options.Log, never to the screen, and q
+// ends it.
+func TestRunRoutesKlogAndQuits(t *testing.T) {
+	in, inW := io.Pipe()
+	var screen, logs lockedBuffer
+	// klog writes to os.Stderr, which is the terminal in production:
+	// capture it for the duration.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = errW
+	var stderrText bytes.Buffer
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&stderrText, errR); close(copied) }()
+	defer func() { os.Stderr = stderr }()
+	b := &stubBackend{changes: make(chan struct{}), errs: make(chan error), observe: func(bool) []status.Result {
+		klog.ErrorS(errors.New("boom"), "client-go says hello from a probe")
+		return []status.Result{evaluate(healthyObs("db", "etcd-a"))}
+	}}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{
+			Config: Config{Namespace: "db", Probes: true, ProbeInterval: time.Hour},
+			Deps:   Deps{Backend: b},
+			In:     in, Out: &screen, Env: []string{"TERM=xterm", "NO_COLOR=1"}, Log: &logs, Width: 80, Height: 24,
+		})
+	}()
+	testenv.Poll(t, 30*time.Second, func() (bool, error) { return strings.Contains(screen.String(), "etcd-a"), nil })
+	klog.Flush()
+	if _, err := inW.Write([]byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("q did not end the program")
+	}
+	_ = inW.Close()
+	if !strings.Contains(logs.String(), "client-go says hello") {
+		t.Errorf("klog output did not reach Options.Log: %q", logs.String())
+	}
+	os.Stderr = stderr
+	_ = errW.Close()
+	<-copied
+	if strings.Contains(screen.String(), "client-go says hello") || strings.Contains(stderrText.String(), "client-go says hello") {
+		t.Errorf("klog output reached the terminal: stderr %q", stderrText.String())
+	}
+	// Restored: klog writes to its own output again, not to ours.
+	before := logs.String()
+	klog.ErrorS(nil, "after the TUI")
+	klog.Flush()
+	if logs.String() != before {
+		t.Error("klog still writes to the TUI's log after Run returned")
+	}
+}
+
+func TestRunNeedsABackend(t *testing.T) {
+	if err := Run(context.Background(), Options{}); !errors.Is(err, ErrNoBackend) {
+		t.Errorf("Run without a backend: %v", err)
+	}
+}
