@@ -207,7 +207,7 @@ func (c *classifier) engineGates(target string) bool {
 		return false
 	}
 	if c.a.ClusterID == "" {
-		c.block(CodeClusterUnreachable, "", "", "no member answered for the cluster: membership cannot be changed")
+		c.block(CodeClusterUnreachable, "", "", "no member answered for the cluster: membership cannot be changed%s", c.probeFailures())
 		return false
 	}
 	if c.a.MemberList == nil {
@@ -230,6 +230,35 @@ func (c *classifier) engineGates(target string) bool {
 		c.block(CodeLeaderUnknown, "", "", "no leader is agreed by a majority of the answering members (%s): membership changes need a leader", c.a.NoFrontierBecause)
 	}
 	return true
+}
+
+// probeFailures summarises why members did not answer (the engine's
+// errors name hosts and steps, never credentials).
+func (c *classifier) probeFailures() string {
+	var parts []string
+	for _, m := range c.obs.Members {
+		e := m.Engine
+		switch {
+		case m.Pod == nil:
+			parts = append(parts, m.Name+": no pod")
+		case e == nil:
+			parts = append(parts, m.Name+": not probed (pod not running)")
+		case !e.Reachable:
+			kind := e.Failure.String()
+			if kind == "" {
+				kind = "no answer"
+			}
+			msg := e.Err
+			if len(msg) > 160 {
+				msg = msg[:160] + "…"
+			}
+			parts = append(parts, fmt.Sprintf("%s: %s (%s)", m.Name, kind, msg))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
 }
 
 // peerByID finds a member list entry.

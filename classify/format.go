@@ -3,6 +3,8 @@ package classify
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hactl-dev/hactl/model"
 )
 
 // Describe renders a decision as the lines a confirm dialog shows: what
@@ -53,6 +55,23 @@ func Describe(d Decision) []string {
 			add("  %d. [%s] %s", i+1, s.Phase, s.Detail)
 		}
 	}
+	// Why a refusal, await or observe: the verdict's reasons (a plan that
+	// proceeds speaks for itself).
+	var why []model.Reason
+	if d.Verb != VerbProceed && d.Verb != VerbDone {
+		why = d.Verdict
+	}
+	for i, r := range why {
+		if i == maxVerdictLines {
+			add("status: %d more reasons (kubectl hactl status)", len(why)-i)
+			break
+		}
+		who := ""
+		if r.Member != "" {
+			who = " " + r.Member
+		}
+		add("status %s%s: %s", r.Code, who, r.Detail)
+	}
 	for _, n := range d.Notes {
 		add("note %s: %s", n.Code, n.Detail)
 	}
@@ -65,6 +84,9 @@ func Describe(d Decision) []string {
 	}
 	return out
 }
+
+// maxVerdictLines bounds the verdict reasons a description lists.
+const maxVerdictLines = 8
 
 func verbText(d Decision) string {
 	switch d.Verb {

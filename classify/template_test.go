@@ -111,4 +111,13 @@ func TestDescribeShowsFencesQuorumAndOverrides(t *testing.T) {
 	if !strings.Contains(text, "without etcd-1: 1 healthy < 2: quorum would break") || !strings.Contains(text, "refused quorum_would_break") {
 		t.Errorf("quorum refusal not explained:\n%s", text)
 	}
+	if !strings.Contains(text, "status member_unreachable etcd-2:") {
+		t.Errorf("a refusal does not list the verdict's reasons:\n%s", text)
+	}
+	o = healthy()
+	down(&o, 2)
+	text = strings.Join(Describe(Classify(o, intentFor(model.ActionReplace, "etcd-2"), now)), "\n")
+	if strings.Contains(text, "status ") {
+		t.Errorf("a plan that proceeds lists verdict reasons:\n%s", text)
+	}
 }

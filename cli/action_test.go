@@ -412,6 +412,7 @@ func TestActionsNeverPrintSecrets(t *testing.T) {
 		{"explain", "etcd", "etcd-1"},
 	} {
 		out, errOut, code := run(t, append([]string{"-n", ns, "--request-timeout", "10s"}, args...)...)
+		t.Logf("%v: exit %d\n%s%s", args, code, out, errOut)
 		if strings.Contains(out+errOut, marker) {
 			t.Fatalf("%v printed the Secret's contents (exit %d):\n%s\n%s", args, code, out, errOut)
 		}
@@ -419,7 +420,7 @@ func TestActionsNeverPrintSecrets(t *testing.T) {
 			t.Errorf("%v acted on a cluster whose members cannot be reached: exit 0", args)
 		}
 		if !strings.Contains(out+errOut, "credentials") && !strings.Contains(out+errOut, "etcd-client-tls") {
-			t.Errorf("%v does not say the credentials are the problem:\n%s\n%s", args, out, errOut)
+			t.Errorf("%v (exit %d) does not say the credentials are the problem:\n%s\n%s", args, code, out, errOut)
 		}
 	}
 	evs, _ := admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})

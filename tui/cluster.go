@@ -61,7 +61,7 @@ func (m Model) clusterKey(msg tea.KeyPressMsg, k KeyMap, n int) (Model, tea.Cmd)
 		if m.cfg.ReadOnly {
 			m.setStatus(true, "read-only: actions are disabled (%s)", m.cfg.ReadOnlyReason)
 		} else {
-			m.setStatus(true, "actions are not available here")
+			m.setStatus(true, "%s", m.noActionsWhy())
 		}
 	}
 	return m, nil

@@ -102,7 +102,7 @@ func actionFor(k KeyMap, msg tea.KeyPressMsg) (model.Action, bool) {
 func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 	switch {
 	case m.actions == nil:
-		m.setStatus(true, "actions are not available here")
+		m.setStatus(true, "%s", m.noActionsWhy())
 		return m, nil
 	case !explain && m.cfg.ReadOnly:
 		m.setStatus(true, "read-only: actions are disabled (%s)", m.cfg.ReadOnlyReason)

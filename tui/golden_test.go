@@ -6,6 +6,7 @@ import (
 
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
 )
 
 func TestGoldenClusters(t *testing.T) {
@@ -33,6 +34,17 @@ func TestGoldenClusterHealthy(t *testing.T) {
 
 func TestGoldenReadiness(t *testing.T) {
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, learnerObs("db", "etcd-main"))
+	// Twelve more probes: the learner catches up from 4000 entries behind;
+	// in the middle one probe found no frontier.
+	for i := 1; i <= 12; i++ {
+		o := learnerObs("db", "etcd-main")
+		o.Members[2].Engine.RaftApplied = 1000 + uint64(i)*350
+		if i == 6 {
+			o.Members[0].Engine.Reachable = false
+		}
+		r := evaluate(o)
+		m = send(t, m, observedMsg{seq: uint64(i), probed: true, results: []status.Result{r}, facts: factsOf([]status.Result{r}), at: now})
+	}
 	m = press(t, m, "enter", "3")
 	golden(t, m, "readiness")
 }

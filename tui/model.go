@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -186,6 +185,11 @@ func (m Model) clockTime(t time.Time) string { return t.In(m.now().Location()).F
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
+		if msg.Width <= 0 || msg.Height <= 0 {
+			// A size the terminal could not tell: keep drawing at the last
+			// one rather than blanking the screen.
+			return m, nil
+		}
 		m.width, m.height = msg.Width, msg.Height
 		m.help.SetWidth(msg.Width)
 		m.filter.SetWidth(max(10, msg.Width-4))
@@ -251,129 +255,6 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.updateDialog(msg)
 	}
 	return m, nil
-}
-
-// observe reads (and with probe, probes) every cluster in a Cmd.
-func (m *Model) observe(probe bool) tea.Cmd {
-	if m.backend == nil {
-		return nil
-	}
-	m.seq++
-	seq, b, ctx, facts, opts, now := m.seq, m.backend, m.ctx, m.facts, m.cfg.Verdict, m.cfg.Now
-	return func() tea.Msg {
-		rs, warn, err := b.Observe(ctx, probe)
-		msg := observedMsg{seq: seq, probed: probe, results: rs, warnings: warn, err: err, at: now()}
-		if err != nil {
-			return msg
-		}
-		if probe {
-			msg.facts = factsOf(rs)
-		} else {
-			msg.results = graft(rs, facts, opts, msg.at)
-		}
-		return msg
-	}
-}
-
-func (m Model) waitChange() tea.Cmd {
-	if m.backend == nil {
-		return nil
-	}
-	ch := m.backend.Changes()
-	return func() tea.Msg {
-		if _, ok := <-ch; !ok {
-			return nil
-		}
-		return changedMsg{}
-	}
-}
-
-func (m Model) waitError() tea.Cmd {
-	if m.backend == nil {
-		return nil
-	}
-	ch := m.backend.Errors()
-	return func() tea.Msg {
-		err, ok := <-ch
-		if !ok {
-			return nil
-		}
-		return watchErrMsg{err: err}
-	}
-}
-
-// applyObserved takes in one observation and schedules what follows it.
-func (m Model) applyObserved(msg observedMsg) (tea.Model, tea.Cmd) {
-	var cmds []tea.Cmd
-	if msg.probed {
-		m.probing = false
-		interval := m.cfg.ProbeInterval
-		cmds = append(cmds, tea.Tick(interval, func(time.Time) tea.Msg { return probeTickMsg{} }))
-	} else {
-		m.refreshing = false
-		if m.refreshPending {
-			m.refreshPending = false
-			m.refreshing = true
-			cmds = append(cmds, m.observe(false))
-		}
-	}
-	if msg.err != nil {
-		m.lastErr = msg.err
-		m.setStatus(true, "%v", msg.err)
-		return m, tea.Batch(cmds...)
-	}
-	if m.lastErr != nil {
-		m.lastErr = nil
-		m.clearStatus()
-	}
-	m.warnings = msg.warnings
-	if msg.probed {
-		m.facts = msg.facts
-		m.probedAt = msg.at
-		m.history.record(msg.results, msg.at)
-		if msg.seq < m.appliedSeq {
-			// A cache read overtook this probe: graft the new facts into a
-			// fresh read instead of showing older pod data.
-			if !m.refreshing {
-				m.refreshing = true
-				cmds = append(cmds, m.observe(false))
-			} else {
-				m.refreshPending = true
-			}
-			return m, tea.Batch(cmds...)
-		}
-	} else if msg.seq < m.appliedSeq {
-		return m, tea.Batch(cmds...)
-	}
-	m.appliedSeq = msg.seq
-	m.setResults(msg.results)
-	return m, tea.Batch(cmds...)
-}
-
-// setResults stores results sorted by namespace and name and keeps the
-// cursors in range.
-func (m *Model) setResults(rs []status.Result) {
-	rs = append([]status.Result(nil), rs...)
-	sort.Slice(rs, func(i, j int) bool {
-		return clusterKey(rs[i].Observation.Cluster) < clusterKey(rs[j].Observation.Cluster)
-	})
-	m.results = rs
-	m.loaded = true
-	if m.focus != "" && !strings.Contains(m.focus, "/") {
-		// A bare name given with all namespaces in scope: take the first
-		// cluster of that name.
-		for _, r := range rs {
-			if r.Observation.Cluster.Name == m.focus {
-				m.focus = clusterKey(r.Observation.Cluster)
-				break
-			}
-		}
-	}
-	m.clusters.move(0, len(m.visibleClusters()))
-	if r, ok := m.focused(); ok {
-		m.members.move(0, len(m.visibleMembers(r)))
-		m.readiness.move(0, len(m.visibleMembers(r)))
-	}
 }
 
 // focused returns the result of the cluster shown on screenCluster.
@@ -487,164 +368,12 @@ func (m Model) back() Model {
 	return m
 }
 
-// View implements tea.Model.
-func (m Model) View() tea.View {
-	v := tea.NewView(m.Render())
-	v.AltScreen = true
-	v.WindowTitle = "kubectl hactl"
-	return v
-}
-
-// Render draws the whole screen as exactly height lines of at most width
-// cells.
-func (m Model) Render() string {
-	w, h := m.width, m.height
-	if w <= 0 || h <= 0 {
-		return ""
+// noActionsWhy says why no action can be offered.
+func (m Model) noActionsWhy() string {
+	if !m.cfg.Probes {
+		return "actions are not available: they need the members probed (run without --no-probe)"
 	}
-	bodyH := max(0, h-4)
-	var body []string
-	switch {
-	case m.showHelp:
-		body = m.helpBody(w)
-	case m.lastErr != nil && !m.loaded:
-		body = m.errorBody(w)
-	case !m.loaded:
-		body = []string{"", "  " + m.theme.Dim.Render("reading clusters…")}
-	case m.screen == screenClusters:
-		body = m.clustersBody(w, bodyH)
-	default:
-		body = m.clusterBody(w, bodyH)
-	}
-	body = clip(body, w, bodyH)
-	if m.dialog != nil {
-		body = m.dialog.overlay(m.theme, body, w, bodyH)
-	}
-	lines := []string{m.titleLine(w), m.subtitleLine(w)}
-	lines = append(lines, body...)
-	lines = append(lines, m.statusLine(w), m.helpLine(w))
-	return strings.Join(clip(lines, w, h), "\n")
-}
-
-func (m Model) titleLine(w int) string {
-	t := m.theme
-	left := t.Title.Render("kubectl hactl")
-	scope := "all namespaces"
-	if m.cfg.Namespace != "" {
-		scope = "ns " + m.cfg.Namespace
-	}
-	if m.cfg.Context != "" {
-		scope = m.cfg.Context + " · " + scope
-	}
-	left += " " + t.Crumb.Render(scope)
-	right := ""
-	if m.screen == screenCluster {
-		name := m.focus
-		if m.cfg.Namespace != "" {
-			name = strings.TrimPrefix(name, m.cfg.Namespace+"/")
-		}
-		left += t.Crumb.Render(" › ") + t.Bold.Render(name)
-		if r, ok := m.focused(); ok {
-			right = t.verdictBadge(r.Verdict)
-		}
-	}
-	if m.cfg.ReadOnly {
-		right = strings.TrimSpace(t.Dim.Render("[read-only]") + " " + right)
-	}
-	return spread(left, right, w)
-}
-
-func (m Model) subtitleLine(w int) string {
-	t := m.theme
-	if m.screen == screenCluster {
-		var parts []string
-		for i := tab(0); i < numTabs; i++ {
-			label := fmt.Sprintf("%d:%s", i+1, i)
-			if i == m.tab {
-				parts = append(parts, t.TabActive.Render(label))
-			} else {
-				parts = append(parts, t.Tab.Render(label))
-			}
-		}
-		return spread(strings.Join(parts, "  "), t.Dim.Render(m.freshness()), w)
-	}
-	n, ok := len(m.results), 0
-	for _, r := range m.results {
-		if r.Verdict.FailoverReady {
-			ok++
-		}
-	}
-	left := t.Dim.Render(fmt.Sprintf("%s · %d failover-ready", plural(n, "cluster"), ok))
-	return spread(left, t.Dim.Render(m.freshness()), w)
-}
-
-// freshness says when members were last probed.
-func (m Model) freshness() string {
-	switch {
-	case !m.cfg.Probes:
-		return "members not probed (--no-probe)"
-	case m.probing && m.probedAt.IsZero():
-		return "probing…"
-	case m.probedAt.IsZero():
-		return ""
-	}
-	return "probed " + m.clockTime(m.probedAt) + fmt.Sprintf(" · every %s", m.cfg.ProbeInterval)
-}
-
-func (m Model) statusLine(w int) string {
-	if m.filtering {
-		return m.filter.View()
-	}
-	t := m.theme
-	if m.statusText != "" {
-		if m.statusError {
-			return t.StatusError.Render(m.statusText)
-		}
-		return t.StatusInfo.Render(m.statusText)
-	}
-	if f := m.filter.Value(); f != "" {
-		return t.StatusInfo.Render("filter: " + f + "  (esc clears)")
-	}
-	if m.action != nil {
-		return t.StatusInfo.Render(m.action.summary())
-	}
-	if len(m.warnings) > 0 {
-		return t.StatusInfo.Render("warning: " + m.warnings[0])
-	}
-	return ""
-}
-
-func (m Model) helpLine(w int) string {
-	hm := m.help
-	hm.ShowAll = false
-	if m.dialog != nil {
-		return hm.ShortHelpView(dialogHelp())
-	}
-	return hm.ShortHelpView(m.keys.helpFor(m.screen).short)
-}
-
-func (m Model) helpBody(w int) []string {
-	hm := m.help
-	hm.ShowAll = true
-	lines := []string{"", "  " + m.theme.Section.Render("Keys"), ""}
-	for _, l := range strings.Split(hm.FullHelpView(m.keys.FullHelp()), "\n") {
-		lines = append(lines, "  "+l)
-	}
-	lines = append(lines, "")
-	if m.cfg.ReadOnly {
-		lines = append(lines, "  "+m.theme.Dim.Render("Actions are disabled: "+m.cfg.ReadOnlyReason+"."))
-	} else if m.actions == nil {
-		lines = append(lines, "  "+m.theme.Dim.Render("Actions are not available here."))
-	}
-	lines = append(lines, "  "+m.theme.Dim.Render("Every action is also a CLI verb: kubectl hactl replace|reseed|seed|explain."))
-	lines = append(lines, "  "+m.theme.Dim.Render("? or esc closes this help."))
-	return lines
-}
-
-func (m Model) errorBody(w int) []string {
-	lines := []string{"", "  " + m.theme.Bad.Render("Cannot read the clusters:"), ""}
-	lines = append(lines, wrap(m.lastErr.Error(), w-2, "  ")...)
-	return append(lines, "", "  "+m.theme.Dim.Render("q quits"))
+	return "actions are not available here"
 }
 
 // visibleClusters are the results the clusters view lists (filtered).

@@ -154,6 +154,16 @@ func TestResizeKeepsFrameInBounds(t *testing.T) {
 	}
 }
 
+func TestUnknownSizeKeepsTheFrame(t *testing.T) {
+	m := newTestModel(t, Config{}, Deps{}, healthyObs("db", "etcd-a"))
+	m = send(t, m, tea.WindowSizeMsg{Width: 0, Height: 0})
+	f := frame(m)
+	checkFrame(t, f, 80, 24)
+	if !strings.Contains(f, "etcd-a") {
+		t.Errorf("a zero window size blanked the screen:\n%s", f)
+	}
+}
+
 func TestReadOnlyDisablesActions(t *testing.T) {
 	acts := &stubActions{}
 	m := newTestModel(t, Config{Namespace: "db", ReadOnly: true, ReadOnlyReason: "--readonly"}, Deps{Actions: acts}, degradedObs("db", "etcd-b"))

@@ -45,19 +45,10 @@ func (m Model) readinessBody(r status.Result, w, h int) []string {
 		{title: "HISTORY", min: 10},
 	}
 	rows := make([][]cell, 0, len(ms))
-	fixed := 0
-	for _, c := range cols[:5] {
-		fixed += c.max + 1
-	}
-	histW := max(10, w-fixed-12)
+	series := make([][]*int64, 0, len(ms))
 	for _, mem := range ms {
-		series := m.history.lags(r.Observation.Cluster, mem.Name)
-		var scale int64 = int64(thr)
-		for _, v := range series {
-			if v != nil && *v > scale {
-				scale = *v
-			}
-		}
+		lags := m.history.lags(r.Observation.Cluster, mem.Name)
+		series = append(series, lags)
 		vs := "[  unknown ]"
 		if mem.Lag != nil {
 			vs = "[" + bar(float64(*mem.Lag)/float64(thr), 10) + "]"
@@ -73,10 +64,30 @@ func (m Model) readinessBody(r status.Result, w, h int) []string {
 		}
 		rows = append(rows, []cell{
 			plain(mem.Name), plain(mem.Engine.Role().String()), styled(mem.Phase.String(), t.phase(mem.Phase)),
-			plain(lagText(mem.Lag)), vsCell, plain(sparkline(series, scale, histW)),
+			plain(lagText(mem.Lag)), vsCell, plain(""),
 		})
 	}
 	tb := newTable(cols, rows, w)
+	// The history takes the width the other columns leave.
+	hist := len(cols) - 1
+	if tb.widths[hist] > 0 {
+		used := 1
+		for i, x := range tb.widths {
+			if x > 0 && i != hist {
+				used += x + 1
+			}
+		}
+		tb.widths[hist] = max(tb.widths[hist], w-used)
+		for i, lags := range series {
+			var scale = int64(thr)
+			for _, v := range lags {
+				if v != nil && *v > scale {
+					scale = *v
+				}
+			}
+			rows[i][hist] = plain(sparkline(lags, scale, tb.widths[hist]))
+		}
+	}
 	tableH := max(1, min(len(rows), h-len(lines)-6))
 	cur := m.readiness.cursor
 	lines = append(lines, tb.header(t))

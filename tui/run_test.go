@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"image/color"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/status"
 	"k8s.io/klog/v2"
@@ -100,5 +103,57 @@ func TestRunRoutesKlogAndQuits(t *testing.T) {
 func TestRunNeedsABackend(t *testing.T) {
 	if err := Run(context.Background(), Options{}); !errors.Is(err, ErrNoBackend) {
 		t.Errorf("Run without a backend: %v", err)
+	}
+}
+
+// runOnce runs the program headless with env until it drew etcd-a, then
+// quits it, and returns what it wrote.
+func runOnce(t *testing.T, env []string) string {
+	t.Helper()
+	in, inW := io.Pipe()
+	defer inW.Close()
+	var screen lockedBuffer
+	b := &stubBackend{changes: make(chan struct{}), errs: make(chan error), observe: func(bool) []status.Result {
+		return []status.Result{evaluate(degradedObs("db", "etcd-a"))}
+	}}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{Config: Config{Namespace: "db", Probes: true, ProbeInterval: time.Hour},
+			Deps: Deps{Backend: b}, In: in, Out: &screen, Env: env, Width: 80, Height: 24})
+	}()
+	testenv.Poll(t, 30*time.Second, func() (bool, error) { return strings.Contains(screen.String(), "NOT failover-ready"), nil })
+	if _, err := inW.Write([]byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return screen.String()
+}
+
+// colourSGR matches an SGR sequence that sets a foreground colour.
+var colourSGR = regexp.MustCompile(`\x1b\[[0-9;]*(3[0-7]|38;[25];[0-9;]+|9[0-7])m`)
+
+// TestNoColorIsHonoured: the program takes its colour profile from the
+// environment it is given (TTY_FORCE stands in for a terminal here).
+func TestNoColorIsHonoured(t *testing.T) {
+	if out := runOnce(t, []string{"TTY_FORCE=1", "TERM=xterm-256color", "COLORTERM=truecolor"}); !colourSGR.MatchString(out) {
+		t.Fatal("no colour on a colour terminal: the check below could not fail")
+	}
+	if out := runOnce(t, []string{"TTY_FORCE=1", "TERM=xterm-256color", "COLORTERM=truecolor", "NO_COLOR=1"}); colourSGR.MatchString(out) {
+		t.Errorf("colours with NO_COLOR set: %q", colourSGR.FindString(out))
+	}
+}
+
+func TestBackgroundPicksTheTheme(t *testing.T) {
+	m := newTestModel(t, Config{}, Deps{}, healthyObs("db", "etcd-a"))
+	dark := m.theme.Good.GetForeground()
+	m = send(t, m, tea.BackgroundColorMsg{Color: color.White})
+	if light := m.theme.Good.GetForeground(); light == dark {
+		t.Error("a light background kept the dark theme's colours")
+	}
+	m = send(t, m, tea.BackgroundColorMsg{Color: color.Black})
+	if m.theme.Good.GetForeground() != dark {
+		t.Error("a dark background did not bring the dark theme back")
 	}
 }

@@ -68,13 +68,18 @@ func TestTUIOnFixtures(t *testing.T) {
 		if strings.Contains(scr, "etcd-broken") {
 			t.Errorf("the filter left etcd-broken on screen:\n%s", scr)
 		}
-		// Actions are not offered without the executor; r says so.
+		// r decides through the real executor's observation: no member
+		// answers, so the classifier refuses and nothing can run.
 		s.keys("Escape")
 		s.waitGone(30*time.Second, "filter: good")
 		s.keys("Enter")
 		s.waitFor(30*time.Second, "1:members")
 		s.keys("r")
-		s.waitFor(30*time.Second, "not available")
+		s.waitFor(time.Minute, "replace etcd-broken-0 in "+ns, "REFUSED", "Refused: nothing will be done")
+		s.keys("Enter")
+		s.waitFor(30*time.Second, "this decision cannot run")
+		s.keys("Escape")
+		s.waitFor(30*time.Second, "cancelled: nothing was changed")
 		s.keys("q")
 		if code := s.exited(30 * time.Second); code != 0 {
 			t.Errorf("exit %d after q", code)

@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/sandbox"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // startSandbox starts a sandbox with the given scenarios (the supervisor
@@ -56,14 +60,21 @@ func memberClient(t testing.TB, url string) *clientv3.Client {
 // titleVerdict is the verdict at the end of the TUI's first line.
 var titleVerdict = regexp.MustCompile(`(?m)\A[^\n]*?(NOT control-ready|NOT failover-ready|failover-ready)\s*\n`)
 
-// TestTUIReplaceOnSandbox is the issue's end-to-end acceptance: open the
-// TUI on the sandbox, go to the degraded cluster, see the reason, replace
-// the broken member through the dialog (typing its name), watch it
-// converge to failover-ready, quit; a sentinel key written before is on
-// every member afterwards, each asked on its own.
-func TestTUIReplaceOnSandbox(t *testing.T) {
-	sb := startSandbox(t, "crashloop")
+// TestTUIOnSandbox drives the real binary's TUI in tmux against the
+// sandbox: real etcd members behind kwok port-forwards, a real S3 store.
+func TestTUIOnSandbox(t *testing.T) {
+	sb := startSandbox(t, "crashloop", "healthy")
 	dir := buildBinary(t)
+	t.Run("replace the crash-looping member", func(t *testing.T) { replaceOnSandbox(t, sb, dir) })
+	t.Run("seed a generation", func(t *testing.T) { seedOnSandbox(t, sb, dir) })
+}
+
+// replaceOnSandbox is the issue's end-to-end acceptance: open the TUI on
+// the sandbox, go to the degraded cluster, see the reason, replace the
+// broken member through the dialog (typing its name), watch it converge
+// to failover-ready, quit; a sentinel key written before is on every
+// member afterwards, each asked on its own.
+func replaceOnSandbox(t *testing.T, sb *sandbox.Sandbox, dir string) {
 	ns, cluster, victim := sb.State.Namespace, "crashloop", "crashloop-2"
 
 	// The sentinel, through a healthy member.
@@ -153,5 +164,67 @@ func TestTUIReplaceOnSandbox(t *testing.T) {
 	}
 	if seen != 3 {
 		t.Errorf("checked the sentinel on %d members, want 3", seen)
+	}
+}
+
+// seedOnSandbox takes a seed generation of the healthy cluster through
+// the dialog into the sandbox's S3 store (named by the StatefulSet's
+// annotations, credentials by Secret reference) and sees it listed as
+// complete; no credential ever reaches the screen.
+func seedOnSandbox(t *testing.T, sb *sandbox.Sandbox, dir string) {
+	ns, cluster := sb.State.Namespace, "healthy"
+	s3, err := sb.S3()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sb.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := testenv.Clientset(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "seed-store"},
+		Data:       map[string][]byte{artifact.SecretKeyAccessKeyID: []byte(s3.AccessKey), artifact.SecretKeySecretAccessKey: []byte(s3.SecretKey)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:"seed-store"}}}`, artifact.AnnotationStore,
+		fmt.Sprintf("s3://%s/tui-e2e?endpoint=%s&use_path_style=true&region=%s", s3.Bucket, s3.Endpoint, s3.Region), artifact.AnnotationStoreSecret)
+	if _, err := kube.AppsV1().StatefulSets(ns).Patch(ctx, cluster, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	s := startTmux(t, 100, 30, []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"},
+		filepath.Join(dir, "kubectl-hactl"), "--kubeconfig", sb.Kubeconfig, "tui", "-n", ns, cluster)
+	var screens []string
+	seen := func(scr string) string { screens = append(screens, scr); return scr }
+	seen(s.waitFor(2*time.Minute, "› "+cluster, "failover-ready"))
+	s.keys("2")
+	seen(s.waitFor(time.Minute, "Seed generations", "none yet"))
+	s.keys("s")
+	seen(s.waitFor(30*time.Second, "Generation ID for the new seed generation"))
+	for range len("20060102-150405") {
+		s.keys("BSpace")
+	}
+	s.text("tui-e2e")
+	seen(s.waitFor(30*time.Second, "> healthy-tui-e2e"))
+	s.keys("Enter")
+	seen(s.waitFor(2*time.Minute, "seed", "will proceed", "enter runs"))
+	s.keys("Enter")
+	seen(s.waitMatch(5*time.Minute, regexp.MustCompile(`finished: published|stopped in`)))
+	scr := seen(s.waitFor(time.Minute, "healthy-tui-e2e", "complete"))
+	if strings.Contains(scr, "stopped in") {
+		t.Fatalf("the seed stopped:\n%s", scr)
+	}
+	s.keys("q")
+	if code := s.exited(30 * time.Second); code != 0 {
+		t.Errorf("exit %d after q", code)
+	}
+	for _, scr := range screens {
+		if strings.Contains(scr, s3.SecretKey) || strings.Contains(scr, s3.AccessKey) {
+			t.Fatal("a store credential reached the screen")
+		}
 	}
 }

@@ -57,7 +57,9 @@ func startTmux(t testing.TB, width, height int, env []string, argv ...string) *s
 		";", "set-option", "-t", s.name, "remain-on-exit", "on")
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("last screen:\n%s", s.screen())
+			state, _ := exec.Command("tmux", "-L", s.socket, "display-message", "-p", "-t", s.name,
+				"pane #{pane_width}x#{pane_height} dead=#{pane_dead} status=#{pane_dead_status} signal=#{pane_dead_signal} pid=#{pane_pid} alternate=#{alternate_on}").CombinedOutput()
+			t.Logf("last screen (%s):\n%s", strings.TrimSpace(string(state)), s.screen())
 		}
 		_ = exec.Command("tmux", "-L", s.socket, "kill-server").Run()
 	})

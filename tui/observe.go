@@ -1,0 +1,133 @@
+package tui
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// observe reads (and with probe, probes) every cluster in a Cmd.
+func (m *Model) observe(probe bool) tea.Cmd {
+	if m.backend == nil {
+		return nil
+	}
+	m.seq++
+	seq, b, ctx, facts, opts, now := m.seq, m.backend, m.ctx, m.facts, m.cfg.Verdict, m.cfg.Now
+	return func() tea.Msg {
+		rs, warn, err := b.Observe(ctx, probe)
+		msg := observedMsg{seq: seq, probed: probe, results: rs, warnings: warn, err: err, at: now()}
+		if err != nil {
+			return msg
+		}
+		if probe {
+			msg.facts = factsOf(rs)
+		} else {
+			msg.results = graft(rs, facts, opts, msg.at)
+		}
+		return msg
+	}
+}
+
+func (m Model) waitChange() tea.Cmd {
+	if m.backend == nil {
+		return nil
+	}
+	ch := m.backend.Changes()
+	return func() tea.Msg {
+		if _, ok := <-ch; !ok {
+			return nil
+		}
+		return changedMsg{}
+	}
+}
+
+func (m Model) waitError() tea.Cmd {
+	if m.backend == nil {
+		return nil
+	}
+	ch := m.backend.Errors()
+	return func() tea.Msg {
+		err, ok := <-ch
+		if !ok {
+			return nil
+		}
+		return watchErrMsg{err: err}
+	}
+}
+
+// applyObserved takes in one observation and schedules what follows it.
+func (m Model) applyObserved(msg observedMsg) (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	if msg.probed {
+		m.probing = false
+		interval := m.cfg.ProbeInterval
+		cmds = append(cmds, tea.Tick(interval, func(time.Time) tea.Msg { return probeTickMsg{} }))
+	} else {
+		m.refreshing = false
+		if m.refreshPending {
+			m.refreshPending = false
+			m.refreshing = true
+			cmds = append(cmds, m.observe(false))
+		}
+	}
+	if msg.err != nil {
+		m.lastErr = msg.err
+		m.setStatus(true, "%v", msg.err)
+		return m, tea.Batch(cmds...)
+	}
+	if m.lastErr != nil {
+		m.lastErr = nil
+		m.clearStatus()
+	}
+	m.warnings = msg.warnings
+	if msg.probed {
+		m.facts = msg.facts
+		m.probedAt = msg.at
+		m.history.record(msg.results, msg.at)
+		if msg.seq < m.appliedSeq {
+			// A cache read overtook this probe: graft the new facts into a
+			// fresh read instead of showing older pod data.
+			if !m.refreshing {
+				m.refreshing = true
+				cmds = append(cmds, m.observe(false))
+			} else {
+				m.refreshPending = true
+			}
+			return m, tea.Batch(cmds...)
+		}
+	} else if msg.seq < m.appliedSeq {
+		return m, tea.Batch(cmds...)
+	}
+	m.appliedSeq = msg.seq
+	m.setResults(msg.results)
+	return m, tea.Batch(cmds...)
+}
+
+// setResults stores results sorted by namespace and name and keeps the
+// cursors in range.
+func (m *Model) setResults(rs []status.Result) {
+	rs = append([]status.Result(nil), rs...)
+	sort.Slice(rs, func(i, j int) bool {
+		return clusterKey(rs[i].Observation.Cluster) < clusterKey(rs[j].Observation.Cluster)
+	})
+	m.results = rs
+	m.loaded = true
+	if m.focus != "" && !strings.Contains(m.focus, "/") {
+		// A bare name given with all namespaces in scope: take the first
+		// cluster of that name.
+		for _, r := range rs {
+			if r.Observation.Cluster.Name == m.focus {
+				m.focus = clusterKey(r.Observation.Cluster)
+				break
+			}
+		}
+	}
+	m.clusters.move(0, len(m.visibleClusters()))
+	if r, ok := m.focused(); ok {
+		m.members.move(0, len(m.visibleMembers(r)))
+		m.readiness.move(0, len(m.visibleMembers(r)))
+	}
+}

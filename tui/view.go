@@ -1,0 +1,168 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// View implements tea.Model.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	v.WindowTitle = "kubectl hactl"
+	return v
+}
+
+// Render draws the whole screen as exactly height lines of at most width
+// cells.
+func (m Model) Render() string {
+	w, h := m.width, m.height
+	if w <= 0 || h <= 0 {
+		return ""
+	}
+	bodyH := max(0, h-4)
+	var body []string
+	switch {
+	case m.showHelp:
+		body = m.helpBody(w)
+	case m.lastErr != nil && !m.loaded:
+		body = m.errorBody(w)
+	case !m.loaded:
+		body = []string{"", "  " + m.theme.Dim.Render("reading clusters…")}
+	case m.screen == screenClusters:
+		body = m.clustersBody(w, bodyH)
+	default:
+		body = m.clusterBody(w, bodyH)
+	}
+	body = clip(body, w, bodyH)
+	if m.dialog != nil {
+		body = m.dialog.overlay(m.theme, body, w, bodyH)
+	}
+	lines := []string{m.titleLine(w), m.subtitleLine(w)}
+	lines = append(lines, body...)
+	lines = append(lines, m.statusLine(w), m.helpLine(w))
+	return strings.Join(clip(lines, w, h), "\n")
+}
+
+func (m Model) titleLine(w int) string {
+	t := m.theme
+	left := t.Title.Render("kubectl hactl")
+	scope := "all namespaces"
+	if m.cfg.Namespace != "" {
+		scope = "ns " + m.cfg.Namespace
+	}
+	if m.cfg.Context != "" {
+		scope = m.cfg.Context + " · " + scope
+	}
+	left += " " + t.Crumb.Render(scope)
+	right := ""
+	if m.screen == screenCluster {
+		name := m.focus
+		if m.cfg.Namespace != "" {
+			name = strings.TrimPrefix(name, m.cfg.Namespace+"/")
+		}
+		left += t.Crumb.Render(" › ") + t.Bold.Render(name)
+		if r, ok := m.focused(); ok {
+			right = t.verdictBadge(r.Verdict)
+		}
+	}
+	if m.cfg.ReadOnly {
+		right = strings.TrimSpace(t.Dim.Render("[read-only]") + " " + right)
+	}
+	return spread(left, right, w)
+}
+
+func (m Model) subtitleLine(w int) string {
+	t := m.theme
+	if m.screen == screenCluster {
+		var parts []string
+		for i := tab(0); i < numTabs; i++ {
+			label := fmt.Sprintf("%d:%s", i+1, i)
+			if i == m.tab {
+				parts = append(parts, t.TabActive.Render(label))
+			} else {
+				parts = append(parts, t.Tab.Render(label))
+			}
+		}
+		return spread(strings.Join(parts, "  "), t.Dim.Render(m.freshness()), w)
+	}
+	n, ok := len(m.results), 0
+	for _, r := range m.results {
+		if r.Verdict.FailoverReady {
+			ok++
+		}
+	}
+	left := t.Dim.Render(fmt.Sprintf("%s · %d failover-ready", plural(n, "cluster"), ok))
+	return spread(left, t.Dim.Render(m.freshness()), w)
+}
+
+// freshness says when members were last probed.
+func (m Model) freshness() string {
+	switch {
+	case !m.cfg.Probes:
+		return "members not probed (--no-probe)"
+	case m.probing && m.probedAt.IsZero():
+		return "probing…"
+	case m.probedAt.IsZero():
+		return ""
+	}
+	return "probed " + m.clockTime(m.probedAt) + fmt.Sprintf(" · every %s", m.cfg.ProbeInterval)
+}
+
+func (m Model) statusLine(w int) string {
+	if m.filtering {
+		return m.filter.View()
+	}
+	t := m.theme
+	if m.statusText != "" {
+		if m.statusError {
+			return t.StatusError.Render(m.statusText)
+		}
+		return t.StatusInfo.Render(m.statusText)
+	}
+	if f := m.filter.Value(); f != "" {
+		return t.StatusInfo.Render("filter: " + f + "  (esc clears)")
+	}
+	if m.action != nil {
+		return t.StatusInfo.Render(m.action.summary())
+	}
+	if len(m.warnings) > 0 {
+		return t.StatusInfo.Render("warning: " + m.warnings[0])
+	}
+	return ""
+}
+
+func (m Model) helpLine(w int) string {
+	hm := m.help
+	hm.ShowAll = false
+	if m.dialog != nil {
+		return hm.ShortHelpView(dialogHelp())
+	}
+	return hm.ShortHelpView(m.keys.helpFor(m.screen).short)
+}
+
+func (m Model) helpBody(w int) []string {
+	hm := m.help
+	hm.ShowAll = true
+	lines := []string{"", "  " + m.theme.Section.Render("Keys"), ""}
+	for _, l := range strings.Split(hm.FullHelpView(m.keys.FullHelp()), "\n") {
+		lines = append(lines, "  "+l)
+	}
+	lines = append(lines, "")
+	if m.cfg.ReadOnly {
+		lines = append(lines, "  "+m.theme.Dim.Render("Actions are disabled: "+m.cfg.ReadOnlyReason+"."))
+	} else if m.actions == nil {
+		lines = append(lines, "  "+m.theme.Dim.Render(m.noActionsWhy()+"."))
+	}
+	lines = append(lines, "  "+m.theme.Dim.Render("Every action is also a CLI verb: kubectl hactl replace|reseed|seed|explain."))
+	lines = append(lines, "  "+m.theme.Dim.Render("? or esc closes this help."))
+	return lines
+}
+
+func (m Model) errorBody(w int) []string {
+	lines := []string{"", "  " + m.theme.Bad.Render("Cannot read the clusters:"), ""}
+	lines = append(lines, wrap(m.lastErr.Error(), w-2, "  ")...)
+	return append(lines, "", "  "+m.theme.Dim.Render("q quits"))
+}
