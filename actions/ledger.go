@@ -64,13 +64,19 @@ func ReadLedger(ctx context.Context, c kubernetes.Interface, namespace, cluster 
 	if err != nil {
 		return LedgerContents{}, fmt.Errorf("reading ledger configmap %s/%s: %w", namespace, LockName(cluster), err)
 	}
+	return DecodeLedger(cm), nil
+}
+
+// DecodeLedger reads the entries of a ledger ConfigMap already fetched
+// (status lists them all with one call, by the hactl.dev/cluster label).
+func DecodeLedger(cm *corev1.ConfigMap) LedgerContents {
 	d := decodeLedger(cm)
 	out := LedgerContents{ClusterID: d.clusterID, Unreadable: d.unreadable}
 	for _, e := range d.entries {
 		out.Entries = append(out.Entries, *e)
 	}
 	sortEntries(out.Entries)
-	return out, nil
+	return out
 }
 
 type ledgerData struct {

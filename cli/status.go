@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/portforward"
@@ -21,6 +22,7 @@ import (
 	"github.com/hactl-dev/hactl/verdict"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -50,6 +52,7 @@ type StatusOptions struct {
 	client     kubernetes.Interface
 	dial       engine.DialFunc
 	outIsTTY   bool
+	ledgers    map[string][]model.LedgerEntry
 
 	genericiooptions.IOStreams
 }
@@ -231,6 +234,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return o.runWatch(ctx)
 	}
 	results, warn, err := o.observer(status.APISource{Client: o.client}).Observe(ctx, o.Namespace, o.Name)
+	o.readLedgers(ctx)
 	o.warn(warn)
 	if err != nil {
 		return err
@@ -261,7 +265,7 @@ func (o *StatusOptions) print(w io.Writer, results []status.Result, stream bool)
 	case "", "wide":
 		list := make([]*status.ClusterStatus, 0, len(results))
 		for _, r := range results {
-			list = append(list, status.ToAPI(r))
+			list = append(list, o.toAPI(r))
 		}
 		return status.PrintTable(w, list, status.TableOptions{
 			Wide: f == "wide", Color: o.useColor(), ShowNamespace: o.AllNamespaces, Now: time.Now(),
@@ -296,9 +300,13 @@ func (o *StatusOptions) print(w io.Writer, results []status.Result, stream bool)
 // otherwise.
 func (o *StatusOptions) document(results []status.Result) runtime.Object {
 	if o.Name != "" && len(results) == 1 {
-		return status.ToAPI(results[0])
+		return o.toAPI(results[0])
 	}
-	return status.ListToAPI(results)
+	l := status.ListToAPI(nil)
+	for _, r := range results {
+		l.Items = append(l.Items, *o.toAPI(r))
+	}
+	return l
 }
 
 // verdictExit maps the worst verdict among results to the exit code.
@@ -376,6 +384,7 @@ func (o *StatusOptions) runWatch(ctx context.Context) error {
 	var last []byte
 	for {
 		results, warn, err := observer.Observe(ctx, o.Namespace, o.Name)
+		o.readLedgers(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -389,7 +398,7 @@ func (o *StatusOptions) runWatch(ctx context.Context) error {
 		} else if err := o.print(&buf, results, true); err != nil {
 			return err
 		}
-		key := watchKey(results, buf.Bytes(), o.format())
+		key := o.watchKey(results, buf.Bytes(), o.format())
 		if !bytes.Equal(key, last) {
 			last = key
 			if o.outIsTTY && (o.format() == "" || o.format() == "wide") {
@@ -425,8 +434,11 @@ func (o *StatusOptions) runWatch(ctx context.Context) error {
 
 // watchKey is what decides "changed": the documents without their
 // observation times (ages in the table are ignored the same way).
-func watchKey(results []status.Result, printed []byte, format string) []byte {
-	list := status.ListToAPI(results)
+func (o *StatusOptions) watchKey(results []status.Result, printed []byte, format string) []byte {
+	list := status.ListToAPI(nil)
+	for _, r := range results {
+		list.Items = append(list.Items, *o.toAPI(r))
+	}
 	for i := range list.Items {
 		list.Items[i].ObservedAt = time.Time{}
 	}
@@ -444,4 +456,29 @@ func watchKey(results []status.Result, printed []byte, format string) []byte {
 func isTerminal(s any) bool {
 	f, ok := s.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// readLedgers lists hactl's ledger ConfigMaps (one call, by label) so the
+// output shows each cluster's actions and their phases. The ledger is
+// optional: a user who may not list ConfigMaps sees no actions.
+func (o *StatusOptions) readLedgers(ctx context.Context) {
+	o.ledgers = map[string][]model.LedgerEntry{}
+	list, err := o.client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: actions.LabelCluster})
+	if err != nil {
+		return
+	}
+	for i := range list.Items {
+		cm := &list.Items[i]
+		key := cm.Namespace + "/" + cm.Labels[actions.LabelCluster]
+		o.ledgers[key] = append(o.ledgers[key], actions.DecodeLedger(cm).Entries...)
+	}
+}
+
+// toAPI converts a result to its schema, with the cluster's actions.
+func (o *StatusOptions) toAPI(r status.Result) *status.ClusterStatus {
+	cs := status.ToAPI(r)
+	if es := o.ledgers[cs.Metadata.Namespace+"/"+cs.Metadata.Name]; len(es) > 0 {
+		status.AttachActions(cs, es)
+	}
+	return cs
 }

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
 	"github.com/hactl-dev/hactl/status"
 	corev1 "k8s.io/api/core/v1"
@@ -172,5 +174,34 @@ func TestWatchJSONLines(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &doc); err != nil || doc.Kind != "ClusterStatusList" {
 			t.Errorf("line %d is not one ClusterStatusList document: %v\n%s", i, err, l)
 		}
+	}
+}
+
+// TestStatusShowsActionPhase: an action recorded in the cluster's ledger
+// shows in status with its phase, found with one labelled list.
+func TestStatusShowsActionPhase(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-act"))
+	l := &actions.Ledger{Client: admin, Namespace: ns, Cluster: "etcd-act"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	now := time.Now()
+	if _, err := l.Begin(ctx, model.LedgerEntry{ID: "replace-1", Action: model.ActionReplace, Member: "etcd-act-1",
+		Holder: "test", State: model.EntryInProgress, Phase: model.ActionPhaseCatchingUp, StartedAt: now, UpdatedAt: now}, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, _ := run(t, "-n", ns, "status", "etcd-act", "--no-probe", "-o", "json")
+	var cs status.ClusterStatus
+	if err := json.Unmarshal([]byte(out), &cs); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if len(cs.Actions) != 1 || cs.Actions[0].Phase != "catching-up" || cs.Actions[0].Member != "etcd-act-1" {
+		t.Fatalf("actions = %+v", cs.Actions)
+	}
+	out, _, _ = run(t, "-n", ns, "status", "etcd-act", "--no-probe")
+	if !strings.Contains(out, "action replace etcd-act-1: in-progress, phase catching-up") {
+		t.Errorf("table does not show the action:\n%s", out)
 	}
 }

@@ -35,6 +35,47 @@ type ClusterStatus struct {
 	Events          []model.EventFacts   `json:"events,omitempty"`
 	EngineProbed    bool                 `json:"engineProbed"`
 	ObservedAt      time.Time            `json:"observedAt"`
+	// Actions are hactl actions on this cluster from its ledger: every
+	// one in progress and the latest finished one.
+	Actions []ActionStatus `json:"actions,omitempty"`
+}
+
+// ActionStatus is one hactl action (replace, reseed, seed) as its ledger
+// records it, with its phase.
+type ActionStatus struct {
+	ID         string    `json:"id"`
+	Action     string    `json:"action"`
+	Member     string    `json:"member,omitempty"`
+	Generation string    `json:"generation,omitempty"`
+	State      string    `json:"state"`
+	Phase      string    `json:"phase"`
+	StartedAt  time.Time `json:"startedAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+}
+
+// AttachActions sets cs.Actions from a cluster's ledger entries: every
+// entry in progress, and the most recent finished one.
+func AttachActions(cs *ClusterStatus, entries []model.LedgerEntry) {
+	var latest *model.LedgerEntry
+	cs.Actions = nil
+	for i := range entries {
+		e := &entries[i]
+		if e.State == model.EntryInProgress {
+			cs.Actions = append(cs.Actions, actionStatus(e))
+			continue
+		}
+		if latest == nil || e.UpdatedAt.After(latest.UpdatedAt) {
+			latest = e
+		}
+	}
+	if latest != nil {
+		cs.Actions = append(cs.Actions, actionStatus(latest))
+	}
+}
+
+func actionStatus(e *model.LedgerEntry) ActionStatus {
+	return ActionStatus{ID: e.ID, Action: e.Action.String(), Member: e.Member, Generation: e.Generation,
+		State: string(e.State), Phase: e.Phase.String(), StartedAt: e.StartedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
 }
 
 // StatusMeta names the cluster.

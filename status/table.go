@@ -115,6 +115,15 @@ func printCluster(w io.Writer, cs *ClusterStatus, o TableOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, a := range cs.Actions {
+		line := fmt.Sprintf("  action %s %s: %s, phase %s", a.Action, a.Member+a.Generation, a.State, a.Phase)
+		if !a.UpdatedAt.IsZero() {
+			line += ", updated " + duration.HumanDuration(o.Now.Sub(a.UpdatedAt)) + " ago"
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
 	for _, r := range cs.Verdict.Reasons {
 		code := r.Code
 		c := ansiYellow
