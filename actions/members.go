@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/engine"
@@ -126,35 +124,7 @@ func (e EtcdOps) MoveLeader(ctx context.Context, via engine.Target, toID string)
 // annotation hactl.dev/client-tls-secret; nil when it names none. Errors
 // name the Secret, never its contents.
 func Credentials(ctx context.Context, c kubernetes.Interface, cl model.ClusterFacts) (*engine.Credentials, error) {
-	if cl.TLSSecret == "" {
-		return nil, nil
-	}
-	s, err := c.CoreV1().Secrets(cl.Namespace).Get(ctx, cl.TLSSecret, metav1.GetOptions{})
-	switch {
-	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("you may not get secret %q in namespace %q (annotation %s); grant get on that Secret to act on the members", cl.TLSSecret, cl.Namespace, status.AnnotationTLSSecret)
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("TLS Secret %q named by annotation %s does not exist in namespace %q", cl.TLSSecret, status.AnnotationTLSSecret, cl.Namespace)
-	case err != nil:
-		return nil, fmt.Errorf("reading TLS Secret %q: %w", cl.TLSSecret, err)
-	}
-	pick := func(keys ...string) []byte {
-		for _, k := range keys {
-			if v, ok := s.Data[k]; ok {
-				return v
-			}
-		}
-		return nil
-	}
-	cr := &engine.Credentials{
-		CertPEM: pick("tls.crt", "cert.pem", "client.crt"),
-		KeyPEM:  pick("tls.key", "key.pem", "client.key"),
-		CAPEM:   pick("ca.crt", "ca.pem"),
-	}
-	if len(cr.CertPEM) == 0 || len(cr.KeyPEM) == 0 {
-		return nil, fmt.Errorf("TLS Secret %q has no tls.crt/tls.key pair", cl.TLSSecret)
-	}
-	return cr, nil
+	return status.ReadCredentials(ctx, status.SecretsFrom(c), cl, "act on the members")
 }
 
 // target is how to dial a member.

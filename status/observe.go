@@ -171,20 +171,28 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings 
 
 // credentials reads the cluster's TLS Secret, if it names one.
 func (o *Observer) credentials(ctx context.Context, c model.ClusterFacts) (*engine.Credentials, error) {
+	if c.TLSSecret != "" && o.Secrets == nil {
+		return nil, fmt.Errorf("TLS Secret %q cannot be read (no client)", c.TLSSecret)
+	}
+	return ReadCredentials(ctx, o.Secrets, c, "probe the members")
+}
+
+// ReadCredentials reads the client TLS material a cluster names with the
+// annotation hactl.dev/client-tls-secret; nil when it names none. purpose
+// ("probe the members", "act on the members") completes the RBAC hint.
+// Errors name the Secret, never its contents.
+func ReadCredentials(ctx context.Context, get SecretGetter, c model.ClusterFacts, purpose string) (*engine.Credentials, error) {
 	if c.TLSSecret == "" {
 		return nil, nil
 	}
-	if o.Secrets == nil {
-		return nil, fmt.Errorf("TLS Secret %q cannot be read (no client)", c.TLSSecret)
-	}
-	s, err := o.Secrets(ctx, c.Namespace, c.TLSSecret)
+	s, err := get(ctx, c.Namespace, c.TLSSecret)
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("you may not get secret %q in namespace %q (annotation %s); grant get on that Secret to probe the members", c.TLSSecret, c.Namespace, AnnotationTLSSecret)
+		return nil, fmt.Errorf("you may not get secret %q in namespace %q (annotation %s); grant get on that Secret to %s", c.TLSSecret, c.Namespace, AnnotationTLSSecret, purpose)
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("TLS Secret %q named by annotation %s does not exist in namespace %q", c.TLSSecret, AnnotationTLSSecret, c.Namespace)
 	case err != nil:
-		return nil, fmt.Errorf("reading TLS Secret %q: %v", c.TLSSecret, err)
+		return nil, fmt.Errorf("reading TLS Secret %q: %w", c.TLSSecret, err)
 	}
 	pick := func(keys ...string) []byte {
 		for _, k := range keys {
