@@ -3,12 +3,10 @@ package actions
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // NewIdentity returns a lock holder identity unique to this process:
@@ -43,6 +41,5 @@ func HolderGone(identity string) bool {
 	if pid == os.Getpid() {
 		return false
 	}
-	err = syscall.Kill(pid, 0)
-	return errors.Is(err, syscall.ESRCH)
+	return processGone(pid)
 }
