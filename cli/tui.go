@@ -46,6 +46,10 @@ type ContextSettings struct {
 	ReadOnly bool `json:"readonly"`
 }
 
+// ErrTUIInterrupted is returned when a signal (SIGTERM, SIGHUP) ended the
+// view.
+var ErrTUIInterrupted = errors.New("the view was interrupted")
+
 // ErrNoTerminal is returned by the TUI when stdin or stdout is not a
 // terminal.
 var ErrNoTerminal = errors.New("the TUI needs a terminal on stdin and stdout")
@@ -229,8 +233,18 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(fmt.Errorf("%w by signal %v", ErrTUIInterrupted, sig))
+		case <-ctx.Done():
+		}
+	}()
 	var logw io.Writer = io.Discard
 	if o.LogFile != "" {
 		f, err := os.OpenFile(o.LogFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -269,6 +283,10 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 		Log:  logw,
 	})
 	backend.Shutdown()
+	if err == nil && errors.Is(context.Cause(ctx), ErrTUIInterrupted) {
+		// Say why the view went away.
+		return context.Cause(ctx)
+	}
 	return err
 }
 

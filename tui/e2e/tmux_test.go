@@ -26,40 +26,45 @@ func buildBinary(t testing.TB) string {
 	return dir
 }
 
-// session is one tmux server (its own socket) running one command in an
-// 80x24 (or other) pane.
+// session is one tmux server (its own socket) running one command in a
+// pane of a given size.
 type session struct {
 	t      testing.TB
 	socket string
 	name   string
+	// exitFile receives the command's exit status, written by the shell
+	// that runs it (tmux does not always reap a pane's process in time to
+	// report its status); pidFile receives its process id.
+	exitFile, pidFile string
 }
 
 // startTmux runs argv in a new detached tmux session of the given size,
-// in an environment holding only env (and TERM). The pane stays after the
-// command exits so its status can be read.
+// in an environment holding only env (and TERM), its stdin, stdout and
+// stderr on the pane's terminal as for a user.
 func startTmux(t testing.TB, width, height int, env []string, argv ...string) *session {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}
-	s := &session{t: t, socket: fmt.Sprintf("hactl-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()), name: "tui"}
+	dir := t.TempDir()
+	s := &session{t: t, socket: fmt.Sprintf("hactl-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()), name: "tui",
+		exitFile: filepath.Join(dir, "exit"), pidFile: filepath.Join(dir, "pid")}
 	var cmd strings.Builder
-	cmd.WriteString("exec env -i TERM=tmux-256color")
+	cmd.WriteString("env -i TERM=tmux-256color")
 	for _, e := range env {
 		cmd.WriteString(" " + shellQuote(e))
 	}
 	for _, a := range argv {
 		cmd.WriteString(" " + shellQuote(a))
 	}
-	// One tmux command queue: the option is set before the pane's command
-	// can exit.
-	s.tmux("-f", "/dev/null", "new-session", "-d", "-s", s.name, "-x", strconv.Itoa(width), "-y", strconv.Itoa(height), cmd.String(),
-		";", "set-option", "-t", s.name, "remain-on-exit", "on")
+	// The shell runs the command in the foreground and records its pid and
+	// exit status.
+	script := "echo $$ >" + shellQuote(s.pidFile) + "; exec " + cmd.String()
+	script = "sh -c " + shellQuote(script) + "; echo $? >" + shellQuote(s.exitFile)
+	s.tmux("-f", "/dev/null", "new-session", "-d", "-s", s.name, "-x", strconv.Itoa(width), "-y", strconv.Itoa(height), script)
 	t.Cleanup(func() {
 		if t.Failed() {
-			state, _ := exec.Command("tmux", "-L", s.socket, "display-message", "-p", "-t", s.name,
-				"pane #{pane_width}x#{pane_height} dead=#{pane_dead} status=#{pane_dead_status} signal=#{pane_dead_signal} pid=#{pane_pid} alternate=#{alternate_on}").CombinedOutput()
-			t.Logf("last screen (%s):\n%s", strings.TrimSpace(string(state)), s.screen())
+			t.Logf("last screen:\n%s", s.screen())
 		}
 		_ = exec.Command("tmux", "-L", s.socket, "kill-server").Run()
 	})
@@ -142,40 +147,34 @@ func (s *session) waitMatch(timeout time.Duration, re *regexp.Regexp) string {
 	return scr
 }
 
-// exited waits for the pane's command to end and returns its status.
+// exited waits for the command to end and returns its exit status.
 func (s *session) exited(timeout time.Duration) int {
 	s.t.Helper()
 	code := -1
 	testenv.Poll(s.t, timeout, func() (bool, error) {
-		out := strings.TrimSpace(s.tmux("display-message", "-p", "-t", s.name, "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}"))
-		f := strings.Split(out, "|")
-		if len(f) != 3 || f[0] != "1" {
+		b, err := os.ReadFile(s.exitFile)
+		if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
 			return false, nil
 		}
-		if f[2] != "" {
-			return false, fmt.Errorf("the command was killed by signal %s", f[2])
-		}
-		if f[1] == "" {
-			return false, nil // not recorded yet
-		}
-		c, err := strconv.Atoi(f[1])
-		if err != nil {
-			return false, fmt.Errorf("pane status %q: %v", out, err)
-		}
-		code = c
-		return true, nil
+		code, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil, err
 	})
 	return code
 }
 
-// pid is the pane's process (the command, after exec).
+// pid is the command's process id.
 func (s *session) pid() int {
 	s.t.Helper()
-	p, err := strconv.Atoi(strings.TrimSpace(s.tmux("display-message", "-p", "-t", s.name, "#{pane_pid}")))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return p
+	var pid int
+	testenv.Poll(s.t, 30*time.Second, func() (bool, error) {
+		b, err := os.ReadFile(s.pidFile)
+		if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+			return false, nil
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil, err
+	})
+	return pid
 }
 
 // klogLine matches a klog header (E1129 12:00:00.000000 …), which must
