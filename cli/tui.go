@@ -106,7 +106,8 @@ without a terminal it prints status instead.
 
 Exit codes:
   0  the view was closed
-  1  error: the view could not run (no terminal, API, RBAC)
+  1  error: the view could not run (no terminal, API, RBAC), or SIGTERM or
+     SIGHUP ended it
   2  usage error`,
 		Example: `  # every cluster in the current namespace
   kubectl hactl tui

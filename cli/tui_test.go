@@ -1,11 +1,18 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -111,5 +118,63 @@ func TestTUIValidation(t *testing.T) {
 	_, errOut, code = run(t, "tui")
 	if code != ExitError || !strings.Contains(errOut, "needs a terminal") || !strings.Contains(errOut, "kubectl hactl status") {
 		t.Errorf("without a terminal: exit %d: %s", code, errOut)
+	}
+}
+
+// lockedWriter is a strings.Builder safe for the program and the test.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestTUISaysWhichSignalEndedIt: SIGHUP (the terminal went away) ends the
+// view with an error naming the signal, not silently.
+func TestTUISaysWhichSignalEndedIt(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-sig"))
+	kc := cp.AdminKubeconfig
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.KubeConfig, flags.Namespace = &kc, &ns
+	in, inW := io.Pipe()
+	defer inW.Close()
+	var out lockedWriter
+	o := NewTUIOptions(flags, genericiooptions.IOStreams{In: in, Out: &out, ErrOut: io.Discard})
+	cmd := &cobra.Command{}
+	o.AddFlags(cmd)
+	if err := cmd.Flags().Parse([]string{"--no-probe"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Complete(cmd, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- o.Run(context.Background()) }()
+	// Once the program switched to the alternate screen, the signal
+	// handler is in place.
+	testenv.Poll(t, 30*time.Second, func() (bool, error) { return strings.Contains(out.String(), "\x1b[?1049h"), nil })
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrTUIInterrupted) || !strings.Contains(err.Error(), "hangup") {
+			t.Errorf("Run after SIGHUP: %v, want the view interrupted by hangup", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("SIGHUP did not end the view")
 	}
 }
