@@ -5,7 +5,7 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 PKG      = github.com/hactl-dev/hactl/internal/buildinfo
 LDFLAGS  = -X $(PKG).Version=$(VERSION) -X $(PKG).Commit=$(COMMIT) -X $(PKG).Date=$(DATE)
-GOTEST_FLAGS ?= -timeout 30m
+GOTEST_FLAGS ?= -count=1 -timeout 40m
 
 .PHONY: all build test testbins lint dist demo bench clean
 
