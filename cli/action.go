@@ -94,15 +94,7 @@ func newActionCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions
 			return nil
 		},
 		ValidArgsFunction: completeClusterMember(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              runVerb(o),
 	}
 	o.AddFlags(cmd)
 	return cmd

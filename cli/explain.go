@@ -77,15 +77,7 @@ Exit codes:
 			return nil
 		},
 		ValidArgsFunction: completeClusterMember(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              runVerb(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Intent, "intent", o.Intent, "The action to explain: replace, reseed or seed.")

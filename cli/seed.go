@@ -122,15 +122,7 @@ environment. They never appear in output, events or the ledger.
 			return nil
 		},
 		ValidArgsFunction: completeClusters(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              runVerb(o),
 	}
 	o.AddFlags(cmd)
 	return cmd
