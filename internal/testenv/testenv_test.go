@@ -1,6 +1,8 @@
 package testenv_test
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -23,9 +25,22 @@ func TestLeftoverProcessesFindsAProcessByItsDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	if got := testenv.LeftoverProcesses(dir); !slices.Equal(got, []int{pid}) {
-		_ = cmd.Process.Kill()
-		t.Fatalf("LeftoverProcesses(%s) = %v, want [%d]", dir, got, pid)
+	// Start returns once the child has exec'd; poll all the same, so a
+	// slow /proc under load is not a failure, and say what /proc held.
+	var got []int
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if got = testenv.LeftoverProcesses(dir); slices.Equal(got, []int{pid}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmdline, cerr := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			stat, serr := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			_ = cmd.Process.Kill()
+			t.Fatalf("LeftoverProcesses(%s) = %v, want [%d]; /proc/%d/cmdline %q (%v), stat %q (%v)",
+				dir, got, pid, pid, cmdline, cerr, stat, serr)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	// A sibling directory whose name extends dir's is not dir.
 	if got := testenv.LeftoverProcesses(dir[:len(dir)-1]); len(got) != 0 {

@@ -297,7 +297,7 @@ const laggingWrites = 2000
 func runLaggingLearner(ctx context.Context, env Env, s *Scenario) error {
 	// Without the strict reconfiguration check, etcd accepts the learner
 	// at once instead of after its members were connected for 5 s.
-	p := Params{Name: s.Name, Replicas: 3, AntiAffinity: "preferred", PDB: true, State: "new",
+	p := Params{Name: s.Name, Replicas: 3, AntiAffinity: "spread-voters", Voters: 3, PDB: true, State: "new",
 		ExtraArgs: []string{"--strict-reconfig-check=false"}}
 	if err := apply(ctx, env, StaticExisting, p); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -66,8 +67,14 @@ type Params struct {
 	Image             string
 	// Node, when set, pins every member to that node (nodeSelector).
 	Node string
-	// AntiAffinity is "required", "preferred" or "" (none).
+	// AntiAffinity is "required", "preferred", "spread-voters" or ""
+	// (none). "spread-voters" spreads ordinals 0..Voters-1 one per node
+	// (a topology spread constraint on the StatefulSet's pod-index label)
+	// and places further ordinals, such as a learner, anywhere: a rolling
+	// update then cannot put two voters on one node.
 	AntiAffinity string
+	// Voters is how many ordinals, from 0, "spread-voters" spreads.
+	Voters int
 	// PDB includes a PodDisruptionBudget (maxUnavailable: 1).
 	PDB bool
 	// ExtraArgs are further etcd flags (static-existing only), as a
@@ -90,7 +97,16 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"initialClusterShort": func(p Params) string { return initialCluster(p, false) },
 	"clientEndpoints":     clientEndpoints,
 	"labels":              labels,
+	"voterOrdinals":       voterOrdinals,
 }).ParseFS(templateFS, "templates/*.yaml"))
+
+func voterOrdinals(p Params) string {
+	q := make([]string, p.Voters)
+	for i := range q {
+		q[i] = strconv.Quote(strconv.Itoa(i))
+	}
+	return strings.Join(q, ", ")
+}
 
 // MemberName is the pod (and etcd member) name of ordinal i.
 func MemberName(cluster string, i int) string { return fmt.Sprintf("%s-%d", cluster, i) }

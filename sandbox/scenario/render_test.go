@@ -60,3 +60,28 @@ func TestRenderFormingState(t *testing.T) {
 		t.Fatal("State is not rendered")
 	}
 }
+
+// The lagging learner's StatefulSet grows to 4 pods on 3 nodes and is
+// rolled: only a constraint on the voters' ordinals keeps its 3 voters on
+// 3 nodes through the rolling update, whatever order the scheduler sees.
+func TestRenderSpreadVoters(t *testing.T) {
+	o, err := Render(StaticExisting, Params{Name: "c", Namespace: "ns", Replicas: 4, AntiAffinity: "spread-voters", Voters: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := o.StatefulSet.Spec.Template.Spec
+	if spec.Affinity != nil || len(spec.TopologySpreadConstraints) != 1 {
+		t.Fatalf("affinity %+v, spread constraints %+v", spec.Affinity, spec.TopologySpreadConstraints)
+	}
+	c := spec.TopologySpreadConstraints[0]
+	if c.MaxSkew != 1 || c.TopologyKey != "kubernetes.io/hostname" || c.WhenUnsatisfiable != "DoNotSchedule" {
+		t.Fatalf("constraint %+v", c)
+	}
+	if c.LabelSelector == nil || c.LabelSelector.MatchLabels["app.kubernetes.io/instance"] != "c" || len(c.LabelSelector.MatchExpressions) != 1 {
+		t.Fatalf("selector %+v", c.LabelSelector)
+	}
+	e := c.LabelSelector.MatchExpressions[0]
+	if e.Key != "apps.kubernetes.io/pod-index" || e.Operator != "In" || strings.Join(e.Values, ",") != "0,1,2" {
+		t.Fatalf("expression %+v", e)
+	}
+}
