@@ -343,6 +343,12 @@ func (r *run) begin(ctx context.Context, d classify.Decision) error {
 		ID: d.Resume, Action: d.Intent.Action, Member: d.Intent.Member, Holder: r.x.identity(),
 		Phase: model.ActionPhaseRequested, Replaced: d.Replaced,
 	}
+	if d.Intent.Action == model.ActionRestore {
+		e.Generation, e.Replicas = d.Intent.Options.Generation, r.last.Observation.Cluster.Replicas
+		if src := d.Intent.Options.Source; src != nil {
+			e.FromClusterID = src.ClusterID
+		}
+	}
 	if e.ID == "" {
 		e.ID = NewEntryID(d.Intent.Action, d.Intent.Member, at)
 	} else {
@@ -421,6 +427,10 @@ func verify(confirmed, now classify.Decision) error {
 	case a != nil && (a.ID != b.ID || a.ClusterID != b.ClusterID || !slices.Equal(a.PeerURLs, b.PeerURLs)):
 		diffs = append(diffs, fmt.Sprintf("member %s (%v) is now %s (%v)", a.ID, a.PeerURLs, b.ID, b.PeerURLs))
 	}
+	if a, b := scaleFence(confirmed), scaleFence(now); a != nil && b != nil && (a.UID != b.UID || !statusOnly(*a, *b) && a.ResourceVersion != b.ResourceVersion) {
+		diffs = append(diffs, fmt.Sprintf("StatefulSet %s/%s changed: uid %s resourceVersion %s, now uid %s resourceVersion %s (its labels, annotations, owners or spec changed)",
+			a.Namespace, a.Name, a.UID, a.ResourceVersion, b.UID, b.ResourceVersion))
+	}
 	for _, s := range now.Steps {
 		if err := covered(confirmed, s); err != nil {
 			diffs = append(diffs, err.Error())
@@ -429,6 +439,16 @@ func verify(confirmed, now classify.Decision) error {
 	if len(diffs) > 0 {
 		sort.Strings(diffs)
 		return &FenceConflictError{Detail: strings.Join(diffs, "; ")}
+	}
+	return nil
+}
+
+// scaleFence is the StatefulSet fence of a restore's first scale step.
+func scaleFence(d classify.Decision) *model.Fence {
+	for _, s := range d.Steps {
+		if (s.Kind == model.StepScaleDown || s.Kind == model.StepScaleUp) && s.Fence != nil {
+			return s.Fence
+		}
 	}
 	return nil
 }
@@ -496,6 +516,21 @@ func sameSet(a, b []string) bool {
 func (r *run) serverDryRun(ctx context.Context, d classify.Decision) error {
 	for _, s := range d.Steps {
 		switch {
+		case d.Intent.Action == model.ActionRestore && s.Kind.Mutates():
+			if s.Kind == model.StepDeleteRestorePod && s.Fence == nil {
+				r.receipt(s.Kind, s.Kind.PhaseOf(), model.OutcomeDryRun, s.Detail+" (not sent: the pod does not exist yet)", nil, s)
+				continue
+			}
+			out, detail, err := r.restoreStep(ctx, s, true)
+			if err != nil {
+				return err
+			}
+			r.receipt(s.Kind, s.Kind.PhaseOf(), out, detail, stepFences(s), s)
+			if s.Kind == model.StepScaleDown {
+				// Later steps need the world the scale-down makes.
+				r.receipt(s.Kind, s.Kind.PhaseOf(), model.OutcomeDryRun, "the steps after the scale-down are checked when they run", nil, s)
+				return nil
+			}
 		case s.Kind == model.StepDeletePVC || s.Kind == model.StepDeletePod:
 			out, detail, err := r.deleteObject(ctx, s, true)
 			r.receipt(s.Kind, s.Kind.PhaseOf(), out, detail, stepFences(s), s)
@@ -514,6 +549,9 @@ func (r *run) serverDryRun(ctx context.Context, d classify.Decision) error {
 // user's permission to delete, so that neither a stale fence nor a missing
 // RBAC rule is found only after the member was removed.
 func (r *run) preflight(ctx context.Context, d classify.Decision) error {
+	if d.Intent.Action == model.ActionRestore {
+		return r.restorePreflight(ctx, d)
+	}
 	for _, s := range d.Steps {
 		if s.Fence == nil {
 			continue
@@ -545,8 +583,17 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 		d := r.cur
 		switch d.Verb {
 		case classify.VerbDone:
-			r.receipt(model.StepReleaseLock, model.ActionPhaseReady, model.OutcomeDone,
-				fmt.Sprintf("%s is ready: a healthy voter again; lock released", d.Intent.Member), nil, classify.Step{})
+			detail := fmt.Sprintf("%s is ready: a healthy voter again; lock released", d.Intent.Member)
+			if d.Intent.Action == model.ActionRestore {
+				id := r.last.Analysis.ClusterID
+				detail = fmt.Sprintf("restored from generation %s: every member a healthy voter of cluster %s; lock released", d.Intent.Options.Generation, id)
+				if id != "" {
+					if err := r.ledger().RecordClusterID(ctx, id); err != nil {
+						r.warn("cluster ID not recorded: %v", err)
+					}
+				}
+			}
+			r.receipt(model.StepReleaseLock, model.ActionPhaseReady, model.OutcomeDone, detail, nil, classify.Step{})
 			return r.res, nil
 		case classify.VerbRefuse, classify.VerbAwait, classify.VerbObserve:
 			if refusedSince.IsZero() {
@@ -729,6 +776,8 @@ func (r *run) do(ctx context.Context, s classify.Step) (model.Outcome, string, e
 	switch s.Kind {
 	case model.StepDeletePVC, model.StepDeletePod:
 		return r.deleteObject(ctx, s, false)
+	case model.StepScaleDown, model.StepScaleUp, model.StepRunRestore, model.StepDeleteRestorePod:
+		return r.restoreStep(ctx, s, false)
 	}
 	ops, err := r.memberOps(ctx)
 	if err != nil {

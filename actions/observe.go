@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -146,9 +147,20 @@ func (o *Observer) Decide(ctx context.Context, namespace, name string, in classi
 func Augment(obs *model.Observation, sts *appsv1.StatefulSet, objs *status.Objects) {
 	obs.Cluster.UpdateRevision = sts.Status.UpdateRevision
 	t := &obs.Cluster.Template
+	obs.Cluster.Fingerprint = Fingerprint(&sts.ObjectMeta, sts.Spec)
+	obs.Cluster.PodManagementPolicy = string(sts.Spec.PodManagementPolicy)
+	if obs.Cluster.PodManagementPolicy == "" {
+		obs.Cluster.PodManagementPolicy = string(appsv1.OrderedReadyPodManagement)
+	}
 	if c := containerNamed(sts, t.Container); c != nil {
 		t.InitialCluster, t.InitialClusterDecoded = initialCluster(c, sts.Namespace)
+		t.InitialClusterToken = flagOrEnv(c, reClusterToken, "ETCD_INITIAL_CLUSTER_TOKEN", sts.Namespace)
+		if d := flagOrEnv(c, reDataDir, "ETCD_DATA_DIR", sts.Namespace); d != "" && !reVarRef.MatchString(d) && path.IsAbs(d) {
+			t.DataDir = path.Clean(d)
+			t.DataVolume, t.DataMount = dataVolume(sts, c, t.DataDir)
+		}
 	}
+	obs.Cluster.RestorePods = restorePods(sts, objs.Pods)
 	pods := map[string]*corev1.Pod{}
 	for i := range objs.Pods {
 		if p := &objs.Pods[i]; p.Namespace == sts.Namespace {
@@ -221,6 +233,8 @@ func containerNamed(sts *appsv1.StatefulSet, name string) *corev1.Container {
 
 var (
 	reInitialCluster = regexp.MustCompile(`--initial-cluster(?:=|\s+)["']?([^\s"']+)`)
+	reClusterToken   = regexp.MustCompile(`--initial-cluster-token(?:=|\s+)["']?([^\s"']+)`)
+	reDataDir        = regexp.MustCompile(`--data-dir(?:=|\s+)["']?([^\s"']+)`)
 	reVarRef         = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 )
 
@@ -230,31 +244,7 @@ var (
 // a reference, counts as decoded but empty: the classifier then refuses
 // with the reason.
 func initialCluster(c *corev1.Container, namespace string) ([]model.InitialClusterEntry, bool) {
-	env := map[string]string{}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			env[e.Name] = namespace
-		case e.ValueFrom == nil:
-			env[e.Name] = e.Value
-		}
-	}
-	expand := func(s string) string {
-		return reVarRef.ReplaceAllStringFunc(s, func(ref string) string {
-			if v, ok := env[reVarRef.FindStringSubmatch(ref)[1]]; ok {
-				return v
-			}
-			return ref
-		})
-	}
-	raw := ""
-	argv := strings.Join(append(append([]string(nil), c.Command...), c.Args...), " ")
-	if m := reInitialCluster.FindStringSubmatch(argv); m != nil {
-		raw = m[1]
-	} else if v, ok := env["ETCD_INITIAL_CLUSTER"]; ok {
-		raw = v
-	}
-	raw = expand(raw)
+	raw := flagOrEnv(c, reInitialCluster, "ETCD_INITIAL_CLUSTER", namespace)
 	if raw == "" || reVarRef.MatchString(raw) {
 		return nil, true
 	}
@@ -263,4 +253,90 @@ func initialCluster(c *corev1.Container, namespace string) ([]model.InitialClust
 		return nil, true
 	}
 	return es, true
+}
+
+// flagOrEnv is the value of the container's flag (matched by re in its
+// command and args) or else of its environment variable env, with $(VAR)
+// references resolved to literal env values and to the pod's namespace;
+// "" when neither is set.
+func flagOrEnv(c *corev1.Container, re *regexp.Regexp, env, namespace string) string {
+	vars := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			vars[e.Name] = namespace
+		case e.ValueFrom == nil:
+			vars[e.Name] = e.Value
+		}
+	}
+	raw := ""
+	argv := strings.Join(append(append([]string(nil), c.Command...), c.Args...), " ")
+	if m := re.FindStringSubmatch(argv); m != nil {
+		raw = m[1]
+	} else if v, ok := vars[env]; ok {
+		raw = v
+	}
+	return reVarRef.ReplaceAllStringFunc(raw, func(ref string) string {
+		if v, ok := vars[reVarRef.FindStringSubmatch(ref)[1]]; ok {
+			return v
+		}
+		return ref
+	})
+}
+
+// dataVolume finds the volume claim template whose mount in c holds dir:
+// the longest mount path that is dir or one of its parents.
+func dataVolume(sts *appsv1.StatefulSet, c *corev1.Container, dir string) (claim, mount string) {
+	claims := map[string]bool{}
+	for _, t := range sts.Spec.VolumeClaimTemplates {
+		claims[t.Name] = true
+	}
+	for _, m := range c.VolumeMounts {
+		mp := path.Clean(m.MountPath)
+		if !claims[m.Name] || m.SubPath != "" || (dir != mp && !strings.HasPrefix(dir, mp+"/")) {
+			continue
+		}
+		if len(mp) > len(mount) {
+			claim, mount = m.Name, mp
+		}
+	}
+	return claim, mount
+}
+
+// RestoreLabel marks a restore's one-shot pods with the cluster they
+// restore and MemberLabel with the member; the annotations
+// GenerationLabel and ActionLabel name the generation and the ledger
+// entry (annotations: their values need not be valid label values).
+const (
+	RestoreLabel    = "hactl.dev/restore-of"
+	MemberLabel     = "hactl.dev/member"
+	GenerationLabel = "hactl.dev/generation"
+	ActionLabel     = "hactl.dev/action-id"
+)
+
+func restorePods(sts *appsv1.StatefulSet, pods []corev1.Pod) []model.RestorePodFacts {
+	var out []model.RestorePodFacts
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace != sts.Namespace || p.Labels[RestoreLabel] != sts.Name {
+			continue
+		}
+		f := model.RestorePodFacts{
+			Name: p.Name, UID: string(p.UID), ResourceVersion: p.ResourceVersion,
+			Member: p.Labels[MemberLabel], Generation: p.Annotations[GenerationLabel], Action: p.Annotations[ActionLabel],
+			Phase: string(p.Status.Phase), DeletionMarked: p.DeletionTimestamp != nil,
+			Fingerprint: Fingerprint(&p.ObjectMeta, p.Spec),
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				f.Message = strings.TrimSpace(t.Message)
+				if f.Message == "" {
+					f.Message = fmt.Sprintf("exit code %d (%s)", t.ExitCode, t.Reason)
+				}
+			}
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

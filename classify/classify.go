@@ -65,8 +65,10 @@ func Classify(obs model.Observation, in Intent, now time.Time) Decision {
 		c.membership()
 	case model.ActionSeed:
 		c.seed()
+	case model.ActionRestore:
+		c.restore()
 	default:
-		c.block(CodeEngineUnsupported, "", "", "hactl knows no action %q (known: replace, reseed, seed)", in.Action)
+		c.block(CodeEngineUnsupported, "", "", "hactl knows no action %q (known: replace, reseed, seed, restore)", in.Action)
 	}
 	c.finish()
 	return c.d
@@ -751,7 +753,10 @@ func (c *classifier) seed() {
 func (c *classifier) finish() {
 	d := &c.d
 	for _, s := range d.Steps {
-		if s.Fence != nil {
+		// Fences lists what the plan deletes; a restore's scale steps
+		// carry the StatefulSet's own fence, which the executor checks
+		// when it scales.
+		if s.Fence != nil && s.Fence.Kind != "StatefulSet" {
 			d.Fences = append(d.Fences, *s.Fence)
 		}
 	}

@@ -330,6 +330,104 @@ func rows() []row {
 					t.Errorf("quorum %+v fence %+v", d.Quorum, d.MemberFence)
 				}
 			}},
+		{name: "restore after quorum loss: scale to zero, one restore pod each, scale back", intent: restoreIntent, mutate: lostQuorum,
+			verb: VerbProceed, notes: []Code{CodeWritesDiscarded},
+			steps: []model.StepKind{model.StepScaleDown, model.StepAwaitMembersStopped, model.StepRunRestore, model.StepRunRestore, model.StepRunRestore,
+				model.StepAwaitRestore, model.StepScaleUp, model.StepAwaitRestored, model.StepDeleteRestorePod, model.StepDeleteRestorePod, model.StepDeleteRestorePod},
+			check: func(t *testing.T, d Decision) {
+				if len(d.Fences) != 0 || d.Deletes() {
+					t.Errorf("a fresh restore deletes nothing: fences %+v", d.Fences)
+				}
+				if f := d.Steps[0].Fence; f == nil || f.Kind != "StatefulSet" || f.UID != "sts-uid" || f.ResourceVersion != "500" || f.Fingerprint != "stsfp" {
+					t.Errorf("scale-down fence %+v", f)
+				}
+				if d.Steps[2].Member != "etcd-0" || d.Steps[2].PeerURLs[0] != peerURL(0) || d.Flow != FlowRestore || d.Phase != model.ActionPhaseRemoving {
+					t.Errorf("restore step %+v flow %s phase %s", d.Steps[2], d.Flow, d.Phase)
+				}
+			}},
+		{name: "restore of a cluster with quorum needs --force", intent: restoreIntent, mutate: restorable,
+			verb: VerbRefuse, codes: []Code{CodeClusterHasQuorum},
+			check: func(t *testing.T, d Decision) {
+				if d.Blockers[0].Override != FlagForce {
+					t.Errorf("override %q", d.Blockers[0].Override)
+				}
+			}},
+		{name: "restore of a cluster with quorum, forced", intent: withOpts(restoreIntent, func(o *Options) { o.Force = true }), mutate: restorable,
+			verb: VerbProceed, notes: []Code{CodeWritesDiscarded}},
+		{name: "restore of another cluster's generation", intent: withOpts(restoreIntent, func(o *Options) {
+			o.Source = &GenerationFacts{Generation: genID, Engine: model.EngineEtcd, ClusterID: "0123456789abcdef", Revision: 10}
+		}), mutate: lostQuorum, verb: VerbRefuse, codes: []Code{CodeGenerationForeign}},
+		{name: "restore of an unverified generation", intent: withOpts(restoreIntent, func(o *Options) { o.Source = nil }), mutate: lostQuorum,
+			verb: VerbRefuse, codes: []Code{CodeGenerationUnverified}},
+		{name: "restore with OrderedReady pods and the data dir at the mount point", intent: restoreIntent, mutate: func(o *model.Observation) {
+			lostQuorum(o)
+			o.Cluster.PodManagementPolicy = "OrderedReady"
+			o.Cluster.Template.DataDir = "/var/run/etcd"
+		}, verb: VerbRefuse, codes: []Code{CodeRestoreUnsupported, CodeTemplateUnverified}},
+		{name: "restore naming a member", intent: func() Intent { in := restoreIntent; in.Member = "etcd-1"; return in }(), mutate: lostQuorum,
+			verb: VerbRefuse, codes: []Code{CodeRestoreUnsupported}},
+		{name: "restore resumed after scaling down: only the restore pods not yet created", intent: restoreIntent, mutate: func(o *model.Observation) {
+			lostQuorum(o)
+			scaledToZero(o)
+			o.Ledger = []model.LedgerEntry{restoreEntry(model.StepScaleDown)}
+			restorePods(o, o.Ledger[0].ID, "Succeeded")
+		}, verb: VerbProceed, notes: []Code{CodeResuming},
+			steps: []model.StepKind{model.StepRunRestore, model.StepRunRestore, model.StepAwaitRestore, model.StepScaleUp, model.StepAwaitRestored,
+				model.StepDeleteRestorePod, model.StepDeleteRestorePod, model.StepDeleteRestorePod}},
+		{name: "restore resumed with a failed restore pod refuses", intent: restoreIntent, mutate: func(o *model.Observation) {
+			lostQuorum(o)
+			scaledToZero(o)
+			o.Ledger = []model.LedgerEntry{restoreEntry(model.StepScaleDown)}
+			restorePods(o, o.Ledger[0].ID, "Succeeded", "Failed", "Running")
+		}, verb: VerbRefuse, codes: []Code{CodeRestoreFailed},
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Blockers[0].Detail, "checksum mismatch") {
+					t.Errorf("the agent's message is not shown: %s", d.Blockers[0].Detail)
+				}
+			}},
+		{name: "restore resumed once every restore pod succeeded: scale back, never down", intent: restoreIntent, mutate: func(o *model.Observation) {
+			lostQuorum(o)
+			scaledToZero(o)
+			o.Ledger = []model.LedgerEntry{restoreEntry(model.StepScaleDown, model.StepRunRestore)}
+			restorePods(o, o.Ledger[0].ID, "Succeeded", "Succeeded", "Succeeded")
+		}, verb: VerbProceed,
+			steps: []model.StepKind{model.StepScaleUp, model.StepAwaitRestored, model.StepDeleteRestorePod, model.StepDeleteRestorePod, model.StepDeleteRestorePod}},
+		{name: "restored and healthy: delete the restore pods", intent: restoreIntent, mutate: func(o *model.Observation) {
+			restorable(o)
+			o.Ledger = []model.LedgerEntry{restoreEntry(model.StepScaleDown, model.StepRunRestore, model.StepScaleUp)}
+			restorePods(o, o.Ledger[0].ID, "Succeeded", "Succeeded", "Succeeded")
+		}, verb: VerbProceed,
+			steps: []model.StepKind{model.StepDeleteRestorePod, model.StepDeleteRestorePod, model.StepDeleteRestorePod},
+			check: func(t *testing.T, d Decision) {
+				if len(d.Fences) != 3 || d.Fences[0].UID != "rp-uid-0" {
+					t.Errorf("fences %+v", d.Fences)
+				}
+			}},
+		{name: "restore resumed after deleting one restore pod: the others, never a scale-down", intent: restoreIntent, mutate: func(o *model.Observation) {
+			restorable(o)
+			o.Ledger = []model.LedgerEntry{restoreEntry(model.StepScaleDown, model.StepRunRestore, model.StepScaleUp)}
+			restorePods(o, o.Ledger[0].ID, "Succeeded", "Succeeded", "Succeeded")
+			o.Cluster.RestorePods = o.Cluster.RestorePods[1:]
+		}, verb: VerbProceed,
+			steps: []model.StepKind{model.StepDeleteRestorePod, model.StepDeleteRestorePod}},
+		{name: "restore finished: done", intent: restoreIntent, mutate: func(o *model.Observation) {
+			restorable(o)
+			o.Ledger = []model.LedgerEntry{restoreEntry(model.StepScaleDown, model.StepRunRestore, model.StepScaleUp, model.StepAwaitRestored, model.StepDeleteRestorePod)}
+		}, verb: VerbDone, noSteps: true},
+		{name: "leftover restore pods of another generation are deleted first", intent: restoreIntent, mutate: func(o *model.Observation) {
+			lostQuorum(o)
+			restorePods(o, "restore.old", "Failed")
+			o.Cluster.RestorePods[0].Generation = "older"
+		}, verb: VerbProceed,
+			check: func(t *testing.T, d Decision) {
+				if d.Steps[0].Kind != model.StepDeleteRestorePod || d.Steps[0].Fence == nil || d.Steps[0].Fence.UID != "rp-uid-0" {
+					t.Errorf("first step %+v", d.Steps[0])
+				}
+			}},
+		{name: "restore of a self-registering cluster", intent: restoreIntent, mutate: func(o *model.Observation) {
+			lostQuorum(o)
+			o.Cluster.Shape = model.ShapeSelfRegistering
+		}, verb: VerbRefuse, codes: []Code{CodeRestoreUnsupported}},
 	}
 }
 

@@ -35,8 +35,22 @@ type Options struct {
 	LockHolder string `json:"lockHolder,omitempty"`
 	// Generation names a seed generation to reseed from.
 	Generation string `json:"generation,omitempty"`
-	// SeedStore is the artifact store URL a seed is published to.
+	// SeedStore is the artifact store URL a seed is published to (seed)
+	// or restored from (restore).
 	SeedStore string `json:"seedStore,omitempty"`
+	// Source is the generation a restore restores, as its manifest
+	// (read and verified from the store by the caller) says; nil when it
+	// was not read.
+	Source *GenerationFacts `json:"source,omitempty"`
+	// AgentImage is the image a restore's pods run (kubectl-hactl on its
+	// PATH); StoreSecret names the Secret their store credentials come
+	// from (envFrom), "" for none.
+	AgentImage  string `json:"agentImage,omitempty"`
+	StoreSecret string `json:"storeSecret,omitempty"`
+	// Force lifts the blockers that protect a cluster from a restore it
+	// does not obviously need (--force): the cluster has quorum, or the
+	// generation names another cluster ID.
+	Force bool `json:"force,omitempty"`
 	// Verdict holds the thresholds phases and lag are derived with.
 	Verdict verdict.Options `json:"-"`
 }
@@ -49,6 +63,16 @@ func (o Options) withDefaults() Options {
 		o.Verdict.LagThreshold = verdict.DefaultLagThreshold
 	}
 	return o
+}
+
+// GenerationFacts are what a generation's verified manifest says of it.
+type GenerationFacts struct {
+	Generation string       `json:"generation"`
+	Engine     model.Engine `json:"engine"`
+	ClusterID  string       `json:"clusterID"`
+	Revision   int64        `json:"revision"`
+	CapturedAt time.Time    `json:"capturedAt,omitempty"`
+	Digest     string       `json:"digest,omitempty"`
 }
 
 // Verb is what a decision tells the caller to do now.
@@ -94,12 +118,15 @@ const (
 	FlowDelegate Flow = "delegate"
 	// FlowSeed: capture, upload, publish (seed).
 	FlowSeed Flow = "seed"
+	// FlowRestore: scale to zero, restore every member's data directory
+	// from one generation with a one-shot pod each, scale back (restore).
+	FlowRestore Flow = "restore"
 )
 
 func (f Flow) String() string { return string(f) }
 
 // AllFlows lists every Flow.
-var AllFlows = []Flow{FlowNone, FlowLearner, FlowDelegate, FlowSeed}
+var AllFlows = []Flow{FlowNone, FlowLearner, FlowDelegate, FlowSeed, FlowRestore}
 
 // Code names a blocker or a note of a decision. Codes are stable and
 // documented in docs/actions.md.
@@ -138,16 +165,22 @@ const (
 	CodeNoSeedSource          Code = "no_seed_source"
 	CodePodTerminating        Code = "pod_terminating"
 	CodePodNeverStarted       Code = "pod_never_started"
+	CodeRestoreUnsupported    Code = "restore_unsupported"
+	CodeGenerationUnverified  Code = "generation_unverified"
+	CodeGenerationForeign     Code = "generation_foreign"
+	CodeClusterHasQuorum      Code = "cluster_has_quorum"
+	CodeRestoreFailed         Code = "restore_failed"
 )
 
 // Note codes: information about the decision that blocks nothing.
 const (
-	CodeResuming      Code = "resuming"
-	CodeLockStale     Code = "lock_stale"
-	CodeLeaderMove    Code = "leader_move"
-	CodeMemberRemoved Code = "member_already_removed"
-	CodeDelegated     Code = "delegated"
-	CodeSuperseding   Code = "superseding"
+	CodeResuming        Code = "resuming"
+	CodeLockStale       Code = "lock_stale"
+	CodeLeaderMove      Code = "leader_move"
+	CodeMemberRemoved   Code = "member_already_removed"
+	CodeDelegated       Code = "delegated"
+	CodeSuperseding     Code = "superseding"
+	CodeWritesDiscarded Code = "writes_discarded"
 )
 
 // AllBlockerCodes lists every blocker code.
@@ -159,18 +192,21 @@ var AllBlockerCodes = []Code{
 	CodeClusterIDSplit, CodeQuorumWouldBreak, CodeTargetIsLeader, CodeNoLeaderCandidate,
 	CodeLearnerPending, CodePeerURLUnknown, CodeUnexpectedMember, CodeGenerationUnsupported,
 	CodeSeedStoreMissing, CodeNoSeedSource, CodePodTerminating, CodePodNeverStarted,
+	CodeRestoreUnsupported, CodeGenerationUnverified, CodeGenerationForeign, CodeClusterHasQuorum,
+	CodeRestoreFailed,
 }
 
 // AllNoteCodes lists every note code.
 var AllNoteCodes = []Code{
 	CodeResuming, CodeLockStale, CodeLeaderMove, CodeMemberRemoved, CodeDelegated,
-	CodeSuperseding,
+	CodeSuperseding, CodeWritesDiscarded,
 }
 
 // Override flags, named as the CLI spells them.
 const (
 	FlagMoveLeader = "--move-leader"
 	FlagSupersede  = "--supersede"
+	FlagForce      = "--force"
 )
 
 // Blocker is one reason the action may not go ahead. Override names the
@@ -201,8 +237,11 @@ type Step struct {
 	// PeerURLs are the learner's peer URLs (add-learner) or the peer URLs
 	// awaited.
 	PeerURLs []string `json:"peerURLs,omitempty"`
-	// Fence is the precondition of a delete.
+	// Fence is the precondition of a delete (or, for a restore's scale
+	// steps, of the StatefulSet's update).
 	Fence *model.Fence `json:"fence,omitempty"`
+	// Replicas is what a scale step sets.
+	Replicas int `json:"replicas,omitempty"`
 	// Detail says in words what the step does.
 	Detail string `json:"detail"`
 }

@@ -77,6 +77,12 @@ func TestEveryStateAndIntent(t *testing.T) {
 								obs.Cluster.Shape = shape
 								obs.Lock = ls.lock
 								in := Intent{Action: action, Member: target, Options: Options{MoveLeader: moveLeader, SeedStore: "s3://b"}}
+								if action == model.ActionRestore {
+									// --force stands in for --move-leader.
+									restorable(&obs)
+									in.Options = restoreIntent.Options
+									in.Options.Force = moveLeader
+								}
 								name := fmt.Sprintf("%s %q move=%v target=%s other=%s shape=%s lock=%s", action, target, moveLeader, ts.name, os.name, shape, ls.name)
 								d := Classify(obs, in, now)
 								checkInvariants(t, name, obs, in, d, ti, ts.name)
@@ -155,7 +161,12 @@ func checkInvariants(t *testing.T, name string, obs model.Observation, in Intent
 		fail("proceed without steps")
 	}
 	// Only etcd clusters of the two supported shapes are ever acted on.
-	if d.Verb == VerbProceed && in.Action != model.ActionSeed && obs.Cluster.Shape != model.ShapeStaticExisting && obs.Cluster.Shape != model.ShapeSelfRegistering {
+	if d.Verb == VerbProceed && in.Action != model.ActionSeed && in.Action != model.ActionRestore && obs.Cluster.Shape != model.ShapeStaticExisting && obs.Cluster.Shape != model.ShapeSelfRegistering {
+		fail("proceeds on shape %s", obs.Cluster.Shape)
+	}
+	// A restore proceeds only on the static shapes, and only when no
+	// member is named.
+	if d.Verb == VerbProceed && in.Action == model.ActionRestore && (in.Member != "" || (obs.Cluster.Shape != model.ShapeStaticExisting && obs.Cluster.Shape != model.ShapeStaticNew)) {
 		fail("proceeds on shape %s", obs.Cluster.Shape)
 	}
 	if obs.Cluster.Shape == model.ShapeSelfRegistering && slices.ContainsFunc(d.Steps, func(s Step) bool {

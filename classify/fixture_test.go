@@ -114,3 +114,57 @@ func inProgress() model.LedgerEntry {
 const learnerID = "1234abcd5678ef90"
 
 func ptr[T any](v T) *T { return &v }
+
+// restorable makes obs a cluster a restore can act on: Parallel pods, a
+// data directory inside its volume.
+func restorable(obs *model.Observation) {
+	obs.Cluster.PodManagementPolicy = "Parallel"
+	obs.Cluster.Fingerprint = "stsfp"
+	t := &obs.Cluster.Template
+	t.DataDir, t.DataVolume, t.DataMount = "/var/run/etcd/default.etcd", "data", "/var/run/etcd"
+}
+
+// lostQuorum: members 1 and 2 are down; 0 answers alone, no leader.
+func lostQuorum(obs *model.Observation) {
+	restorable(obs)
+	down(obs, 1)
+	down(obs, 2)
+	obs.Members[0].Engine.LeaderID = ""
+}
+
+const genID = "nightly-1"
+
+var restoreIntent = Intent{Action: model.ActionRestore, Options: Options{Generation: genID, SeedStore: "s3://b",
+	Source: &GenerationFacts{Generation: genID, Engine: model.EngineEtcd, ClusterID: clusterID, Revision: 4000}}}
+
+// restoreEntry is the ledger entry of a restore in progress.
+func restoreEntry(receipts ...model.StepKind) model.LedgerEntry {
+	e := model.LedgerEntry{ID: "restore.20261129t115900z.cd34", Action: model.ActionRestore, Holder: "hactl/host/1/cd34",
+		State: model.EntryInProgress, Phase: model.ActionPhaseRemoving, StartedAt: now.Add(-time.Minute), UpdatedAt: now,
+		Generation: genID, Replicas: 3, FromClusterID: clusterID}
+	for i, k := range receipts {
+		e.Receipts = append(e.Receipts, model.Receipt{Seq: i, Step: k, Outcome: model.OutcomeDone})
+	}
+	return e
+}
+
+// restorePods adds one restore pod per member in phase.
+func restorePods(obs *model.Observation, action string, phases ...string) {
+	for i, ph := range phases {
+		name := fmt.Sprintf("etcd-%d", i)
+		obs.Cluster.RestorePods = append(obs.Cluster.RestorePods, model.RestorePodFacts{
+			Name: "hactl-restore-" + name, UID: fmt.Sprintf("rp-uid-%d", i), ResourceVersion: fmt.Sprintf("90%d", i),
+			Member: name, Generation: genID, Action: action, Phase: ph, Fingerprint: "rpfp"})
+		if ph == "Failed" {
+			obs.Cluster.RestorePods[len(obs.Cluster.RestorePods)-1].Message = "refused: checksum mismatch in member/snap/db"
+		}
+	}
+}
+
+// scaledToZero: the StatefulSet wants no replicas and its pods are gone.
+func scaledToZero(obs *model.Observation) {
+	obs.Cluster.Replicas = 0
+	for i := range obs.Members {
+		obs.Members[i].Pod, obs.Members[i].Engine = nil, nil
+	}
+}

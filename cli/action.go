@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/model"
@@ -56,6 +58,14 @@ type ActionOptions struct {
 	Supersede    bool
 	Generation   string
 	ProbeTimeout time.Duration
+
+	// restore only.
+	store      storeFlags
+	AgentImage string
+	Force      bool
+	source     *classify.GenerationFacts
+	storeURL   string
+	secretName string
 	Timeout      time.Duration
 	LagThreshold uint64
 
@@ -115,11 +125,23 @@ func (o *ActionOptions) AddFlags(cmd *cobra.Command) {
 	if o.Action == model.ActionReseed {
 		f.StringVar(&o.Generation, "generation", "", "Reseed from this seed generation instead of from the member's peers (not supported for etcd yet: refused).")
 	}
+	if o.Action == model.ActionRestore {
+		f.StringVar(&o.Generation, "generation", "", "The seed generation to restore every member from (required).")
+		o.store.add(f)
+		f.StringVar(&o.AgentImage, "agent-image", defaultAgentImage(), "Image of the restore pods: any image with kubectl-hactl on its PATH.")
+		f.BoolVar(&o.Force, "force", false, "Restore even though the cluster has quorum, or the generation names another cluster ID (an earlier incarnation of this one): every write after the generation is lost.")
+	}
 }
+
+// defaultAgentImage is hactl's own image at this build's version.
+func defaultAgentImage() string { return "ghcr.io/hactl-dev/hactl:" + buildinfo.Version }
 
 // Complete reads the kubeconfig and arguments.
 func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Cluster, o.Member = args[0], args[1]
+	o.Cluster = args[0]
+	if len(args) > 1 {
+		o.Member = args[1]
+	}
 	var err error
 	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
@@ -149,6 +171,46 @@ func (o *ActionOptions) Validate() error {
 	}
 	if o.Timeout <= 0 || o.ProbeTimeout <= 0 {
 		return usageError("--timeout and --probe-timeout must be positive")
+	}
+	if o.Action == model.ActionRestore {
+		if o.Generation == "" {
+			return usageError("restore needs --generation G (list them with 'kubectl hactl generations list %s')", o.Cluster)
+		}
+		if err := artifact.ValidateGeneration(o.Generation); err != nil {
+			return usageError("--generation: %v", err)
+		}
+		if o.AgentImage == "" {
+			return usageError("--agent-image must not be empty")
+		}
+	}
+	return nil
+}
+
+// prepareRestore reads generation o.Generation's manifest from the
+// cluster's store (which verifies its format, digest and identity) and
+// keeps what the classifier and the restore pods need. The pods verify
+// every byte again before they touch a data directory.
+func (o *ActionOptions) prepareRestore(ctx context.Context) error {
+	cs, err := openClusterStore(ctx, o.client, o.Namespace, o.Cluster, o.store, true)
+	if err != nil {
+		return err
+	}
+	defer cs.store.Close()
+	m, err := cs.store.ReadManifest(ctx, o.Generation)
+	if err != nil {
+		if refusedRestore(err) {
+			return withCode(ExitRefused, fmt.Errorf("generation %s cannot be restored, nothing was changed: %w", o.Generation, err))
+		}
+		return err
+	}
+	id := m.Identity
+	o.source = &classify.GenerationFacts{Generation: id.Generation, Engine: id.Engine, ClusterID: id.ClusterID,
+		Revision: id.Revision, CapturedAt: m.CreatedAt, Digest: m.Digest}
+	o.storeURL, o.secretName = cs.url, cs.secret
+	fmt.Fprintf(o.human(), "generation %s in %s: %s cluster %s, revision %d, %d file(s), %s, created %s\n", id.Generation, cs.store,
+		id.Engine, id.ClusterID, id.Revision, len(m.Files), formatBytes(m.TotalSize), m.CreatedAt.UTC().Format(time.RFC3339))
+	if cs.secret == "" && !strings.HasPrefix(cs.url, "file://") {
+		fmt.Fprintf(o.ErrOut, "warning: no --store-secret (or %s annotation): the restore pods get no store credentials and rely on their own environment\n", artifact.AnnotationStoreSecret)
 	}
 	return nil
 }
@@ -185,6 +247,7 @@ func (o *ActionOptions) intent() classify.Intent {
 	return classify.Intent{Action: o.Action, Member: o.Member, Options: classify.Options{
 		MoveLeader: o.MoveLeader, Supersede: o.Supersede, Generation: o.Generation,
 		Verdict: verdict.Options{LagThreshold: o.LagThreshold},
+		Source:  o.source, Force: o.Force, SeedStore: o.storeURL, StoreSecret: o.secretName, AgentImage: o.AgentImage,
 	}}
 }
 
@@ -214,6 +277,11 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 		res actions.Result
 		err error
 	)
+	if o.Action == model.ActionRestore {
+		if err := o.prepareRestore(ctx); err != nil {
+			return o.finish(res, err)
+		}
+	}
 	for {
 		var warn status.Warnings
 		d, _, warn, err = x.Decide(ctx, o.Namespace, o.Cluster, o.intent())
@@ -235,15 +303,15 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 		return o.finish(res, decisionError(d))
 	case classify.VerbDone:
 		if d.Resume == "" {
-			fmt.Fprintf(w, "%s %s: nothing to do%s\n", o.Action, o.Member, suffix)
+			fmt.Fprintf(w, "%s: nothing to do%s\n", o.what(), suffix)
 			return o.finish(res, nil)
 		}
 	}
 	if dry == actions.DryRunNone && d.Verb == classify.VerbProceed && !o.Yes {
 		if !o.inIsTTY {
-			return o.finish(res, fmt.Errorf("refusing to %s %s without confirmation: stdin is not a terminal; review the plan above and run again with --yes; nothing was changed", o.Action, o.Member))
+			return o.finish(res, fmt.Errorf("refusing to %s without confirmation: stdin is not a terminal; review the plan above and run again with --yes; nothing was changed", o.what()))
 		}
-		ok, err := confirm(o.In, w, fmt.Sprintf("%s %s of %s/%s as shown above?", titleCase(o.Action.String()), o.Member, o.Namespace, o.Cluster))
+		ok, err := confirm(o.In, w, fmt.Sprintf("%s of %s/%s as shown above?", titleCase(strings.TrimSpace(o.Action.String()+" "+o.Member)), o.Namespace, o.Cluster))
 		if err != nil {
 			return err
 		}
@@ -260,12 +328,20 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "warning: took the lock over from stale holder %s\n", res.TookOverFrom)
 	}
 	if err == nil && dry == actions.DryRunNone {
-		fmt.Fprintf(w, "%s %s: done (ledger entry %s)\n", o.Action, o.Member, res.EntryID)
+		fmt.Fprintf(w, "%s: done (ledger entry %s)\n", o.what(), res.EntryID)
 	}
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = fmt.Errorf("interrupted; the lock was released: run the same command again to resume: %w", err)
 	}
 	return o.finish(res, actionError(err))
+}
+
+// what names the action for messages: "replace etcd-1", "restore".
+func (o *ActionOptions) what() string {
+	if o.Member == "" {
+		return string(o.Action)
+	}
+	return string(o.Action) + " " + o.Member
 }
 
 // finish prints the receipts document (-o) and passes err on.

@@ -53,6 +53,8 @@ type clusterStore struct {
 	// secret names the Secret the credentials came from, "" for the
 	// environment.
 	secret string
+	// url is the store URL as given (it never holds a credential).
+	url string
 }
 
 // openClusterStore resolves and opens the store of cluster ns/name:
@@ -98,6 +100,7 @@ func openClusterStoreFor(ctx context.Context, c kubernetes.Interface, ns, name s
 		}
 		cs.secret = secret
 	}
+	cs.url = url
 	cs.store, err = artifact.OpenStore(ctx, url, artifact.Options{Credentials: creds, CreateDir: write})
 	if err != nil {
 		return nil, err

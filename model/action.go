@@ -15,12 +15,16 @@ const (
 	ActionReseed Action = "reseed"
 	// ActionSeed captures a seed generation from a healthy member.
 	ActionSeed Action = "seed"
+	// ActionRestore restores every member from one seed generation: for
+	// etcd, the quorum-loss recovery (the restored cluster has a new
+	// cluster ID, and every write after the generation is gone).
+	ActionRestore Action = "restore"
 )
 
 func (a Action) String() string { return string(a) }
 
 // AllActions lists every Action.
-var AllActions = []Action{ActionReplace, ActionReseed, ActionSeed}
+var AllActions = []Action{ActionReplace, ActionReseed, ActionSeed, ActionRestore}
 
 // ActionPhase is where an action stands. Like member phases it is derived
 // from what is observed; the ledger only records which phases were
@@ -29,8 +33,10 @@ type ActionPhase string
 
 // Action phases. replace and reseed pass requested → fencing → removing →
 // restoring → bootstrapping → catching-up → ready; seed passes requested →
-// capturing → uploading → published. Failed and superseded end an action
-// early.
+// capturing → uploading → published; restore passes requested → fencing →
+// removing (scale to zero) → restoring (one restore pod per member) →
+// bootstrapping (scale back, the restored cluster forms) → ready. Failed
+// and superseded end an action early.
 const (
 	ActionPhaseRequested     ActionPhase = "requested"
 	ActionPhaseFencing       ActionPhase = "fencing"
@@ -82,6 +88,15 @@ const (
 	StepCaptureSnapshot    StepKind = "capture-snapshot"
 	StepUpload             StepKind = "upload"
 	StepPublish            StepKind = "publish"
+
+	// Restore steps.
+	StepScaleDown           StepKind = "scale-down"
+	StepAwaitMembersStopped StepKind = "await-members-stopped"
+	StepRunRestore          StepKind = "run-restore"
+	StepAwaitRestore        StepKind = "await-restore"
+	StepDeleteRestorePod    StepKind = "delete-restore-pod"
+	StepScaleUp             StepKind = "scale-up"
+	StepAwaitRestored       StepKind = "await-restored"
 )
 
 func (s StepKind) String() string { return string(s) }
@@ -92,6 +107,8 @@ var AllStepKinds = []StepKind{
 	StepMoveLeader, StepRemoveMember, StepAddLearner, StepDeletePVC, StepDeletePod,
 	StepAwaitPodGone, StepAwaitPodRecreated, StepAwaitMemberStarted, StepAwaitCaughtUp,
 	StepPromoteLearner, StepAwaitVoterReady, StepCaptureSnapshot, StepUpload, StepPublish,
+	StepScaleDown, StepAwaitMembersStopped, StepRunRestore, StepAwaitRestore, StepDeleteRestorePod,
+	StepScaleUp, StepAwaitRestored,
 }
 
 // PhaseOf is the action phase a step belongs to.
@@ -101,11 +118,11 @@ func (s StepKind) PhaseOf() ActionPhase {
 		return ActionPhaseRequested
 	case StepVerifyFences, StepMoveLeader:
 		return ActionPhaseFencing
-	case StepRemoveMember, StepDeletePVC, StepDeletePod, StepAwaitPodGone:
+	case StepRemoveMember, StepDeletePVC, StepDeletePod, StepAwaitPodGone, StepScaleDown, StepAwaitMembersStopped:
 		return ActionPhaseRemoving
-	case StepAddLearner, StepAwaitPodRecreated:
+	case StepAddLearner, StepAwaitPodRecreated, StepRunRestore, StepAwaitRestore, StepDeleteRestorePod:
 		return ActionPhaseRestoring
-	case StepAwaitMemberStarted:
+	case StepAwaitMemberStarted, StepScaleUp, StepAwaitRestored:
 		return ActionPhaseBootstrapping
 	case StepAwaitCaughtUp, StepPromoteLearner, StepAwaitVoterReady:
 		return ActionPhaseCatchingUp
@@ -126,7 +143,8 @@ func (s StepKind) PhaseOf() ActionPhase {
 func (s StepKind) Mutates() bool {
 	switch s {
 	case StepMoveLeader, StepRemoveMember, StepAddLearner, StepDeletePVC, StepDeletePod,
-		StepPromoteLearner, StepCaptureSnapshot, StepUpload, StepPublish:
+		StepPromoteLearner, StepCaptureSnapshot, StepUpload, StepPublish,
+		StepScaleDown, StepRunRestore, StepDeleteRestorePod, StepScaleUp:
 		return true
 	}
 	return false
@@ -231,6 +249,12 @@ type LedgerEntry struct {
 	// restores from (restore); "" when none. Generation GC never deletes
 	// a generation an in-progress entry names.
 	Generation string `json:"generation,omitempty"`
+	// Replicas is the StatefulSet's replica count a restore scales back
+	// to (recorded before it scales to zero); 0 for other actions.
+	Replicas int `json:"replicas,omitempty"`
+	// FromClusterID is the cluster ID a restore started from (the
+	// generation's); the restored cluster's differs.
+	FromClusterID string `json:"fromClusterID,omitempty"`
 }
 
 // LockFacts describe the cluster's action lock (a Lease) as observed.

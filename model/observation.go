@@ -58,8 +58,17 @@ type ClusterFacts struct {
 	KnownClusterID string `json:"knownClusterID,omitempty"`
 	// UpdateRevision is the StatefulSet's current template revision
 	// (status.updateRevision), "" when not read.
-	UpdateRevision string    `json:"updateRevision,omitempty"`
-	ObservedAt     time.Time `json:"-"`
+	UpdateRevision string `json:"updateRevision,omitempty"`
+	// ResourceVersion and Fingerprint above fence the StatefulSet itself
+	// (scaling it); Fingerprint digests its metadata and spec.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// PodManagementPolicy is the StatefulSet's (OrderedReady or
+	// Parallel; "" when not read).
+	PodManagementPolicy string `json:"podManagementPolicy,omitempty"`
+	// RestorePods are the one-shot pods a restore runs, one per member
+	// (label hactl.dev/restore-of=<cluster>).
+	RestorePods []RestorePodFacts `json:"restorePods,omitempty"`
+	ObservedAt  time.Time         `json:"-"`
 }
 
 // TemplateFacts are the engine-relevant settings of the pod template.
@@ -98,6 +107,36 @@ type TemplateFacts struct {
 	// unknown, true with no entries means the template sets none.
 	InitialCluster        []InitialClusterEntry `json:"initialCluster,omitempty"`
 	InitialClusterDecoded bool                  `json:"initialClusterDecoded,omitempty"`
+	// InitialClusterToken is --initial-cluster-token (or
+	// ETCD_INITIAL_CLUSTER_TOKEN), "" when not set literally.
+	InitialClusterToken string `json:"initialClusterToken,omitempty"`
+	// DataDir is the engine's data directory (--data-dir or
+	// ETCD_DATA_DIR), "" when not set literally.
+	DataDir string `json:"dataDir,omitempty"`
+	// DataVolume is the volume claim template mounted at DataMount, the
+	// mount that holds DataDir; "" when none does.
+	DataVolume string `json:"dataVolume,omitempty"`
+	DataMount  string `json:"dataMount,omitempty"`
+}
+
+// RestorePodFacts describe one of a restore's one-shot pods.
+type RestorePodFacts struct {
+	Name            string `json:"name"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+	// Member is the member (StatefulSet pod name) it restores.
+	Member string `json:"member"`
+	// Generation and Action are its labels hactl.dev/generation and
+	// hactl.dev/action-id.
+	Generation string `json:"generation"`
+	Action     string `json:"action,omitempty"`
+	// Phase is the pod's phase (Pending, Running, Succeeded, Failed).
+	Phase string `json:"phase"`
+	// Message is the container's termination message (the agent's
+	// output) when it failed.
+	Message        string `json:"message,omitempty"`
+	DeletionMarked bool   `json:"deletionMarked,omitempty"`
+	Fingerprint    string `json:"fingerprint,omitempty"`
 }
 
 // Member is one ordinal of the cluster: its pod, its volume and what the

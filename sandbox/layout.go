@@ -12,6 +12,10 @@ import (
 // EnvDir names the sandbox directory when --dir / Options.Dir is empty.
 const EnvDir = "HACTL_SANDBOX_DIR"
 
+// EnvAgent names the kubectl-hactl binary the sandbox's agent pods run
+// when --agent / Options.Agent is empty.
+const EnvAgent = "HACTL_AGENT"
+
 // DefaultDir is the sandbox directory used when none is given:
 // $HACTL_SANDBOX_DIR, else <user cache dir>/hactl/sandbox (on Linux
 // ~/.cache/hactl/sandbox, or $XDG_CACHE_HOME/hactl/sandbox).
@@ -44,6 +48,7 @@ func (l layout) versitygw() string     { return filepath.Join(l.dir, "versitygw"
 func (l layout) s3Root() string        { return filepath.Join(l.dir, "s3") }
 func (l layout) runner() string        { return filepath.Join(l.dir, "runner") }
 func (l layout) volumes() string       { return filepath.Join(l.dir, "volumes") }
+func (l layout) agent() string         { return filepath.Join(l.dir, "bin", "kubectl-hactl") }
 
 // config is what `up` asks the supervisor to run (DIR/config.json).
 type config struct {
@@ -52,6 +57,10 @@ type config struct {
 	Scenarios []string `json:"scenarios"`
 	// Nodes is the number of fake nodes (default 3).
 	Nodes int `json:"nodes"`
+	// Agent is the kubectl-hactl binary agent pods run; empty: the
+	// supervisor builds it from RepoRoot into DIR/bin/kubectl-hactl.
+	Agent    string `json:"agent,omitempty"`
+	RepoRoot string `json:"repoRoot,omitempty"`
 }
 
 // supervisorRecord identifies the supervisor process (DIR/supervisor.json):
@@ -91,8 +100,13 @@ type State struct {
 	S3File     string `json:"s3File,omitempty"`
 	Logs       string `json:"logs,omitempty"`
 	// BinDir holds the pinned binaries (kubectl, etcdctl, ...).
-	BinDir    string    `json:"binDir,omitempty"`
-	StartedAt time.Time `json:"startedAt"`
+	BinDir string `json:"binDir,omitempty"`
+	// Agent is the kubectl-hactl binary that pods of hactl's agent image
+	// (command kubectl-hactl, e.g. restore pods) run; empty if there is
+	// none, and AgentError then says why.
+	Agent      string    `json:"agent,omitempty"`
+	AgentError string    `json:"agentError,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
 	// ReadyAfter is how long the supervisor took to become ready.
 	ReadyAfter Duration `json:"readyAfter,omitempty"`
 }

@@ -40,6 +40,12 @@ type Options struct {
 	// BinDir holds the pinned binaries (default: internal/testbins, which
 	// builds them on first use).
 	BinDir string
+	// Agent is the kubectl-hactl binary that pods of hactl's agent image
+	// run (restore pods: command kubectl-hactl agent restore ...). Default
+	// $HACTL_AGENT, else the supervisor builds it once from the repository
+	// (go build -o DIR/bin/kubectl-hactl ./cmd/kubectl-hactl); if that
+	// fails the sandbox still starts, without an agent (State.AgentError).
+	Agent string
 	// Executable is the program run as `<Executable> serve --dir DIR`
 	// (default: this program).
 	Executable string
@@ -90,6 +96,10 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 	if o.Namespace == "" {
 		o.Namespace = scenario.DefaultNamespace
 	}
+	agent, err := agentPath(o.Agent)
+	if err != nil {
+		return nil, err
+	}
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute
 	}
@@ -115,7 +125,12 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 			return nil, err
 		}
 	}
-	cfg := config{BinDir: o.BinDir, Namespace: o.Namespace, Scenarios: o.Scenarios, Nodes: 3}
+	cfg := config{BinDir: o.BinDir, Namespace: o.Namespace, Scenarios: o.Scenarios, Nodes: 3, Agent: agent}
+	if cfg.Agent == "" {
+		// The supervisor builds it; it runs in dir, so find the
+		// repository from here.
+		cfg.RepoRoot, _ = testbins.RepoRoot()
+	}
 	if err := writeJSON(l.config(), cfg, 0o644); err != nil {
 		return nil, err
 	}
@@ -172,6 +187,30 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// agentPath resolves the agent binary: given, else $HACTL_AGENT (either
+// must be an executable file), else "" (to be built).
+func agentPath(given string) (string, error) {
+	what := "--agent"
+	if given == "" {
+		given, what = os.Getenv(EnvAgent), "$"+EnvAgent
+	}
+	if given == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(given)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s: the kubectl-hactl binary: %w", what, err)
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s: %s is not an executable file", what, abs)
+	}
+	return abs, nil
 }
 
 func progress(w io.Writer, line string) {

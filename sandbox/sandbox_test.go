@@ -20,6 +20,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -117,9 +118,17 @@ func assertNothingLeft(t *testing.T, dir string) {
 
 func start(t *testing.T, dir string, scenarios ...string) *Sandbox {
 	t.Helper()
-	bin := binDir(t)
+	return startWith(t, Options{Dir: dir, Scenarios: scenarios})
+}
+
+// startWith starts a sandbox with o (BinDir and Progress filled in) and
+// downs it in t.Cleanup.
+func startWith(t *testing.T, o Options) *Sandbox {
+	t.Helper()
+	dir := o.Dir
+	o.BinDir, o.Progress = binDir(t), testWriter{t}
 	begin := time.Now()
-	sb, err := Start(context.Background(), Options{Dir: dir, BinDir: bin, Scenarios: scenarios, Progress: testWriter{t}})
+	sb, err := Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,6 +508,78 @@ func TestSandbox(t *testing.T) {
 		}
 	})
 
+	t.Run("agent pods run once, with the sandbox's kubectl-hactl, and reach its S3", func(t *testing.T) {
+		if sb.State.Agent == "" {
+			t.Fatalf("the sandbox has no agent: %s", sb.State.AgentError)
+		}
+		if fi, err := os.Stat(sb.State.Agent); err != nil || fi.Mode()&0o111 == 0 {
+			t.Fatalf("agent %s: %v", sb.State.Agent, err)
+		}
+		s3, err := sb.S3()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = kc.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "agent-store"},
+			StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agentPod := func(name string, args ...string) *corev1.Pod {
+			return &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"hactl.dev/engine": "etcd"}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Volumes:       []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+					Containers: []corev1.Container{{
+						Name: "restore", Image: "ghcr.io/hactl-dev/hactl:v0.1.0",
+						Command: []string{"kubectl-hactl"}, Args: args,
+						EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: "agent-store"}}}},
+						VolumeMounts:             []corev1.VolumeMount{{Name: "data", MountPath: "/var/run/etcd"}},
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+					}},
+				},
+			}
+		}
+		ended := func(name string) *corev1.Pod {
+			var pod *corev1.Pod
+			poll(t, 60*time.Second, name+" ended", func() error {
+				p, err := kc.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				pod = p
+				if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+					return fmt.Errorf("phase %s: %+v", p.Status.Phase, p.Status.ContainerStatuses)
+				}
+				return nil
+			})
+			return pod
+		}
+		if _, err := kc.CoreV1().Pods(ns).Create(ctx, agentPod("agent-version", "version"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// A generation the store does not hold: the agent reaches
+		// versitygw (at 127.0.0.1, as the URL says) with the Secret's
+		// credentials, finds no manifest and refuses (exit 5).
+		restore := agentPod("agent-restore", "agent", "restore", "--store="+s3.URL(), "--generation=g-missing",
+			"--data-dir=/var/run/etcd/default.etcd", "--name=x-0", "--replace", "-o", "json")
+		if _, err := kc.CoreV1().Pods(ns).Create(ctx, restore, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if p := ended("agent-version"); p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("kubectl-hactl version: %s %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		p := ended("agent-restore")
+		cs := p.Status.ContainerStatuses[0]
+		if p.Status.Phase != corev1.PodFailed || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 5 ||
+			!strings.Contains(cs.State.Terminated.Message, "no manifest") || cs.RestartCount != 0 {
+			t.Fatalf("restore of a missing generation: %s %+v", p.Status.Phase, cs)
+		}
+	})
+
 	t.Run("down leaves no process behind", func(t *testing.T) {
 		if err := Down(ctx, dir, DownOptions{}); err != nil {
 			t.Fatal(err)
@@ -515,7 +596,16 @@ func TestSandbox(t *testing.T) {
 // Down still ends every one of them.
 func TestDownAfterSupervisorCrash(t *testing.T) {
 	dir := sandboxDir(t)
-	sb := start(t, dir, "healthy")
+	// An agent given (rather than built, as in TestSandbox): a stand-in,
+	// no pod here runs it.
+	agent := filepath.Join(t.TempDir(), "kubectl-hactl")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb := startWith(t, Options{Dir: dir, Scenarios: []string{"healthy"}, Agent: agent})
+	if sb.State.Agent != agent || sb.State.AgentError != "" {
+		t.Fatalf("agent %q (%s), want %s", sb.State.Agent, sb.State.AgentError, agent)
+	}
 	ms, err := sb.Members(context.Background())
 	if err != nil || len(ms) != 3 {
 		t.Fatalf("members %+v: %v", ms, err)
@@ -540,6 +630,22 @@ func TestDownAfterSupervisorCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNothingLeft(t, dir)
+}
+
+func TestStartRefusesABadAgent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sandbox")
+	_, err := Start(context.Background(), Options{Dir: dir, BinDir: dir, Agent: filepath.Join(t.TempDir(), "missing")})
+	if err == nil || !strings.Contains(err.Error(), "--agent") {
+		t.Fatalf("Start with a missing agent: %v", err)
+	}
+	t.Setenv(EnvAgent, t.TempDir())
+	_, err = Start(context.Background(), Options{Dir: dir, BinDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "$"+EnvAgent) || !strings.Contains(err.Error(), "not an executable file") {
+		t.Fatalf("Start with %s a directory: %v", EnvAgent, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the sandbox directory was created: %v", err)
+	}
 }
 
 func TestStartRefusesAForeignDirectory(t *testing.T) {

@@ -1,14 +1,18 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,6 +137,21 @@ func (s *supervisor) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The agent binary: given, or built while everything else starts (the
+	// runner links it at once; it is there by the time the sandbox is
+	// ready).
+	agent := s.cfg.Agent
+	if agent == "" && s.cfg.RepoRoot != "" {
+		agent = s.l.agent()
+	}
+	var agentErr error
+	agentDone := make(chan struct{})
+	bctx, bcancel := context.WithCancel(ctx)
+	defer func() { bcancel(); <-agentDone }()
+	go func() {
+		defer close(agentDone)
+		agentErr = s.agent(bctx)
+	}()
 	go func() { <-s.shutdownDone(); lock.Close() }()
 	s.setState(func(st *State) { st.Block = block })
 
@@ -200,7 +219,7 @@ func (s *supervisor) start(ctx context.Context) error {
 	provErr := make(chan error, 1)
 	go func() { provErr <- s.prov.Run(ctx) }()
 	s.run = runner.New(runner.Options{
-		Kube: s.kc, Dynamic: s.dyn, BinDir: s.cfg.BinDir, Dir: s.l.runner(), Block: block,
+		Kube: s.kc, Dynamic: s.dyn, BinDir: s.cfg.BinDir, AgentPath: agent, Dir: s.l.runner(), Block: block,
 		HostDir: s.prov.HostDir, Logf: s.logf,
 	})
 	if err := s.run.Start(ctx); err != nil {
@@ -217,7 +236,74 @@ func (s *supervisor) start(ctx context.Context) error {
 		return fmt.Errorf("volume provisioner: %w", err)
 	default:
 	}
-	return s.runScenarios(ctx)
+	if err := s.runScenarios(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-agentDone:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if agentErr != nil {
+		// Only agent pods need it: the sandbox runs on without.
+		s.logf("no agent: %v", agentErr)
+		s.setState(func(st *State) { st.AgentError = agentErr.Error() })
+	} else {
+		s.setState(func(st *State) { st.Agent = agent })
+	}
+	return nil
+}
+
+// agent makes sure the kubectl-hactl binary for agent pods is there: the
+// configured one is; else it builds it from the repository into
+// DIR/bin/kubectl-hactl (the build ends with ctx).
+func (s *supervisor) agent(ctx context.Context) error {
+	if s.cfg.Agent != "" {
+		return nil
+	}
+	root := s.cfg.RepoRoot
+	if root == "" {
+		return fmt.Errorf("the repository was not found to build kubectl-hactl: pass --agent or set %s", EnvAgent)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("building kubectl-hactl: %w (pass --agent or set %s)", err, EnvAgent)
+	}
+	out := s.l.agent()
+	// Built beside it and renamed, so that no pod ever starts a partly
+	// written binary.
+	tmp := filepath.Join(filepath.Dir(out), ".kubectl-hactl.building")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	begin := time.Now()
+	var buf bytes.Buffer
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", tmp, "./cmd/kubectl-hactl")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Ending the build ends the compilers it started too.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("go build ./cmd/kubectl-hactl in %s: %v: %s (pass --agent or set %s)",
+			root, err, lastLines(buf.String(), 10), EnvAgent)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	s.logf("built %s in %s", out, time.Since(begin).Round(100*time.Millisecond))
+	return nil
+}
+
+// lastLines returns the last n lines of s, trimmed.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (s *supervisor) runScenarios(ctx context.Context) error {

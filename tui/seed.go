@@ -72,6 +72,7 @@ var actionPhases = map[model.Action][]model.ActionPhase{
 	model.ActionReplace: {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseRemoving, model.ActionPhaseRestoring, model.ActionPhaseBootstrapping, model.ActionPhaseCatchingUp, model.ActionPhaseReady},
 	model.ActionReseed:  {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseRemoving, model.ActionPhaseRestoring, model.ActionPhaseBootstrapping, model.ActionPhaseCatchingUp, model.ActionPhaseReady},
 	model.ActionSeed:    {model.ActionPhaseRequested, model.ActionPhaseCapturing, model.ActionPhaseUploading, model.ActionPhasePublished},
+	model.ActionRestore: {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseRemoving, model.ActionPhaseRestoring, model.ActionPhaseBootstrapping, model.ActionPhaseReady},
 }
 
 // phaseFraction places phase in action's sequence, 0 to 1.

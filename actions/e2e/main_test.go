@@ -90,7 +90,7 @@ func run(m *testing.M) int {
 	}
 	dir := filepath.Join(tmp, "sbx")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: dir, BinDir: binDir, Namespace: namespace,
+	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: dir, BinDir: binDir, Namespace: namespace, Agent: filepath.Join(bin, "kubectl-hactl"),
 		Scenarios: []string{staticCluster, selfRegCluster}, Progress: os.Stderr, Timeout: 6 * time.Minute})
 	cancel()
 	if err != nil {

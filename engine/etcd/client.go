@@ -325,3 +325,8 @@ func isTLSAlert(err error) bool {
 func (c observedCreds) Clone() credentials.TransportCredentials {
 	return observedCreds{TransportCredentials: c.TransportCredentials.Clone(), state: c.state}
 }
+
+// KV is the member's key-value API through the same single connection
+// (serializable reads answer from this member's own store). For tools and
+// tests; hactl's own probes never read keys.
+func (c *Client) KV() clientv3.KV { return c.cli }

@@ -76,6 +76,7 @@ type UpOptions struct {
 	Scenarios []string
 	Namespace string
 	Timeout   time.Duration
+	Agent     string
 	genericiooptions.IOStreams
 }
 
@@ -106,6 +107,7 @@ With no --scenario, the demo set is started in namespace ` + scenario.DefaultNam
 	cmd.Flags().StringArrayVar(&o.Scenarios, "scenario", nil, "scenario to set up (repeatable; default: the demo set)")
 	cmd.Flags().StringVar(&o.Namespace, "namespace", scenario.DefaultNamespace, "namespace of the scenarios' clusters")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "give up if the sandbox is not up by then")
+	cmd.Flags().StringVar(&o.Agent, "agent", "", "kubectl-hactl binary that agent pods (restore) run (default $"+sandbox.EnvAgent+", else built from this repository into DIR/bin)")
 	return cmd
 }
 
@@ -135,7 +137,7 @@ func (o *UpOptions) Run(ctx context.Context) error {
 	defer stop()
 	begin := time.Now()
 	sb, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: o.Dir, Scenarios: o.Scenarios, Namespace: o.Namespace, Progress: o.ErrOut, Timeout: o.Timeout,
+		Dir: o.Dir, Scenarios: o.Scenarios, Namespace: o.Namespace, Progress: o.ErrOut, Timeout: o.Timeout, Agent: o.Agent,
 	})
 	if err != nil {
 		return err
@@ -157,6 +159,9 @@ S3 store:         %[4]s (bucket %[5]s; credentials in %[6]s, mode 0600)
 Logs:             %[7]s
 Stop it:          go run ./cmd/hactl-sandbox down --dir %[3]s
 `, sb.Kubeconfig, sb.State.Namespace, sb.Dir, sb.State.S3Endpoint, sandbox.Bucket, sb.State.S3File, sb.State.Logs, sb.State.BinDir)
+	if sb.State.AgentError != "" {
+		fmt.Fprintf(w, "\nWarning: agent pods (restore) cannot run: %s\n", sb.State.AgentError)
+	}
 	return nil
 }
 

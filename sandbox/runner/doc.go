@@ -18,6 +18,23 @@
 // Deleting a pod stops its processes (SIGTERM, SIGKILL after the grace
 // period) and the runner then finishes the delete, as a kubelet does.
 //
+// The pod's restartPolicy is honoured: Always (members) restarts every
+// exit with back-off; OnFailure only a non-zero one; Never runs the
+// container once (hactl's one-shot restore pods). A container that is not
+// restarted stays terminated (exit code, reason Completed or Error, and,
+// with terminationMessagePolicy FallbackToLogsOnError and a failure, the
+// last 80 lines / 2048 bytes of its log as message), and once every
+// container is, the pod is Succeeded (all exited 0) or Failed. Faults do
+// not bring such a container back.
+//
+// Containers of hactl's agent image run hactl's own binary: the runner
+// links Options.AgentPath as kubectl-hactl in a directory on their PATH,
+// right after the pinned binaries. Object store URLs (s3://, gs://,
+// azblob://) and AWS_* variables are passed as written — never address-
+// translated — so a store at the sandbox's versitygw
+// (s3://...?endpoint=http://127.0.0.1:PORT) is reached on this host's
+// loopback, with credentials from a Secret through env or envFrom.
+//
 // Each member listens for peers on a second, hidden address (127.x.2.n);
 // the runner's peer proxy forwards the member's advertised peer address to
 // it and can cut a member off from its peers (fault.Isolate) while clients

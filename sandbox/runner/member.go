@@ -428,7 +428,9 @@ type override struct {
 }
 
 // container runs one container of a member, restarting it as a kubelet
-// would (restartPolicy Always).
+// would under the pod's restartPolicy: after every exit (Always), after a
+// non-zero exit (OnFailure), or never (Never: it runs once, and its last
+// state stays terminated).
 type container struct {
 	m    *member
 	spec corev1.Container
@@ -491,6 +493,8 @@ func (c *container) run(stop <-chan struct{}) {
 		probeAt   <-chan time.Time
 		probing   bool
 		results   = make(chan probeResult, 1)
+		policy    = c.m.latest().Spec.RestartPolicy
+		finished  bool // exited for good: the restart policy does not restart it
 	)
 	defer func() {
 		if p != nil {
@@ -498,7 +502,7 @@ func (c *container) run(stop <-chan struct{}) {
 		}
 	}()
 	for {
-		if p == nil && !held && !time.Now().Before(restartAt) {
+		if p == nil && !held && !finished && !time.Now().Before(restartAt) {
 			select {
 			case <-stop:
 				return
@@ -544,24 +548,30 @@ func (c *container) run(stop <-chan struct{}) {
 			exited = p.done
 		}
 		var timer <-chan time.Time
-		if p == nil && !held {
+		if p == nil && !held && !finished {
 			timer = time.After(time.Until(restartAt))
 		}
 		select {
 		case <-stop:
 			if p != nil {
 				p.stop(c.m.grace())
-				c.exited(p, false, 0)
+				c.exited(p, exitStopped, 0)
 				p = nil
 			}
 			return
 		case <-exited:
+			if !restartsAfter(policy, p.exitCode) {
+				finished = true
+				c.exited(p, exitFinal, 0)
+				p, paused, pr, probeAt = nil, false, nil, nil
+				break
+			}
 			ranFor := p.finished.Sub(p.startedAt)
 			if ranFor >= backoffReset {
 				wait = 0
 			}
 			restartAt = time.Now().Add(wait)
-			c.exited(p, held, wait)
+			c.exited(p, exitRestart, wait)
 			wait = nextBackoff(wait)
 			p, paused, pr, probeAt = nil, false, nil, nil
 		case <-probeAt:
@@ -581,12 +591,16 @@ func (c *container) run(stop <-chan struct{}) {
 			}
 		case msg := <-c.ctl:
 			var err error
+			if finished {
+				msg.reply <- fmt.Errorf("it has terminated (restartPolicy %s)", policy)
+				break
+			}
 			switch msg.op {
 			case opHold:
 				held = true
 				if p != nil {
 					p.stop(c.m.grace())
-					c.exited(p, true, 0)
+					c.exited(p, exitHeld, 0)
 					p, paused, pr, probeAt = nil, false, nil, nil
 				}
 			case opPause:
@@ -623,10 +637,26 @@ func (c *container) run(stop <-chan struct{}) {
 	}
 }
 
-// exited records the end of p. held says the runner stopped it on
-// purpose and will not restart it; wait is the back-off before the
-// restart otherwise.
-func (c *container) exited(p *process, held bool, wait time.Duration) {
+// exitHow says what follows a process's end.
+type exitHow int
+
+const (
+	// exitRestart: it is started again after the back-off.
+	exitRestart exitHow = iota + 1
+	// exitHeld: the runner stopped it on purpose (break stop) and keeps
+	// it stopped until resumed.
+	exitHeld
+	// exitFinal: the pod's restartPolicy does not restart it; it stays
+	// terminated.
+	exitFinal
+	// exitStopped: the runner stopped it because the pod is going (or the
+	// runner is).
+	exitStopped
+)
+
+// exited records the end of p; wait is the back-off before the restart
+// (exitRestart).
+func (c *container) exited(p *process, how exitHow, wait time.Duration) {
 	reason := "Error"
 	if p.exitCode == 0 {
 		reason = "Completed"
@@ -641,27 +671,44 @@ func (c *container) exited(p *process, held bool, wait time.Duration) {
 	if p.signal != 0 {
 		t.Signal = int32(p.signal)
 	}
+	// The termination message: with FallbackToLogsOnError, the end of the
+	// log of a failed run (a termination message file is not read).
+	if c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError && p.exitCode != 0 {
+		t.Message = logTail(p.logPath, logMessageLines, logMessageBytes)
+	}
 	c.mu.Lock()
 	c.cur = nil
 	c.mu.Unlock()
 	c.set(func(v *containerView) {
-		v.Last = t
 		v.Ready = false
 		v.Running = nil
-		switch {
-		case held:
+		switch how {
+		case exitFinal:
+			// As with a kubelet, the state is the termination and the
+			// last state keeps the run before it (if it was restarted).
+			v.Waiting = nil
+			v.Terminated = t
+			v.Final = true
+		case exitHeld:
+			v.Last = t
 			v.Waiting = nil
 			held := *t
 			held.Message = "stopped by hactl-sandbox (break stop); resume starts it again"
 			v.Terminated = &held
-		case wait > 0:
-			v.Terminated = nil
-			v.Waiting = &corev1.ContainerStateWaiting{
-				Reason:  "CrashLoopBackOff",
-				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait, c.spec.Name, c.m.name, c.m.ns, c.m.uid),
+		case exitRestart:
+			v.Last = t
+			if wait > 0 {
+				v.Terminated = nil
+				v.Waiting = &corev1.ContainerStateWaiting{
+					Reason:  "CrashLoopBackOff",
+					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait, c.spec.Name, c.m.name, c.m.ns, c.m.uid),
+				}
+				break
 			}
+			fallthrough
 		default:
-			v.Terminated, v.Waiting = nil, nil
+			v.Last = t
+			v.Terminated = nil
 			v.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 		}
 	})
@@ -686,7 +733,7 @@ func (c *container) start(ov *override, restarts int32) (*process, Launch, error
 		PodIP: m.addrs.PodIP, HostIP: HostIP, Volumes: vols,
 		Resolve: m.r.resolve(pod.Namespace),
 		Objects: objects{ctx: m.r.ctx, kc: m.r.o.Kube, ns: pod.Namespace},
-		PathEnv: m.r.o.BinDir + ":/usr/local/bin:/usr/bin:/bin",
+		PathEnv: m.r.pathEnv,
 		Home:    home,
 	}
 	spec := c.spec

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ type process struct {
 	pid       int
 	startedAt time.Time
 	pidFile   string
+	logPath   string
 	done      chan struct{}
 	// set before done is closed
 	exitCode int
@@ -68,7 +70,7 @@ func startProcess(l Launch, logPath, pidFile, name string) (*process, error) {
 		errR.Close()
 		return nil, err
 	}
-	p := &process{pid: cmd.Process.Pid, startedAt: time.Now(), pidFile: pidFile, done: make(chan struct{})}
+	p := &process{pid: cmd.Process.Pid, startedAt: time.Now(), pidFile: pidFile, logPath: logPath, done: make(chan struct{})}
 	if err := reap.WritePidFile(pidFile, p.pid, name); err != nil {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
@@ -172,4 +174,64 @@ func (w *criWriter) copy(stream string, r io.Reader) {
 			return
 		}
 	}
+}
+
+// Limits of a termination message read from the log (the API's documented
+// FallbackToLogsOnError limits: "2048 bytes or 80 lines, whichever is
+// smaller").
+const (
+	logMessageLines = 80
+	logMessageBytes = 2048
+)
+
+// logTail returns the end of the output logged at path (a CRI-format log):
+// the container's own text, stdout and stderr interleaved as written, at
+// most maxLines lines and maxBytes bytes.
+func logTail(path string, maxLines, maxBytes int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	// Each CRI line adds a timestamp and two tags to the text: reading
+	// this much of the end is enough for maxLines lines of maxBytes.
+	window := int64(maxBytes + maxLines*64)
+	var off int64
+	if fi, err := f.Stat(); err == nil && fi.Size() > window {
+		off = fi.Size() - window
+	}
+	b, err := io.ReadAll(io.NewSectionReader(f, off, window))
+	if err != nil {
+		return ""
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	if off > 0 && len(lines) > 0 {
+		lines = lines[1:] // the window began inside this one
+	}
+	var text []byte
+	for _, l := range lines {
+		// <RFC3339Nano> <stream> <F|P> <text>
+		parts := bytes.SplitN(l, []byte(" "), 4)
+		if len(parts) < 3 {
+			continue
+		}
+		if len(parts) == 4 {
+			text = append(text, parts[3]...)
+		}
+		if string(parts[2]) != "P" {
+			text = append(text, '\n')
+		}
+	}
+	out := bytes.SplitAfter(text, []byte("\n"))
+	if len(out) > 0 && len(out[len(out)-1]) == 0 {
+		out = out[:len(out)-1]
+	}
+	if len(out) > maxLines {
+		out = out[len(out)-maxLines:]
+	}
+	text = bytes.Join(out, nil)
+	if len(text) > maxBytes {
+		text = text[len(text)-maxBytes:]
+	}
+	return string(text)
 }

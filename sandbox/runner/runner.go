@@ -30,6 +30,11 @@ const EngineLabel = "hactl.dev/engine"
 // InternalIP, where kwok serves the kubelet API.
 const HostIP = "127.0.0.1"
 
+// AgentCommand is the command of hactl's agent image (kubectl-hactl
+// agent restore ...): with Options.AgentPath set, containers find it on
+// their PATH.
+const AgentCommand = "kubectl-hactl"
+
 // Options configures a Runner.
 type Options struct {
 	Kube    kubernetes.Interface
@@ -37,9 +42,19 @@ type Options struct {
 	// BinDir holds etcd and etcdctl; it comes first on the containers'
 	// PATH.
 	BinDir string
+	// AgentPath is the kubectl-hactl binary that containers of hactl's
+	// agent image run. The runner links it as Dir/agent/kubectl-hactl and
+	// puts that directory on the containers' PATH right after BinDir, so a
+	// command of kubectl-hactl (or /usr/local/bin/kubectl-hactl, or a
+	// script calling it) runs it whatever its file is called. It need not
+	// exist yet when the runner starts. Empty, or missing when a
+	// container starts: no agent (such a container fails to start,
+	// executable not found, and is retried with back-off).
+	AgentPath string
 	// Dir holds the runner's state: logs/pods/<ns>_<pod>_<uid>/<container>/
-	// <restart>.log, pods/<ns>_<pod>_<uid>/ (home and non-PVC volumes) and
-	// pids/ (one pid file per running container).
+	// <restart>.log, pods/<ns>_<pod>_<uid>/ (home and non-PVC volumes),
+	// pids/ (one pid file per running container) and agent/ (see
+	// AgentPath).
 	Dir string
 	// Block is the sandbox's address block (1…254): see Addresses.
 	Block int
@@ -62,6 +77,9 @@ type Runner struct {
 
 	ctx      context.Context
 	shutdown chan struct{}
+
+	// pathEnv is the containers' PATH.
+	pathEnv string
 
 	mu      sync.Mutex
 	members map[types.UID]*member
@@ -98,6 +116,14 @@ func (r *Runner) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	r.pathEnv = r.o.BinDir + ":/usr/local/bin:/usr/bin:/bin"
+	if r.o.AgentPath != "" {
+		dir, err := linkAgent(r.o.AgentPath, filepath.Join(r.o.Dir, "agent"))
+		if err != nil {
+			return err
+		}
+		r.pathEnv = r.o.BinDir + ":" + dir + ":/usr/local/bin:/usr/bin:/bin"
+	}
 	_, err := r.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { r.observe(o) },
 		UpdateFunc: func(_, o any) { r.observe(o) },
@@ -125,6 +151,30 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// linkAgent makes dir/kubectl-hactl a link to the agent binary and returns
+// dir.
+func linkAgent(agent, dir string) (string, error) {
+	abs, err := filepath.Abs(agent)
+	if err != nil {
+		return "", err
+	}
+	// It may not exist yet (the sandbox may still be building it).
+	if fi, err := os.Stat(abs); err == nil && (fi.IsDir() || fi.Mode()&0o111 == 0) {
+		return "", fmt.Errorf("runner: agent binary %s is not an executable file", abs)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	link := filepath.Join(dir, AgentCommand)
+	if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	if err := os.Symlink(abs, link); err != nil {
+		return "", fmt.Errorf("runner: linking the agent binary: %w", err)
+	}
+	return dir, nil
 }
 
 // Stop stops every member's processes (the pods stay as they are) and

@@ -23,11 +23,17 @@ type containerView struct {
 	ContainerID  string
 	// EverStarted is true once the container has run at least once.
 	EverStarted bool
+	// Final is true once the container has exited for good: its pod's
+	// restartPolicy (Never, or OnFailure after a zero exit) does not
+	// restart it. Terminated then holds its last state.
+	Final bool
 }
 
 // podStatus computes the status the runner reports for a pod, from the
 // previous status (to keep PodScheduled and unchanged transition times),
-// the containers' views and the pod's addresses, as a kubelet would.
+// the containers' views and the pod's addresses, as a kubelet would: once
+// every container has exited for good (Final), the pod is Succeeded if all
+// of them exited 0 and Failed otherwise.
 func podStatus(prev corev1.PodStatus, cs []containerView, podIP, hostIP string, now time.Time) corev1.PodStatus {
 	st := corev1.PodStatus{
 		Phase:    corev1.PodPending,
@@ -85,9 +91,18 @@ func podStatus(prev corev1.PodStatus, cs []containerView, podIP, hostIP string, 
 	if started {
 		st.Phase = corev1.PodRunning
 	}
+	if phase, ok := terminalPhase(cs); ok {
+		st.Phase = phase
+	}
+	terminal := st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed
 	msg := ""
 	reason := ""
-	if !allReady {
+	switch {
+	case allReady:
+	case st.Phase == corev1.PodSucceeded:
+		// What the kubelet says of a completed pod.
+		reason = "PodCompleted"
+	default:
 		reason = "ContainersNotReady"
 		msg = "containers with unready status: ["
 		for i, n := range notReady {
@@ -113,7 +128,8 @@ func podStatus(prev corev1.PodStatus, cs []containerView, podIP, hostIP string, 
 		return c
 	}
 	st.Conditions = []corev1.PodCondition{
-		cond(corev1.PodReadyToStartContainers, true, "", ""),
+		// A terminal pod's sandbox is gone.
+		cond(corev1.PodReadyToStartContainers, !terminal, "", ""),
 		cond(corev1.PodInitialized, true, "", ""),
 		cond(corev1.ContainersReady, allReady, reason, msg),
 		cond(corev1.PodReady, allReady, reason, msg),
@@ -124,6 +140,37 @@ func podStatus(prev corev1.PodStatus, cs []containerView, podIP, hostIP string, 
 		}
 	}
 	return st
+}
+
+// terminalPhase reports Succeeded or Failed once every container has
+// exited for good.
+func terminalPhase(cs []containerView) (corev1.PodPhase, bool) {
+	if len(cs) == 0 {
+		return "", false
+	}
+	phase := corev1.PodSucceeded
+	for _, c := range cs {
+		if !c.Final || c.Terminated == nil {
+			return "", false
+		}
+		if c.Terminated.ExitCode != 0 {
+			phase = corev1.PodFailed
+		}
+	}
+	return phase, true
+}
+
+// restartsAfter reports whether a container that exited with code is started
+// again under policy (the kubelet's rule: Always, the default, restarts
+// every exit; OnFailure only a non-zero one; Never none).
+func restartsAfter(policy corev1.RestartPolicy, code int) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return code != 0
+	}
+	return true
 }
 
 // Restart back-off: the kubelet's doubling back-off, scaled down for a

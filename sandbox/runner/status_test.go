@@ -1,6 +1,10 @@
 package runner
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,3 +117,100 @@ func TestProberThresholds(t *testing.T) {
 type errTest string
 
 func (e errTest) Error() string { return string(e) }
+
+func TestPodStatusTerminal(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ok := &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}
+	bad := &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error", Message: "boom\n"}
+	running := &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now)}
+	for name, tc := range map[string]struct {
+		views  []containerView
+		phase  corev1.PodPhase
+		reason string
+	}{
+		"completed": {
+			views: []containerView{{Name: "a", EverStarted: true, Terminated: ok, Final: true}},
+			phase: corev1.PodSucceeded, reason: "PodCompleted",
+		},
+		"failed": {
+			views: []containerView{{Name: "a", EverStarted: true, Terminated: bad, Final: true}},
+			phase: corev1.PodFailed, reason: "ContainersNotReady",
+		},
+		"one failed, one completed": {
+			views: []containerView{{Name: "a", EverStarted: true, Terminated: ok, Final: true}, {Name: "b", EverStarted: true, Terminated: bad, Final: true}},
+			phase: corev1.PodFailed, reason: "ContainersNotReady",
+		},
+		"one done, one still running": {
+			views: []containerView{{Name: "a", EverStarted: true, Terminated: ok, Final: true}, {Name: "b", EverStarted: true, Running: running, Ready: true}},
+			phase: corev1.PodRunning, reason: "ContainersNotReady",
+		},
+		"stopped by break stop (not final)": {
+			views: []containerView{{Name: "a", EverStarted: true, Terminated: bad}},
+			phase: corev1.PodRunning, reason: "ContainersNotReady",
+		},
+	} {
+		st := podStatus(corev1.PodStatus{}, tc.views, "10.244.1.1", "127.0.0.1", now)
+		if st.Phase != tc.phase {
+			t.Errorf("%s: phase %s, want %s", name, st.Phase, tc.phase)
+		}
+		r := condition(st, corev1.PodReady)
+		if r == nil || r.Status != corev1.ConditionFalse || r.Reason != tc.reason {
+			t.Errorf("%s: Ready %+v, want False/%s", name, r, tc.reason)
+		}
+		terminal := tc.phase == corev1.PodSucceeded || tc.phase == corev1.PodFailed
+		if c := condition(st, corev1.PodReadyToStartContainers); c == nil || (c.Status == corev1.ConditionTrue) == terminal {
+			t.Errorf("%s: PodReadyToStartContainers %+v", name, c)
+		}
+		for i, v := range tc.views {
+			cs := st.ContainerStatuses[i]
+			if v.Terminated != nil && (cs.State.Terminated == nil || *cs.State.Terminated != *v.Terminated) {
+				t.Errorf("%s: container %s state %+v", name, v.Name, cs.State)
+			}
+		}
+	}
+}
+
+func TestRestartsAfter(t *testing.T) {
+	for _, tc := range []struct {
+		policy corev1.RestartPolicy
+		code   int
+		want   bool
+	}{
+		{"", 0, true}, {"", 1, true},
+		{corev1.RestartPolicyAlways, 0, true}, {corev1.RestartPolicyAlways, 2, true},
+		{corev1.RestartPolicyOnFailure, 0, false}, {corev1.RestartPolicyOnFailure, 2, true},
+		{corev1.RestartPolicyNever, 0, false}, {corev1.RestartPolicyNever, 2, false},
+	} {
+		if got := restartsAfter(tc.policy, tc.code); got != tc.want {
+			t.Errorf("restartsAfter(%q, %d) = %v", tc.policy, tc.code, got)
+		}
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &criWriter{f: f}
+	var in strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&in, "line %d\n", i)
+	}
+	w.copy("stdout", strings.NewReader(in.String()))
+	w.copy("stderr", strings.NewReader("no newline at the end"))
+	f.Close()
+
+	got := logTail(path, 80, 4096)
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 80 || lines[0] != "line 21" || lines[78] != "line 99" || lines[79] != "no newline at the end" {
+		t.Fatalf("80-line tail: %d lines, first %q, last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+	if got := logTail(path, 80, 30); got != "line 99\nno newline at the end\n" {
+		t.Fatalf("30-byte tail %q", got)
+	}
+	if got := logTail(filepath.Join(t.TempDir(), "missing.log"), 80, 2048); got != "" {
+		t.Fatalf("tail of a missing log %q", got)
+	}
+}

@@ -47,7 +47,7 @@ type PodEnv struct {
 	// Objects looks up ConfigMaps and Secrets in the pod's namespace.
 	Objects Objects
 	// PathEnv is the PATH the container runs with: the sandbox's bin dir
-	// (etcd, etcdctl) first.
+	// (etcd, etcdctl) first, then the agent's (kubectl-hactl).
 	PathEnv string
 	// Home is the container's HOME and default working directory.
 	Home string
@@ -177,7 +177,12 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 	}
 	order := []string{"PATH", "HOSTNAME", "HOME"}
 	for _, e := range env {
-		v := s.apply(e.value, e.name == "ETCD_LISTEN_PEER_URLS")
+		v := e.value
+		if !strings.HasPrefix(e.name, "AWS_") {
+			// AWS_* (an object store's credentials, region, endpoint)
+			// name nothing of the pod's: they pass unchanged.
+			v = s.apply(v, e.name == "ETCD_LISTEN_PEER_URLS")
+		}
 		if e.name == "PATH" {
 			v = pe.PathEnv + ":" + v
 		}
@@ -550,9 +555,35 @@ var (
 	reURLList   = regexp.MustCompile(`^(--[A-Za-z0-9-]+=)?([^,\s]+(,[^,\s]+)+)$`)
 )
 
-// apply rewrites s. peer says s is (entirely) the value of
-// --listen-peer-urls, whose self addresses map to PeerAddress.
+// reStoreURL matches an object store's URL (hactl's --store): its host is
+// a bucket, and its endpoint (s3://bucket?endpoint=http://127.0.0.1:PORT,
+// the sandbox's versitygw) a service outside the pod, reached on this host
+// as written.
+var reStoreURL = regexp.MustCompile(`\b(s3|gs|azblob)://[^\s"'` + "`" + `;]+`)
+
+// apply rewrites s, except object store URLs in it, which it keeps as
+// they are. peer says s is (entirely) the value of --listen-peer-urls,
+// whose self addresses map to PeerAddress.
 func (s *substituter) apply(v string, peer bool) string {
+	urls := reStoreURL.FindAllString(v, -1)
+	if len(urls) == 0 {
+		return s.rewrite(v, peer)
+	}
+	// Set them aside behind placeholders no rewrite touches.
+	i := 0
+	v = reStoreURL.ReplaceAllStringFunc(v, func(string) string {
+		i++
+		return "\x00" + strconv.Itoa(i-1) + "\x00"
+	})
+	v = s.rewrite(v, peer)
+	for i, u := range urls {
+		v = strings.Replace(v, "\x00"+strconv.Itoa(i)+"\x00", u, 1)
+	}
+	return v
+}
+
+// rewrite substitutes addresses, DNS names and mount paths in v.
+func (s *substituter) rewrite(v string, peer bool) string {
 	if peer {
 		v = s.addresses(v, s.peerSelf())
 		s.notePeerPorts(v)

@@ -207,6 +207,12 @@ func TestSubstitution(t *testing.T) {
 		"--data-dir /data":                                     "--data-dir /h/d",
 		"exec etcd --listen-peer-urls=http://0.0.0.0:2380 --x": "exec etcd --listen-peer-urls=http://127.5.2.1:2380 --x",
 		"a,a,b": "a,b",
+		// An object store's URL is kept as written: its endpoint is the
+		// sandbox's S3 on this host's loopback, not the pod.
+		"--store=s3://seeds/c?endpoint=http://127.0.0.1:9000&use_path_style=true&region=us-east-1":         "--store=s3://seeds/c?endpoint=http://127.0.0.1:9000&use_path_style=true&region=us-east-1",
+		"s3://seeds/var/lib/etcd?endpoint=http://localhost:9000":                                           "s3://seeds/var/lib/etcd?endpoint=http://localhost:9000",
+		"restore --store 's3://b?endpoint=http://127.0.0.1:1' --data-dir /data --peer http://0.0.0.0:2380": "restore --store 's3://b?endpoint=http://127.0.0.1:1' --data-dir /h/d --peer http://127.5.1.1:2380",
+		"gs://b/p,azblob://c/p": "gs://b/p,azblob://c/p",
 	} {
 		if got := s.apply(in, false); got != want {
 			t.Errorf("apply(%q) = %q, want %q", in, got, want)
@@ -327,5 +333,95 @@ func TestSubstituteOverrideFlags(t *testing.T) {
 	want := []string{"--initial-cluster=c-1=http://127.5.1.2:2380", "--listen-peer-urls=http://127.5.2.2:2380", "--data-dir=/host/vol/other"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+// restorePod is a pod shaped like the one hactl's restore action creates
+// for member ordinal 1 of StatefulSet c (see docs/sandbox.md).
+func restorePod(store string) *corev1.Pod {
+	dns := func(i int) string { return fmt.Sprintf("http://c-%d.c-headless.ns.svc.cluster.local:2380", i) }
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hactl-restore-c-1", Namespace: "ns", UID: "u-r",
+			Labels: map[string]string{EngineLabel: "etcd", "hactl.dev/restore-of": "c", "hactl.dev/member": "c-1"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeName:      "node-2",
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-c-1"}}}},
+			Containers: []corev1.Container{{
+				Name: "restore", Image: "ghcr.io/hactl-dev/hactl:v0.1.0",
+				Command: []string{AgentCommand, "agent", "restore"},
+				Args: []string{
+					"--store=" + store, "--generation=g1", "--data-dir=/var/run/etcd/default.etcd", "--name=c-1",
+					"--initial-cluster=c-0=" + dns(0) + ",c-1=" + dns(1) + ",c-2=" + dns(2),
+					"--initial-advertise-peer-urls=" + dns(1), "--initial-cluster-token=c", "--replace", "-o", "json",
+				},
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "store-creds"}}}},
+				Env:                      []corev1.EnvVar{{Name: "AWS_REGION", Value: "us-east-1"}},
+				VolumeMounts:             []corev1.VolumeMount{{Name: "data", MountPath: "/var/run/etcd"}},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+		},
+	}
+}
+
+func TestTranslateRestorePod(t *testing.T) {
+	bin := fakeBin(t)
+	agentDir := t.TempDir()
+	agent := filepath.Join(agentDir, AgentCommand)
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const store = "s3://hactl-seeds/c?endpoint=http://127.0.0.1:39999&use_path_style=true&region=us-east-1"
+	pod := restorePod(store)
+	govs := []Governor{{Namespace: "ns", Name: "c", Service: "c-headless"}}
+	pe := PodEnv{
+		Pod: pod, Address: "127.5.1.7", PodIP: "10.244.5.7", HostIP: "127.0.0.1",
+		Volumes: map[string]string{"data": "/host/vol"},
+		Resolve: func(h string) (string, bool) {
+			_, p, ok := ResolvePodDNS(h, pod.Namespace, govs)
+			if !ok {
+				return "", false
+			}
+			var n int
+			fmt.Sscanf(p, "c-%d", &n)
+			return fmt.Sprintf("127.5.1.%d", n+1), true
+		},
+		Objects: fakeObjects{secret: map[string]map[string]string{"store-creds": {
+			"AWS_ACCESS_KEY_ID": "hactl0123", "AWS_SECRET_ACCESS_KEY": "s3cr3t/localhost.example+0.0.0.0",
+		}}},
+		PathEnv: bin + ":" + agentDir + ":/usr/bin:/bin",
+		Home:    "/host/home",
+	}
+	l, err := Translate(pe, &pod.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Path != agent {
+		t.Errorf("path %q, want the agent %q", l.Path, agent)
+	}
+	want := []string{
+		AgentCommand, "agent", "restore",
+		"--store=" + store, "--generation=g1", "--data-dir=/host/vol/default.etcd", "--name=c-1",
+		"--initial-cluster=c-0=http://127.5.1.1:2380,c-1=http://127.5.1.2:2380,c-2=http://127.5.1.3:2380",
+		"--initial-advertise-peer-urls=http://127.5.1.2:2380", "--initial-cluster-token=c", "--replace", "-o", "json",
+	}
+	if !reflect.DeepEqual(l.Argv, want) {
+		t.Fatalf("argv:\n got %q\nwant %q", l.Argv, want)
+	}
+	env := strings.Join(l.Env, "\n") + "\n"
+	for _, kv := range []string{
+		"AWS_ACCESS_KEY_ID=hactl0123\n",
+		// Credentials pass byte for byte, whatever they look like.
+		"AWS_SECRET_ACCESS_KEY=s3cr3t/localhost.example+0.0.0.0\n",
+		"AWS_REGION=us-east-1\n",
+	} {
+		if !strings.Contains(env, kv) {
+			t.Errorf("env lacks %q:\n%s", kv, env)
+		}
+	}
+	if len(l.PeerPorts) != 0 || l.Readiness != nil {
+		t.Errorf("peer ports %v, readiness %+v", l.PeerPorts, l.Readiness)
 	}
 }

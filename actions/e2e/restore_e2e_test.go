@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/fault"
+)
+
+const (
+	restoreKeys   = 10000
+	restorePrefix = "/hactl-e2e/restore/"
+)
+
+func restoreKey(i int) string   { return fmt.Sprintf("%skey-%05d", restorePrefix, i) }
+func restoreValue(i int) string { return fmt.Sprintf("v%d-%s", i, strings.Repeat("r", i%50)) }
+
+// TestRestoreAfterQuorumLoss seeds a generation from a cluster holding
+// 10k keys, writes more, refuses a restore while the cluster has quorum,
+// stops two of its three members, restores the generation through the real
+// kubectl and checks that every member serves exactly the generation's
+// keys, on its own.
+func TestRestoreAfterQuorumLoss(t *testing.T) {
+	skipShort(t)
+	cluster := staticCluster
+	s.waitFailoverReady(t, cluster)
+	ctx := context.Background()
+	s3, err := s.sb.S3()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store and its credentials, as an operator sets them up.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "seed-store", Namespace: namespace},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey, "AWS_REGION": s3.Region}}
+	if _, err := s.kc.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:"seed-store"}}}`, artifact.AnnotationStore, strings.Replace(s3.URL(), "s3://"+s3.Bucket, "s3://"+s3.Bucket+"/"+cluster, 1), artifact.AnnotationStoreSecret)
+	if _, err := s.kc.AppsV1().StatefulSets(namespace).Patch(ctx, cluster, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, s.member(t, cluster+"-0"), restoreKeys)
+
+	gen := "restore-e2e-1"
+	if r := s.hactl(t, "seed", cluster, "--generation", gen, "--yes", "-o", "json"); r.code != 0 {
+		t.Fatalf("seed: %s", r)
+	}
+	// Written after the generation: a restore loses it.
+	if _, err := s.member(t, cluster+"-0").Put(ctx, restorePrefix+"after", "lost"); err != nil {
+		t.Fatal(err)
+	}
+
+	// With quorum, a restore is refused and changes nothing.
+	r := s.hactl(t, "restore", cluster, "--generation", gen, "--yes")
+	if r.code != 5 || !strings.Contains(r.stdout+r.stderr, "cluster_has_quorum") || !strings.Contains(r.stdout+r.stderr, "--force") {
+		t.Fatalf("restore of a healthy cluster: want exit 5 with cluster_has_quorum and --force, got %s", r)
+	}
+	sts, err := s.kc.AppsV1().StatefulSets(namespace).Get(ctx, cluster, metav1.GetOptions{})
+	if err != nil || *sts.Spec.Replicas != 3 {
+		t.Fatalf("a refused restore changed the StatefulSet: %v %v", err, sts.Spec.Replicas)
+	}
+	// An unknown generation is refused before anything is decided.
+	if r := s.hactl(t, "restore", cluster, "--generation", "no-such-gen", "--yes"); r.code != 5 || !strings.Contains(r.stderr, "no-such-gen") {
+		t.Fatalf("restore of a missing generation: want exit 5, got %s", r)
+	}
+
+	// Lose quorum: two of three members stop.
+	for _, m := range []string{cluster + "-1", cluster + "-2"} {
+		if err := s.sb.Break(ctx, namespace+"/"+m, fault.Stop); err != nil {
+			t.Fatalf("stopping %s: %v", m, err)
+		}
+	}
+	waitStatusExit(t, cluster, 4)
+
+	r = s.hactl(t, "restore", cluster, "--generation", gen, "--yes", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("restore after quorum loss: %s", r)
+	}
+	doc := receipts(t, r)
+	counts := map[model.StepKind]int{}
+	for _, rc := range doc.Receipts {
+		if rc.Outcome == model.OutcomeDone || rc.Outcome == model.OutcomeAlready {
+			counts[rc.Step]++
+		}
+	}
+	for k, want := range map[model.StepKind]int{model.StepScaleDown: 1, model.StepRunRestore: 3, model.StepScaleUp: 1, model.StepDeleteRestorePod: 3, model.StepAwaitRestored: 1} {
+		if counts[k] != want {
+			t.Errorf("%d %s receipts, want %d\n%s", counts[k], k, want, r)
+		}
+	}
+	for _, out := range []string{r.stdout, r.stderr} {
+		if strings.Contains(out, s3.SecretKey) || strings.Contains(out, s3.AccessKey) {
+			t.Fatal("a store credential appears in restore's output")
+		}
+	}
+
+	// Every member, on its own, serves exactly the generation's keys.
+	for i := 0; i < 3; i++ {
+		pod := fmt.Sprintf("%s-%d", cluster, i)
+		checkRestored(t, pod)
+	}
+	if code := s.hactl(t, "status", cluster).code; code != 0 {
+		t.Errorf("status after the restore: exit %d, want 0 (failover-ready)", code)
+	}
+	pods, err := s.kc.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: actions.RestoreLabel + "=" + cluster})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("restore pods left: %d (%v)", len(pods.Items), err)
+	}
+	led := s.ledger(t, cluster)
+	var done bool
+	for _, e := range led.Entries {
+		if e.Action == model.ActionRestore && e.State == model.EntryDone && e.Generation == gen && e.Replicas == 3 {
+			done = true
+		}
+	}
+	if !done {
+		t.Errorf("no done restore entry in the ledger: %+v", led.Entries)
+	}
+}
+
+// fill writes n keys through c, 100 to a transaction.
+func fill(t *testing.T, c *etcdengine.Client, n int) {
+	t.Helper()
+	kv := c.KV()
+	for i := 0; i < n; i += 100 {
+		var ops []clientv3.Op
+		for j := i; j < i+100 && j < n; j++ {
+			ops = append(ops, clientv3.OpPut(restoreKey(j), restoreValue(j)))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := kv.Txn(ctx).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			t.Fatalf("writing keys %d..: %v", i, err)
+		}
+	}
+}
+
+// checkRestored reads every key under the prefix from pod alone (a
+// serializable read of its own store), polling until it answers.
+func checkRestored(t *testing.T, pod string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		c, err := etcdengine.Open(ctx, engine.Target{Member: pod, Namespace: namespace, Pod: pod, Port: 2379},
+			engine.ProbeOptions{Dial: s.dial, Timeout: 20 * time.Second})
+		if err != nil {
+			cancel()
+			last = err
+			time.Sleep(time.Second)
+			continue
+		}
+		resp, err := c.KV().Get(ctx, restorePrefix, clientv3.WithPrefix(), clientv3.WithSerializable())
+		_ = c.Close()
+		cancel()
+		if err != nil {
+			last = err
+			time.Sleep(time.Second)
+			continue
+		}
+		if len(resp.Kvs) != restoreKeys {
+			t.Fatalf("%s serves %d keys under %s, want exactly %d", pod, len(resp.Kvs), restorePrefix, restoreKeys)
+		}
+		for i, kv := range resp.Kvs {
+			if string(kv.Key) != restoreKey(i) || string(kv.Value) != restoreValue(i) {
+				t.Fatalf("%s: key %d is %s=%s, want %s=%s", pod, i, kv.Key, kv.Value, restoreKey(i), restoreValue(i))
+			}
+		}
+		return
+	}
+	t.Fatalf("%s did not answer after the restore: %v", pod, last)
+}
+
+// waitStatusExit polls `status CLUSTER` until it exits with code.
+func waitStatusExit(t *testing.T, cluster string, code int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	var r result
+	for time.Now().Before(deadline) {
+		if r = s.hactl(t, "status", cluster, "--probe-timeout", "2s"); r.code == code {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("status %s never exited %d: %s", cluster, code, r)
+}

@@ -1,0 +1,254 @@
+package classify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// restore plans restoring every member from one seed generation: the
+// quorum-loss recovery. The plan is derived from what is observed, so a
+// rerun resumes where the world stands:
+//
+//   - replicas above zero and no restore pod yet: scale to zero, wait for
+//     the members' pods to go, run one restore pod per member, scale back;
+//   - every member's restore pod succeeded: scale back (if not yet), wait
+//     for the restored cluster to be healthy, delete the restore pods;
+//   - a restore pod failed: refuse, naming it and its output (the data
+//     directories it did not reach are unchanged; the agent never touches
+//     one before verifying the generation).
+//
+// The cluster's own members are never deleted: the StatefulSet controller
+// stops and recreates them, the volumes are kept, and each agent keeps the
+// previous data directory beside the restored one.
+func (c *classifier) restore() {
+	c.d.Flow = FlowRestore
+	cl := c.obs.Cluster
+	t := cl.Template
+	if c.in.Member != "" {
+		c.block(CodeRestoreUnsupported, c.in.Member, "", "restore acts on every member of the cluster at once; name no member (to rebuild one member, use reseed or replace)")
+		return
+	}
+	switch cl.Shape {
+	case model.ShapeStaticExisting, model.ShapeStaticNew:
+	case model.ShapeSelfRegistering:
+		c.block(CodeRestoreUnsupported, "", "", "the entrypoint registers its own member with `etcdctl member add` on start: it would add restored members again as new, empty ones; restore such a cluster with its chart's own snapshot procedure")
+	case model.ShapeOperatorOwned:
+		c.flow()
+	default:
+		c.block(CodeShapeUnknown, "", "", "hactl does not recognise how this template bootstraps: restoring alongside it is unsafe; hactl only diagnoses it")
+	}
+	if cl.PodManagementPolicy != "Parallel" {
+		c.block(CodeRestoreUnsupported, "", "", "podManagementPolicy is %s: the StatefulSet creates member N+1 only once member N is ready, and a restored member is ready only with a quorum, so the restored members would never all start. "+
+			"podManagementPolicy cannot be changed in place: recreate the StatefulSet with podManagementPolicy: Parallel (kubectl delete statefulset --cascade=orphan, then apply it again) and run this again", orName(cl.PodManagementPolicy, "unset"))
+	}
+	replicas := cl.Replicas
+	if c.resume != nil && c.resume.Replicas > 0 {
+		replicas = c.resume.Replicas
+	}
+	if replicas <= 0 {
+		c.block(CodeRestoreUnsupported, "", "", "the StatefulSet wants 0 replicas and no restore in progress records how many to restore: scale it to the cluster's size first")
+		return
+	}
+	peers := map[string]string{}
+	for _, e := range t.InitialCluster {
+		peers[e.Name] = e.PeerURL
+	}
+	var missing []string
+	for i := range replicas {
+		if peers[memberName(cl.Name, i)] == "" {
+			missing = append(missing, memberName(cl.Name, i))
+		}
+	}
+	switch {
+	case !t.InitialClusterDecoded || len(t.InitialCluster) == 0:
+		c.block(CodeTemplateUnverified, "", "", "the template's --initial-cluster (ETCD_INITIAL_CLUSTER) is not a literal list of members: the restored members' peer URLs cannot be known")
+	case len(missing) > 0:
+		c.block(CodeTemplateUnverified, "", "", "the template's --initial-cluster does not name %s: every one of the %d members needs a peer URL to be restored", strings.Join(missing, ", "), replicas)
+	}
+	switch {
+	case t.DataDir == "":
+		c.block(CodeTemplateUnverified, "", "", "the engine container sets no literal --data-dir (ETCD_DATA_DIR): the directory to restore into is unknown")
+	case t.DataVolume == "":
+		c.block(CodeTemplateUnverified, "", "", "--data-dir %s is not on a volume claim template: a restore would not outlive the restore pod", t.DataDir)
+	case t.DataDir == t.DataMount:
+		c.block(CodeTemplateUnverified, "", "", "--data-dir %s is the mount point of volume %s: the restore activates the new directory by renaming it, which a mount point cannot be; point --data-dir at a directory inside the volume (e.g. %s/data)", t.DataDir, t.DataVolume, t.DataMount)
+	}
+	src := c.o.Source
+	switch {
+	case c.o.Generation == "":
+		c.block(CodeGenerationUnverified, "", "", "no generation named: restore needs --generation")
+	case c.o.SeedStore == "":
+		c.block(CodeSeedStoreMissing, "", "", "no seed store is configured: the generation cannot be read")
+	case src == nil || src.Generation != c.o.Generation:
+		c.block(CodeGenerationUnverified, "", "", "generation %s was not read and verified from the store", c.o.Generation)
+	case src.Engine != cl.Engine:
+		c.block(CodeGenerationForeign, "", "", "generation %s holds %s data; %s/%s runs %s", src.Generation, src.Engine, cl.Namespace, cl.Name, cl.Engine)
+	}
+	if c.resume == nil && src != nil {
+		ref, how := c.a.ClusterID, "its members answer for"
+		if ref == "" {
+			ref, how = cl.KnownClusterID, "hactl recorded"
+		}
+		switch {
+		case ref != "" && src.ClusterID != ref && c.o.Force:
+			c.note(CodeWritesDiscarded, "", "generation %s was taken from cluster %s, not %s (which %s): restoring it anyway (--force)", src.Generation, src.ClusterID, ref, how)
+		case ref != "" && src.ClusterID != ref:
+			c.block(CodeGenerationForeign, "", FlagForce, "generation %s was taken from cluster %s, but %s/%s is cluster %s (%s): restoring it would replace this cluster's data with another's. "+
+				"If %s is an earlier incarnation of this cluster (restored since), pass --force", src.Generation, src.ClusterID, cl.Namespace, cl.Name, ref, how, src.ClusterID)
+		}
+		healthy := c.healthyVoters()
+		voters := c.a.Voters
+		quorum := voters/2 + 1
+		c.d.Quorum = Quorum{Voters: voters, Quorum: quorum, HealthyWithout: len(healthy)}
+		for _, h := range healthy {
+			c.d.Quorum.HealthyVoters = append(c.d.Quorum.HealthyVoters, h.Name)
+		}
+		if c.a.LeaderID != "" && voters > 0 && len(healthy) >= quorum {
+			if c.o.Force {
+				c.note(CodeWritesDiscarded, "", "the cluster has quorum (%d of %d voters healthy) and is restored anyway (--force)", len(healthy), voters)
+			} else {
+				c.block(CodeClusterHasQuorum, "", FlagForce, "the cluster has quorum (%d of %d voters healthy, leader %s): a restore stops every member and discards every write after the generation. "+
+					"Repair single members with replace or reseed; pass --force to restore anyway", len(healthy), voters, c.a.LeaderMember)
+			}
+		}
+		if f := c.a.Frontier; f != nil && src.Revision > 0 {
+			c.note(CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone (members last reported applied index %d)", src.Revision, src.Generation, *f)
+		} else if src.Revision > 0 {
+			c.note(CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone", src.Revision, src.Generation)
+		}
+	}
+	c.restorePlan(replicas, peers)
+}
+
+func memberName(cluster string, i int) string { return fmt.Sprintf("%s-%d", cluster, i) }
+
+// restorePlan derives the restore's steps from the observed world.
+func (c *classifier) restorePlan(replicas int, peers map[string]string) {
+	cl := c.obs.Cluster
+	stsFence := &model.Fence{Kind: "StatefulSet", Namespace: cl.Namespace, Name: cl.Name, UID: cl.UID,
+		ResourceVersion: cl.ResourceVersion, Fingerprint: cl.Fingerprint}
+	action := ""
+	if c.resume != nil {
+		action = c.resume.ID
+	}
+	// Restore pods of this action (any, before the action is recorded)
+	// and of this generation count; others are leftovers to delete.
+	ours := map[string]model.RestorePodFacts{}
+	for _, p := range cl.RestorePods {
+		if p.Generation == c.o.Generation && (action == "" || p.Action == action) && !p.DeletionMarked {
+			ours[p.Member] = p
+			continue
+		}
+		if !p.DeletionMarked {
+			f := &model.Fence{Kind: "Pod", Namespace: cl.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
+			c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: f,
+				Detail: fmt.Sprintf("delete leftover restore pod %s (generation %s, %s)", p.Name, orName(p.Generation, "unknown"), orName(p.Phase, "no phase"))})
+		}
+	}
+	var failed []string
+	succeeded := 0
+	for i := range replicas {
+		p, ok := ours[memberName(cl.Name, i)]
+		switch {
+		case !ok:
+		case p.Phase == "Succeeded":
+			succeeded++
+		case p.Phase == "Failed":
+			failed = append(failed, fmt.Sprintf("%s: %s", p.Name, orName(p.Message, "failed")))
+		}
+	}
+	if len(failed) > 0 {
+		c.block(CodeRestoreFailed, "", "", "restore pods failed (the data directories they did not reach are unchanged): %s. Fix the cause, delete the failed pods (kubectl delete pod -l %s=%s), then run this again to resume",
+			strings.Join(failed, "; "), "hactl.dev/restore-of", cl.Name)
+		return
+	}
+	podsLeft := 0
+	for _, m := range c.obs.Members {
+		if m.Pod != nil {
+			podsLeft++
+		}
+	}
+	// Once every restore pod succeeded, or the ledger shows a step after
+	// them, the restore is past the point of no return: never scale down
+	// again (the restore pods are deleted one by one at the end).
+	restored := c.resume != nil && (succeeded == replicas || hasReceipt(c.resume, model.StepScaleUp) ||
+		hasReceipt(c.resume, model.StepAwaitRestored) || hasReceipt(c.resume, model.StepDeleteRestorePod))
+	// The restore pods are deleted only after the restored cluster was
+	// seen healthy: with none left, a receipt of either says it is over.
+	cleanedUp := c.resume != nil && len(ours) == 0 &&
+		(hasReceipt(c.resume, model.StepAwaitRestored) || hasReceipt(c.resume, model.StepDeleteRestorePod))
+	switch {
+	case cleanedUp:
+		c.done = true
+		return
+	case restored:
+		if cl.Replicas == 0 {
+			c.step(Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
+		}
+		if cl.Replicas != 0 && c.restoredHealthy(replicas) {
+			c.deleteRestorePods(replicas, ours)
+			if len(c.d.Steps) == 0 {
+				c.done = true
+			}
+			return
+		}
+		c.awaitRestored(replicas)
+		c.deleteRestorePods(replicas, ours)
+		return
+	}
+	if cl.Replicas > 0 {
+		c.step(Step{Kind: model.StepScaleDown, Fence: stsFence, Detail: fmt.Sprintf("scale StatefulSet %s from %d to 0 replicas: every member stops; volumes are kept", cl.Name, cl.Replicas)})
+	}
+	if cl.Replicas > 0 || podsLeft > 0 {
+		c.step(Step{Kind: model.StepAwaitMembersStopped, Detail: fmt.Sprintf("wait until none of the %d members' pods is left", replicas)})
+	}
+	gen := c.o.Generation
+	for i := range replicas {
+		name := memberName(cl.Name, i)
+		if _, ok := ours[name]; ok {
+			continue
+		}
+		c.step(Step{Kind: model.StepRunRestore, Member: name, PeerURLs: []string{peers[name]},
+			Detail: fmt.Sprintf("run restore pod hactl-restore-%s: verify generation %s and restore it into %s on %s's volume", name, gen, cl.Template.DataDir, name)})
+	}
+	c.step(Step{Kind: model.StepAwaitRestore, Detail: fmt.Sprintf("wait until all %d restore pods succeeded", replicas)})
+	c.step(Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
+	c.awaitRestored(replicas)
+	for i := range replicas {
+		name := memberName(cl.Name, i)
+		c.step(Step{Kind: model.StepDeleteRestorePod, Member: name, Detail: fmt.Sprintf("delete restore pod hactl-restore-%s", name)})
+	}
+}
+
+func (c *classifier) awaitRestored(replicas int) {
+	c.step(Step{Kind: model.StepAwaitRestored, Detail: fmt.Sprintf("wait until all %d members answer as one cluster with a leader, every one a healthy voter", replicas)})
+}
+
+// restoredHealthy: every wanted member is a healthy voter of one cluster
+// with a leader.
+func (c *classifier) restoredHealthy(replicas int) bool {
+	return c.a.LeaderID != "" && c.a.ClusterIDs == 1 && len(c.healthyVoters()) == replicas
+}
+
+func (c *classifier) deleteRestorePods(replicas int, ours map[string]model.RestorePodFacts) {
+	cl := c.obs.Cluster
+	for i := range replicas {
+		p, ok := ours[memberName(cl.Name, i)]
+		if !ok {
+			continue
+		}
+		f := &model.Fence{Kind: "Pod", Namespace: cl.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
+		c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: f, Detail: fmt.Sprintf("delete restore pod %s (succeeded)", p.Name)})
+	}
+}
+
+func hasReceipt(e *model.LedgerEntry, k model.StepKind) bool {
+	for _, r := range e.Receipts {
+		if r.Step == k && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready) {
+			return true
+		}
+	}
+	return false
+}
