@@ -23,8 +23,8 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/classify"
-	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
@@ -60,12 +60,12 @@ type ActionOptions struct {
 	ProbeTimeout time.Duration
 
 	// restore only.
-	store      storeFlags
-	AgentImage string
-	Force      bool
-	source     *classify.GenerationFacts
-	storeURL   string
-	secretName string
+	store        storeFlags
+	AgentImage   string
+	Force        bool
+	source       *classify.GenerationFacts
+	storeURL     string
+	secretName   string
 	Timeout      time.Duration
 	LagThreshold uint64
 
