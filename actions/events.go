@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +58,7 @@ func recordEvent(ctx context.Context, c kubernetes.Interface, sts corev1.ObjectR
 	if r.Outcome == model.OutcomeConflict || r.Outcome == model.OutcomeRefused || r.Outcome == model.OutcomeFailed {
 		typ = corev1.EventTypeWarning
 	}
-	msg := fmt.Sprintf("%s %s (phase %s, step %s, %s): %s", r.Action, r.Member, r.Phase, r.Step, r.Outcome, r.Detail)
+	msg := fmt.Sprintf("%s (phase %s, step %s, %s): %s", strings.TrimSpace(string(r.Action)+" "+r.Member), r.Phase, r.Step, r.Outcome, r.Detail)
 	if len(msg) > 1000 {
 		msg = msg[:1000]
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -207,7 +208,11 @@ func (l *Ledger) update(ctx context.Context, fn func(d *ledgerData) error) error
 func NewEntryID(a model.Action, member string, at time.Time) string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s.%s.%s.%s", a, member, strings.ToLower(at.UTC().Format("20060102t150405z")), hex.EncodeToString(b))
+	parts := []string{string(a), member, strings.ToLower(at.UTC().Format("20060102t150405z")), hex.EncodeToString(b)}
+	if member == "" { // an action on the whole cluster (restore)
+		parts = slices.Delete(parts, 1, 2)
+	}
+	return strings.Join(parts, ".")
 }
 
 // Begin records a new entry, or takes over an existing one (resume): the

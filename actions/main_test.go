@@ -41,9 +41,15 @@ type env struct {
 
 func newEnv(t *testing.T, withEtcd bool) *env {
 	t.Helper()
+	return newEnvSpec(t, withEtcd, fixtures.DefaultSpec("etcd"))
+}
+
+// newEnvSpec is newEnv with the fixture cluster spec given.
+func newEnvSpec(t *testing.T, withEtcd bool, spec fixtures.Spec) *env {
+	t.Helper()
 	testenv.SkipShort(t)
 	e := &env{t: t, cs: testenv.Clientset(t, cp.Admin), ns: testenv.Namespace(t, cp)}
-	fixtures.CreateCluster(t, e.cs, e.ns, fixtures.DefaultSpec("etcd"))
+	fixtures.CreateCluster(t, e.cs, e.ns, spec)
 	if withEtcd {
 		e.etcd = testenv.EtcdCluster(t, etcdcluster.Options{Members: 3})
 		e.dialer = &loopDialer{addrs: map[string]string{}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
 )
 
 // RestorePodName is the name of the restore pod of member.
@@ -64,7 +65,7 @@ func (r *run) scale(ctx context.Context, s classify.Step, dry bool) (model.Outco
 	case apierrors.IsConflict(err):
 		return model.OutcomeConflict, what + ": changed while scaling; not retried, observing again", nil
 	case apierrors.IsForbidden(err):
-		return "", "", fmt.Errorf("you may not update statefulsets.apps %s/%s; restore needs update on statefulsets (see docs/rbac.md): %w", f.Namespace, f.Name, err)
+		return "", "", fmt.Errorf("%w: you may not update statefulsets.apps %s/%s; restore needs update on statefulsets (see docs/rbac.md): %v", status.ErrForbidden, f.Namespace, f.Name, err)
 	case err != nil:
 		return "", "", fmt.Errorf("scaling %s: %w", what, err)
 	case dry:
@@ -100,7 +101,7 @@ func (r *run) runRestore(ctx context.Context, s classify.Step, dry bool) (model.
 		}
 		return "", "", fmt.Errorf("pod %s/%s exists and is not this restore's (delete it if it is a leftover): %w", cl.Namespace, pod.Name, err)
 	case apierrors.IsForbidden(err):
-		return "", "", fmt.Errorf("you may not create pods in namespace %s; restore needs create on pods (see docs/rbac.md): %w", cl.Namespace, err)
+		return "", "", fmt.Errorf("%w: you may not create pods in namespace %s; restore needs create on pods (see docs/rbac.md): %v", status.ErrForbidden, cl.Namespace, err)
 	case err != nil:
 		return "", "", fmt.Errorf("creating restore pod %s: %w", pod.Name, err)
 	case dry:
@@ -206,14 +207,9 @@ func (r *run) restorePreflight(ctx context.Context, d classify.Decision) error {
 		if s.Kind != model.StepScaleDown && s.Kind != model.StepRunRestore {
 			continue
 		}
-		out, _, err := r.restoreStep(ctx, s, true)
-		if err != nil {
-			if apierrors.IsForbidden(err) || strings.Contains(err.Error(), "you may not") {
-				return fmt.Errorf("nothing was changed: %w", err)
-			}
+		if _, _, err := r.restoreStep(ctx, s, true); err != nil {
 			return fmt.Errorf("checking %s before acting (nothing was changed): %w", s.Kind, err)
 		}
-		_ = out
 		if s.Kind == model.StepRunRestore {
 			return nil // one pod is proof enough
 		}

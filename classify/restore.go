@@ -96,7 +96,7 @@ func (c *classifier) restore() {
 			c.note(CodeWritesDiscarded, "", "generation %s was taken from cluster %s, not %s (which %s): restoring it anyway (--force)", src.Generation, src.ClusterID, ref, how)
 		case ref != "" && src.ClusterID != ref:
 			c.block(CodeGenerationForeign, "", FlagForce, "generation %s was taken from cluster %s, but %s/%s is cluster %s (%s): restoring it would replace this cluster's data with another's. "+
-				"If %s is an earlier incarnation of this cluster (restored since), pass --force", src.Generation, src.ClusterID, cl.Namespace, cl.Name, ref, how, src.ClusterID)
+				"Override only if %s is an earlier incarnation of this cluster (restored since)", src.Generation, src.ClusterID, cl.Namespace, cl.Name, ref, how, src.ClusterID)
 		}
 		healthy := c.healthyVoters()
 		voters := c.a.Voters
@@ -110,7 +110,7 @@ func (c *classifier) restore() {
 				c.note(CodeWritesDiscarded, "", "the cluster has quorum (%d of %d voters healthy) and is restored anyway (--force)", len(healthy), voters)
 			} else {
 				c.block(CodeClusterHasQuorum, "", FlagForce, "the cluster has quorum (%d of %d voters healthy, leader %s): a restore stops every member and discards every write after the generation. "+
-					"Repair single members with replace or reseed; pass --force to restore anyway", len(healthy), voters, c.a.LeaderMember)
+					"Repair single members with replace or reseed", len(healthy), voters, c.a.LeaderMember)
 			}
 		}
 		if f := c.a.Frontier; f != nil && src.Revision > 0 {
@@ -142,8 +142,7 @@ func (c *classifier) restorePlan(replicas int, peers map[string]string) {
 			continue
 		}
 		if !p.DeletionMarked {
-			f := &model.Fence{Kind: "Pod", Namespace: cl.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
-			c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: f,
+			c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p),
 				Detail: fmt.Sprintf("delete leftover restore pod %s (generation %s, %s)", p.Name, orName(p.Generation, "unknown"), orName(p.Phase, "no phase"))})
 		}
 	}
@@ -239,9 +238,13 @@ func (c *classifier) deleteRestorePods(replicas int, ours map[string]model.Resto
 		if !ok {
 			continue
 		}
-		f := &model.Fence{Kind: "Pod", Namespace: cl.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
-		c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: f, Detail: fmt.Sprintf("delete restore pod %s (succeeded)", p.Name)})
+		c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p), Detail: fmt.Sprintf("delete restore pod %s (succeeded)", p.Name)})
 	}
+}
+
+// restorePodFence fences the delete of restore pod p as observed.
+func restorePodFence(cl model.ClusterFacts, p model.RestorePodFacts) *model.Fence {
+	return &model.Fence{Kind: "Pod", Namespace: cl.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
 }
 
 func hasReceipt(e *model.LedgerEntry, k model.StepKind) bool {

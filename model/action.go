@@ -120,9 +120,9 @@ func (s StepKind) PhaseOf() ActionPhase {
 		return ActionPhaseFencing
 	case StepRemoveMember, StepDeletePVC, StepDeletePod, StepAwaitPodGone, StepScaleDown, StepAwaitMembersStopped:
 		return ActionPhaseRemoving
-	case StepAddLearner, StepAwaitPodRecreated, StepRunRestore, StepAwaitRestore, StepDeleteRestorePod:
+	case StepAddLearner, StepAwaitPodRecreated, StepRunRestore, StepAwaitRestore:
 		return ActionPhaseRestoring
-	case StepAwaitMemberStarted, StepScaleUp, StepAwaitRestored:
+	case StepAwaitMemberStarted, StepScaleUp, StepAwaitRestored, StepDeleteRestorePod:
 		return ActionPhaseBootstrapping
 	case StepAwaitCaughtUp, StepPromoteLearner, StepAwaitVoterReady:
 		return ActionPhaseCatchingUp

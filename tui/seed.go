@@ -246,7 +246,10 @@ func (m Model) receiptLines(rs []model.Receipt, n, w int) []string {
 // ledgerLines draws one action the cluster's ledger records.
 func (m Model) ledgerLines(e model.LedgerEntry, w int) []string {
 	t := m.theme
-	title := e.Action.String() + " " + e.Member
+	title := strings.TrimSpace(e.Action.String() + " " + e.Member)
+	if e.Generation != "" {
+		title += " " + e.Generation
+	}
 	st := t.Dim
 	switch e.State {
 	case model.EntryInProgress:
