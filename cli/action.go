@@ -25,7 +25,6 @@ import (
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
-	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
@@ -142,21 +141,11 @@ func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) > 1 {
 		o.Member = args[1]
 	}
-	var err error
-	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
+	c, err := connect(o.configFlags, true)
 	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	cfg, err := o.configFlags.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	if o.dial, err = portforward.NewDialer(cfg); err != nil {
-		return err
-	}
+	o.Namespace, o.client, o.dial = c.namespace, c.client, c.dial
 	o.inIsTTY = isTerminal(o.In)
 	return nil
 }

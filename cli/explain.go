@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
-	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/verdict"
 )
@@ -96,19 +94,8 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 2 {
 		o.Member = args[1]
 	}
-	var err error
-	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	cfg, err := o.configFlags.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
-	o.dial, err = portforward.NewDialer(cfg)
+	c, err := connect(o.configFlags, true)
+	o.Namespace, o.client, o.dial = c.namespace, c.client, c.dial
 	return err
 }
 

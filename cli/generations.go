@@ -160,19 +160,11 @@ func (o *generationsOptions) addFlags(cmd *cobra.Command, outputs string) {
 
 func (o *generationsOptions) complete(args []string) error {
 	o.Cluster = args[0]
-	var err error
-	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	cfg, err := o.configFlags.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	o.client, err = kubernetes.NewForConfig(cfg)
+	c, err := connect(o.configFlags, false)
 	if err != nil {
 		return err
 	}
+	o.Namespace, o.client = c.namespace, c.client
 	o.outIsTTY = isTerminal(o.ErrOut)
 	return nil
 }

@@ -28,7 +28,6 @@ import (
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
-	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
@@ -147,21 +146,11 @@ func (o *SeedOptions) AddFlags(cmd *cobra.Command) {
 // Complete reads the kubeconfig and arguments.
 func (o *SeedOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Cluster = args[0]
-	var err error
-	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
+	c, err := connect(o.configFlags, true)
 	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	cfg, err := o.configFlags.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	if o.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	if o.dial, err = portforward.NewDialer(cfg); err != nil {
-		return err
-	}
+	o.Namespace, o.client, o.dial = c.namespace, c.client, c.dial
 	o.inIsTTY, o.errIsTTY = isTerminal(o.In), isTerminal(o.ErrOut)
 	o.identity = actions.NewIdentity()
 	return nil
