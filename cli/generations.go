@@ -169,6 +169,21 @@ func (o *generationsOptions) complete(args []string) error {
 	return nil
 }
 
+// completeGeneration completes CLUSTER GENERATION commands (json or yaml
+// output) and returns the checked generation ID.
+func (o *generationsOptions) completeGeneration(args []string) (string, error) {
+	if err := o.complete(args); err != nil {
+		return "", err
+	}
+	if err := o.validateOutput("json", "yaml"); err != nil {
+		return "", err
+	}
+	if err := artifact.ValidateGeneration(args[1]); err != nil {
+		return "", usageError("%v", err)
+	}
+	return args[1], nil
+}
+
 func (o *generationsOptions) validateOutput(allowed ...string) error {
 	for _, a := range append(allowed, "") {
 		if o.Output == a {
@@ -420,15 +435,9 @@ Exit codes:
 		Args:              clusterArgs(2, "CLUSTER and GENERATION"),
 		ValidArgsFunction: completeClusters(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(args); err != nil {
+			var err error
+			if o.Generation, err = o.completeGeneration(args); err != nil {
 				return err
-			}
-			o.Generation = args[1]
-			if err := o.validateOutput("json", "yaml"); err != nil {
-				return err
-			}
-			if err := artifact.ValidateGeneration(o.Generation); err != nil {
-				return usageError("%v", err)
 			}
 			return o.run(cmd.Context())
 		},
@@ -542,15 +551,9 @@ Exit codes:
 		Args:              clusterArgs(2, "CLUSTER and GENERATION"),
 		ValidArgsFunction: completeClusters(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.complete(args); err != nil {
+			var err error
+			if o.Generation, err = o.completeGeneration(args); err != nil {
 				return err
-			}
-			o.Generation = args[1]
-			if err := o.validateOutput("json", "yaml"); err != nil {
-				return err
-			}
-			if err := artifact.ValidateGeneration(o.Generation); err != nil {
-				return usageError("%v", err)
 			}
 			return o.run(cmd.Context())
 		},
