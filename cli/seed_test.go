@@ -7,17 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -469,51 +463,6 @@ func TestSeedHelpDocumentsExitCodesAndExamples(t *testing.T) {
 	}
 }
 
-// throttle is an S3 proxy that slows request bodies of uploads and
-// reports when the first bytes of one arrived.
-type throttle struct {
-	slow    atomic.Bool
-	seen    atomic.Int64
-	started chan struct{}
-	once    sync.Once
-}
-
-func (th *throttle) proxy(t *testing.T, target string) string {
-	u, _ := url.Parse(target)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ErrorLog = log.New(io.Discard, "", 0)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/uploads/") && r.Body != nil {
-			r.Body = &slowBody{r: r.Body, th: th}
-		}
-		rp.ServeHTTP(w, r)
-	})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-type slowBody struct {
-	r  io.ReadCloser
-	th *throttle
-}
-
-func (b *slowBody) Read(p []byte) (int, error) {
-	if b.th.slow.Load() {
-		if len(p) > 16<<10 {
-			p = p[:16<<10]
-		}
-		time.Sleep(100 * time.Millisecond) // the bandwidth limit itself, not a wait
-	}
-	n, err := b.r.Read(p)
-	if b.th.seen.Add(int64(n)) > 64<<10 {
-		b.th.once.Do(func() { close(b.th.started) })
-	}
-	return n, err
-}
-
-func (b *slowBody) Close() error { return b.r.Close() }
-
 // TestHelperProcess is not a test: it is this binary re-executed to run
 // kubectl-hactl code in a process of its own (seed with the test's
 // loopback dialer, or any command line), so that a test can kill it.
@@ -578,9 +527,8 @@ func TestSeedKilledMidUploadThenRerun(t *testing.T) {
 	e := newSeedEnv(t)
 	e.fill(10_000)
 	ctx := context.Background()
-	th := &throttle{started: make(chan struct{})}
-	th.slow.Store(true)
-	proxyURL := th.proxy(t, e.s3.Endpoint)
+	th := storetest.NewThrottle()
+	proxyURL := th.Proxy(t, e.s3.Endpoint)
 	e.setStore(strings.Replace(e.s3.URL(e.bucket, "etcd"), e.s3.Endpoint, proxyURL, 1))
 
 	addrs, _ := json.Marshal(e.addrs)
@@ -592,7 +540,7 @@ func TestSeedKilledMidUploadThenRerun(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
-	case <-th.started:
+	case <-th.Started():
 	case err := <-exited:
 		t.Fatalf("seed finished before the upload was under way (%v):\n%s", err, out.String())
 	case <-time.After(2 * time.Minute):
@@ -604,7 +552,7 @@ func TestSeedKilledMidUploadThenRerun(t *testing.T) {
 	}
 	<-exited
 	e.record(out.String())
-	t.Logf("killed seed after %d uploaded bytes", th.seen.Load())
+	t.Logf("killed seed after %d uploaded bytes", th.Seen.Load())
 
 	s := e.store()
 	if _, err := s.ReadManifest(ctx, "g-killed"); !errors.Is(err, artifact.ErrNoManifest) {
@@ -626,7 +574,7 @@ func TestSeedKilledMidUploadThenRerun(t *testing.T) {
 	killedEntry := led.Entries[0].ID
 
 	// Again, at full speed.
-	th.slow.Store(false)
+	th.Slow.Store(false)
 	o, sout, serr := e.seedOptions(strings.NewReader(""), false, "g-killed")
 	o.Yes, o.Output = true, "json"
 	err = o.Run(ctx)

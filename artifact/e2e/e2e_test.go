@@ -7,19 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/artifact/storetest"
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/sandbox"
 )
@@ -222,49 +216,6 @@ func (e *env) fill(n int) {
 	}
 }
 
-// throttle slows uploads through a proxy and says when one is under way.
-type throttle struct {
-	slow    atomic.Bool
-	seen    atomic.Int64
-	started chan struct{}
-	once    sync.Once
-}
-
-func (th *throttle) serve(t *testing.T, target string) string {
-	u, _ := url.Parse(target)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ErrorLog = log.New(io.Discard, "", 0)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/uploads/") && r.Body != nil {
-			r.Body = &slowBody{r: r.Body, th: th}
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-type slowBody struct {
-	r  io.ReadCloser
-	th *throttle
-}
-
-func (b *slowBody) Read(p []byte) (int, error) {
-	if b.th.slow.Load() {
-		if len(p) > 16<<10 {
-			p = p[:16<<10]
-		}
-		time.Sleep(100 * time.Millisecond) // the bandwidth limit itself, not a wait
-	}
-	n, err := b.r.Read(p)
-	if b.th.seen.Add(int64(n)) > 64<<10 {
-		b.th.once.Do(func() { close(b.th.started) })
-	}
-	return n, err
-}
-
-func (b *slowBody) Close() error { return b.r.Close() }
-
 type seedReceipt struct {
 	Result   string             `json:"result"`
 	Phase    string             `json:"phase"`
@@ -284,9 +235,8 @@ type seedReceipt struct {
 func TestSeedThroughKubectlAndPortForward(t *testing.T) {
 	e := start(t)
 	e.fill(10_000)
-	th := &throttle{started: make(chan struct{})}
-	th.slow.Store(true)
-	e.setStore(e.storeURL(th.serve(t, e.s3.Endpoint)))
+	th := storetest.NewThrottle()
+	e.setStore(e.storeURL(th.Proxy(t, e.s3.Endpoint)))
 
 	// Killed mid-upload.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -300,7 +250,7 @@ func TestSeedThroughKubectlAndPortForward(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
-	case <-th.started:
+	case <-th.Started():
 	case err := <-exited:
 		t.Fatalf("seed ended before its upload was under way (%v):\n%s", err, out.String())
 	case <-ctx.Done():
@@ -319,7 +269,7 @@ func TestSeedThroughKubectlAndPortForward(t *testing.T) {
 	}
 
 	// Run again at full speed: published once.
-	th.slow.Store(false)
+	th.Slow.Store(false)
 	stdout, stderr, code := e.run("hactl", "seed", cluster, "-n", namespace, "--generation", "e2e-1", "--yes", "-o", "json")
 	if code != 0 {
 		t.Fatalf("seed again: exit %d\n%s\n%s", code, stdout, stderr)
