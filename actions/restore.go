@@ -145,6 +145,11 @@ func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Optio
 	if t.InitialClusterToken != "" {
 		args = append(args, "--initial-cluster-token="+t.InitialClusterToken)
 	}
+	if actionID != "" {
+		// A new restore of the same generation replaces what the members
+		// wrote since the last one.
+		args = append(args, "--restore-id="+actionID)
+	}
 	mount := corev1.VolumeMount{Name: t.DataVolume, MountPath: t.DataMount}
 	for _, m := range c.VolumeMounts {
 		if m.Name == t.DataVolume {

@@ -22,6 +22,9 @@ type Marker struct {
 	ClusterID  string    `json:"clusterID"`
 	Revision   int64     `json:"revision"`
 	RestoredAt time.Time `json:"restoredAt"`
+	// RestoreID names the restore that wrote it (RestoreOptions.RestoreID),
+	// "" when none was given.
+	RestoreID string `json:"restoreID,omitempty"`
 }
 
 // Materializer turns a generation's verified files into a data directory.
@@ -53,6 +56,13 @@ type RestoreOptions struct {
 	Progress Progress
 	// Now stamps the marker and the previous directory's name.
 	Now time.Time
+	// RestoreID names this restore (hactl's ledger entry). With it, a data
+	// directory counts as already restored only if this same restore
+	// wrote it: restoring the same generation again in a new restore
+	// (after the cluster wrote more) replaces the data. Without it, a data
+	// directory holding the generation is left alone (an init container
+	// that runs on every start).
+	RestoreID string
 }
 
 // RestoreResult says what Restore did.
@@ -110,7 +120,7 @@ func Restore(ctx context.Context, s *Store, g string, o RestoreOptions) (Restore
 		return res, err
 	}
 
-	state, err := inspectDataDir(dataDir, m)
+	state, err := inspectDataDir(dataDir, m, o.RestoreID)
 	if err != nil {
 		return res, err
 	}
@@ -159,7 +169,7 @@ func Restore(ctx context.Context, s *Store, g string, o RestoreOptions) (Restore
 	} else if err := os.Rename(download, newData); err != nil {
 		return res, err
 	}
-	if err := writeMarker(newData, m, o.Now); err != nil {
+	if err := writeMarker(newData, m, o.Now, o.RestoreID); err != nil {
 		return res, err
 	}
 	if err := syncTree(newData); err != nil {
@@ -189,7 +199,7 @@ const (
 // inspectDataDir tells whether dataDir is missing, empty, already holds
 // m's generation, or holds other data; and refuses a directory that cannot
 // be replaced by rename.
-func inspectDataDir(dataDir string, m *Manifest) (dirState, error) {
+func inspectDataDir(dataDir string, m *Manifest, restoreID string) (dirState, error) {
 	parent := filepath.Dir(dataDir)
 	pfi, err := os.Stat(parent)
 	if err != nil || !pfi.IsDir() {
@@ -215,7 +225,8 @@ func inspectDataDir(dataDir string, m *Manifest) (dirState, error) {
 	if len(entries) == 0 {
 		return dirEmpty, nil
 	}
-	if mk, err := readMarker(dataDir); err == nil && mk.Generation == m.Identity.Generation && mk.Digest == m.Digest {
+	if mk, err := readMarker(dataDir); err == nil && mk.Generation == m.Identity.Generation && mk.Digest == m.Digest &&
+		(restoreID == "" || mk.RestoreID == restoreID) {
 		return dirHoldsGeneration, nil
 	}
 	return dirHoldsOther, nil
@@ -265,10 +276,10 @@ func readMarker(dir string) (Marker, error) {
 // ReadMarker reports which generation a data directory was restored from.
 func ReadMarker(dataDir string) (Marker, error) { return readMarker(dataDir) }
 
-func writeMarker(dir string, m *Manifest, now time.Time) error {
+func writeMarker(dir string, m *Manifest, now time.Time, restoreID string) error {
 	b, err := json.MarshalIndent(Marker{
 		Generation: m.Identity.Generation, Digest: m.Digest, ClusterID: m.Identity.ClusterID,
-		Revision: m.Identity.Revision, RestoredAt: now.UTC(),
+		Revision: m.Identity.Revision, RestoredAt: now.UTC(), RestoreID: restoreID,
 	}, "", "  ")
 	if err != nil {
 		return err

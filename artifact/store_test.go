@@ -55,6 +55,31 @@ func TestRestoreStagesAndActivates(t *testing.T) {
 			t.Fatalf("left beside the data dir: %v", entries)
 		}
 	})
+	t.Run("a new restore ID restores the same generation again", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		if _, err := artifact.Restore(ctx, s, "r1", artifact.RestoreOptions{DataDir: dir, RestoreID: "restore-a"}); err != nil {
+			t.Fatal(err)
+		}
+		// What the member wrote since the restore.
+		if err := os.WriteFile(filepath.Join(dir, "written-later"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		same, err := artifact.Restore(ctx, s, "r1", artifact.RestoreOptions{DataDir: dir, RestoreID: "restore-a", Replace: true})
+		if err != nil || !same.Already {
+			t.Fatalf("the same restore again: %+v %v, want Already", same, err)
+		}
+		next, err := artifact.Restore(ctx, s, "r1", artifact.RestoreOptions{DataDir: dir, RestoreID: "restore-b", Replace: true})
+		if err != nil || next.Already || next.Previous == "" {
+			t.Fatalf("a new restore of the same generation: %+v %v, want a restore keeping the previous data", next, err)
+		}
+		check(dir)
+		if _, err := os.Stat(filepath.Join(dir, "written-later")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("data written after the first restore survived the second: %v", err)
+		}
+		if mk, _ := artifact.ReadMarker(dir); mk.RestoreID != "restore-b" {
+			t.Fatalf("marker names restore %q", mk.RestoreID)
+		}
+	})
 	t.Run("empty data dir", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
 		if err := os.Mkdir(dir, 0o700); err != nil {

@@ -28,6 +28,7 @@ import (
 const (
 	envStore      = "HACTL_SEED_STORE"
 	envGeneration = "HACTL_SEED_GENERATION"
+	envRestoreID  = "HACTL_RESTORE_ID"
 )
 
 // NewCmdAgent builds `kubectl-hactl agent`, the commands hactl runs inside
@@ -57,6 +58,7 @@ type AgentRestoreOptions struct {
 	DataDir    string
 	Output     string
 	Replace    bool
+	RestoreID  string
 
 	// Target boundary.
 	ExpectClusterID string
@@ -88,9 +90,10 @@ on disk changes:
   1. read the generation's manifest and check it: format version, digest,
      safe paths, the expected cluster (--expect-cluster-id) and boundary
      (--min-revision), and that the store holds exactly its files;
-  2. look at DIR: if it already holds this generation, do nothing (so the
-     command can run on every pod start); if it holds other data, refuse
-     unless --replace;
+  2. look at DIR: if it already holds this generation (restored by this
+     same --restore-id, when one is given), do nothing (so the command can
+     run on every pod start); if it holds other data, refuse unless
+     --replace;
   3. download every file into a staging directory beside DIR, hashing
      every byte against the manifest;
   4. for etcd, build the member's data directory from the snapshot with
@@ -146,6 +149,7 @@ Exit codes:
 	f.StringVar(&o.Store, "store", "", "Store URL of the generations (default $"+envStore+"): s3://bucket/prefix?endpoint=…&use_path_style=true, gs://bucket/prefix, azblob://container/prefix or file:///dir.")
 	f.StringVar(&o.Generation, "generation", "", "Generation ID to restore (default $"+envGeneration+").")
 	f.StringVar(&o.DataDir, "data-dir", "", "Data directory to restore into (a directory inside the volume, not its mount point).")
+	f.StringVar(&o.RestoreID, "restore-id", "", "Name this restore (default $"+envRestoreID+"). With it, DIR counts as already restored only if this same restore wrote it, so a new restore of the same generation replaces data written since; without it, DIR holding the generation is left alone.")
 	f.BoolVar(&o.Replace, "replace", false, "Restore even if DIR holds other data; that data is kept as DIR.hactl-previous-<time>.")
 	f.StringVar(&o.ExpectClusterID, "expect-cluster-id", "", "Refuse a generation of any other cluster (hex cluster ID).")
 	f.Int64Var(&o.MinRevision, "min-revision", 0, "Refuse a generation holding an older revision than this (the target's boundary).")
@@ -168,6 +172,7 @@ func (o *AgentRestoreOptions) Complete() error {
 	}
 	def(&o.Store, envStore)
 	def(&o.Generation, envGeneration)
+	def(&o.RestoreID, envRestoreID)
 	def(&o.Name, "ETCD_NAME")
 	def(&o.InitialCluster, "ETCD_INITIAL_CLUSTER")
 	def(&o.PeerURLs, "ETCD_INITIAL_ADVERTISE_PEER_URLS")
@@ -301,6 +306,7 @@ func (o *AgentRestoreOptions) restore(ctx context.Context, doc *agentRestoreResu
 		Expect:       artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision},
 		Materializer: mat,
 		Replace:      o.Replace,
+		RestoreID:    o.RestoreID,
 		Progress:     p.update,
 	})
 	p.done()

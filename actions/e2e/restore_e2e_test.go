@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,32 +37,13 @@ func restoreValue(i int) string { return fmt.Sprintf("v%d-%s", i, strings.Repeat
 func TestRestoreAfterQuorumLoss(t *testing.T) {
 	skipShort(t)
 	cluster := staticCluster
-	s.waitFailoverReady(t, cluster)
+	gen := restoreGeneration(t)
 	ctx := context.Background()
 	s3, err := s.sb.S3()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The store and its credentials, as an operator sets them up.
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "seed-store", Namespace: namespace},
-		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey, "AWS_REGION": s3.Region}}
-	if _, err := s.kc.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:"seed-store"}}}`, artifact.AnnotationStore, strings.Replace(s3.URL(), "s3://"+s3.Bucket, "s3://"+s3.Bucket+"/"+cluster, 1), artifact.AnnotationStoreSecret)
-	if _, err := s.kc.AppsV1().StatefulSets(namespace).Patch(ctx, cluster, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	fill(t, s.member(t, cluster+"-0"), restoreKeys)
-
-	gen := "restore-e2e-1"
-	if r := s.hactl(t, "seed", cluster, "--generation", gen, "--yes", "-o", "json"); r.code != 0 {
-		t.Fatalf("seed: %s", r)
-	}
-	// Written after the generation: a restore loses it.
-	if _, err := s.member(t, cluster+"-0").Put(ctx, restorePrefix+"after", "lost"); err != nil {
-		t.Fatal(err)
-	}
+	writeAfter(t, cluster)
 
 	// With quorum, a restore is refused and changes nothing.
 	r := s.hactl(t, "restore", cluster, "--generation", gen, "--yes")
@@ -77,13 +59,7 @@ func TestRestoreAfterQuorumLoss(t *testing.T) {
 		t.Fatalf("restore of a missing generation: want exit 5, got %s", r)
 	}
 
-	// Lose quorum: two of three members stop.
-	for _, m := range []string{cluster + "-1", cluster + "-2"} {
-		if err := s.sb.Break(ctx, namespace+"/"+m, fault.Stop); err != nil {
-			t.Fatalf("stopping %s: %v", m, err)
-		}
-	}
-	waitStatusExit(t, cluster, 4)
+	loseQuorum(t, cluster)
 
 	r = s.hactl(t, "restore", cluster, "--generation", gen, "--yes", "-o", "json")
 	if r.code != 0 {
@@ -107,11 +83,7 @@ func TestRestoreAfterQuorumLoss(t *testing.T) {
 		}
 	}
 
-	// Every member, on its own, serves exactly the generation's keys.
-	for i := 0; i < 3; i++ {
-		pod := fmt.Sprintf("%s-%d", cluster, i)
-		checkRestored(t, pod)
-	}
+	checkRestoredCluster(t, cluster)
 	if code := s.hactl(t, "status", cluster).code; code != 0 {
 		t.Errorf("status after the restore: exit %d, want 0 (failover-ready)", code)
 	}
@@ -128,6 +100,131 @@ func TestRestoreAfterQuorumLoss(t *testing.T) {
 	}
 	if !done {
 		t.Errorf("no done restore entry in the ledger: %+v", led.Entries)
+	}
+}
+
+// restoreGen is the generation the restore tests share, seeded once.
+var restoreGen string
+
+// restoreGeneration sets up the cluster's store (a Secret with the
+// credentials and the StatefulSet's annotations, as an operator would),
+// writes restoreKeys keys and seeds a generation of them, once.
+func restoreGeneration(t *testing.T) string {
+	t.Helper()
+	if restoreGen != "" {
+		return restoreGen
+	}
+	cluster := staticCluster
+	s.waitFailoverReady(t, cluster)
+	ctx := context.Background()
+	s3, err := s.sb.S3()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "seed-store", Namespace: namespace},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey, "AWS_REGION": s3.Region}}
+	if _, err := s.kc.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:"seed-store"}}}`, artifact.AnnotationStore,
+		strings.Replace(s3.URL(), "s3://"+s3.Bucket, "s3://"+s3.Bucket+"/"+cluster, 1), artifact.AnnotationStoreSecret)
+	if _, err := s.kc.AppsV1().StatefulSets(namespace).Patch(ctx, cluster, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, s.member(t, cluster+"-0"), restoreKeys)
+	gen := "restore-e2e-1"
+	if r := s.hactl(t, "seed", cluster, "--generation", gen, "--yes", "-o", "json"); r.code != 0 {
+		t.Fatalf("seed: %s", r)
+	}
+	restoreGen = gen
+	return gen
+}
+
+// writeAfter writes a key after the generation: a restore loses it.
+func writeAfter(t *testing.T, cluster string) {
+	t.Helper()
+	s.waitFailoverReady(t, cluster)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.member(t, cluster+"-0").Put(ctx, restorePrefix+"after", "lost"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loseQuorum stops two of the cluster's three members and waits until
+// status says so (exit 4, not control-ready).
+func loseQuorum(t *testing.T, cluster string) {
+	t.Helper()
+	for _, m := range []string{cluster + "-1", cluster + "-2"} {
+		if err := s.sb.Break(context.Background(), namespace+"/"+m, fault.Stop); err != nil {
+			t.Fatalf("stopping %s: %v", m, err)
+		}
+	}
+	waitStatusExit(t, cluster, 4)
+}
+
+// checkRestoredCluster checks that every member, on its own, serves
+// exactly the generation's keys.
+func checkRestoredCluster(t *testing.T, cluster string) {
+	t.Helper()
+	for i := 0; i < 3; i++ {
+		checkRestored(t, fmt.Sprintf("%s-%d", cluster, i))
+	}
+}
+
+// TestRestoreSIGKILLResumes kills restore right after each of its changing
+// steps and checks that a rerun resumes: it takes over the dead holder's
+// lock, never scales down again once the restore pods ran, and ends with
+// every member serving exactly the generation's keys.
+func TestRestoreSIGKILLResumes(t *testing.T) {
+	skipShort(t)
+	cluster := staticCluster
+	gen := restoreGeneration(t)
+	for _, step := range []model.StepKind{model.StepScaleDown, model.StepRunRestore, model.StepScaleUp} {
+		t.Run(string(step), func(t *testing.T) {
+			writeAfter(t, cluster)
+			loseQuorum(t, cluster)
+			p := s.start(t, "restore", cluster, "--generation", gen, "--yes")
+			killed := false
+			timeout := time.After(5 * time.Minute)
+		read:
+			for {
+				select {
+				case line, ok := <-p.lines:
+					if !ok {
+						break read
+					}
+					if strings.Contains(line, "] "+string(step)+" done") {
+						if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+							t.Fatal(err)
+						}
+						killed = true
+						break read
+					}
+				case <-timeout:
+					_ = p.cmd.Process.Kill()
+					t.Fatalf("no %s step within 5m:\n%s", step, p.all)
+				}
+			}
+			<-p.done
+			if !killed {
+				t.Fatalf("the run finished (exit %d) without a %s step:\n%s", p.code, step, p.all)
+			}
+			r := s.hactl(t, "restore", cluster, "--generation", gen, "--yes", "-o", "json")
+			if r.code != 0 {
+				t.Fatalf("rerun after SIGKILL at %s: %s", step, r)
+			}
+			if !strings.Contains(r.stderr, "took the lock over from stale holder") {
+				t.Errorf("the rerun did not report taking over the dead holder's lock:\n%s", r.stderr)
+			}
+			for _, rc := range receipts(t, r).Receipts {
+				if rc.Step == model.StepScaleDown && rc.Outcome == model.OutcomeDone && step != model.StepScaleDown {
+					t.Errorf("the rerun scaled down again after the restore pods ran: %+v", rc)
+				}
+			}
+			checkRestoredCluster(t, cluster)
+			s.waitFailoverReady(t, cluster)
+		})
 	}
 }
 
