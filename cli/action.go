@@ -509,21 +509,13 @@ func completeClusterMember(flags *genericclioptions.ConfigFlags) func(*cobra.Com
 		default:
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		cfg, err := flags.ToRESTConfig()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c, err := kubernetes.NewForConfig(cfg)
+		k, err := connect(flags, false)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		sts, err := c.AppsV1().StatefulSets(ns).Get(ctx, args[0], metav1.GetOptions{})
+		sts, err := k.client.AppsV1().StatefulSets(k.namespace).Get(ctx, args[0], metav1.GetOptions{})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
 )
 
 // completeClusters completes HA cluster names in the current namespace.
@@ -17,21 +16,13 @@ func completeClusters(flags *genericclioptions.ConfigFlags) func(*cobra.Command,
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		cfg, err := flags.ToRESTConfig()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c, err := kubernetes.NewForConfig(cfg)
+		k, err := connect(flags, false)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		list, err := c.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+		list, err := k.client.AppsV1().StatefulSets(k.namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

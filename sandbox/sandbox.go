@@ -3,10 +3,12 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -27,6 +29,27 @@ import (
 // Start runs `<Executable> serve --dir DIR`, and the program must hand
 // that to Serve (the hactl-sandbox command does; tests do in TestMain).
 const ServeCommand = "serve"
+
+// ServeIfAsked runs the supervisor and exits when the program was started
+// as `<program> serve --dir DIR` (by Start); otherwise it returns at once.
+// A test binary that starts sandboxes calls it first in TestMain.
+func ServeIfAsked() {
+	if len(os.Args) < 2 || os.Args[1] != ServeCommand {
+		return
+	}
+	fs := flag.NewFlagSet(ServeCommand, flag.ExitOnError)
+	dir := fs.String("dir", "", "sandbox directory")
+	_ = fs.Parse(os.Args[2:])
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Serve(ctx, *dir, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		stop()
+		os.Exit(1)
+	}
+	stop()
+	os.Exit(0)
+}
 
 // Options configures Start.
 type Options struct {

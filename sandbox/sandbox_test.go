@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -33,33 +32,8 @@ import (
 // TestMain lets the test binary be the sandbox's supervisor: Start runs
 // `<test binary> serve --dir DIR`.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == ServeCommand {
-		fs := flag.NewFlagSet(ServeCommand, flag.ExitOnError)
-		dir := fs.String("dir", "", "sandbox directory")
-		_ = fs.Parse(os.Args[2:])
-		ctx, stop := signalContext()
-		defer stop()
-		if err := Serve(ctx, *dir, os.Stderr); err != nil {
-			fmt.Fprintln(os.Stderr, "serve:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	ServeIfAsked()
 	os.Exit(m.Run())
-}
-
-func signalContext() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 1)
-	signalNotify(ch)
-	go func() {
-		select {
-		case <-ch:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }
 
 // poll calls f every 100 ms until it returns nil or d passes.

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -52,18 +51,7 @@ var s *suite
 // starts one sandbox with a static-existing and a self-registering
 // cluster, runs the tests and stops it.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.ServeCommand {
-		fs := flag.NewFlagSet(sandbox.ServeCommand, flag.ExitOnError)
-		dir := fs.String("dir", "", "sandbox directory")
-		_ = fs.Parse(os.Args[2:])
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		defer stop()
-		if err := sandbox.Serve(ctx, *dir, os.Stderr); err != nil {
-			fmt.Fprintln(os.Stderr, "serve:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	sandbox.ServeIfAsked()
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run())
@@ -360,4 +348,30 @@ func (s *suite) start(t *testing.T, args ...string) *started {
 		close(p.done)
 	}()
 	return p
+}
+
+// killAt reads p's progress lines until one contains marker, then
+// SIGKILLs p and waits for it to end. It reports whether it killed p (false:
+// p ended without printing marker); it fails the test after 5 minutes.
+func (p *started) killAt(t *testing.T, marker string) bool {
+	t.Helper()
+	timeout := time.After(5 * time.Minute)
+	defer func() { <-p.done }()
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				return false
+			}
+			if strings.Contains(line, marker) {
+				if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				return true
+			}
+		case <-timeout:
+			_ = p.cmd.Process.Kill()
+			t.Fatalf("no %q within 5m:\n%s", marker, p.all)
+		}
+	}
 }

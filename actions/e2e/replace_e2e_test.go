@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -317,28 +316,7 @@ func TestSIGKILLAtEachStepResumes(t *testing.T) {
 			target := followers[0]
 			want := s.putSentinel(t, staticCluster)
 			p := s.start(t, "replace", staticCluster, target, "--yes")
-			killed := false
-			timeout := time.After(5 * time.Minute)
-		read:
-			for {
-				select {
-				case line, ok := <-p.lines:
-					if !ok {
-						break read
-					}
-					if strings.Contains(line, "] "+string(step)+" ") {
-						if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-							t.Fatal(err)
-						}
-						killed = true
-						break read
-					}
-				case <-timeout:
-					_ = p.cmd.Process.Kill()
-					t.Fatalf("no %s step within 5m:\n%s", step, p.all)
-				}
-			}
-			<-p.done
+			killed := p.killAt(t, "] "+string(step)+" ")
 			if !killed {
 				t.Fatalf("the run finished (exit %d) without a %s step:\n%s", p.code, step, p.all)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -185,28 +184,7 @@ func TestRestoreSIGKILLResumes(t *testing.T) {
 			writeAfter(t, cluster)
 			loseQuorum(t, cluster)
 			p := s.start(t, "restore", cluster, "--generation", gen, "--yes")
-			killed := false
-			timeout := time.After(5 * time.Minute)
-		read:
-			for {
-				select {
-				case line, ok := <-p.lines:
-					if !ok {
-						break read
-					}
-					if strings.Contains(line, "] "+string(step)+" done") {
-						if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-							t.Fatal(err)
-						}
-						killed = true
-						break read
-					}
-				case <-timeout:
-					_ = p.cmd.Process.Kill()
-					t.Fatalf("no %s step within 5m:\n%s", step, p.all)
-				}
-			}
-			<-p.done
+			killed := p.killAt(t, "] "+string(step)+" done")
 			if !killed {
 				t.Fatalf("the run finished (exit %d) without a %s step:\n%s", p.code, step, p.all)
 			}

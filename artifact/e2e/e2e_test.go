@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,18 +29,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.ServeCommand {
-		fs := flag.NewFlagSet(sandbox.ServeCommand, flag.ExitOnError)
-		dir := fs.String("dir", "", "sandbox directory")
-		_ = fs.Parse(os.Args[2:])
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if err := sandbox.Serve(ctx, *dir, os.Stderr); err != nil {
-			fmt.Fprintln(os.Stderr, "serve:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	sandbox.ServeIfAsked()
 	os.Exit(m.Run())
 }
 
