@@ -19,6 +19,9 @@ const EventSource = "hactl"
 // eventReason is the Event reason for a receipt (CamelCase, as kubectl
 // shows reasons).
 func eventReason(r model.Receipt) string {
+	if r.Action == model.ActionSeed {
+		return seedEventReason(r)
+	}
 	switch r.Outcome {
 	case model.OutcomeConflict:
 		return "FenceConflict"
@@ -50,10 +53,27 @@ func eventReason(r model.Receipt) string {
 	return "ActionProgress"
 }
 
-// recordEvent writes an Event on the StatefulSet for a receipt. Events are
+// seedEventReason names a seed's Events (docs/seed-generations.md).
+func seedEventReason(r model.Receipt) string {
+	switch {
+	case r.Outcome == model.OutcomeFailed || r.Outcome == model.OutcomeRefused || r.Outcome == model.OutcomeConflict:
+		return "SeedFailed"
+	case r.Step == model.StepAcquireLock:
+		return "SeedStarted"
+	case r.Step == model.StepCaptureSnapshot:
+		return "SeedCaptured"
+	case r.Step == model.StepUpload:
+		return "SeedUploaded"
+	case r.Step == model.StepPublish:
+		return "SeedPublished"
+	}
+	return "SeedProgress"
+}
+
+// RecordEvent writes an Event on the StatefulSet for a receipt. Events are
 // best effort: a failure is returned for the caller to warn about, never
 // to stop the action.
-func recordEvent(ctx context.Context, c kubernetes.Interface, sts corev1.ObjectReference, r model.Receipt) error {
+func RecordEvent(ctx context.Context, c kubernetes.Interface, sts corev1.ObjectReference, r model.Receipt) error {
 	typ := corev1.EventTypeNormal
 	if r.Outcome == model.OutcomeConflict || r.Outcome == model.OutcomeRefused || r.Outcome == model.OutcomeFailed {
 		typ = corev1.EventTypeWarning

@@ -232,7 +232,7 @@ func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Ou
 		}
 	}
 	if r.o.DryRun == DryRunNone {
-		if err := recordEvent(ctx, r.x.client(), r.stsRef(), rc); err != nil {
+		if err := RecordEvent(ctx, r.x.client(), r.stsRef(), rc); err != nil {
 			r.warn("event not recorded: %v", err)
 		}
 	}

@@ -55,6 +55,9 @@ type SeedOptions struct {
 	inIsTTY  bool
 	errIsTTY bool
 	identity string
+	// onReceipt, when set, receives every receipt as it is recorded (the
+	// TUI's live progress).
+	onReceipt func(model.Receipt)
 
 	genericiooptions.IOStreams
 }
@@ -356,12 +359,15 @@ func (r *seedRun) receipt(step model.StepKind, phase model.ActionPhase, out mode
 			rc = rec
 		}
 	}
-	if err := seedEvent(ctx, r.o.client, r.sts, rc); err != nil {
+	if err := actions.RecordEvent(ctx, r.o.client, r.sts, rc); err != nil {
 		fmt.Fprintf(r.o.ErrOut, "warning: event not recorded: %v\n", err)
 	}
 	r.doc.Receipts = append(r.doc.Receipts, rc)
 	r.doc.Phase = phase
 	printReceipt(r.w, rc)
+	if r.o.onReceipt != nil {
+		r.o.onReceipt(rc)
+	}
 }
 
 // execute takes the lock, checks the decision again, records the ledger
@@ -516,44 +522,6 @@ func seedTarget(cl model.ClusterFacts, member string) engine.Target {
 		t.ServerName = member + "." + cl.ServiceName + "." + cl.Namespace + ".svc"
 	}
 	return t
-}
-
-// seedEvent writes an Event on the StatefulSet for a seed receipt.
-// Events are best effort.
-func seedEvent(ctx context.Context, c kubernetes.Interface, sts corev1.ObjectReference, r model.Receipt) error {
-	typ, reason := corev1.EventTypeNormal, "SeedProgress"
-	switch {
-	case r.Outcome == model.OutcomeFailed || r.Outcome == model.OutcomeRefused || r.Outcome == model.OutcomeConflict:
-		typ, reason = corev1.EventTypeWarning, "SeedFailed"
-	case r.Step == model.StepAcquireLock:
-		reason = "SeedStarted"
-	case r.Step == model.StepCaptureSnapshot:
-		reason = "SeedCaptured"
-	case r.Step == model.StepUpload:
-		reason = "SeedUploaded"
-	case r.Step == model.StepPublish:
-		reason = "SeedPublished"
-	}
-	msg := fmt.Sprintf("seed (phase %s, step %s, %s): %s", r.Phase, r.Step, r.Outcome, r.Detail)
-	if len(msg) > 1000 {
-		msg = msg[:1000]
-	}
-	at := metav1.NewTime(r.At)
-	_, err := c.CoreV1().Events(sts.Namespace).Create(ctx, &corev1.Event{
-		ObjectMeta:          metav1.ObjectMeta{GenerateName: sts.Name + ".hactl.", Namespace: sts.Namespace},
-		InvolvedObject:      sts,
-		Reason:              reason,
-		Message:             msg,
-		Type:                typ,
-		Source:              corev1.EventSource{Component: actions.EventSource},
-		FirstTimestamp:      at,
-		LastTimestamp:       at,
-		Count:               1,
-		ReportingController: "hactl.dev/hactl",
-		ReportingInstance:   r.Holder,
-		Action:              string(r.Step),
-	}, metav1.CreateOptions{})
-	return err
 }
 
 // --- progress

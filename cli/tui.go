@@ -306,7 +306,8 @@ func (o *TUIOptions) executor() *actions.Executor {
 // tuiActions runs the TUI's actions through the CLI verbs' machinery:
 // replace and reseed through the actions executor, seed through the seed
 // verb's own flow (store resolution, snapshot, upload, publish), with its
-// printed output discarded and its receipts handed to the TUI.
+// printed output discarded and each receipt handed to the TUI as it is
+// recorded.
 type tuiActions struct {
 	exec tui.Actions
 	o    *TUIOptions
@@ -336,15 +337,12 @@ func (a tuiActions) Execute(ctx context.Context, req tui.Request, d classify.Dec
 	so.Generation, so.Yes, so.Supersede = req.Intent.Options.Generation, true, req.Intent.Options.Supersede
 	so.ProbeTimeout, so.LagThreshold = s.ProbeTimeout, s.LagThreshold
 	so.client, so.dial, so.identity = s.client, s.dial, a.o.identity
+	so.onReceipt = progress
 	if err := so.Validate(); err != nil {
 		return err
 	}
 	doc := &seedDoc{Cluster: req.Namespace + "/" + req.Cluster, Generation: so.Generation, Phase: model.ActionPhaseRequested, Receipts: []model.Receipt{}}
-	err := so.run(ctx, doc)
-	for _, r := range doc.Receipts {
-		progress(r)
-	}
-	return err
+	return so.run(ctx, doc)
 }
 
 // tuiGenerations lists a cluster's seed generations for the TUI's
