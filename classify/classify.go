@@ -83,6 +83,8 @@ type classifier struct {
 	d   Decision
 
 	resume *model.LedgerEntry
+	// superseded are the in-progress entries this decision supersedes.
+	superseded []*model.LedgerEntry
 	// verb is set by the await and observe rules.
 	verb Verb
 	done bool
@@ -132,6 +134,12 @@ func (c *classifier) common() {
 			continue
 		}
 		if e.Action == c.in.Action && e.Member == c.in.Member {
+			if why := c.notResumable(e); why != "" {
+				c.d.Supersedes = append(c.d.Supersedes, e.ID)
+				c.superseded = append(c.superseded, e)
+				c.note(CodeSuperseding, e.Member, "%s ledger entry %s (phase %s) will be marked superseded: %s", e.Action, e.ID, e.Phase, why)
+				continue
+			}
 			if c.resume == nil || e.StartedAt.After(c.resume.StartedAt) {
 				c.resume = e
 			}
@@ -139,6 +147,7 @@ func (c *classifier) common() {
 		}
 		if c.o.Supersede {
 			c.d.Supersedes = append(c.d.Supersedes, e.ID)
+			c.superseded = append(c.superseded, e)
 			c.note(CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded", e.Action, e.Member, e.ID, e.Phase)
 			continue
 		}
@@ -150,6 +159,67 @@ func (c *classifier) common() {
 		c.note(CodeResuming, c.resume.Member, "continuing ledger entry %s (phase %s), started %s by %s", c.resume.ID, c.resume.Phase,
 			c.resume.StartedAt.UTC().Format(time.RFC3339), c.resume.Holder)
 	}
+}
+
+// notResumable says why an in-progress entry of the same action and
+// member must not be continued ("" when it may be): a restore continues
+// only the same generation with the same digest, taken from the same
+// cluster (a different one is a new action that passes every gate); an
+// entry is cleared by --supersede; a replace or reseed whose recorded
+// member, pod and volume are all gone and that nobody has touched for
+// StaleEntryAfter is stale.
+func (c *classifier) notResumable(e *model.LedgerEntry) string {
+	if c.o.Supersede {
+		return "--supersede starts the action anew"
+	}
+	if e.Action == model.ActionRestore {
+		src := c.o.Source
+		switch {
+		case e.Generation != c.o.Generation:
+			return fmt.Sprintf("it restores generation %s, this restore generation %s: a new restore that passes every gate", orName(e.Generation, "(none)"), orName(c.o.Generation, "(none)"))
+		case src == nil:
+			return ""
+		case e.Digest == "" || e.Digest != src.Digest:
+			return fmt.Sprintf("it restores generation %s with digest %s, the store now holds digest %s: a new restore that passes every gate", e.Generation, orName(e.Digest, "(not recorded)"), orName(src.Digest, "(none)"))
+		case e.FromClusterID != "" && e.FromClusterID != src.ClusterID:
+			return fmt.Sprintf("it restores generation %s of cluster %s, the store's is of cluster %s: a new restore that passes every gate", e.Generation, e.FromClusterID, src.ClusterID)
+		}
+		return ""
+	}
+	if e.Action != model.ActionReplace && e.Action != model.ActionReseed {
+		return ""
+	}
+	if age := c.now.Sub(e.UpdatedAt); e.UpdatedAt.IsZero() || age < c.o.StaleEntryAfter {
+		return ""
+	}
+	r := e.Replaced
+	if r.MemberID != "" && c.peerByIDIn(r.MemberID) {
+		return ""
+	}
+	if m := c.member(e.Member); m != nil {
+		if r.PodUID != "" && m.Pod != nil && m.Pod.UID == r.PodUID {
+			return ""
+		}
+		if r.PVCUID != "" && m.PVC != nil && m.PVC.UID == r.PVCUID {
+			return ""
+		}
+	}
+	return fmt.Sprintf("it was last updated %s ago and the member, pod and volume it recorded (member %s, pod uid %s, volume uid %s) are all gone: it is stale",
+		c.now.Sub(e.UpdatedAt).Round(time.Second), orName(r.MemberID, "-"), orName(r.PodUID, "-"), orName(r.PVCUID, "-"))
+}
+
+// peerByIDIn reports whether any answering member lists member id.
+func (c *classifier) peerByIDIn(id string) bool {
+	for _, m := range c.obs.Members {
+		if e := m.Engine; e != nil && e.Reachable {
+			for _, p := range e.Peers {
+				if p.ID == id {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (c *classifier) member(name string) *model.Member {
@@ -282,18 +352,51 @@ func (c *classifier) peerByName(name string) *model.Peer {
 	return nil
 }
 
-// peerByURLs finds the entry holding one of urls, other than skipID.
+// peerByURLs finds the entry holding one of urls, member name's peer
+// URLs, other than skipID.
 func (c *classifier) peerByURLs(urls []string, name, skipID string) *model.Peer {
+	ev := c.evidence(name)
 	for i := range c.a.MemberList {
 		p := &c.a.MemberList[i]
 		if p.ID == skipID {
 			continue
 		}
-		if anyURLMatches(urls, p.PeerURLs, name) || anyURLMatches(p.PeerURLs, urls, name) {
+		if anyURLMatches(urls, *p, ev) || anyURLMatches(p.PeerURLs, model.Peer{ID: p.ID, Name: p.Name, PeerURLs: urls}, ev) {
 			return p
 		}
 	}
 	return nil
+}
+
+// evidence is what was observed of member name's own pod: its IPs, the
+// member ID its probe answered with (only while that ID is not claimed
+// by another pod too: a cloned volume identifies no one), and the member
+// ID the resumed action recorded for it.
+func (c *classifier) evidence(name string) Evidence {
+	ev := Evidence{Name: name}
+	if m := c.member(name); m != nil {
+		if m.Pod != nil {
+			ev.PodIPs = m.Pod.IPs
+		}
+		if e := m.Engine; e != nil && e.Reachable && e.MemberID != "" && len(c.claimants(e.MemberID)) == 1 {
+			ev.MemberIDs = append(ev.MemberIDs, e.MemberID)
+		}
+	}
+	if r := c.resume; r != nil && r.Member == name && r.Replaced.MemberID != "" {
+		ev.MemberIDs = append(ev.MemberIDs, r.Replaced.MemberID)
+	}
+	return ev
+}
+
+// claimants lists the members whose own probe answered with member ID id.
+func (c *classifier) claimants(id string) []string {
+	var out []string
+	for _, m := range c.obs.Members {
+		if e := m.Engine; e != nil && e.Reachable && e.MemberID == id {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // membership plans replace and reseed.
@@ -313,6 +416,13 @@ func (c *classifier) membership() {
 	c.d.Flow = c.flow()
 	if !c.engineGates(name) {
 		return
+	}
+	if e := m.Engine; e != nil && e.Reachable && e.MemberID != "" {
+		if cl := c.claimants(e.MemberID); len(cl) > 1 {
+			c.block(CodeMemberIDDuplicate, name, "", "%s answer with one member ID %s: one of them runs on a copy of another member's data (a cloned volume), and hactl cannot tell which one the member list means. Stop the copy by hand (delete its pod and volume), then run this again",
+				strings.Join(cl, " and "), e.MemberID)
+			return
+		}
 	}
 	if c.d.Flow == FlowNone {
 		c.quorumMath(m, nil)
@@ -490,7 +600,7 @@ func orName(n, def string) string {
 func (c *classifier) addLearner(name string, peerURLs []string, removedID string) {
 	var others []string
 	for _, p := range c.a.MemberList {
-		if p.IsLearner && p.ID != removedID && !anyURLMatches(peerURLs, p.PeerURLs, name) {
+		if p.IsLearner && p.ID != removedID && !anyURLMatches(peerURLs, p, c.evidence(name)) {
 			others = append(others, fmt.Sprintf("%s (%s)", orName(p.Name, p.ID), strings.Join(p.PeerURLs, ",")))
 		}
 	}
@@ -693,7 +803,7 @@ func (c *classifier) templateGate(name string, peerURLs []string, cur, next *mod
 		t.ID = next.ID
 	}
 	after = append(after, t)
-	if ok, detail := checkTemplate(c.obs.Cluster.Template, after); !ok {
+	if ok, detail := checkTemplate(c.obs.Cluster.Template, after, c.evidence); !ok {
 		code := CodeTemplateMismatch
 		if !c.obs.Cluster.Template.InitialClusterDecoded {
 			code = CodeTemplateUnverified

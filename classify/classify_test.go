@@ -424,6 +424,9 @@ func rows() []row {
 					t.Errorf("first step %+v", d.Steps[0])
 				}
 			}},
+		{name: "a clone answers with the target's member ID: refused, no member named", intent: replace1, mutate: func(o *model.Observation) {
+			o.Members[2].Engine.MemberID = memberIDs[1]
+		}, verb: VerbRefuse, codes: []Code{CodeMemberIDDuplicate}, noSteps: true},
 		{name: "restore of a self-registering cluster", intent: restoreIntent, mutate: func(o *model.Observation) {
 			lostQuorum(o)
 			o.Cluster.Shape = model.ShapeSelfRegistering

@@ -10,6 +10,11 @@ import (
 // DefaultMaxAge is the oldest observation Classify acts on.
 const DefaultMaxAge = verdict.DefaultStaleAfter
 
+// DefaultStaleEntryAfter is how long an in-progress entry whose recorded
+// objects are all gone sits untouched before it is stale: longer than
+// any wait of a live action (10 minutes) several times over.
+const DefaultStaleEntryAfter = time.Hour
+
 // Intent is what the operator asked for.
 type Intent struct {
 	Action model.Action `json:"action"`
@@ -30,6 +35,11 @@ type Options struct {
 	// MaxAge is the oldest observation to act on (DefaultMaxAge when
 	// zero).
 	MaxAge time.Duration `json:"maxAge,omitempty"`
+	// StaleEntryAfter is how long an in-progress replace or reseed whose
+	// recorded member, pod and volume are all gone may sit untouched
+	// before it counts as stale and is superseded
+	// (DefaultStaleEntryAfter when zero).
+	StaleEntryAfter time.Duration `json:"staleEntryAfter,omitempty"`
 	// LockHolder is the caller's own identity on the cluster's lock: a
 	// lock it holds itself does not block it.
 	LockHolder string `json:"lockHolder,omitempty"`
@@ -58,6 +68,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.MaxAge <= 0 {
 		o.MaxAge = DefaultMaxAge
+	}
+	if o.StaleEntryAfter == 0 {
+		o.StaleEntryAfter = DefaultStaleEntryAfter
 	}
 	if o.Verdict.LagThreshold == 0 {
 		o.Verdict.LagThreshold = verdict.DefaultLagThreshold
@@ -168,6 +181,7 @@ const (
 	CodeRestoreUnsupported    Code = "restore_unsupported"
 	CodeGenerationUnverified  Code = "generation_unverified"
 	CodeGenerationForeign     Code = "generation_foreign"
+	CodeMemberIDDuplicate     Code = "member_id_duplicate"
 	CodeClusterHasQuorum      Code = "cluster_has_quorum"
 	CodeRestoreFailed         Code = "restore_failed"
 )
@@ -193,7 +207,7 @@ var AllBlockerCodes = []Code{
 	CodeLearnerPending, CodePeerURLUnknown, CodeUnexpectedMember, CodeGenerationUnsupported,
 	CodeSeedStoreMissing, CodeNoSeedSource, CodePodTerminating, CodePodNeverStarted,
 	CodeRestoreUnsupported, CodeGenerationUnverified, CodeGenerationForeign, CodeClusterHasQuorum,
-	CodeRestoreFailed,
+	CodeRestoreFailed, CodeMemberIDDuplicate,
 }
 
 // AllNoteCodes lists every note code.
@@ -296,6 +310,9 @@ type Decision struct {
 	Replaced model.Replaced `json:"replaced"`
 	// Resume is the ID of the ledger entry this decision continues.
 	Resume string `json:"resume,omitempty"`
+	// Replicas is the size a restore scales the StatefulSet back to (0
+	// for other actions).
+	Replicas int `json:"replicas,omitempty"`
 	// Supersedes lists in-progress ledger entries --supersede ends.
 	Supersedes []string       `json:"supersedes,omitempty"`
 	Quorum     Quorum         `json:"quorum"`

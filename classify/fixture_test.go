@@ -135,13 +135,15 @@ func lostQuorum(obs *model.Observation) {
 const genID = "nightly-1"
 
 var restoreIntent = Intent{Action: model.ActionRestore, Options: Options{Generation: genID, SeedStore: "s3://b",
-	Source: &GenerationFacts{Generation: genID, Engine: model.EngineEtcd, ClusterID: clusterID, Revision: 4000}}}
+	Source: &GenerationFacts{Generation: genID, Engine: model.EngineEtcd, ClusterID: clusterID, Revision: 4000, Digest: genDigest}}}
+
+const genDigest = "sha256:6c1f0e6a"
 
 // restoreEntry is the ledger entry of a restore in progress.
 func restoreEntry(receipts ...model.StepKind) model.LedgerEntry {
 	e := model.LedgerEntry{ID: "restore.20261129t115900z.cd34", Action: model.ActionRestore, Holder: "hactl/host/1/cd34",
 		State: model.EntryInProgress, Phase: model.ActionPhaseRemoving, StartedAt: now.Add(-time.Minute), UpdatedAt: now,
-		Generation: genID, Replicas: 3, FromClusterID: clusterID}
+		Generation: genID, Digest: genDigest, Replicas: 3, FromClusterID: clusterID}
 	for i, k := range receipts {
 		e.Receipts = append(e.Receipts, model.Receipt{Seq: i, Step: k, Outcome: model.OutcomeDone})
 	}

@@ -47,6 +47,14 @@ func (c *classifier) restore() {
 	if c.resume != nil && c.resume.Replicas > 0 {
 		replicas = c.resume.Replicas
 	}
+	// A restore superseded while the StatefulSet stood scaled to zero
+	// recorded the size to scale back to.
+	for _, e := range c.superseded {
+		if replicas <= 0 && e.Action == model.ActionRestore && e.Replicas > 0 {
+			replicas = e.Replicas
+		}
+	}
+	c.d.Replicas = replicas
 	if replicas <= 0 {
 		c.block(CodeRestoreUnsupported, "", "", "the StatefulSet wants 0 replicas and no restore in progress records how many to restore: scale it to the cluster's size first")
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,13 +40,27 @@ func ParseInitialCluster(s string) ([]model.InitialClusterEntry, error) {
 	return out, nil
 }
 
-// PeerURLMatches reports whether a template's peer URL for member name
-// denotes the peer URL the member list holds. They match when equal (host
-// compared without case), and also when the member list holds an IP
-// address where the template names the member's own DNS name
-// (<name>.<service>…): the name was resolved where hactl cannot see, and
-// scheme and port still have to agree.
-func PeerURLMatches(templateURL, listURL, name string) bool {
+// Evidence is what was observed of one member's own pod: its name, the
+// pod's IPs and the member IDs its own probe reported (or the ledger
+// recorded for the member an action replaces). It is what lets an IP in
+// the member list stand for a DNS name in the template.
+type Evidence struct {
+	Name      string
+	PodIPs    []string
+	MemberIDs []string
+}
+
+// PeerURLMatches reports whether a template's peer URL for the member
+// ev.Name denotes listURL, the peer URL that member list entry listed
+// holds. They match when equal (host compared without case). When the
+// member list holds an IP address where the template names a DNS name
+// whose first label is the member's (<name>.<service>…), with the same
+// scheme and port, they match only on evidence that the listed entry is
+// that member's: its member ID is one the member's own pod answered with,
+// the IP is one of the pod's IPs, or etcd lists it under the member's
+// name. A hostname prefix alone never identifies a member: every IP would
+// match it.
+func PeerURLMatches(templateURL, listURL string, listed model.Peer, ev Evidence) bool {
 	if templateURL == listURL {
 		return true
 	}
@@ -58,19 +73,28 @@ func PeerURLMatches(templateURL, listURL, name string) bool {
 	if th == lh {
 		return true
 	}
-	if net.ParseIP(lh) != nil && net.ParseIP(th) == nil {
-		first, _, _ := strings.Cut(th, ".")
-		return first == strings.ToLower(name)
+	if net.ParseIP(lh) == nil || net.ParseIP(th) != nil || ev.Name == "" {
+		return false
 	}
-	return false
+	if first, _, _ := strings.Cut(th, "."); first != strings.ToLower(ev.Name) {
+		return false
+	}
+	return listed.Name == ev.Name ||
+		(listed.ID != "" && slices.Contains(ev.MemberIDs, listed.ID)) ||
+		slices.ContainsFunc(ev.PodIPs, func(ip string) bool { return sameIP(ip, lh) })
 }
 
-// anyURLMatches reports whether one of the template URLs matches one of
-// the list URLs.
-func anyURLMatches(tmpl, list []string, name string) bool {
+func sameIP(a, b string) bool {
+	x, y := net.ParseIP(a), net.ParseIP(b)
+	return x != nil && y != nil && x.Equal(y)
+}
+
+// anyURLMatches reports whether one of the template URLs for ev.Name
+// matches one of the listed entry's URLs.
+func anyURLMatches(tmpl []string, listed model.Peer, ev Evidence) bool {
 	for _, t := range tmpl {
-		for _, l := range list {
-			if PeerURLMatches(t, l, name) {
+		for _, l := range listed.PeerURLs {
+			if PeerURLMatches(t, l, listed, ev) {
 				return true
 			}
 		}
@@ -94,7 +118,10 @@ func templateURLs(entries []model.InitialClusterEntry) map[string][]string {
 // ("member count is unequal") or a peer URL does not match. after is the
 // member list as it will be once the target's replacement is added: every
 // member but the replaced one, plus the target with peerURLs.
-func checkTemplate(t model.TemplateFacts, after []model.Peer) (ok bool, detail string) {
+//
+// evidence tells what was observed of each member's pod (see
+// PeerURLMatches).
+func checkTemplate(t model.TemplateFacts, after []model.Peer, evidence func(name string) Evidence) (ok bool, detail string) {
 	if !t.InitialClusterDecoded {
 		return false, "the observation does not carry the template's --initial-cluster; observe through hactl's action observer"
 	}
@@ -112,7 +139,7 @@ func checkTemplate(t model.TemplateFacts, after []model.Peer) (ok bool, detail s
 			// An unstarted learner has no name yet; match it by URL.
 			found := false
 			for n, urls := range byName {
-				if anyURLMatches(urls, p.PeerURLs, n) {
+				if anyURLMatches(urls, p, evidence(n)) {
 					found = true
 				}
 			}
@@ -125,7 +152,7 @@ func checkTemplate(t model.TemplateFacts, after []model.Peer) (ok bool, detail s
 		switch {
 		case !ok:
 			bad = append(bad, fmt.Sprintf("member %s is not in the template", p.Name))
-		case !anyURLMatches(urls, p.PeerURLs, p.Name):
+		case !anyURLMatches(urls, p, evidence(p.Name)):
 			bad = append(bad, fmt.Sprintf("member %s has peer URL %s, the template says %s", p.Name, strings.Join(p.PeerURLs, ","), strings.Join(urls, ",")))
 		}
 	}

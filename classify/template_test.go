@@ -63,28 +63,6 @@ func FuzzParseInitialCluster(f *testing.F) {
 	})
 }
 
-func TestPeerURLMatches(t *testing.T) {
-	cases := []struct {
-		tmpl, list, name string
-		want             bool
-	}{
-		{"http://etcd-0.h.ns.svc:2380", "http://etcd-0.h.ns.svc:2380", "etcd-0", true},
-		{"http://ETCD-0.h.ns.svc:2380", "http://etcd-0.h.ns.svc:2380", "etcd-0", true},
-		{"http://etcd-0.h.ns.svc:2380", "http://127.3.1.1:2380", "etcd-0", true},
-		{"http://etcd-0.h.ns.svc:2380", "http://127.3.1.1:2381", "etcd-0", false},
-		{"http://etcd-0.h.ns.svc:2380", "https://127.3.1.1:2380", "etcd-0", false},
-		{"http://etcd-1.h.ns.svc:2380", "http://127.3.1.1:2380", "etcd-0", false},
-		{"http://etcd-0.h.ns.svc:2380", "http://etcd-0.other.ns.svc:2380", "etcd-0", false},
-		{"http://10.0.0.1:2380", "http://10.0.0.2:2380", "etcd-0", false},
-		{"::", "http://a:2380", "a", false},
-	}
-	for _, c := range cases {
-		if got := PeerURLMatches(c.tmpl, c.list, c.name); got != c.want {
-			t.Errorf("PeerURLMatches(%q, %q, %q) = %v, want %v", c.tmpl, c.list, c.name, got, c.want)
-		}
-	}
-}
-
 func TestDescribeShowsFencesQuorumAndOverrides(t *testing.T) {
 	d := Classify(healthy(), replace1, now)
 	text := strings.Join(Describe(d), "\n")

@@ -168,12 +168,19 @@ const (
 	OutcomeRefused Outcome = "refused"
 	// OutcomeFailed: the step failed.
 	OutcomeFailed Outcome = "failed"
+	// OutcomeUnknown: the request was sent but no answer came back (a
+	// timeout, a broken connection): the world may have changed. The
+	// next observation tells; it is never read as "nothing changed".
+	OutcomeUnknown Outcome = "unknown"
+	// OutcomeSuperseded: the entry was ended by another action
+	// (--supersede, a stale entry, a restore of another generation).
+	OutcomeSuperseded Outcome = "superseded"
 )
 
 func (o Outcome) String() string { return string(o) }
 
 // AllOutcomes lists every Outcome.
-var AllOutcomes = []Outcome{OutcomeDone, OutcomeAlready, OutcomeDryRun, OutcomeConflict, OutcomeRefused, OutcomeFailed}
+var AllOutcomes = []Outcome{OutcomeDone, OutcomeAlready, OutcomeDryRun, OutcomeConflict, OutcomeRefused, OutcomeFailed, OutcomeUnknown, OutcomeSuperseded}
 
 // EntryState is the state of one action in the ledger.
 type EntryState string
@@ -249,6 +256,9 @@ type LedgerEntry struct {
 	// restores from (restore); "" when none. Generation GC never deletes
 	// a generation an in-progress entry names.
 	Generation string `json:"generation,omitempty"`
+	// Digest is the digest of the generation's manifest a restore
+	// restores: a rerun continues the entry only for the same digest.
+	Digest string `json:"digest,omitempty"`
 	// Replicas is the StatefulSet's replica count a restore scales back
 	// to (recorded before it scales to zero); 0 for other actions.
 	Replicas int `json:"replicas,omitempty"`

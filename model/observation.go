@@ -6,8 +6,9 @@ import "time"
 // is built at the edge (package status) and consumed by the pure verdict and
 // classifier.
 type Observation struct {
-	// At is when the observation was completed. Each part also carries its
-	// own time where it was read separately.
+	// At is when the observation began (before the API reads and the
+	// probes): every fact in it is at least this old. Each part also
+	// carries its own time where it was read separately.
 	At      time.Time    `json:"observedAt"`
 	Cluster ClusterFacts `json:"cluster"`
 	// Members holds one entry per ordinal the StatefulSet wants (and any
@@ -156,17 +157,21 @@ type Member struct {
 
 // PodFacts is what the API server says about a member's pod.
 type PodFacts struct {
-	Name            string    `json:"name"`
-	UID             string    `json:"uid"`
-	ResourceVersion string    `json:"resourceVersion"`
-	Node            string    `json:"node,omitempty"`
-	Phase           string    `json:"phase"`
-	Started         bool      `json:"started"`
-	Running         bool      `json:"running"`
-	Ready           bool      `json:"ready"`
-	Restarts        int       `json:"restarts"`
-	DeletionMarked  bool      `json:"deletionMarked,omitempty"`
-	CreatedAt       time.Time `json:"createdAt"`
+	Name            string `json:"name"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+	Node            string `json:"node,omitempty"`
+	// IPs are the pod's IPs as its status reports them (none before it
+	// runs). They identify the member a peer URL holding an IP belongs
+	// to.
+	IPs            []string  `json:"ips,omitempty"`
+	Phase          string    `json:"phase"`
+	Started        bool      `json:"started"`
+	Running        bool      `json:"running"`
+	Ready          bool      `json:"ready"`
+	Restarts       int       `json:"restarts"`
+	DeletionMarked bool      `json:"deletionMarked,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
 	// EverStarted is true if the container has run at least once
 	// (running now, or a terminated last state).
 	EverStarted bool        `json:"everStarted"`

@@ -57,6 +57,7 @@ const (
 	ReasonLeaderMissing          ReasonCode = "leader_missing"
 	ReasonLeaderDisagreement     ReasonCode = "leader_disagreement"
 	ReasonClusterIDSplit         ReasonCode = "cluster_id_split"
+	ReasonMemberIDDuplicate      ReasonCode = "member_id_duplicate"
 	ReasonMemberListDisagreement ReasonCode = "member_list_disagreement"
 	ReasonMemberUnreachable      ReasonCode = "member_unreachable"
 	ReasonMemberLagging          ReasonCode = "member_lagging"
@@ -87,6 +88,7 @@ var reasonImpact = map[ReasonCode]Impact{
 	ReasonLeaderMissing:          ImpactControl,
 	ReasonLeaderDisagreement:     ImpactControl,
 	ReasonClusterIDSplit:         ImpactControl,
+	ReasonMemberIDDuplicate:      ImpactControl,
 	ReasonMemberListDisagreement: ImpactFailover,
 	ReasonMemberUnreachable:      ImpactFailover,
 	ReasonMemberLagging:          ImpactFailover,

@@ -159,6 +159,14 @@ func decodePod(p *corev1.Pod, at time.Time) *model.PodFacts {
 		CreatedAt:       p.CreationTimestamp.Time,
 		ObservedAt:      at,
 	}
+	for _, ip := range p.Status.PodIPs {
+		if ip.IP != "" {
+			f.IPs = append(f.IPs, ip.IP)
+		}
+	}
+	if len(f.IPs) == 0 && p.Status.PodIP != "" {
+		f.IPs = []string{p.Status.PodIP}
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			f.Ready = true
@@ -219,14 +227,20 @@ func classifyWaiting(reason, message string) (model.WaitingKind, model.PullFailu
 	return model.WaitingOther, model.PullFailureNone
 }
 
-// memberOrdinal parses "<sts>-<n>".
+// maxOrdinal bounds the ordinals read from pod names: no StatefulSet
+// has more pods than this, and a larger number is no ordinal of it.
+const maxOrdinal = 1 << 20
+
+// memberOrdinal parses "<sts>-<n>" where n is written as the StatefulSet
+// controller writes it (decimal, no sign, no leading zero): "etcd-01" or
+// "etcd-+1" is not a member of etcd, however its labels read.
 func memberOrdinal(stsName, podName string) (int, bool) {
 	rest, ok := strings.CutPrefix(podName, stsName+"-")
-	if !ok {
+	if !ok || rest == "" || len(rest) > 7 {
 		return 0, false
 	}
 	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > maxOrdinal || strconv.Itoa(n) != rest {
 		return 0, false
 	}
 	return n, true
@@ -330,17 +344,23 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 	}
 
 	byOrdinal := map[int]*corev1.Pod{}
-	maxOrd := replicas - 1
+	var ordinals []int // every wanted ordinal, then each extra pod's
+	for n := 0; n < min(replicas, maxOrdinal); n++ {
+		ordinals = append(ordinals, n)
+	}
+	var extra []int
 	for _, p := range ix.pods[sts.Namespace] {
 		n, ok := memberOrdinal(sts.Name, p.Name)
 		if !ok || !sel.Matches(labels.Set(p.Labels)) || !ownedBy(p, string(sts.UID)) {
 			continue
 		}
 		byOrdinal[n] = p
-		if n > maxOrd {
-			maxOrd = n
+		if n >= replicas {
+			extra = append(extra, n)
 		}
 	}
+	sort.Ints(extra)
+	ordinals = append(ordinals, extra...)
 	claim := ""
 	if len(sts.Spec.VolumeClaimTemplates) > 0 {
 		claim = sts.Spec.VolumeClaimTemplates[0].Name
@@ -350,7 +370,7 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 			}
 		}
 	}
-	for n := 0; n <= maxOrd; n++ {
+	for _, n := range ordinals {
 		m := model.Member{Name: sts.Name + "-" + strconv.Itoa(n), Ordinal: n}
 		if p, ok := byOrdinal[n]; ok {
 			m.Pod = decodePod(p, at)

@@ -94,7 +94,9 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	out := make([]Result, len(obs))
 	at := o.now()
 	for i := range obs {
-		obs[i].At = at
+		// At is when the observation began: every fact in it is at least
+		// this old, so its age is never understated.
+		obs[i].At = now
 		out[i] = Evaluate(obs[i], at, o.Verdict)
 	}
 	return out, warn, nil

@@ -56,6 +56,7 @@ func (s *state) verdict() model.Verdict {
 	if s.a.Probed {
 		s.probes(&r)
 		s.identity(&r)
+		s.duplicates(&r)
 		s.memberList(&r)
 		s.leaderReasons(&r)
 		s.versions(&r)
@@ -340,6 +341,31 @@ func (s *state) identity(r *reasons) {
 			}
 			r.add(model.ReasonClusterIDSplit, v.m.Name, "%s", d)
 		}
+	}
+}
+
+// duplicates names every pod that answers with a member ID another pod
+// answers with too: one runs on a copy of the other's data (a volume
+// cloned from another member). Each is named, so neither hides behind the
+// other as a mere leader disagreement or an unreachable member.
+func (s *state) duplicates(r *reasons) {
+	byID := map[string][]string{}
+	for _, v := range s.views {
+		if v.answered && v.eng != nil && v.eng.MemberID != "" {
+			byID[v.eng.MemberID] = append(byID[v.eng.MemberID], v.m.Name)
+		}
+	}
+	for _, v := range s.views {
+		if !v.answered || v.eng == nil || len(byID[v.eng.MemberID]) < 2 {
+			continue
+		}
+		var others []string
+		for _, n := range byID[v.eng.MemberID] {
+			if n != v.m.Name {
+				others = append(others, n)
+			}
+		}
+		r.add(model.ReasonMemberIDDuplicate, v.m.Name, "answers with member ID %s, as %s does: one of them runs on a copy of another member's data (a cloned volume); it may vote twice", v.eng.MemberID, strings.Join(others, ", "))
 	}
 }
 

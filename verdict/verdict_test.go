@@ -463,6 +463,16 @@ var rows = []row{
 
 	// --- identity (seed 000) ---
 	{
+		name: "a cloned volume: two pods answer with one member ID, both named",
+		mutate: func(o *model.Observation) {
+			eng(o, 2).MemberID = eng(o, 1).MemberID
+		},
+		// etcd-2's own member is not heard from: the clone answers in its
+		// place.
+		codes:  []string{"member_id_duplicate etcd-1", "member_id_duplicate etcd-2", "member_unreachable etcd-2"},
+		detail: "as etcd-2 does",
+	},
+	{
 		name: "seed 000: healthy by its own account, other cluster ID, lists only itself",
 		mutate: func(o *model.Observation) {
 			seed000(o, 2, otherID)

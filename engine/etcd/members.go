@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"io"
 	"strconv"
 
@@ -58,6 +60,39 @@ func classify(err error) error {
 		}
 	}
 	return err
+}
+
+// Answered reports whether err is the server's own answer to a request
+// (a refusal it decided on: not found, exists, not the leader, a failed
+// precondition, no permission), so that the request certainly did not
+// change anything beyond what the answer says. Timeouts, cancellations,
+// broken connections and unknown errors are not answers: such a request
+// may have been committed after the client gave up.
+func Answered(err error) bool {
+	if err == nil {
+		return true
+	}
+	for _, s := range []error{ErrMemberNotFound, ErrLearnerNotInSync, ErrNotLearner, ErrTooManyLearners,
+		ErrPeerURLExists, ErrNotLeader, ErrNoSpace, ErrUnhealthy} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	code := codes.Unknown
+	var ee interface{ Code() codes.Code } // etcd's rpctypes.EtcdError
+	var se interface{ GRPCStatus() *status.Status }
+	switch {
+	case errors.As(err, &ee):
+		code = ee.Code()
+	case errors.As(err, &se):
+		code = se.GRPCStatus().Code()
+	}
+	switch code {
+	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied,
+		codes.FailedPrecondition, codes.Unauthenticated, codes.OutOfRange, codes.Unimplemented:
+		return true
+	}
+	return false
 }
 
 // FormatID renders a member or cluster ID in hex, as etcdctl prints it.

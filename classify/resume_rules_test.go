@@ -1,0 +1,110 @@
+package classify
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// A restore in progress of another generation, or of the same generation
+// ID with another digest, is never resumed: the new restore is a new
+// action that passes every gate (here: the cluster has quorum again), and
+// the old entry is superseded.
+func TestRestoreResumesOnlyTheSameGenerationAndDigest(t *testing.T) {
+	for name, mutate := range map[string]func(*model.LedgerEntry){
+		"another generation":           func(e *model.LedgerEntry) { e.Generation = "weekly-7" },
+		"same generation, new digest":  func(e *model.LedgerEntry) { e.Digest = "sha256:0bad" },
+		"same generation, no digest":   func(e *model.LedgerEntry) { e.Digest = "" },
+		"same digest, another cluster": func(e *model.LedgerEntry) { e.FromClusterID = otherID },
+	} {
+		t.Run(name, func(t *testing.T) {
+			obs := healthy()
+			restorable(&obs)
+			e := restoreEntry(model.StepScaleDown)
+			mutate(&e)
+			obs.Ledger = []model.LedgerEntry{e}
+			d := Classify(obs, restoreIntent, now)
+			if d.Resume != "" {
+				t.Fatalf("resumed %s:\n%s", d.Resume, strings.Join(Describe(d), "\n"))
+			}
+			if !slices.ContainsFunc(d.Blockers, func(b Blocker) bool { return b.Code == CodeClusterHasQuorum }) {
+				t.Errorf("the quorum gate did not run:\n%s", strings.Join(Describe(d), "\n"))
+			}
+			if !slices.Equal(d.Supersedes, []string{e.ID}) {
+				t.Errorf("supersedes %v, want [%s]", d.Supersedes, e.ID)
+			}
+		})
+	}
+	// The same generation and digest resumes.
+	obs := healthy()
+	lostQuorum(&obs)
+	scaledToZero(&obs)
+	obs.Ledger = []model.LedgerEntry{restoreEntry(model.StepScaleDown)}
+	if d := Classify(obs, restoreIntent, now); d.Resume != obs.Ledger[0].ID || len(d.Supersedes) > 0 {
+		t.Errorf("same generation and digest: resume %q, supersedes %v", d.Resume, d.Supersedes)
+	}
+}
+
+// A restore superseded after it scaled the StatefulSet to zero still
+// knows how many members to restore.
+func TestSupersededRestoreKeepsTheSize(t *testing.T) {
+	obs := healthy()
+	lostQuorum(&obs)
+	scaledToZero(&obs)
+	e := restoreEntry(model.StepScaleDown)
+	e.Generation = "weekly-7"
+	obs.Ledger = []model.LedgerEntry{e}
+	d := Classify(obs, restoreIntent, now)
+	if d.Verb != VerbProceed || d.Replicas != 3 || d.Resume != "" {
+		t.Fatalf("verb %s, replicas %d, resume %q:\n%s", d.Verb, d.Replicas, d.Resume, strings.Join(Describe(d), "\n"))
+	}
+}
+
+// staleReplace is an in-progress replace of etcd-1 whose recorded member,
+// pod and volume are all gone (the member was replaced by other means
+// since), untouched for age.
+func staleReplace(obs *model.Observation, age time.Duration) model.LedgerEntry {
+	e := inProgress()
+	e.Replaced = model.Replaced{PodUID: "pod-uid-old", PVCUID: "pvc-uid-old", MemberID: "0000000000000bad", PeerURLs: []string{peerURL(1)}}
+	e.UpdatedAt = now.Add(-age)
+	e.StartedAt = e.UpdatedAt.Add(-time.Minute)
+	obs.Ledger = []model.LedgerEntry{e}
+	return e
+}
+
+func TestStaleEntryIsSuperseded(t *testing.T) {
+	obs := healthy()
+	e := staleReplace(&obs, 2*time.Hour)
+	d := Classify(obs, replace1, now)
+	if d.Resume != "" || !slices.Equal(d.Supersedes, []string{e.ID}) {
+		t.Fatalf("resume %q, supersedes %v:\n%s", d.Resume, d.Supersedes, strings.Join(Describe(d), "\n"))
+	}
+	if d.Verb != VerbProceed || !slices.Equal(kinds(d), fullPlan) {
+		t.Errorf("verb %s, steps %v, want a fresh full plan", d.Verb, kinds(d))
+	}
+
+	// Recently touched: it may be a live action between two steps; it is
+	// resumed, not superseded.
+	obs = healthy()
+	staleReplace(&obs, 5*time.Minute)
+	if d := Classify(obs, replace1, now); d.Resume == "" || len(d.Supersedes) > 0 {
+		t.Errorf("a recent entry: resume %q, supersedes %v", d.Resume, d.Supersedes)
+	}
+	// Its recorded volume still stands: not stale, whatever its age.
+	obs = healthy()
+	staleReplace(&obs, 2*time.Hour)
+	obs.Ledger[0].Replaced.PVCUID = "pvc-uid-1"
+	if d := Classify(obs, replace1, now); d.Resume == "" {
+		t.Errorf("an entry whose volume still stands was superseded: %v", d.Supersedes)
+	}
+	// --supersede clears it at once.
+	obs = healthy()
+	e = staleReplace(&obs, time.Minute)
+	in := withOpts(replace1, func(o *Options) { o.Supersede = true })
+	if d := Classify(obs, in, now); d.Resume != "" || !slices.Equal(d.Supersedes, []string{e.ID}) || !slices.Equal(kinds(d), fullPlan) {
+		t.Errorf("--supersede: resume %q, supersedes %v, steps %v", d.Resume, d.Supersedes, kinds(d))
+	}
+}

@@ -1,0 +1,97 @@
+package status
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// Pods that match the selector with a huge ordinal or one written with a
+// leading zero are no members: status neither loops up to the huge
+// ordinal nor maps etcd-01 onto etcd-1.
+func TestDecodeOddOrdinals(t *testing.T) {
+	lbl := map[string]string{"app": "etcd"}
+	sts := appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "db", UID: "sts"},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(3)), Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl}}}}
+	pod := func(name string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "db", Labels: lbl, UID: types.UID("uid-" + name)}}
+	}
+	objs := &Objects{StatefulSets: []appsv1.StatefulSet{sts},
+		Pods: []corev1.Pod{pod("etcd-0"), pod("etcd-01"), pod("etcd-99999999999"), pod("etcd-4096"), pod("etcd-+2"), pod("etcd-")}}
+	done := make(chan struct{})
+	var names []string
+	go func() {
+		defer close(done)
+		obs := decodeCluster(&sts, newIndex(objs), time.Now())
+		for _, m := range obs.Members {
+			names = append(names, m.Name)
+			if m.Name == "etcd-1" && m.Pod != nil {
+				t.Errorf("etcd-1 mapped to pod %s", m.Pod.Name)
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("decoding did not finish: it loops over the huge ordinal")
+	}
+	want := []string{"etcd-0", "etcd-1", "etcd-2", "etcd-4096"}
+	if len(names) != len(want) {
+		t.Fatalf("%d members (first %v), want %v", len(names), names[:min(len(names), 6)], want)
+	}
+	for i := range want {
+		if names[i] != want[i] {
+			t.Fatalf("members %v, want %v", names, want)
+		}
+	}
+}
+
+// FuzzMemberOrdinal: whatever a pod is named, an ordinal is accepted only
+// as the StatefulSet controller writes it, and within bounds.
+func FuzzMemberOrdinal(f *testing.F) {
+	for _, s := range []string{"etcd-0", "etcd-01", "etcd-99999999999", "etcd--1", "etcd-+1", "etcd-", "etcd-1x", "other-1"} {
+		f.Add("etcd", s)
+	}
+	f.Fuzz(func(t *testing.T, sts, pod string) {
+		n, ok := memberOrdinal(sts, pod)
+		if !ok {
+			return
+		}
+		if n < 0 || n > maxOrdinal || sts+"-"+strconv.Itoa(n) != pod {
+			t.Fatalf("memberOrdinal(%q, %q) = %d", sts, pod, n)
+		}
+	})
+}
+
+type staticSource struct{ objs *Objects }
+
+func (s staticSource) Read(context.Context, string) (*Objects, error) { return s.objs, nil }
+
+// The observation's time is when it began, not when it ended: a slow
+// read or probe never makes the facts look fresher than they are.
+func TestObservationTimeIsItsStart(t *testing.T) {
+	lbl := map[string]string{"app": "etcd"}
+	sts := appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "db", UID: "sts"},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.16-0"}}}}}}
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	calls := 0
+	o := &Observer{Source: staticSource{&Objects{StatefulSets: []appsv1.StatefulSet{sts}}},
+		Now: func() time.Time { calls++; return start.Add(time.Duration(calls-1) * 10 * time.Second) }}
+	res, _, err := o.Observe(context.Background(), "db", "")
+	if err != nil || len(res) != 1 {
+		t.Fatalf("observe: %v (%d results)", err, len(res))
+	}
+	if got := res[0].Observation.At; !got.Equal(start) {
+		t.Errorf("observation time %s, want its start %s", got, start)
+	}
+}
