@@ -127,7 +127,7 @@ func (x *Executor) Decide(ctx context.Context, namespace, name string, in classi
 // intent again resumes from what is observed.
 func (x *Executor) Execute(ctx context.Context, d classify.Decision, o ExecOptions) (Result, error) {
 	r := &run{x: x, o: o, confirmed: d, cur: d, ns: d.Cluster.Namespace, name: d.Cluster.Name,
-		conflicts: map[string]int{}, notYet: map[model.StepKind]time.Time{}}
+		conflicts: map[string]int{}, notYet: map[model.StepKind]time.Time{}, unknown: map[model.StepKind]int{}}
 	r.res.Final = d
 	if o.DryRun == "" {
 		r.o.DryRun = DryRunNone
@@ -172,7 +172,55 @@ type run struct {
 	conflicts map[string]int
 	// notYet remembers since when the engine refused a step for now.
 	notYet map[model.StepKind]time.Time
-	res    Result
+	// unknown counts the unanswered requests of each step kind.
+	unknown map[model.StepKind]int
+	// unrecorded is the last receipt the ledger could not record: no
+	// further change is made until the ledger tells the truth again.
+	unrecorded error
+	res        Result
+}
+
+// maxUnknown bounds the unanswered requests of one step kind before the
+// run stops (the entry stays in progress: a rerun resumes).
+const maxUnknown = 3
+
+// mayChange reports whether this run may make a change now: it holds the
+// lock (renewed within its deadline) and the ledger recorded every
+// receipt so far.
+func (r *run) mayChange() error {
+	if r.lock != nil {
+		if err := r.lock.Valid(); err != nil {
+			return err
+		}
+	}
+	if r.unrecorded != nil {
+		return fmt.Errorf("the ledger did not record the previous step (%v); stopped before the next change so that the ledger keeps telling the truth: run the command again to resume", r.unrecorded)
+	}
+	return nil
+}
+
+// undone refuses a scale-down that this action already made and someone
+// else undid (a GitOps controller putting replicas back mid-restore):
+// scaling down again would fight it.
+func (r *run) undone(s classify.Step) error {
+	if s.Kind != model.StepScaleDown {
+		return nil
+	}
+	done := slices.ContainsFunc(r.res.Receipts, func(rc model.Receipt) bool {
+		return rc.Step == model.StepScaleDown && rc.Outcome == model.OutcomeDone && rc.DryRun == ""
+	})
+	for _, e := range r.last.Observation.Ledger {
+		if e.ID == r.entryID && slices.ContainsFunc(e.Receipts, func(rc model.Receipt) bool {
+			return rc.Step == model.StepScaleDown && rc.Outcome == model.OutcomeDone
+		}) {
+			done = true
+		}
+	}
+	if !done {
+		return nil
+	}
+	return &FenceConflictError{Detail: fmt.Sprintf("StatefulSet %s/%s wants %d replicas again after this restore scaled it to 0: someone else scaled it back (a GitOps controller?); hactl does not fight it. Pause that controller, then run the command again to resume",
+		r.ns, r.name, r.last.Observation.Cluster.Replicas)}
 }
 
 func (r *run) warn(format string, args ...any) {
@@ -224,8 +272,16 @@ func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Ou
 		case phase == model.ActionPhaseFailed:
 			state = model.EntryFailed
 		}
-		rec, err := r.ledger().Append(ctx, r.entryID, rc, state)
+		var rec model.Receipt
+		err := error(nil)
+		if r.lock != nil {
+			err = r.lock.Valid()
+		}
+		if err == nil {
+			rec, err = r.ledger().Append(ctx, r.entryID, rc, state)
+		}
 		if err != nil {
+			r.unrecorded = err
 			r.warn("receipt not recorded in the ledger: %v", err)
 		} else {
 			rc = rec
@@ -248,7 +304,7 @@ func (r *run) execute(ctx context.Context) (res Result, err error) {
 	action := fmt.Sprintf("%s %s", r.confirmed.Intent.Action, r.confirmed.Intent.Member)
 	lock, err := AcquireLock(ctx, x.client(), r.ns, r.name, LockOptions{
 		Identity: x.identity(), Duration: x.LockDuration, Action: action, Owner: r.owner(),
-		DryRun: r.o.DryRun == DryRunServer,
+		DryRun: r.o.DryRun == DryRunServer, OnWait: func(m string) { r.warn("%s", m) },
 	})
 	if err != nil {
 		return r.res, err
@@ -344,9 +400,12 @@ func (r *run) begin(ctx context.Context, d classify.Decision) error {
 		Phase: model.ActionPhaseRequested, Replaced: d.Replaced,
 	}
 	if d.Intent.Action == model.ActionRestore {
-		e.Generation, e.Replicas = d.Intent.Options.Generation, r.last.Observation.Cluster.Replicas
+		e.Generation, e.Replicas = d.Intent.Options.Generation, d.Replicas
+		if e.Replicas <= 0 {
+			e.Replicas = r.last.Observation.Cluster.Replicas
+		}
 		if src := d.Intent.Options.Source; src != nil {
-			e.FromClusterID = src.ClusterID
+			e.FromClusterID, e.Digest = src.ClusterID, src.Digest
 		}
 	}
 	if e.ID == "" {
@@ -493,15 +552,37 @@ func covered(confirmed classify.Decision, s classify.Step) error {
 			if sameSet(c.PeerURLs, s.PeerURLs) {
 				return nil
 			}
-		case model.StepDeletePod, model.StepDeletePVC:
-			if c.Fence != nil && s.Fence != nil && c.Fence.UID == s.Fence.UID {
-				return nil
+		case model.StepDeletePod, model.StepDeletePVC, model.StepDeleteRestorePod, model.StepScaleDown, model.StepScaleUp:
+			if c.Fence == nil {
+				if s.Kind == model.StepDeleteRestorePod {
+					return nil // a restore pod this action created after the plan was shown
+				}
+				continue
 			}
+			if s.Fence == nil || c.Fence.UID != s.Fence.UID {
+				continue
+			}
+			if !sameSpec(*c.Fence, *s.Fence) {
+				return fmt.Errorf("%s %s/%s changed since the plan was confirmed (its labels, annotations, owners, finalizers or spec; resourceVersion %s, now %s): the plan now wants to %s, and only the object as confirmed may be changed",
+					s.Fence.Kind, s.Fence.Namespace, s.Fence.Name, c.Fence.ResourceVersion, s.Fence.ResourceVersion, s.Detail)
+			}
+			return nil
 		default:
 			return nil
 		}
 	}
 	return fmt.Errorf("the plan now wants to %s, which the confirmed plan did not show", s.Detail)
+}
+
+// sameSpec reports whether a fence seen later still denotes the object as
+// confirmed: the same metadata and spec (the fingerprint; the same
+// resourceVersion where no fingerprint was taken). Status moves are
+// allowed.
+func sameSpec(confirmed, now model.Fence) bool {
+	if confirmed.Fingerprint != "" || now.Fingerprint != "" {
+		return confirmed.Fingerprint == now.Fingerprint
+	}
+	return confirmed.ResourceVersion == now.ResourceVersion
 }
 
 func sameSet(a, b []string) bool {
@@ -628,11 +709,40 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 			r.receipt(s.Kind, s.Phase, model.OutcomeConflict, ferr.Error(), stepFences(s), s)
 			return r.res, r.stop(ferr)
 		}
+		if err := r.undone(s); err != nil {
+			r.receipt(s.Kind, s.Phase, model.OutcomeConflict, err.Error(), stepFences(s), s)
+			return r.res, r.stop(err)
+		}
+		if err := r.mayChange(); err != nil {
+			r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
+			return r.res, r.stop(err)
+		}
 		out, detail, err := r.do(ctx, s)
 		if !errors.Is(err, ErrNotYet) {
 			delete(r.notYet, s.Kind)
 		}
 		switch {
+		case errors.Is(err, ErrOutcomeUnknown):
+			// Sent, unanswered: it may have been committed. The entry
+			// stays in progress and the next observation tells.
+			r.mutated = true
+			r.unknown[s.Kind]++
+			msg := fmt.Sprintf("%s: sent, no answer (%v): it may have taken effect; observing to find out", s.Detail, err)
+			r.receipt(s.Kind, s.Phase, model.OutcomeUnknown, msg, stepFences(s), s)
+			if r.unknown[s.Kind] >= maxUnknown {
+				return r.res, r.stop(fmt.Errorf("%s: %d requests went unanswered; the action may have changed the cluster and stays in progress: run the command again to resume (%w)", s.Detail, r.unknown[s.Kind], err))
+			}
+			if err := r.pause(ctx); err != nil {
+				return r.res, r.stop(err)
+			}
+			nd, derr := r.decide(ctx)
+			if derr != nil {
+				return r.res, r.stop(derr)
+			}
+			if next, ok := nd.Next(); nd.Verb != classify.VerbProceed || !ok || next.Kind != s.Kind || next.MemberID != s.MemberID {
+				r.receipt(s.Kind, s.Phase, model.OutcomeDone, fmt.Sprintf("%s: the unanswered request took effect (observed: the plan moved on)", s.Detail), stepFences(s), s)
+			}
+			continue
 		case errors.Is(err, ErrNotYet):
 			since, ok := r.notYet[s.Kind]
 			if !ok {

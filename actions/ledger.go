@@ -34,7 +34,15 @@ const (
 	maxReceipts = 200
 	// ledgerAttempts bounds optimistic-concurrency retries.
 	ledgerAttempts = 30
+	// maxLedgerBytes bounds the ConfigMap's data (the API server refuses
+	// objects over 1 MiB).
+	maxLedgerBytes = 512 << 10
+	// minReceipts is the fewest receipts compaction keeps per entry.
+	minReceipts = 24
 )
+
+// errLedgerFull: the ledger cannot be kept within its byte bound.
+var errLedgerFull = errors.New("ledger full")
 
 // Ledger is a cluster's record of hactl actions: ConfigMap
 // hactl-<cluster>, one key per action holding its entry as JSON, written
@@ -134,22 +142,73 @@ func (d *ledgerData) encode(cm *corev1.ConfigMap) error {
 	for _, k := range d.unreadable {
 		data[k] = cm.Data[k]
 	}
-	for id, e := range d.entries {
-		if n := len(e.Receipts); n > maxReceipts {
-			keep := append(append([]model.Receipt(nil), e.Receipts[:10]...), e.Receipts[n-(maxReceipts-10):]...)
-			e.Receipts = keep
-		}
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		data[entryKeyPrefix+id] = string(b)
+	for _, e := range d.entries {
+		compactReceipts(e, maxReceipts)
 	}
 	if d.clusterID != "" {
 		data[ledgerKeyClusterID] = d.clusterID
 	}
-	cm.Data = data
-	return nil
+	// Bound the ConfigMap in bytes, well below the API server's 1 MiB:
+	// drop the oldest finished entries first, then keep fewer receipts
+	// of each entry (the first few and the latest). An action in
+	// progress is never dropped.
+	keep := maxReceipts
+	for {
+		size := 0
+		for k, v := range data {
+			if !strings.HasPrefix(k, entryKeyPrefix) {
+				size += len(k) + len(v)
+			}
+		}
+		enc := map[string]string{}
+		for id, e := range d.entries {
+			b, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			enc[entryKeyPrefix+id] = string(b)
+			size += len(entryKeyPrefix) + len(id) + len(b)
+		}
+		if size <= maxLedgerBytes || (len(finished) == 0 && keep <= minReceipts) {
+			for k, v := range enc {
+				data[k] = v
+			}
+			cm.Data = data
+			if size > maxLedgerBytes {
+				return fmt.Errorf("%w: %d bytes even with finished entries dropped and receipts compacted", errLedgerFull, size)
+			}
+			return nil
+		}
+		if len(finished) > 0 {
+			delete(d.entries, finished[0].ID)
+			finished = finished[1:]
+			continue
+		}
+		keep /= 2
+		for _, e := range d.entries {
+			compactReceipts(e, max(keep, minReceipts))
+		}
+	}
+}
+
+// compactReceipts keeps at most n of e's receipts: the first 10 (how the
+// action began) and the latest, with a receipt in between saying how many
+// were left out.
+func compactReceipts(e *model.LedgerEntry, n int) {
+	const head = 10
+	if len(e.Receipts) <= n || n <= head+1 {
+		return
+	}
+	rs := e.Receipts
+	tail := rs[len(rs)-(n-head-1):]
+	gap := rs[head]
+	gap.Outcome, gap.Step, gap.Fences, gap.PeerURLs = model.OutcomeDone, "", nil, nil
+	gap.Detail = fmt.Sprintf("(%d receipts, seq %d to %d, compacted to keep the ledger small)", len(rs)-head-len(tail), rs[head].Seq, tail[0].Seq-1)
+	if strings.HasPrefix(rs[head].Detail, "(") && strings.Contains(rs[head].Detail, "compacted") {
+		gap = rs[head] // already a gap marker: it grows below
+		gap.Detail = fmt.Sprintf("(receipts up to seq %d compacted to keep the ledger small)", tail[0].Seq-1)
+	}
+	e.Receipts = append(append(append([]model.Receipt(nil), rs[:head]...), gap), tail...)
 }
 
 // errNoChange tells update that fn changed nothing to write.
@@ -222,7 +281,14 @@ func (l *Ledger) Begin(ctx context.Context, e model.LedgerEntry, supersede []str
 	var out model.LedgerEntry
 	err := l.update(ctx, func(d *ledgerData) error {
 		for _, id := range supersede {
-			if x, ok := d.entries[id]; ok && x.State == model.EntryInProgress {
+			if x, ok := d.entries[id]; ok && x.State == model.EntryInProgress && id != e.ID {
+				seq := 1
+				if n := len(x.Receipts); n > 0 {
+					seq = x.Receipts[n-1].Seq + 1
+				}
+				x.Receipts = append(x.Receipts, model.Receipt{ActionID: x.ID, Seq: seq, Action: x.Action, Member: x.Member,
+					Phase: model.ActionPhaseSuperseded, Step: model.StepReleaseLock, Outcome: model.OutcomeSuperseded, At: at,
+					Holder: e.Holder, Detail: "superseded by " + orStr(e.ID, "a new action") + " (" + string(e.Action) + ")"})
 				x.State, x.Phase, x.UpdatedAt = model.EntrySuperseded, model.ActionPhaseSuperseded, at
 			}
 		}
@@ -251,6 +317,9 @@ func (l *Ledger) Append(ctx context.Context, id string, r model.Receipt, state m
 		if !ok {
 			return fmt.Errorf("ledger entry %s is gone", id)
 		}
+		if r.Holder != "" && e.Holder != "" && e.Holder != r.Holder {
+			return fmt.Errorf("%w: ledger entry %s is now held by %s, not %s", ErrLockLost, id, e.Holder, r.Holder)
+		}
 		seq := 1
 		if n := len(e.Receipts); n > 0 {
 			seq = e.Receipts[n-1].Seq + 1
@@ -273,4 +342,11 @@ func (l *Ledger) RecordClusterID(ctx context.Context, id string) error {
 		d.clusterID = id
 		return nil
 	})
+}
+
+func orStr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

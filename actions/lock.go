@@ -45,6 +45,10 @@ type Lock struct {
 
 	mu    sync.Mutex
 	lease *coordinationv1.Lease
+	// renewedSent is when (on this process's monotonic clock) the request
+	// that last wrote the lease successfully was sent: no other process
+	// can judge the lease expired before renewedSent + duration.
+	renewedSent time.Time
 	// TookOver names the stale holder this lock was taken from, "" if
 	// none.
 	TookOver     string
@@ -102,7 +106,16 @@ type LockOptions struct {
 	// DryRun only checks that the lock could be taken (server dry run).
 	DryRun bool
 	Now    func() time.Time
+	// OnWait is told when AcquireLock watches a lease that looks expired
+	// by this machine's clock before taking it over.
+	OnWait func(string)
 }
+
+// ValidityMargin is the part of the lease a holder keeps in reserve: it
+// starts a changing step only while its last renewal was sent less than
+// duration - duration/ValidityMargin ago, so the step is sent well before
+// any other process could judge the lease expired.
+const ValidityMargin = 3
 
 // AcquireLock takes the cluster's lock: it creates the Lease, or updates a
 // free or stale one with its resourceVersion as precondition, so that of
@@ -135,6 +148,7 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 		AcquireTime: &now, RenewTime: &now,
 	}
 	cur, err := leases.Get(ctx, lk.name, metav1.GetOptions{})
+	sent := time.Now()
 	switch {
 	case apierrors.IsNotFound(err):
 		l := &coordinationv1.Lease{
@@ -163,11 +177,21 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 				return nil, heldError(cur)
 			}
 			lk.TookOver = f.Holder
-			lk.TookOverWhy = fmt.Sprintf("lease not renewed since %s (duration %s)", f.RenewedAt.UTC().Format(time.RFC3339), f.Duration)
-			if f.HolderGone {
-				lk.TookOverWhy = "its process on this host no longer runs"
+			lk.TookOverWhy = "its process on this host no longer runs"
+			if !f.HolderGone {
+				// The holder's renewTime was written by its clock, not
+				// ours: expiry is judged as leader election does, by
+				// watching the lease not change for one whole lease
+				// duration on this process's own monotonic clock.
+				cur, err = lk.awaitExpiry(ctx, cur, o.OnWait)
+				if err != nil {
+					return nil, err
+				}
+				lk.TookOverWhy = fmt.Sprintf("the lease did not change for %s (its duration) while this process watched it; last renewed %s by its holder's clock",
+					leaseDuration(cur), f.RenewedAt.UTC().Format(time.RFC3339))
 			}
 		}
+		spec.AcquireTime, spec.RenewTime = ptr.To(metav1.NewMicroTime(o.Now())), ptr.To(metav1.NewMicroTime(o.Now()))
 		upd := cur.DeepCopy()
 		upd.Spec = spec
 		if f.Holder != "" && f.Holder != o.Identity {
@@ -181,6 +205,7 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 		upd.Annotations[AnnotationAction] = o.Action
 		// cur.ResourceVersion is the precondition: a concurrent taker
 		// makes this a 409.
+		sent = time.Now()
 		updated, err := leases.Update(ctx, upd, metav1.UpdateOptions{DryRun: dry})
 		if apierrors.IsConflict(err) {
 			return nil, lk.heldBy(ctx)
@@ -190,12 +215,58 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 		}
 		lk.lease = updated
 	}
+	lk.renewedSent = sent
 	if o.DryRun {
 		close(lk.renewStopped)
 		return lk, nil
 	}
 	go lk.renew()
 	return lk, nil
+}
+
+func leaseDuration(l *coordinationv1.Lease) time.Duration {
+	if s := ptr.Deref(l.Spec.LeaseDurationSeconds, 0); s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return DefaultLockDuration
+}
+
+// awaitExpiry watches a lease that another holder names until it has not
+// changed for one whole lease duration, measured from this process's
+// first look on its own monotonic clock (never from the renewTime the
+// holder's clock wrote). Any change (a renewal, a new holder) means the
+// lease is live: *LockHeldError. It returns the lease as last read, whose
+// resourceVersion the takeover must carry.
+func (lk *Lock) awaitExpiry(ctx context.Context, cur *coordinationv1.Lease, onWait func(string)) (*coordinationv1.Lease, error) {
+	d := leaseDuration(cur)
+	if onWait != nil {
+		onWait(fmt.Sprintf("lease %s/%s names holder %s, which looks expired by this machine's clock; watching it for %s before taking it over (clocks may disagree)",
+			lk.namespace, lk.name, ptr.Deref(cur.Spec.HolderIdentity, ""), d))
+	}
+	first := time.Now()
+	poll := min(d/10, time.Second)
+	leases := lk.client.CoordinationV1().Leases(lk.namespace)
+	for {
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		got, err := leases.Get(ctx, lk.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, &LockHeldError{Lease: lk.name, Holder: "nobody now: the lease was deleted while this process watched it; run again"}
+		case err != nil:
+			return nil, fmt.Errorf("watching lease %s/%s: %w", lk.namespace, lk.name, err)
+		case got.ResourceVersion != cur.ResourceVersion:
+			return nil, heldError(got)
+		}
+		if time.Since(first) > d {
+			return got, nil
+		}
+	}
 }
 
 // heldBy reads the Lease after losing a race and reports its holder.
@@ -222,7 +293,8 @@ func (lk *Lock) markLost() { lk.lostOnce.Do(func() { close(lk.lost) }) }
 
 func (lk *Lock) renew() {
 	defer close(lk.renewStopped)
-	t := time.NewTicker(lk.duration / 3)
+	every := lk.duration / 3
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -230,14 +302,49 @@ func (lk *Lock) renew() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), lk.duration/3)
-		err := lk.renewOnce(ctx)
-		cancel()
-		if errors.Is(err, ErrLockLost) {
+		if lk.Valid() != nil {
+			// Past its renew deadline (an API server that did not
+			// answer, or this process frozen): another process may hold
+			// the lease by now, so this holder stops for good.
 			lk.markLost()
 			return
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		err := lk.renewOnce(ctx)
+		cancel()
+		switch {
+		case errors.Is(err, ErrLockLost):
+			lk.markLost()
+			return
+		case err != nil:
+			t.Reset(min(every, time.Second)) // retry soon; Valid bounds how long
+		default:
+			t.Reset(every)
+		}
 	}
+}
+
+// Valid reports whether the lock is known to be held now: not lost, and
+// its last successful renewal sent less than the lease duration minus a
+// margin (a third) ago on this process's monotonic clock. A holder checks
+// it right before every changing step; a holder frozen past its lease
+// (SIGSTOP, a paused VM) finds it invalid when it wakes and stops.
+func (lk *Lock) Valid() error {
+	select {
+	case <-lk.lost:
+		return fmt.Errorf("%w: another process took lease %s/%s", ErrLockLost, lk.namespace, lk.name)
+	default:
+	}
+	lk.mu.Lock()
+	sent := lk.renewedSent
+	lk.mu.Unlock()
+	deadline := lk.duration - lk.duration/ValidityMargin
+	if age := time.Since(sent); age > deadline {
+		lk.markLost()
+		return fmt.Errorf("%w: lease %s/%s was last renewed %s ago (this process was frozen, or the API server did not answer), past its renew deadline of %s: another process may hold it now",
+			ErrLockLost, lk.namespace, lk.name, age.Round(100*time.Millisecond), deadline)
+	}
+	return nil
 }
 
 // renewOnce extends the lease, with its resourceVersion as precondition.
@@ -248,6 +355,7 @@ func (lk *Lock) renewOnce(ctx context.Context) error {
 	upd := lk.lease.DeepCopy()
 	now := metav1.NewMicroTime(lk.now())
 	upd.Spec.RenewTime = &now
+	sent := time.Now()
 	got, err := leases.Update(ctx, upd, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		cur, gerr := leases.Get(ctx, lk.name, metav1.GetOptions{})
@@ -259,6 +367,7 @@ func (lk *Lock) renewOnce(ctx context.Context) error {
 		}
 		upd = cur.DeepCopy()
 		upd.Spec.RenewTime = &now
+		sent = time.Now()
 		got, err = leases.Update(ctx, upd, metav1.UpdateOptions{})
 	}
 	if apierrors.IsNotFound(err) {
@@ -267,7 +376,7 @@ func (lk *Lock) renewOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lk.lease = got
+	lk.lease, lk.renewedSent = got, sent
 	return nil
 }
 

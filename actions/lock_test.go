@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,10 +93,14 @@ func TestLockHeldStaleAndGone(t *testing.T) {
 	cs := testenv.Clientset(t, cp.Admin)
 	ns := testenv.Namespace(t, cp)
 	ctx := context.Background()
-	put := func(name, holder string, renewed time.Time) {
+	put := func(name, holder string, renewed time.Time, secs ...int32) {
 		t.Helper()
+		d := int32(30)
+		if len(secs) > 0 {
+			d = secs[0]
+		}
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "hactl-" + name, Annotations: map[string]string{actions.AnnotationAction: "replace etcd-0"}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(int32(30)),
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(int32(d)),
 				RenewTime: ptr.To(metav1.NewMicroTime(renewed)), AcquireTime: ptr.To(metav1.NewMicroTime(renewed))}}
 		if _, err := cs.CoordinationV1().Leases(ns).Create(ctx, l, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -110,11 +115,17 @@ func TestLockHeldStaleAndGone(t *testing.T) {
 		t.Fatalf("err = %v, want LockHeldError naming the holder and its action", err)
 	}
 
-	// Expired: taken over, and the takeover is reported.
-	put("expired", "hactl/elsewhere/1/cc", time.Now().Add(-time.Minute))
-	lk, err := actions.AcquireLock(ctx, cs, ns, "expired", actions.LockOptions{Identity: "hactl/me/1/dd"})
+	// Expired: watched for one lease duration on this process's clock,
+	// then taken over, and the takeover is reported.
+	put("expired", "hactl/elsewhere/1/cc", time.Now().Add(-time.Minute), 2)
+	var waited []string
+	start := time.Now()
+	lk, err := actions.AcquireLock(ctx, cs, ns, "expired", actions.LockOptions{Identity: "hactl/me/1/dd", OnWait: func(m string) { waited = append(waited, m) }})
 	if err != nil || lk.TookOver != "hactl/elsewhere/1/cc" {
 		t.Fatalf("takeover of an expired lease: %v, took over %q", err, lk.TookOver)
+	}
+	if len(waited) != 1 || time.Since(start) < 2*time.Second || !strings.Contains(lk.TookOverWhy, "did not change") {
+		t.Errorf("the takeover did not watch the lease for its duration first: said %q, took %s, why %q", waited, time.Since(start), lk.TookOverWhy)
 	}
 	l, _ := cs.CoordinationV1().Leases(ns).Get(ctx, "hactl-expired", metav1.GetOptions{})
 	if ptr.Deref(l.Spec.LeaseTransitions, 0) != 1 {
@@ -128,7 +139,7 @@ func TestLockHeldStaleAndGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	dead := fmt.Sprintf("hactl/%s/%d/ee", host, cmd.Process.Pid)
+	dead := fmt.Sprintf("hactl/%s/%s/%d/ee", host, actions.PIDSpace(), cmd.Process.Pid)
 	put("gone", dead, time.Now())
 	f, err := actions.ReadLock(ctx, cs, ns, "gone")
 	if err != nil || !f.HolderGone || f.Held(time.Now()) {
@@ -141,8 +152,15 @@ func TestLockHeldStaleAndGone(t *testing.T) {
 	_ = lk.Release(ctx)
 
 	// This very process is alive: never gone.
-	if actions.HolderGone(fmt.Sprintf("hactl/%s/%d/x", host, os.Getppid())) {
+	if actions.HolderGone(fmt.Sprintf("hactl/%s/%s/%d/x", host, actions.PIDSpace(), os.Getppid())) {
 		t.Error("the parent process was reported gone")
+	}
+	// The same dead pid in another pid space, or in the older identity
+	// form that names none, is never gone.
+	for _, id := range []string{fmt.Sprintf("hactl/%s/0123456789ab/%d/ee", host, cmd.Process.Pid), fmt.Sprintf("hactl/%s/%d/ee", host, cmd.Process.Pid)} {
+		if actions.HolderGone(id) {
+			t.Errorf("%s was reported gone", id)
+		}
 	}
 }
 

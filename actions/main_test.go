@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +27,12 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}, &cp) }
+func TestMain(m *testing.M) {
+	if lockHelperAsked() {
+		os.Exit(lockHelper())
+	}
+	testenv.Main(m, controlplane.Options{}, &cp)
+}
 
 // env is one test's cluster: a namespace on the shared control plane with
 // a fixture StatefulSet "etcd" (pods etcd-0..2), optionally backed by real

@@ -30,6 +30,11 @@ var (
 	// ErrNotYet: the engine is not ready for the operation yet (a learner
 	// not in sync); observe again and retry.
 	ErrNotYet = errors.New("not yet")
+	// ErrOutcomeUnknown: the request was sent and no answer came back (a
+	// timeout, a broken connection): the engine may have committed it.
+	// The caller observes to find out; it never reads it as "nothing
+	// changed".
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 )
 
 // EtcdOps is MemberOps for etcd, one client per call, dialled with Dial
@@ -64,8 +69,13 @@ func (e EtcdOps) call(ctx context.Context, via engine.Target, f func(context.Con
 	}
 	defer c.Close()
 	err = f(ctx, c)
-	if errors.Is(err, etcdengine.ErrUnhealthy) && !errors.Is(err, ErrNotYet) {
+	switch {
+	case err == nil, errors.Is(err, ErrAlready), errors.Is(err, ErrNotYet):
+		return err
+	case errors.Is(err, etcdengine.ErrUnhealthy):
 		return fmt.Errorf("%w: %w", ErrNotYet, err)
+	case !etcdengine.Answered(err):
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	return err
 }

@@ -147,7 +147,7 @@ func (o *Observer) Decide(ctx context.Context, namespace, name string, in classi
 func Augment(obs *model.Observation, sts *appsv1.StatefulSet, objs *status.Objects) {
 	obs.Cluster.UpdateRevision = sts.Status.UpdateRevision
 	t := &obs.Cluster.Template
-	obs.Cluster.Fingerprint = Fingerprint(&sts.ObjectMeta, sts.Spec)
+	obs.Cluster.Fingerprint = StatefulSetFingerprint(sts)
 	obs.Cluster.PodManagementPolicy = string(sts.Spec.PodManagementPolicy)
 	if obs.Cluster.PodManagementPolicy == "" {
 		obs.Cluster.PodManagementPolicy = string(appsv1.OrderedReadyPodManagement)
@@ -214,6 +214,16 @@ func Fingerprint(meta *metav1.ObjectMeta, spec any) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// StatefulSetFingerprint is the fingerprint of a StatefulSet's metadata and
+// spec without spec.replicas: a restore scales the StatefulSet itself, and
+// its own scaling must not read as an edit; whether someone else scaled
+// it is judged from the replicas (see docs/actions.md, Fences).
+func StatefulSetFingerprint(sts *appsv1.StatefulSet) string {
+	spec := sts.Spec
+	spec.Replicas = nil
+	return Fingerprint(&sts.ObjectMeta, spec)
 }
 
 func containerNamed(sts *appsv1.StatefulSet, name string) *corev1.Container {

@@ -405,7 +405,7 @@ func actionError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, actions.ErrLockHeld):
+	case errors.Is(err, actions.ErrLockHeld), errors.Is(err, actions.ErrLockLost):
 		return withCode(ExitLockHeld, err)
 	case errors.As(err, &re) && re.Decision.OnlyLockHeld():
 		return withCode(ExitLockHeld, err)

@@ -55,6 +55,7 @@ func TestActionErrorsMapToExitCodes(t *testing.T) {
 		{&actions.RefusedError{Decision: quorum}, ExitRefused},
 		{&actions.RefusedError{Decision: lock}, ExitLockHeld},
 		{&actions.LockHeldError{Lease: "hactl-x", Holder: "h"}, ExitLockHeld},
+		{fmt.Errorf("stopped: %w", actions.ErrLockLost), ExitLockHeld},
 		{&actions.FenceConflictError{Detail: "x"}, ExitFenceConflict},
 		{fmt.Errorf("wrapped: %w", &actions.FenceConflictError{Detail: "x"}), ExitFenceConflict},
 		{actions.ErrTimeout, ExitError},
