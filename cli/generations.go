@@ -637,37 +637,66 @@ type generationsGCOptions struct {
 	PartialAge time.Duration
 	DryRun     string
 	Yes        bool
+	// AllClusters: every cluster's generations in the store are
+	// candidates, not only this cluster's.
+	AllClusters bool
+	// IncludeUnowned: uploads and generations no manifest ties to a
+	// cluster are candidates.
+	IncludeUnowned bool
+	// AllowMissingSTS: go ahead when the StatefulSet does not exist.
+	AllowMissingSTS bool
 }
 
 func newCmdGenerationsGC(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &generationsGCOptions{generationsOptions: generationsOptions{configFlags: flags, IOStreams: streams}, Keep: 3, PartialAge: artifact.DefaultPartialAge, DryRun: "none"}
 	cmd := &cobra.Command{
 		Use:   "gc CLUSTER",
-		Short: "Delete old seed generations and abandoned uploads",
-		Long: `Delete the generations beyond the --keep newest that are also older than
---older-than, and uploads no manifest points at (interrupted or superseded
-seeds) once older than --partial-age (raised to --older-than when that is
-longer). A generation named by an in-progress action in the cluster's
-ledger is never deleted, and gc holds the cluster's action lock
-(Lease hactl-CLUSTER) while it deletes, so no action starts meanwhile.
-A generation's manifest is deleted before its files, so a reader never
-sees a half-deleted generation as published. Generations whose manifest
-does not validate are never deleted (inspect them with 'generations show').
+		Short: "Delete old seed generations and abandoned uploads of a cluster",
+		Long: `Delete the cluster's generations beyond the --keep newest that are also
+older than --older-than, and uploads no manifest points at (interrupted or
+superseded seeds) once older than --partial-age (raised to --older-than
+when that is longer).
+
+Only this cluster's generations are candidates: those whose manifest
+records this cluster's namespace and name as their source (what seed
+writes, covered by the manifest's digest). Generations of other clusters
+sharing the store are listed as kept ("belongs to NAMESPACE/NAME") and
+never deleted; --all-clusters makes them candidates too (the --keep newest
+of each cluster are kept). Uploads without a manifest, and manifests that
+name no source cluster, prove no owner: they are kept unless
+--include-unowned (or --all-clusters).
+
+A generation named by an in-progress action in the cluster's ledger is
+never deleted (checked again just before each deletion), and gc holds the
+cluster's action lock (Lease hactl-CLUSTER) while it deletes, so no action
+starts meanwhile; if the lock is taken away, gc stops before the next
+deletion and says what it did and did not delete. A generation's manifest
+is deleted before its files, so a reader never sees a half-deleted
+generation as published. Generations whose manifest does not validate are
+never deleted (inspect them with 'generations show').
+
+Without the cluster's StatefulSet there is no cluster to check: gc refuses
+unless --allow-missing-statefulset (it then still reads the ledger, if one
+is left, and takes the lock).
 
 The plan is shown and confirmed (y/N) unless --yes; --dry-run=client only
 shows it.
 
 Exit codes:
   0  done (or nothing to delete)
-  1  error (API, store)
+  1  error (API, store, no StatefulSet)
   2  usage error
   5  not confirmed
-  7  another hactl action holds the cluster's lock`,
+  7  another hactl action holds the cluster's lock, or took it while gc ran`,
 		Example: `  # keep the 5 newest, delete others older than a week
   kubectl hactl generations gc etcd-main --keep 5 --older-than 168h
 
   # see what would go
-  kubectl hactl generations gc etcd-main --keep 2 --dry-run=client`,
+  kubectl hactl generations gc etcd-main --keep 2 --dry-run=client
+
+  # the prefix holds only etcd-main's generations: also remove uploads
+  # no manifest vouches for
+  kubectl hactl generations gc etcd-main --include-unowned`,
 		Args:              clusterArgs(1, "exactly one CLUSTER"),
 		ValidArgsFunction: completeClusters(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -682,12 +711,15 @@ Exit codes:
 	}
 	o.addFlags(cmd, "json or yaml")
 	f := cmd.Flags()
-	f.IntVar(&o.Keep, "keep", o.Keep, "Always keep this many of the newest published generations.")
+	f.IntVar(&o.Keep, "keep", o.Keep, "Always keep this many of the newest published generations (of each cluster, with --all-clusters).")
 	f.DurationVar(&o.OlderThan, "older-than", 0, "Only delete generations created longer ago than this (0: any age), e.g. 168h.")
 	f.DurationVar(&o.PartialAge, "partial-age", o.PartialAge, "Only delete unpublished uploads whose last write is older than this.")
 	f.StringVar(&o.DryRun, "dry-run", o.DryRun, `"none" deletes; "client" only shows the plan.`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation.")
+	f.BoolVar(&o.AllClusters, "all-clusters", false, "Also delete other clusters' generations in the store (the --keep newest of each are kept; their ledgers are read, their locks are not taken) and everything --include-unowned includes.")
+	f.BoolVar(&o.IncludeUnowned, "include-unowned", false, "Also delete uploads without a manifest and generations whose manifest names no source cluster: nothing proves whose they are, so give it only when no other cluster writes this store prefix.")
+	f.BoolVar(&o.AllowMissingSTS, "allow-missing-statefulset", false, "Go ahead although the cluster's StatefulSet does not exist (a deleted cluster; give --store): the ledger, if left, is still read and the lock still taken.")
 	return cmd
 }
 
@@ -708,41 +740,118 @@ func (o *generationsGCOptions) validate() error {
 	return nil
 }
 
-func (o *generationsGCOptions) plan(ctx context.Context, cs *clusterStore) (artifact.GCPlan, map[string]string, error) {
+func (o *generationsGCOptions) self() artifact.Owner {
+	return artifact.Owner{Namespace: o.Namespace, Cluster: o.Cluster}
+}
+
+func (o *generationsGCOptions) scope() artifact.GCScope {
+	return artifact.GCScope{Cluster: o.self(), AllClusters: o.AllClusters, Unowned: o.IncludeUnowned}
+}
+
+// ledgerClusters are the clusters whose ledgers say what is in use: this
+// one (required), and every other cluster with generations in the store,
+// required with --all-clusters (their generations may then be deleted),
+// consulted when readable otherwise (one of them may be restoring from
+// this cluster's generation).
+func (o *generationsGCOptions) ledgerClusters(entries []artifact.Entry) (required, optional []artifact.Owner) {
+	required = []artifact.Owner{o.self()}
+	seen := map[artifact.Owner]bool{o.self(): true}
+	for _, e := range entries {
+		ow, ok := artifact.OwnerOf(e)
+		if !ok || seen[ow] {
+			continue
+		}
+		seen[ow] = true
+		if o.AllClusters {
+			required = append(required, ow)
+		} else {
+			optional = append(optional, ow)
+		}
+	}
+	return required, optional
+}
+
+// inUseIn reads the ledgers of required and optional clusters and returns
+// the generations their in-progress actions name. A required ledger that
+// cannot be read is an error; an optional one a warning (warn, when set).
+func (o *generationsGCOptions) inUseIn(ctx context.Context, required, optional []artifact.Owner, warn io.Writer) (map[string]string, error) {
+	out := map[string]string{}
+	for i, ow := range append(append([]artifact.Owner(nil), required...), optional...) {
+		cur, err := inUseGenerations(ctx, o.client, ow.Namespace, ow.Cluster)
+		if err != nil && i < len(required) {
+			return nil, fmt.Errorf("reading the ledger of %s, to keep the generations its actions use (nothing was deleted): %w", ow, err)
+		}
+		if err != nil {
+			if warn != nil {
+				fmt.Fprintf(warn, "warning: cannot read the ledger of %s (it has generations in this store; one it restores from right now would not be seen): %v\n", ow, err)
+			}
+			continue
+		}
+		for g, why := range cur {
+			if ow != o.self() {
+				why = ow.String() + ": " + why
+			}
+			out[g] = why
+		}
+	}
+	return out, nil
+}
+
+func (o *generationsGCOptions) plan(ctx context.Context, cs *clusterStore) (artifact.GCPlan, []artifact.Entry, error) {
 	entries, err := cs.store.List(ctx)
 	if err != nil {
 		return artifact.GCPlan{}, nil, err
 	}
-	inUse := map[string]string{}
-	if cs.sts != nil {
-		if inUse, err = inUseGenerations(ctx, o.client, o.Namespace, o.Cluster); err != nil {
-			return artifact.GCPlan{}, nil, fmt.Errorf("reading the ledger, to keep generations in use (nothing was deleted): %w", err)
-		}
+	required, optional := o.ledgerClusters(entries)
+	inUse, err := o.inUseIn(ctx, required, optional, o.ErrOut)
+	if err != nil {
+		return artifact.GCPlan{}, nil, err
 	}
 	set := map[string]bool{}
 	for g := range inUse {
 		set[g] = true
 	}
-	return artifact.PlanGC(entries, artifact.GCOptions{Keep: o.Keep, OlderThan: o.OlderThan, PartialAge: o.PartialAge, InUse: set, Now: time.Now()}), inUse, nil
+	return artifact.PlanClusterGC(entries, o.scope(), artifact.GCOptions{Keep: o.Keep, OlderThan: o.OlderThan, PartialAge: o.PartialAge, InUse: set, Now: time.Now()}), entries, nil
+}
+
+// errGCLockLost says gc's lock was taken away while it deleted.
+type errGCLockLost struct{ holder string }
+
+func (e *errGCLockLost) Error() string {
+	if e.holder == "" {
+		return "the lock was released by someone else"
+	}
+	return "the lock is now held by " + e.holder
 }
 
 func (o *generationsGCOptions) run(ctx context.Context) error {
+	// No StatefulSet: no cluster to check what is in use, nothing to lock
+	// for. Refuse unless told.
+	_, err := o.client.AppsV1().StatefulSets(o.Namespace).Get(ctx, o.Cluster, metav1.GetOptions{})
+	missing := apierrors.IsNotFound(err)
+	if missing && !o.AllowMissingSTS {
+		return fmt.Errorf("no StatefulSet %q in namespace %q, so gc can neither check which generations the cluster's actions use nor lock the cluster; nothing was deleted. Check the cluster name and the namespace (-n); if the cluster was deleted on purpose, run again with --store URL --allow-missing-statefulset (the ledger %s, if left, is still read and the lock %s still taken)",
+			o.Cluster, o.Namespace, actions.LockName(o.Cluster), actions.LockName(o.Cluster))
+	}
 	cs, err := o.open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer cs.store.Close()
-	plan, _, err := o.plan(ctx, cs)
+	if cs.sts == nil {
+		fmt.Fprintf(o.ErrOut, "warning: no StatefulSet %q in namespace %q; going ahead as --allow-missing-statefulset says\n", o.Cluster, o.Namespace)
+	}
+	plan, entries, err := o.plan(ctx, cs)
 	if err != nil {
 		return err
 	}
 	dry := o.DryRun == "client"
 	if o.Output == "" {
-		printGCPlan(o.Out, plan, cs.store.String(), dry)
+		printGCPlan(o.Out, plan, cs.store.String(), dry, o.scope())
 	}
 	if len(plan.Delete) == 0 || dry {
 		if o.Output != "" {
-			return printDoc(o.Out, o.Output, gcDoc(cs, plan, nil, dry))
+			return printDoc(o.Out, o.Output, gcDoc(cs, plan, artifact.GCResult{}, dry, ""))
 		}
 		return nil
 	}
@@ -755,67 +864,118 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 			return withCode(ExitRefused, errors.New("not confirmed; nothing was deleted"))
 		}
 	}
-	var lock *actions.Lock
+	identity := actions.NewIdentity()
+	lo := actions.LockOptions{Identity: identity, Action: "generations gc"}
 	if cs.sts != nil {
-		lock, err = actions.AcquireLock(ctx, o.client, o.Namespace, o.Cluster, actions.LockOptions{
-			Identity: actions.NewIdentity(), Action: "generations gc",
-			Owner: &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: cs.sts.Name, UID: types.UID(cs.sts.UID)},
-		})
-		if err != nil {
-			return lockExit(err)
-		}
-		defer func() {
-			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = lock.Release(rctx)
-		}()
+		lo.Owner = &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: cs.sts.Name, UID: types.UID(cs.sts.UID)}
 	}
-	// Re-read the ledger under the lock: only what is still not in use goes.
-	inUseNow := func(g string) bool {
-		if cs.sts == nil {
-			return false
+	lock, err := actions.AcquireLock(ctx, o.client, o.Namespace, o.Cluster, lo)
+	if err != nil {
+		return lockExit(err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := lock.Release(rctx); err != nil {
+			fmt.Fprintf(o.ErrOut, "warning: %v\n", err)
 		}
-		cur, err := inUseGenerations(ctx, o.client, o.Namespace, o.Cluster)
+	}()
+	if lock.TookOver != "" {
+		fmt.Fprintf(o.ErrOut, "warning: took the lock over from stale holder %s (%s)\n", lock.TookOver, lock.TookOverWhy)
+	}
+	// Before each deletion: the lock must still be ours (the renewal's
+	// verdict, and the Lease itself, read now) ...
+	leaseName := actions.LockName(o.Cluster)
+	stillHeld := func() error {
+		select {
+		case <-lock.Lost():
+			return &errGCLockLost{}
+		default:
+		}
+		l, err := o.client.CoordinationV1().Leases(o.Namespace).Get(ctx, leaseName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return &errGCLockLost{}
+		case err != nil:
+			return fmt.Errorf("reading lease %s/%s to check that gc still holds it: %w", o.Namespace, leaseName, err)
+		case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity:
+			h := ""
+			if l.Spec.HolderIdentity != nil {
+				h = *l.Spec.HolderIdentity
+			}
+			return &errGCLockLost{holder: h}
+		}
+		return nil
+	}
+	// ... and the ledgers are read again: only what is still not in use
+	// goes (a ledger that cannot be read keeps everything).
+	required, optional := o.ledgerClusters(entries)
+	inUseNow := func(g string) bool {
+		cur, err := o.inUseIn(ctx, required, optional, nil)
 		return err != nil || cur[g] != ""
 	}
-	done, err := cs.store.ApplyGC(ctx, plan, inUseNow)
+	res, err := cs.store.RunGC(ctx, plan, artifact.GCApply{InUse: inUseNow, Continue: stillHeld})
 	if o.Output != "" {
-		if perr := printDoc(o.Out, o.Output, gcDoc(cs, plan, done, false)); perr != nil {
+		stopped := ""
+		if err != nil {
+			stopped = err.Error()
+		}
+		if perr := printDoc(o.Out, o.Output, gcDoc(cs, plan, res, false, stopped)); perr != nil {
 			return perr
 		}
 	} else {
-		for _, d := range done {
+		for _, d := range res.Deleted {
 			fmt.Fprintf(o.Out, "deleted %s\n", gcItemText(d))
 		}
+		for _, d := range res.Skipped {
+			fmt.Fprintf(o.Out, "skipped %s\n", gcItemText(d))
+		}
 	}
-	return err
+	if err == nil {
+		return nil
+	}
+	var notDone []string
+	for _, it := range res.NotDone {
+		notDone = append(notDone, gcItemName(it))
+	}
+	summary := fmt.Sprintf("deleted %d item(s); not deleted: %s", len(res.Deleted), strings.Join(notDone, ", "))
+	var lost *errGCLockLost
+	if errors.As(err, &lost) {
+		return withCode(ExitLockHeld, fmt.Errorf("gc lost the cluster's lock %s/%s while it deleted (%v) and stopped before the next deletion: %s. Run gc again once that action is done", o.Namespace, leaseName, lost, summary))
+	}
+	return fmt.Errorf("gc stopped: %w; %s", err, summary)
 }
 
-func gcDoc(cs *clusterStore, plan artifact.GCPlan, done []artifact.GCItem, dry bool) map[string]any {
-	if done == nil {
-		done = []artifact.GCItem{}
+func gcDoc(cs *clusterStore, plan artifact.GCPlan, res artifact.GCResult, dry bool, stopped string) map[string]any {
+	nonNil := func(items []artifact.GCItem) []artifact.GCItem {
+		if items == nil {
+			return []artifact.GCItem{}
+		}
+		return items
 	}
-	if plan.Delete == nil {
-		plan.Delete = []artifact.GCItem{}
-	}
-	if plan.Keep == nil {
-		plan.Keep = []artifact.GCItem{}
-	}
-	return map[string]any{
+	plan.Delete, plan.Keep = nonNil(plan.Delete), nonNil(plan.Keep)
+	doc := map[string]any{
 		"apiVersion": generationsAPIVersion, "kind": "SeedGenerationGC", "store": cs.store.String(),
-		"dryRun": dry, "plan": plan, "deleted": done,
+		"dryRun": dry, "plan": plan, "deleted": nonNil(res.Deleted), "skipped": nonNil(res.Skipped), "notDeleted": nonNil(res.NotDone),
 	}
+	if stopped != "" {
+		doc["stopped"] = stopped
+	}
+	return doc
+}
+
+func gcItemName(it artifact.GCItem) string {
+	if it.Kind == artifact.GCUpload {
+		return fmt.Sprintf("upload %s of %s", it.Upload, it.Generation)
+	}
+	return "generation " + it.Generation
 }
 
 func gcItemText(it artifact.GCItem) string {
-	what := "generation " + it.Generation
-	if it.Kind == artifact.GCUpload {
-		what = fmt.Sprintf("upload %s of %s", it.Upload, it.Generation)
-	}
-	return fmt.Sprintf("%s (%s): %s", what, formatBytes(it.Bytes), it.Reason)
+	return fmt.Sprintf("%s (%s): %s", gcItemName(it), formatBytes(it.Bytes), it.Reason)
 }
 
-func printGCPlan(w io.Writer, plan artifact.GCPlan, store string, dry bool) {
+func printGCPlan(w io.Writer, plan artifact.GCPlan, store string, dry bool, scope artifact.GCScope) {
 	suffix := ""
 	if dry {
 		suffix = " (dry run)"
@@ -828,11 +988,26 @@ func printGCPlan(w io.Writer, plan artifact.GCPlan, store string, dry bool) {
 			fmt.Fprintf(w, "  - %s\n", gcItemText(it))
 		}
 	}
+	self := scope.Cluster.String()
+	others, unowned := false, false
 	if len(plan.Keep) > 0 {
 		fmt.Fprintln(w, "Keeping:")
 		for _, it := range plan.Keep {
 			fmt.Fprintf(w, "  - %s\n", gcItemText(it))
+			switch {
+			case it.Kind == artifact.GCInvalid:
+			case it.Owner == "":
+				unowned = true
+			case it.Owner != self:
+				others = true
+			}
 		}
+	}
+	if others && !scope.AllClusters {
+		fmt.Fprintf(w, "Generations of other clusters sharing the store are never deleted by gc of %s (--all-clusters includes them).\n", self)
+	}
+	if unowned && !scope.AllClusters && !scope.Unowned {
+		fmt.Fprintln(w, "Uploads and generations no manifest ties to a cluster are kept: nothing proves they are this cluster's (--include-unowned includes them).")
 	}
 }
 
