@@ -115,7 +115,8 @@ func TestRestoreRBAC(t *testing.T) {
 	}
 	in := classify.Intent{Action: model.ActionRestore, Options: classify.Options{
 		Generation: "g1", SeedStore: "file:///nonexistent", AgentImage: "hactl:test", Force: true,
-		Source: &classify.GenerationFacts{Generation: "g1", Engine: model.EngineEtcd, ClusterID: res.Analysis.ClusterID, Revision: 1}}}
+		Source: &classify.GenerationFacts{Generation: "g1", Engine: model.EngineEtcd, ClusterID: res.Analysis.ClusterID, Revision: 1,
+			Digest: "sha256:0000000000000000000000000000000000000000000000000000000000000000"}}}
 
 	base := append(append([]rbacv1.PolicyRule(nil), statusRules...),
 		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},

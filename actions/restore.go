@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,20 @@ import (
 
 // RestorePodName is the name of the restore pod of member.
 func RestorePodName(member string) string { return "hactl-restore-" + member }
+
+// DigestAnnotation records on a restore pod the digest of the generation's
+// manifest the restore was confirmed with (and the pod is pinned to).
+const DigestAnnotation = "hactl.dev/generation-digest"
+
+// RestorePodDeadline is a restore pod's activeDeadlineSeconds: the
+// kubelet kills a pod that runs longer, which then fails (the data
+// directory is unchanged unless the activation had begun, which takes
+// milliseconds). RestoreAgentTimeout is the agent's own --timeout, within
+// the deadline, so that the agent gives up first and says why.
+const (
+	RestorePodDeadline  = 30 * time.Minute
+	RestoreAgentTimeout = RestorePodDeadline - 5*time.Minute
+)
 
 // restoreStep carries out one changing step of a restore.
 func (r *run) restoreStep(ctx context.Context, s classify.Step, dry bool) (model.Outcome, string, error) {
@@ -49,7 +64,7 @@ func (r *run) scale(ctx context.Context, s classify.Step, dry bool) (model.Outco
 		return "", "", fmt.Errorf("reading StatefulSet %s/%s: %w", f.Namespace, f.Name, err)
 	}
 	what := fmt.Sprintf("StatefulSet %s (uid %s, resourceVersion %s)", f.Name, f.UID, f.ResourceVersion)
-	if string(sts.UID) != f.UID || (f.Fingerprint != "" && Fingerprint(&sts.ObjectMeta, sts.Spec) != f.Fingerprint) {
+	if string(sts.UID) != f.UID || (f.Fingerprint != "" && StatefulSetFingerprint(sts) != f.Fingerprint) {
 		return model.OutcomeConflict, what + ": replaced or edited since the decision; not scaled, observing again", nil
 	}
 	if sts.Spec.Replicas != nil && int(*sts.Spec.Replicas) == s.Replicas {
@@ -87,6 +102,9 @@ func (r *run) runRestore(ctx context.Context, s classify.Step, dry bool) (model.
 	if err != nil {
 		return "", "", err
 	}
+	if err := samePinnedGeneration(ctx, pods, cl.Name, pod); err != nil {
+		return "", "", err
+	}
 	opts := metav1.CreateOptions{}
 	if dry {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -96,6 +114,7 @@ func (r *run) runRestore(ctx context.Context, s classify.Step, dry bool) (model.
 	case apierrors.IsAlreadyExists(err):
 		got, gerr := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if gerr == nil && got.Labels[RestoreLabel] == cl.Name && got.Annotations[GenerationLabel] == pod.Annotations[GenerationLabel] &&
+			got.Annotations[DigestAnnotation] == pod.Annotations[DigestAnnotation] &&
 			(dry || got.Annotations[ActionLabel] == pod.Annotations[ActionLabel]) {
 			return model.OutcomeAlready, fmt.Sprintf("restore pod %s exists already (phase %s)", pod.Name, got.Status.Phase), nil
 		}
@@ -111,12 +130,51 @@ func (r *run) runRestore(ctx context.Context, s classify.Step, dry bool) (model.
 		r.confirmed.Intent.Options.Generation, cl.Template.DataDir, cl.Template.DataVolume, s.Member), nil
 }
 
+// samePinnedGeneration refuses to create pod while a restore pod of the
+// same action is pinned to another manifest digest of the generation: the
+// generation was deleted and published again between runs of this
+// action, and the members would be restored from different data.
+func samePinnedGeneration(ctx context.Context, pods podLister, cluster string, pod *corev1.Pod) error {
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: RestoreLabel + "=" + cluster})
+	if err != nil {
+		return fmt.Errorf("listing the restore pods of %s: %w", cluster, err)
+	}
+	want := pod.Annotations[DigestAnnotation]
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil || p.Name == pod.Name || p.Annotations[ActionLabel] != pod.Annotations[ActionLabel] ||
+			p.Annotations[GenerationLabel] != pod.Annotations[GenerationLabel] {
+			continue
+		}
+		if got := p.Annotations[DigestAnnotation]; got != want {
+			return fmt.Errorf("restore pod %s of this restore restored generation %s with manifest digest %q, but the generation now has digest %s (it was deleted and published again since): "+
+				"not creating %s, the members would hold different data. Delete the restore pods (kubectl delete pod -n %s -l %s=%s) and run the restore again to restore every member from the generation as it is now",
+				p.Name, pod.Annotations[GenerationLabel], got, want, pod.Name, pod.Namespace, RestoreLabel, cluster)
+		}
+	}
+	return nil
+}
+
+type podLister interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
+}
+
 // RestorePod builds the one-shot pod that restores generation
 // o.Generation into member s.Member's data directory: the engine
 // container's data volume mount, the template's placement and security
 // settings, the agent image, and store credentials only through envFrom
-// of o.StoreSecret.
+// of o.StoreSecret. The agent is pinned to the generation as the decision
+// read it (o.Source: manifest digest, cluster ID, revision) and refuses
+// any other content under the same ID; a decision without a digest gets
+// no pod. The pod has activeDeadlineSeconds RestorePodDeadline, the
+// agent --timeout RestoreAgentTimeout.
 func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Options, s classify.Step, actionID string) (*corev1.Pod, error) {
+	src := o.Source
+	switch {
+	case src == nil || src.Digest == "":
+		return nil, fmt.Errorf("generation %s: the decision carries no manifest digest to pin the restore pods to; not creating %s", o.Generation, RestorePodName(s.Member))
+	case src.Generation != o.Generation:
+		return nil, fmt.Errorf("the decision read generation %s but restores %s; not creating %s", src.Generation, o.Generation, RestorePodName(s.Member))
+	}
 	t := cl.Template
 	c := containerNamed(sts, t.Container)
 	if c == nil {
@@ -140,7 +198,15 @@ func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Optio
 		"--initial-cluster=" + strings.Join(initial, ","),
 		"--initial-advertise-peer-urls=" + strings.Join(s.PeerURLs, ","),
 		"--replace",
+		"--expect-digest=" + src.Digest,
+		"--timeout=" + RestoreAgentTimeout.String(),
 		"-o", "json",
+	}
+	if src.ClusterID != "" {
+		args = append(args, "--expect-cluster-id="+src.ClusterID)
+	}
+	if src.Revision > 0 {
+		args = append(args, "--expect-revision="+fmt.Sprint(src.Revision))
 	}
 	if t.InitialClusterToken != "" {
 		args = append(args, "--initial-cluster-token="+t.InitialClusterToken)
@@ -181,21 +247,23 @@ func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Optio
 				MemberLabel:    s.Member,
 			},
 			Annotations: map[string]string{
-				GenerationLabel: o.Generation,
-				ActionLabel:     actionID,
+				GenerationLabel:  o.Generation,
+				DigestAnnotation: src.Digest,
+				ActionLabel:      actionID,
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID}},
 		},
 		Spec: corev1.PodSpec{
-			RestartPolicy:      corev1.RestartPolicyNever,
-			Containers:         []corev1.Container{restore},
-			Volumes:            []corev1.Volume{{Name: t.DataVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: t.DataVolume + "-" + s.Member}}}},
-			NodeSelector:       ps.NodeSelector,
-			Tolerations:        ps.Tolerations,
-			SecurityContext:    ps.SecurityContext,
-			ImagePullSecrets:   ps.ImagePullSecrets,
-			ServiceAccountName: ps.ServiceAccountName,
-			PriorityClassName:  ps.PriorityClassName,
+			RestartPolicy:         corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds: ptr.To(int64(RestorePodDeadline / time.Second)),
+			Containers:            []corev1.Container{restore},
+			Volumes:               []corev1.Volume{{Name: t.DataVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: t.DataVolume + "-" + s.Member}}}},
+			NodeSelector:          ps.NodeSelector,
+			Tolerations:           ps.Tolerations,
+			SecurityContext:       ps.SecurityContext,
+			ImagePullSecrets:      ps.ImagePullSecrets,
+			ServiceAccountName:    ps.ServiceAccountName,
+			PriorityClassName:     ps.PriorityClassName,
 		},
 	}
 	return pod, nil

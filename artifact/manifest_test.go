@@ -216,6 +216,7 @@ func TestNamedErrorsDistinct(t *testing.T) {
 		artifact.ErrMissingFile, artifact.ErrExtraFile, artifact.ErrSizeMismatch, artifact.ErrChecksumMismatch,
 		artifact.ErrTruncated, artifact.ErrGenerationExists, artifact.ErrInvalidGeneration, artifact.ErrInvalidStore,
 		artifact.ErrDataDirNotEmpty, artifact.ErrDataDirUnusable, artifact.ErrRestoreCheck, artifact.ErrInUse,
+		artifact.ErrGenerationChanged, artifact.ErrNoSpace,
 	}
 	seen := map[string]bool{}
 	for _, e := range errs {

@@ -36,3 +36,13 @@ func renameOverEmpty(a, b string) error {
 	}
 	return nil
 }
+
+// availableBytes reports the bytes an unprivileged writer may still use
+// on dir's file system (statfs f_bavail).
+func availableBytes(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, &os.PathError{Op: "statfs", Path: dir, Err: err}
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}

@@ -316,7 +316,20 @@ func RedactURL(rawURL string) string {
 		return "[unparsable store URL]"
 	}
 	u.User = nil
-	q := u.Query()
+	if u.Opaque != "" {
+		// scheme:opaque holds anything, a credential included.
+		return u.Scheme + ":" + redacted
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = redacted, ""
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		// A query that does not parse (a ';', a bad escape) could hide a
+		// credential from the parameter check: show none of it.
+		u.RawQuery = redacted
+		return u.String()
+	}
 	changed := false
 	for k := range q {
 		if sensitiveParam(k) {
@@ -330,15 +343,17 @@ func RedactURL(rawURL string) string {
 	return u.String()
 }
 
-// scrubbedError keeps an error's identity (errors.Is/As see the original)
-// but prints a message with every credential value replaced.
+// scrubbedError is an error whose message had credential values replaced.
+// It never hands out the original error (whose message, or whose own
+// wrapped errors, hold the values): Unwrap gives only a sentinel callers
+// test for (a cancelled or expired context), nil otherwise.
 type scrubbedError struct {
-	msg string
-	err error
+	msg   string
+	cause error
 }
 
 func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
+func (e *scrubbedError) Unwrap() error { return e.cause }
 
 // scrub replaces credential values in err's message.
 func (s *Store) scrub(err error) error {
@@ -353,7 +368,13 @@ func (s *Store) scrub(err error) error {
 	if out == msg {
 		return err
 	}
-	return &scrubbedError{msg: out, err: err}
+	se := &scrubbedError{msg: out}
+	for _, c := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, c) {
+			se.cause = c
+		}
+	}
+	return se
 }
 
 // isNotFound reports a missing object.

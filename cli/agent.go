@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/etcdgen"
 	"github.com/hactl-dev/hactl/model"
@@ -30,6 +31,10 @@ const (
 	envGeneration = "HACTL_SEED_GENERATION"
 	envRestoreID  = "HACTL_RESTORE_ID"
 )
+
+// defaultAgentTimeout is the agent's default --timeout: that of hactl's
+// restore pods, within their activeDeadlineSeconds.
+const defaultAgentTimeout = actions.RestoreAgentTimeout
 
 // NewCmdAgent builds `kubectl-hactl agent`, the commands hactl runs inside
 // a cluster's pods.
@@ -64,6 +69,15 @@ type AgentRestoreOptions struct {
 	ExpectClusterID string
 	MinRevision     int64
 
+	// Pins: the generation as the restore was confirmed.
+	ExpectDigest   string
+	ExpectRevision int64
+
+	// KeepPrevious is how many previous copies of DIR to keep.
+	KeepPrevious int
+	// Timeout bounds the whole restore (0: none).
+	Timeout time.Duration
+
 	// etcd member flags (defaults from ETCD_* environment variables).
 	Name                string
 	InitialCluster      string
@@ -88,21 +102,35 @@ func NewCmdAgentRestore(streams genericiooptions.IOStreams) *cobra.Command {
 on disk changes:
 
   1. read the generation's manifest and check it: format version, digest,
-     safe paths, the expected cluster (--expect-cluster-id) and boundary
-     (--min-revision), and that the store holds exactly its files;
-  2. look at DIR: if it already holds this generation (restored by this
+     safe paths, the pins (--expect-digest, --expect-revision: the
+     generation exactly as the restore was confirmed, not another one
+     published under the same ID since), the expected cluster
+     (--expect-cluster-id) and boundary (--min-revision), and that the
+     store holds exactly its files;
+  2. recover what an interrupted restore left beside DIR: data it had
+     already swapped out of DIR is kept as DIR.hactl-previous-<time>,
+     never deleted;
+  3. look at DIR: if it already holds this generation (restored by this
      same --restore-id, when one is given), do nothing (so the command can
      run on every pod start); if it holds other data, refuse unless
      --replace;
-  3. download every file into a staging directory beside DIR, hashing
+  4. check the volume's free space against what staging needs (refused,
+     naming the bytes needed and free);
+  5. download every file into a staging directory beside DIR, hashing
      every byte against the manifest;
-  4. for etcd, build the member's data directory from the snapshot with
+  6. for etcd, build the member's data directory from the snapshot with
      etcd's own restore logic (as etcdutl snapshot restore) and check it;
-  5. activate it by an atomic rename; the previous content of DIR is kept
-     beside it as DIR.hactl-previous-<time>.
+  7. activate it by an atomic rename, journaled so that a crash at any
+     point leaves the old data recoverable; the previous content of DIR is
+     kept beside it as DIR.hactl-previous-<time>, and only the
+     --keep-previous newest such copies are kept (older ones are removed
+     once the new data is active).
 
 DIR must be a directory inside the volume, not the volume's mount point
 (activation renames it).
+
+--timeout bounds the whole restore; when it expires before the
+activation, DIR is unchanged (exit 1).
 
 For etcd, restoring every member of a cluster from one generation with the
 same --initial-cluster and token is etcd's quorum-loss recovery: the
@@ -121,10 +149,11 @@ Exit codes:
   0  restored, or DIR already held this generation
   1  error (store unreachable, disk, restore failed)
   2  usage error
-  5  refused: the generation failed verification (wrong cluster, stale,
-     unsafe path, missing or extra file, size or checksum mismatch, no
-     manifest, unknown manifest version, truncated stream) or DIR holds
-     other data and --replace was not given; DIR is unchanged`,
+  5  refused: the generation failed verification (not the pinned digest
+     or revision, wrong cluster, stale, unsafe path, missing or extra
+     file, size or checksum mismatch, no manifest, unknown manifest
+     version, truncated stream), the volume has too little free space, or
+     DIR holds other data and --replace was not given; DIR is unchanged`,
 		Example: `  # as an init container of an etcd StatefulSet (env shared with etcd)
   kubectl-hactl agent restore --store 's3://seeds/etcd-main?endpoint=https://s3.example&use_path_style=true' \
       --generation nightly-42 --data-dir /var/lib/etcd/data
@@ -152,6 +181,10 @@ Exit codes:
 	f.StringVar(&o.RestoreID, "restore-id", "", "Name this restore (default $"+envRestoreID+"). With it, DIR counts as already restored only if this same restore wrote it, so a new restore of the same generation replaces data written since; without it, DIR holding the generation is left alone.")
 	f.BoolVar(&o.Replace, "replace", false, "Restore even if DIR holds other data; that data is kept as DIR.hactl-previous-<time>.")
 	f.StringVar(&o.ExpectClusterID, "expect-cluster-id", "", "Refuse a generation of any other cluster (hex cluster ID).")
+	f.StringVar(&o.ExpectDigest, "expect-digest", "", "Refuse the generation unless its manifest digest is exactly this (sha256:…): pins it as the restore was confirmed, so that one deleted and published again under the same ID is refused.")
+	f.Int64Var(&o.ExpectRevision, "expect-revision", 0, "Refuse the generation unless it holds exactly this revision (0: any).")
+	f.IntVar(&o.KeepPrevious, "keep-previous", artifact.DefaultKeepPrevious, "How many previous copies of DIR (DIR.hactl-previous-<time>) to keep, the newest; older ones are removed once the new data is active (at least 1).")
+	f.DurationVar(&o.Timeout, "timeout", defaultAgentTimeout, "Give up the whole restore after this long (0: never); DIR is unchanged unless the activation had begun.")
 	f.Int64Var(&o.MinRevision, "min-revision", 0, "Refuse a generation holding an older revision than this (the target's boundary).")
 	f.StringVar(&o.Name, "name", "", "etcd: the member's --name (default $ETCD_NAME).")
 	f.StringVar(&o.InitialCluster, "initial-cluster", "", "etcd: --initial-cluster of the restored cluster (default $ETCD_INITIAL_CLUSTER).")
@@ -206,6 +239,14 @@ func (o *AgentRestoreOptions) Validate() error {
 		return usageError("--output must be json (or omitted), got %q", o.Output)
 	case o.MinRevision < 0:
 		return usageError("--min-revision must not be negative")
+	case o.ExpectRevision < 0:
+		return usageError("--expect-revision must not be negative")
+	case o.ExpectDigest != "" && !strings.HasPrefix(o.ExpectDigest, "sha256:"):
+		return usageError("--expect-digest must be a manifest digest (sha256:…), got %q", o.ExpectDigest)
+	case o.KeepPrevious < 1:
+		return usageError("--keep-previous must be at least 1 (the data a restore replaces is always kept)")
+	case o.Timeout < 0:
+		return usageError("--timeout must not be negative")
 	}
 	if err := artifact.ValidateGeneration(o.Generation); err != nil {
 		return usageError("--generation: %v", err)
@@ -222,6 +263,9 @@ type agentRestoreResult struct {
 	DataDir    string                  `json:"dataDir"`
 	Already    bool                    `json:"alreadyRestored"`
 	Previous   string                  `json:"previousDataDir,omitempty"`
+	Rescued    []string                `json:"rescuedDataDirs,omitempty"`
+	Removed    []string                `json:"removedPreviousDataDirs,omitempty"`
+	Warnings   []string                `json:"warnings,omitempty"`
 	Bytes      int64                   `json:"bytes"`
 	Identity   *artifact.Identity      `json:"identity,omitempty"`
 	Digest     string                  `json:"digest,omitempty"`
@@ -245,6 +289,12 @@ func (o *AgentRestoreOptions) Run(ctx context.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	timedOut := fmt.Errorf("the restore took longer than --timeout %s", o.Timeout)
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, timedOut)
+		defer cancel()
+	}
 	doc := &agentRestoreResult{APIVersion: status.SchemaVersion, Kind: "SeedRestore", Generation: o.Generation, DataDir: o.DataDir}
 	var mu sync.Mutex
 	say := func(phase, format string, a ...any) {
@@ -257,6 +307,9 @@ func (o *AgentRestoreOptions) Run(ctx context.Context) error {
 		}
 	}
 	err := o.restore(ctx, doc, say)
+	if err != nil && errors.Is(context.Cause(ctx), timedOut) && !errors.Is(err, timedOut) {
+		err = fmt.Errorf("%w: %w", timedOut, err)
+	}
 	if err != nil {
 		doc.Error = err.Error()
 		doc.Refused = refusedRestore(err)
@@ -296,27 +349,40 @@ func (o *AgentRestoreOptions) restore(ctx context.Context, doc *agentRestoreResu
 		if err := o.restorer.Validate(); err != nil {
 			return usageError("%v", err)
 		}
-		mat = o.restorer
+		mat = etcdMaterializer{o.restorer}
 	}
 	say("verifying", "generation %s: %s cluster %s, member %s, revision %d, term %d, %d file(s), %d bytes", o.Generation,
 		m.Identity.Engine, m.Identity.ClusterID, m.Identity.SourceMemberID, m.Identity.Revision, m.Identity.RaftTerm, len(m.Files), m.TotalSize)
 	p := newLineProgress(o.ErrOut, o.Output == "", m.TotalSize)
 	res, err := artifact.Restore(ctx, store, o.Generation, artifact.RestoreOptions{
-		DataDir:      o.DataDir,
-		Expect:       artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision},
-		Materializer: mat,
-		Replace:      o.Replace,
-		RestoreID:    o.RestoreID,
-		Progress:     p.update,
+		DataDir:        o.DataDir,
+		Expect:         artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision},
+		ExpectDigest:   o.ExpectDigest,
+		ExpectRevision: o.ExpectRevision,
+		KeepPrevious:   o.KeepPrevious,
+		Materializer:   mat,
+		Replace:        o.Replace,
+		RestoreID:      o.RestoreID,
+		Progress:       p.update,
 	})
 	p.done()
 	doc.Result = &res
 	doc.Already, doc.Previous, doc.Bytes = res.Already, res.Previous, res.Bytes
+	doc.Rescued, doc.Removed, doc.Warnings = res.Rescued, res.Removed, res.Warnings
 	if res.DataDir != "" {
 		doc.DataDir = res.DataDir
 	}
+	for _, p := range res.Rescued {
+		say("recovered", "an interrupted restore had swapped the old data out of %s: kept at %s", doc.DataDir, p)
+	}
 	if err != nil {
 		return err
+	}
+	for _, p := range res.Removed {
+		say("pruned", "removed previous copy %s (keeping the %d newest)", p, o.KeepPrevious)
+	}
+	for _, w := range res.Warnings {
+		say("warning", "%s", w)
 	}
 	if res.Already {
 		say("restored", "%s already holds generation %s; nothing changed", res.DataDir, o.Generation)
@@ -337,6 +403,17 @@ func (o *AgentRestoreOptions) restore(ctx context.Context, doc *agentRestoreResu
 	return nil
 }
 
+// etcdMaterializer is etcd's Restorer with the space its staging takes:
+// the downloaded snapshot, the backend copied from it, and the first WAL
+// segment etcd preallocates.
+type etcdMaterializer struct{ etcdgen.Restorer }
+
+const etcdWALSegment = 64 << 20
+
+func (e etcdMaterializer) SpaceNeeded(m *artifact.Manifest) int64 {
+	return 2*m.TotalSize + etcdWALSegment
+}
+
 // refusedRestore reports whether err is a verification refusal (as
 // opposed to an I/O failure).
 func refusedRestore(err error) bool {
@@ -345,6 +422,7 @@ func refusedRestore(err error) bool {
 		artifact.ErrUnsafePath, artifact.ErrDigestMismatch, artifact.ErrWrongCluster, artifact.ErrStale,
 		artifact.ErrMissingFile, artifact.ErrExtraFile, artifact.ErrSizeMismatch, artifact.ErrChecksumMismatch,
 		artifact.ErrTruncated, artifact.ErrDataDirNotEmpty, artifact.ErrDataDirUnusable, artifact.ErrRestoreCheck,
+		artifact.ErrGenerationChanged, artifact.ErrNoSpace,
 	} {
 		if errors.Is(err, e) {
 			return true
