@@ -180,6 +180,53 @@ type run struct {
 	res        Result
 }
 
+// ownRestorePod reports whether s deletes a restore pod this action
+// created (its run-restore receipt is recorded): the confirmed plan showed
+// its delete before the pod existed. Any other restore pod (a leftover of
+// another action) needs a fence the operator confirmed.
+func (r *run) ownRestorePod(s classify.Step) bool {
+	if s.Kind != model.StepDeleteRestorePod || s.Member == "" {
+		return false
+	}
+	created := func(rc model.Receipt) bool {
+		return rc.Step == model.StepRunRestore && rc.Member == s.Member && (rc.Outcome == model.OutcomeDone || rc.Outcome == model.OutcomeAlready) && rc.DryRun == ""
+	}
+	if slices.ContainsFunc(r.res.Receipts, created) {
+		return true
+	}
+	for _, e := range r.last.Observation.Ledger {
+		if e.ID == r.entryID && slices.ContainsFunc(e.Receipts, created) {
+			return true
+		}
+	}
+	return false
+}
+
+// isAPIWrite reports whether a step kind is a change sent to the API
+// server (rather than to the engine).
+func isAPIWrite(k model.StepKind) bool {
+	switch k {
+	case model.StepDeletePVC, model.StepDeletePod, model.StepScaleDown, model.StepScaleUp, model.StepRunRestore, model.StepDeleteRestorePod:
+		return true
+	}
+	return false
+}
+
+// apiAnswered reports whether err is the API server's own answer to a
+// request (a refusal it decided on), rather than a timeout, a broken
+// connection or a server error after which the request may have been
+// committed.
+func apiAnswered(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+		return false
+	}
+	return st.Status().Code < 500
+}
+
 // maxUnknown bounds the unanswered requests of one step kind before the
 // run stops (the entry stays in progress: a rerun resumes).
 const maxUnknown = 3
@@ -254,9 +301,13 @@ func stepFences(s classify.Step) []model.Fence {
 // receipt records one receipt: ledger (when an entry exists), Event,
 // callback, result.
 func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Outcome, detail string, fences []model.Fence, s classify.Step) model.Receipt {
+	member := r.confirmed.Intent.Member
+	if member == "" {
+		member = s.Member // an action on the whole cluster: the member this step is about
+	}
 	rc := model.Receipt{
 		ActionID: r.entryID, Action: r.confirmed.Intent.Action, Cluster: r.ns + "/" + r.name,
-		Member: r.confirmed.Intent.Member, Phase: phase, Step: kind, Outcome: out, At: time.Now().UTC(),
+		Member: member, Phase: phase, Step: kind, Outcome: out, At: time.Now().UTC(),
 		Holder: r.x.identity(), Detail: detail, Fences: fences, MemberID: s.MemberID, PeerURLs: s.PeerURLs,
 	}
 	if r.o.DryRun != DryRunNone {
@@ -347,6 +398,9 @@ func (r *run) execute(ctx context.Context) (res Result, err error) {
 		return r.res, r.serverDryRun(ctx, d2)
 	}
 	if err := r.preflight(ctx, d2); err != nil {
+		return r.res, err
+	}
+	if err := r.mayChange(); err != nil {
 		return r.res, err
 	}
 	if err := r.begin(ctx, d2); err != nil {
@@ -554,10 +608,7 @@ func covered(confirmed classify.Decision, s classify.Step) error {
 			}
 		case model.StepDeletePod, model.StepDeletePVC, model.StepDeleteRestorePod, model.StepScaleDown, model.StepScaleUp:
 			if c.Fence == nil {
-				if s.Kind == model.StepDeleteRestorePod {
-					return nil // a restore pod this action created after the plan was shown
-				}
-				continue
+				continue // a restore pod not yet created when the plan was shown: see ownRestorePod
 			}
 			if s.Fence == nil || c.Fence.UID != s.Fence.UID {
 				continue
@@ -704,7 +755,7 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 			}
 			continue
 		}
-		if err := covered(r.confirmed, s); err != nil {
+		if err := covered(r.confirmed, s); err != nil && !r.ownRestorePod(s) {
 			ferr := &FenceConflictError{Detail: err.Error()}
 			r.receipt(s.Kind, s.Phase, model.OutcomeConflict, ferr.Error(), stepFences(s), s)
 			return r.res, r.stop(ferr)
@@ -718,6 +769,9 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 			return r.res, r.stop(err)
 		}
 		out, detail, err := r.do(ctx, s)
+		if err != nil && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrNotYet) && !apiAnswered(err) && isAPIWrite(s.Kind) {
+			err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		}
 		if !errors.Is(err, ErrNotYet) {
 			delete(r.notYet, s.Kind)
 		}
@@ -739,7 +793,7 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 			if derr != nil {
 				return r.res, r.stop(derr)
 			}
-			if next, ok := nd.Next(); nd.Verb != classify.VerbProceed || !ok || next.Kind != s.Kind || next.MemberID != s.MemberID {
+			if next, ok := nd.Next(); nd.Verb == classify.VerbDone || (nd.Verb == classify.VerbProceed && ok && (next.Kind != s.Kind || next.MemberID != s.MemberID || next.Member != s.Member)) {
 				r.receipt(s.Kind, s.Phase, model.OutcomeDone, fmt.Sprintf("%s: the unanswered request took effect (observed: the plan moved on)", s.Detail), stepFences(s), s)
 			}
 			continue

@@ -191,24 +191,49 @@ func (d *ledgerData) encode(cm *corev1.ConfigMap) error {
 	}
 }
 
-// compactReceipts keeps at most n of e's receipts: the first 10 (how the
-// action began) and the latest, with a receipt in between saying how many
-// were left out.
+// compactReceipts keeps about n of e's receipts: the first 10 (how the
+// action began), the latest, and, from those in between, every receipt of
+// a step that changes something (or whose outcome is unknown), since
+// resuming reads them; the waits in between are left out, and a receipt
+// says how many.
 func compactReceipts(e *model.LedgerEntry, n int) {
 	const head = 10
 	if len(e.Receipts) <= n || n <= head+1 {
 		return
 	}
 	rs := e.Receipts
-	tail := rs[len(rs)-(n-head-1):]
-	gap := rs[head]
-	gap.Outcome, gap.Step, gap.Fences, gap.PeerURLs = model.OutcomeDone, "", nil, nil
-	gap.Detail = fmt.Sprintf("(%d receipts, seq %d to %d, compacted to keep the ledger small)", len(rs)-head-len(tail), rs[head].Seq, tail[0].Seq-1)
-	if strings.HasPrefix(rs[head].Detail, "(") && strings.Contains(rs[head].Detail, "compacted") {
-		gap = rs[head] // already a gap marker: it grows below
-		gap.Detail = fmt.Sprintf("(receipts up to seq %d compacted to keep the ledger small)", tail[0].Seq-1)
+	tailN := n - head - 1
+	mid, tail := rs[head:len(rs)-tailN], rs[len(rs)-tailN:]
+	out := append([]model.Receipt(nil), rs[:head]...)
+	dropped := 0
+	for _, r := range mid {
+		switch {
+		case compactedMarker(r):
+			dropped += compactedCount(r)
+		case r.Step.Mutates() || r.Step == model.StepAwaitRestored || r.Outcome == model.OutcomeUnknown:
+			out = append(out, r)
+		default:
+			dropped++
+		}
 	}
-	e.Receipts = append(append(append([]model.Receipt(nil), rs[:head]...), gap), tail...)
+	if dropped == 0 {
+		return
+	}
+	gap := model.Receipt{ActionID: e.ID, Action: e.Action, Member: e.Member, Phase: tail[0].Phase,
+		Outcome: model.OutcomeDone, At: tail[0].At, Detail: fmt.Sprintf("(%d receipts of waits compacted to keep the ledger small)", dropped)}
+	e.Receipts = append(append(out, gap), tail...)
+}
+
+func compactedMarker(r model.Receipt) bool {
+	return r.Step == "" && strings.HasSuffix(r.Detail, "compacted to keep the ledger small)")
+}
+
+func compactedCount(r model.Receipt) int {
+	var k int
+	if _, err := fmt.Sscanf(r.Detail, "(%d receipts", &k); err != nil || k < 1 {
+		return 1
+	}
+	return k
 }
 
 // errNoChange tells update that fn changed nothing to write.
@@ -289,7 +314,7 @@ func (l *Ledger) Begin(ctx context.Context, e model.LedgerEntry, supersede []str
 				x.Receipts = append(x.Receipts, model.Receipt{ActionID: x.ID, Seq: seq, Action: x.Action, Member: x.Member,
 					Phase: model.ActionPhaseSuperseded, Step: model.StepReleaseLock, Outcome: model.OutcomeSuperseded, At: at,
 					Holder: e.Holder, Detail: "superseded by " + orStr(e.ID, "a new action") + " (" + string(e.Action) + ")"})
-				x.State, x.Phase, x.UpdatedAt = model.EntrySuperseded, model.ActionPhaseSuperseded, at
+				x.State, x.Phase, x.UpdatedAt, x.Holder = model.EntrySuperseded, model.ActionPhaseSuperseded, at, e.Holder
 			}
 		}
 		if x, ok := d.entries[e.ID]; ok {
@@ -319,6 +344,9 @@ func (l *Ledger) Append(ctx context.Context, id string, r model.Receipt, state m
 		}
 		if r.Holder != "" && e.Holder != "" && e.Holder != r.Holder {
 			return fmt.Errorf("%w: ledger entry %s is now held by %s, not %s", ErrLockLost, id, e.Holder, r.Holder)
+		}
+		if e.State != model.EntryInProgress {
+			return fmt.Errorf("ledger entry %s is %s: no receipt is added to a finished action", id, e.State)
 		}
 		seq := 1
 		if n := len(e.Receipts); n > 0 {

@@ -3,7 +3,9 @@ package actions_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,5 +131,72 @@ func TestLedgerKeepsBoundedHistory(t *testing.T) {
 	}
 	if got.Entries[0].ID != live || got.Entries[0].State != model.EntryInProgress {
 		t.Fatalf("the in-progress entry was dropped: %+v", got.Entries[0])
+	}
+}
+
+// TestLedgerBoundedInBytes: receipts that would take the ConfigMap past
+// the API server's 1 MiB (and past hactl's own bound) are compacted and
+// finished entries dropped; an action in progress and its latest
+// receipts stay, and every write still succeeds.
+func TestLedgerBoundedInBytes(t *testing.T) {
+	testenv.SkipShort(t)
+	cs := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	ctx := context.Background()
+	l := &actions.Ledger{Client: cs, Namespace: ns, Cluster: "etcd"}
+	big := strings.Repeat("x", 8<<10)
+	at := time.Now().UTC().Add(-time.Hour)
+	var ids []string
+	for i := 0; i < 4; i++ {
+		at = at.Add(time.Minute)
+		id := actions.NewEntryID(model.ActionReplace, fmt.Sprintf("etcd-%d", i), at)
+		ids = append(ids, id)
+		if _, err := l.Begin(ctx, model.LedgerEntry{ID: id, Action: model.ActionReplace, Member: fmt.Sprintf("etcd-%d", i)}, nil, at); err != nil {
+			t.Fatal(err)
+		}
+		state := model.EntryDone
+		if i == 3 {
+			state = model.EntryInProgress
+		}
+		for j := 0; j < 60; j++ { // 4 × 60 × 8 KiB: about 2 MiB of receipts
+			at = at.Add(time.Second)
+			if _, err := l.Append(ctx, id, model.Receipt{Phase: model.ActionPhaseRemoving, Step: model.StepAwaitPodGone, Outcome: model.OutcomeDone, At: at,
+				Detail: fmt.Sprintf("%d %s", j, big)}, model.EntryInProgress); err != nil {
+				t.Fatalf("entry %d receipt %d: %v", i, j, err)
+			}
+		}
+		if state == model.EntryDone {
+			if _, err := l.Append(ctx, id, model.Receipt{Phase: model.ActionPhaseReady, Step: model.StepReleaseLock, Outcome: model.OutcomeDone, At: at}, state); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "hactl-etcd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for k, v := range cm.Data {
+		size += len(k) + len(v)
+	}
+	if size > 512<<10 {
+		t.Errorf("ledger holds %d bytes, over its 512 KiB bound", size)
+	}
+	got := actions.DecodeLedger(cm)
+	var live *model.LedgerEntry
+	for i := range got.Entries {
+		if got.Entries[i].ID == ids[3] {
+			live = &got.Entries[i]
+		}
+	}
+	if live == nil || live.State != model.EntryInProgress {
+		t.Fatalf("the action in progress was dropped: %d entries", len(got.Entries))
+	}
+	last := live.Receipts[len(live.Receipts)-1]
+	if !strings.HasPrefix(last.Detail, "59 ") {
+		t.Errorf("the latest receipt was not kept: %.20q", last.Detail)
+	}
+	if !slices.ContainsFunc(live.Receipts, func(r model.Receipt) bool { return strings.Contains(r.Detail, "compacted") }) {
+		t.Error("no receipt says receipts were compacted")
 	}
 }

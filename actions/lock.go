@@ -49,6 +49,10 @@ type Lock struct {
 	// that last wrote the lease successfully was sent: no other process
 	// can judge the lease expired before renewedSent + duration.
 	renewedSent time.Time
+	// renewedWall is the same instant on the wall clock: a monotonic
+	// clock stops while the machine is suspended, the wall clock does
+	// not, and the older of the two ages counts.
+	renewedWall time.Time
 	// TookOver names the stale holder this lock was taken from, "" if
 	// none.
 	TookOver     string
@@ -215,7 +219,7 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 		}
 		lk.lease = updated
 	}
-	lk.renewedSent = sent
+	lk.renewedSent, lk.renewedWall = sent, sent.Round(0)
 	if o.DryRun {
 		close(lk.renewStopped)
 		return lk, nil
@@ -260,6 +264,8 @@ func (lk *Lock) awaitExpiry(ctx context.Context, cur *coordinationv1.Lease, onWa
 			return nil, &LockHeldError{Lease: lk.name, Holder: "nobody now: the lease was deleted while this process watched it; run again"}
 		case err != nil:
 			return nil, fmt.Errorf("watching lease %s/%s: %w", lk.namespace, lk.name, err)
+		case got.ResourceVersion != cur.ResourceVersion && ptr.Deref(got.Spec.HolderIdentity, "") == "":
+			return got, nil // released meanwhile: free to take
 		case got.ResourceVersion != cur.ResourceVersion:
 			return nil, heldError(got)
 		}
@@ -336,10 +342,10 @@ func (lk *Lock) Valid() error {
 	default:
 	}
 	lk.mu.Lock()
-	sent := lk.renewedSent
+	sent, wall := lk.renewedSent, lk.renewedWall
 	lk.mu.Unlock()
 	deadline := lk.duration - lk.duration/ValidityMargin
-	if age := time.Since(sent); age > deadline {
+	if age := max(time.Since(sent), time.Now().Round(0).Sub(wall)); age > deadline {
 		lk.markLost()
 		return fmt.Errorf("%w: lease %s/%s was last renewed %s ago (this process was frozen, or the API server did not answer), past its renew deadline of %s: another process may hold it now",
 			ErrLockLost, lk.namespace, lk.name, age.Round(100*time.Millisecond), deadline)
@@ -376,7 +382,7 @@ func (lk *Lock) renewOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lk.lease, lk.renewedSent = got, sent
+	lk.lease, lk.renewedSent, lk.renewedWall = got, sent, sent.Round(0)
 	return nil
 }
 

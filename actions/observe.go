@@ -112,8 +112,9 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 	for _, k := range led.Unreadable {
 		warn = append(warn, fmt.Sprintf("ledger configmap %s/%s: key %s does not decode; it is kept but ignored", namespace, LockName(name), k))
 	}
-	obs.At = o.now()
-	return status.Evaluate(obs, obs.At, o.Verdict), warn, nil
+	// obs.At stays when the observation began (status sets it): the lock
+	// and ledger read since are newer, never older, than that.
+	return status.Evaluate(obs, o.now(), o.Verdict), warn, nil
 }
 
 func lockReadError(err error, ns, name string) error {

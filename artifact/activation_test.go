@@ -187,10 +187,10 @@ func TestRestoreKeepsBoundedPreviousCopies(t *testing.T) {
 		}
 	}
 	prev := previousDirs(t, dir)
-	if len(prev) != 2 {
-		t.Fatalf("%d previous copies kept after %d restores: %v, want 2", len(prev), rounds, prev)
+	if len(prev) != 3 {
+		t.Fatalf("%d previous copies kept after %d restores: %v, want the 2 newest and the oldest", len(prev), rounds, prev)
 	}
-	for _, i := range []int{rounds - 3, rounds - 2} { // the data of the two restores before the last
+	for _, i := range []int{0, rounds - 3, rounds - 2} { // the oldest, and the data of the two restores before the last
 		if len(holding(t, dir, "round", fmt.Sprint(i))) != 1 {
 			t.Errorf("the previous copy of round %d is gone; kept: %v", i, prev)
 		}

@@ -22,7 +22,8 @@ const MarkerName = ".hactl-generation.json"
 // DefaultKeepPrevious is how many previous copies of a data directory
 // (<data-dir>.hactl-previous-<time>) Restore keeps when
 // RestoreOptions.KeepPrevious is 0: the newest ones. Older copies are
-// removed only once a restore's new data is active, and never the copy
+// removed only once a restore's new data is active, never the oldest one
+// (what the volume held before the first restore), and never the copy
 // that restore itself moved aside or rescued.
 const DefaultKeepPrevious = 2
 
@@ -597,10 +598,13 @@ func prunePrevious(dataDir string, keep int, res *RestoreResult) {
 			prev = append(prev, filepath.Join(parent, e.Name()))
 		}
 	}
-	// Newest first: the names carry a fixed-width UTC time.
+	// Newest first: the names carry a fixed-width UTC time. The oldest
+	// copy is kept too, whatever the bound: it is what the volume held
+	// before the first restore (the only copy of writes no generation
+	// has).
 	sort.Sort(sort.Reverse(sort.StringSlice(prev)))
 	for i, p := range prev {
-		if i < keep || protect[p] {
+		if i < keep || i == len(prev)-1 || protect[p] {
 			continue
 		}
 		if err := os.RemoveAll(p); err != nil {

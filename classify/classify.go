@@ -179,7 +179,7 @@ func (c *classifier) notResumable(e *model.LedgerEntry) string {
 			return fmt.Sprintf("it restores generation %s, this restore generation %s: a new restore that passes every gate", orName(e.Generation, "(none)"), orName(c.o.Generation, "(none)"))
 		case src == nil:
 			return ""
-		case e.Digest == "" || e.Digest != src.Digest:
+		case e.Digest != "" && e.Digest != src.Digest:
 			return fmt.Sprintf("it restores generation %s with digest %s, the store now holds digest %s: a new restore that passes every gate", e.Generation, orName(e.Digest, "(not recorded)"), orName(src.Digest, "(none)"))
 		case e.FromClusterID != "" && e.FromClusterID != src.ClusterID:
 			return fmt.Sprintf("it restores generation %s of cluster %s, the store's is of cluster %s: a new restore that passes every gate", e.Generation, e.FromClusterID, src.ClusterID)
@@ -196,6 +196,12 @@ func (c *classifier) notResumable(e *model.LedgerEntry) string {
 	if r.MemberID != "" && c.peerByIDIn(r.MemberID) {
 		return ""
 	}
+	// What the action itself brings back (a learner or voter with the
+	// recorded peer URL or the member's name) is where a normal resume
+	// stands: not stale.
+	if c.peerHolding(e.Member, r.PeerURLs) {
+		return ""
+	}
 	if m := c.member(e.Member); m != nil {
 		if r.PodUID != "" && m.Pod != nil && m.Pod.UID == r.PodUID {
 			return ""
@@ -206,6 +212,21 @@ func (c *classifier) notResumable(e *model.LedgerEntry) string {
 	}
 	return fmt.Sprintf("it was last updated %s ago and the member, pod and volume it recorded (member %s, pod uid %s, volume uid %s) are all gone: it is stale",
 		c.now.Sub(e.UpdatedAt).Round(time.Second), orName(r.MemberID, "-"), orName(r.PodUID, "-"), orName(r.PVCUID, "-"))
+}
+
+// peerHolding reports whether any answering member lists a member named
+// name or holding one of urls.
+func (c *classifier) peerHolding(name string, urls []string) bool {
+	for _, m := range c.obs.Members {
+		if e := m.Engine; e != nil && e.Reachable {
+			for _, p := range e.Peers {
+				if (name != "" && p.Name == name) || slices.ContainsFunc(p.PeerURLs, func(u string) bool { return slices.Contains(urls, u) }) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // peerByIDIn reports whether any answering member lists member id.

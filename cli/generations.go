@@ -815,9 +815,12 @@ func (o *generationsGCOptions) plan(ctx context.Context, cs *clusterStore) (arti
 }
 
 // errGCLockLost says gc's lock was taken away while it deleted.
-type errGCLockLost struct{ holder string }
+type errGCLockLost struct{ holder, why string }
 
 func (e *errGCLockLost) Error() string {
+	if e.why != "" {
+		return e.why
+	}
 	if e.holder == "" {
 		return "the lock was released by someone else"
 	}
@@ -887,10 +890,8 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 	// verdict, and the Lease itself, read now) ...
 	leaseName := actions.LockName(o.Cluster)
 	stillHeld := func() error {
-		select {
-		case <-lock.Lost():
-			return &errGCLockLost{}
-		default:
+		if err := lock.Valid(); err != nil { // lost, or past its renew deadline (frozen)
+			return &errGCLockLost{why: err.Error()}
 		}
 		l, err := o.client.CoordinationV1().Leases(o.Namespace).Get(ctx, leaseName, metav1.GetOptions{})
 		switch {
