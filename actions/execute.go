@@ -608,7 +608,10 @@ func covered(confirmed classify.Decision, s classify.Step) error {
 			}
 		case model.StepDeletePod, model.StepDeletePVC, model.StepDeleteRestorePod, model.StepScaleDown, model.StepScaleUp:
 			if c.Fence == nil {
-				continue // a restore pod not yet created when the plan was shown: see ownRestorePod
+				if s.Fence == nil {
+					return nil // both plan a restore pod that does not exist yet
+				}
+				continue // created since the plan was shown: see ownRestorePod
 			}
 			if s.Fence == nil || c.Fence.UID != s.Fence.UID {
 				continue
