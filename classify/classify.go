@@ -862,7 +862,10 @@ func (c *classifier) seed() {
 				continue
 			}
 			srcLeader := src.Engine.MemberID == c.a.LeaderID
-			if (srcLeader && !isLeader) || (srcLeader == isLeader && (lagOf(h) < lagOf(src) || (lagOf(h) == lagOf(src) && h.Ordinal < src.Ordinal))) {
+			// Followers first, then the lowest ordinal. Lag within the
+			// threshold is not a preference: it moves between two
+			// observations, and the source is fenced under the lock.
+			if (srcLeader && !isLeader) || (srcLeader == isLeader && h.Ordinal < src.Ordinal) {
 				src = h
 			}
 		}

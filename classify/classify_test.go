@@ -303,6 +303,14 @@ func rows() []row {
 					t.Errorf("source %s flow %s phase %s", d.Steps[0].Member, d.Flow, d.Phase)
 				}
 			}},
+		{name: "seed source is stable while lag moves within the threshold", intent: withOpts(intentFor(model.ActionSeed, ""), func(o *Options) { o.SeedStore = "s3://b" }),
+			mutate: func(o *model.Observation) { o.Members[1].Engine.RaftApplied = 4990 },
+			verb:   VerbProceed,
+			check: func(t *testing.T, d Decision) {
+				if d.Steps[0].Member != "etcd-1" {
+					t.Errorf("source %s, want etcd-1: a lag within the threshold must not move the source between two observations", d.Steps[0].Member)
+				}
+			}},
 		{name: "seed from a lagging member", intent: withOpts(intentFor(model.ActionSeed, "etcd-2"), func(o *Options) { o.SeedStore = "s3://b" }),
 			mutate: func(o *model.Observation) { o.Members[2].Engine.RaftApplied = 10 },
 			verb:   VerbRefuse, codes: []Code{CodeNoSeedSource}},
