@@ -177,7 +177,10 @@ type run struct {
 	// unrecorded is the last receipt the ledger could not record: no
 	// further change is made until the ledger tells the truth again.
 	unrecorded error
-	res        Result
+	// ahead names the changing request writeAhead last recorded as
+	// being sent, until a receipt of its step says how it ended.
+	ahead string
+	res   Result
 }
 
 // ownRestorePod reports whether s deletes a restore pod this action
@@ -298,6 +301,51 @@ func stepFences(s classify.Step) []model.Fence {
 	return []model.Fence{*s.Fence}
 }
 
+// writeAhead records in the ledger, before a changing request is sent,
+// that it is being sent (OutcomeSending), so that a holder killed before
+// the answer's receipt still leaves the change on record. Ledger only: the
+// receipt of how the step ended follows on screen, in Events and in the
+// result. A failed write stops the run before the request.
+func (r *run) writeAhead(s classify.Step) error {
+	if r.entryID == "" || r.o.DryRun != DryRunNone {
+		return nil
+	}
+	key := aheadKey(s.Kind, s.MemberID, stepFences(s))
+	if r.ahead == key {
+		// a retry of the request already on record (the engine said
+		// "not yet"): no receipt since, so the record stands
+		return r.mayChange()
+	}
+	member := r.confirmed.Intent.Member
+	if member == "" {
+		member = s.Member
+	}
+	rc := model.Receipt{
+		ActionID: r.entryID, Action: r.confirmed.Intent.Action, Cluster: r.ns + "/" + r.name,
+		Member: member, Phase: s.Phase, Step: s.Kind, Outcome: model.OutcomeSending, At: time.Now().UTC(),
+		Holder: r.x.identity(), Detail: s.Detail + ": sending", Fences: stepFences(s), MemberID: s.MemberID, PeerURLs: s.PeerURLs,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := r.mayChange(); err != nil {
+		return err
+	}
+	if _, err := r.ledger().Append(ctx, r.entryID, rc, model.EntryInProgress); err != nil {
+		return fmt.Errorf("the ledger could not record the change before it was sent (%w); stopped so that the ledger keeps telling the truth: run the command again to resume", err)
+	}
+	r.ahead = key
+	return r.mayChange()
+}
+
+// aheadKey names one changing request for writeAhead.
+func aheadKey(k model.StepKind, memberID string, fences []model.Fence) string {
+	key := string(k) + "/" + memberID
+	for _, f := range fences {
+		key += "/" + f.UID
+	}
+	return key
+}
+
 // receipt records one receipt: ledger (when an entry exists), Event,
 // callback, result.
 func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Outcome, detail string, fences []model.Fence, s classify.Step) model.Receipt {
@@ -315,6 +363,9 @@ func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Ou
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	if strings.HasPrefix(r.ahead, string(kind)+"/") {
+		r.ahead = "" // how the request ended is on record now
+	}
 	if r.entryID != "" && r.o.DryRun == DryRunNone {
 		state := model.EntryInProgress
 		switch {
@@ -768,6 +819,10 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 			return r.res, r.stop(err)
 		}
 		if err := r.mayChange(); err != nil {
+			r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
+			return r.res, r.stop(err)
+		}
+		if err := r.writeAhead(s); err != nil {
 			r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
 			return r.res, r.stop(err)
 		}

@@ -249,7 +249,20 @@ func TestReplaceLearnerFlow(t *testing.T) {
 		t.Fatalf("ledger %+v %v", l, err)
 	}
 	en := l.Entries[0]
-	if en.State != model.EntryDone || en.Phase != model.ActionPhaseReady || len(en.Receipts) != len(res.Receipts) || en.Replaced.PodUID != string(oldPod.UID) {
+	// The ledger holds the result's receipts and, written ahead of each
+	// changing request, one "sending" receipt that a receipt of the same
+	// step follows.
+	var shown int
+	for i, r := range en.Receipts {
+		if r.Outcome != model.OutcomeSending {
+			shown++
+			continue
+		}
+		if i+1 >= len(en.Receipts) || en.Receipts[i+1].Step != r.Step {
+			t.Errorf("receipt %d (%s sending) is not followed by how the step ended", r.Seq, r.Step)
+		}
+	}
+	if en.State != model.EntryDone || en.Phase != model.ActionPhaseReady || shown != len(res.Receipts) || en.Replaced.PodUID != string(oldPod.UID) {
 		t.Errorf("ledger entry %+v", en)
 	}
 	if l.ClusterID == "" {

@@ -28,6 +28,11 @@ func NewIdentity() string {
 	return fmt.Sprintf("hactl/%s/%s/%d/%s", host, PIDSpace(), os.Getpid(), hex.EncodeToString(b))
 }
 
+// ProcessIdentity is this process's one identity (NewIdentity, made once):
+// the lock holder it writes and the user agent its API requests carry, so
+// that the API server's audit log ties every change to a lock holder.
+var ProcessIdentity = sync.OnceValue(NewIdentity)
+
 var pidSpace = sync.OnceValue(func() string {
 	id, ok := pidSpaceOf()
 	if !ok {

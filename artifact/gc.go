@@ -82,9 +82,23 @@ type GCPlan struct {
 type Owner struct {
 	Namespace string `json:"namespace"`
 	Cluster   string `json:"cluster"`
+	// UID is the StatefulSet's UID, "" when unknown (a generation written
+	// before UIDs were recorded, or a cluster whose StatefulSet is gone).
+	UID string `json:"uid,omitempty"`
 }
 
 func (o Owner) String() string { return o.Namespace + "/" + o.Cluster }
+
+// Named reports whether o is the cluster ns/name, whatever its UID.
+func (o Owner) Named(other Owner) bool {
+	return o.Namespace == other.Namespace && o.Cluster == other.Cluster
+}
+
+// Is reports whether o and other are the same cluster: the same name, and
+// the same StatefulSet UID where both are known.
+func (o Owner) Is(other Owner) bool {
+	return o.Named(other) && (o.UID == "" || other.UID == "" || o.UID == other.UID)
+}
 
 // OwnerOf returns the cluster entry e belongs to. ok is false when nothing
 // proves it: no manifest (an unfinished upload), a manifest that does not
@@ -100,7 +114,7 @@ func manifestOwner(m *Manifest) (Owner, bool) {
 	if m == nil || m.Source.Namespace == "" || m.Source.Cluster == "" {
 		return Owner{}, false
 	}
-	return Owner{Namespace: m.Source.Namespace, Cluster: m.Source.Cluster}, true
+	return Owner{Namespace: m.Source.Namespace, Cluster: m.Source.Cluster, UID: m.Source.UID}, true
 }
 
 // GCScope says whose generations a GC may delete.
@@ -127,9 +141,14 @@ func PlanClusterGC(entries []Entry, scope GCScope, o GCOptions) GCPlan {
 	var plan GCPlan
 	for _, e := range entries {
 		owner, ok := OwnerOf(e)
+		if ok && owner.Is(scope.Cluster) {
+			owner = scope.Cluster // one group: this cluster's, with or without a recorded UID
+		}
 		switch {
 		case ok && (owner == scope.Cluster || scope.AllClusters):
 			groups[owner] = append(groups[owner], e)
+		case ok && owner.Named(scope.Cluster):
+			plan.Keep = append(plan.Keep, keepEntry(e, owner.String(), fmt.Sprintf("belongs to another StatefulSet named %s (uid %s; this one is uid %s): another Kubernetes cluster's, or one deleted and created again", owner, owner.UID, scope.Cluster.UID))...)
 		case ok:
 			plan.Keep = append(plan.Keep, keepEntry(e, owner.String(), "belongs to "+owner.String())...)
 		case e.Err != nil && !isNoManifest(e.Err):

@@ -16,22 +16,7 @@ import (
 // (ns == "": a manifest that names no source), created at t.
 func publishFor(t *testing.T, s *artifact.Store, g, ns, name string, created time.Time) {
 	t.Helper()
-	ctx := context.Background()
-	u, err := s.Begin(ctx, g, artifact.UploadOptions{Source: artifact.Source{Namespace: ns, Cluster: name}, Now: created})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := u.Create(ctx, "snapshot.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = w.Write([]byte(g))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := u.Publish(ctx, identity(g)); err != nil {
-		t.Fatal(err)
-	}
+	publishForUID(t, s, g, ns, name, "", created)
 }
 
 // leaveUpload writes an unpublished upload of generation g.
@@ -192,5 +177,57 @@ func TestRunGCStopsAndRechecks(t *testing.T) {
 	}
 	if _, err := s.ReadManifest(ctx, "g4"); !errors.Is(err, artifact.ErrNoManifest) {
 		t.Errorf("g4 after GC: %v", err)
+	}
+}
+
+// publishForUID is publishFor with the source StatefulSet's UID recorded.
+func publishForUID(t *testing.T, s *artifact.Store, g, ns, name, uid string, created time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := s.Begin(ctx, g, artifact.UploadOptions{Source: artifact.Source{Namespace: ns, Cluster: name, UID: uid}, Now: created})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := u.Create(ctx, "snapshot.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write([]byte(g))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Publish(ctx, identity(g)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two Kubernetes clusters with a same-named StatefulSet (db/a) sharing a
+// store: GC for one never deletes the other's generations, told apart by
+// the StatefulSet UID each manifest records. Generations written before
+// UIDs were recorded still count as db/a's.
+func TestPlanClusterGCTellsSameNamedClustersApart(t *testing.T) {
+	s := openFile(t)
+	ctx := deadline(t)
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i, g := range []struct{ g, uid string }{
+		{"old", ""}, {"mine1", "uid-mine"}, {"prod1", "uid-prod"}, {"mine2", "uid-mine"}, {"prod2", "uid-prod"}, {"mine3", "uid-mine"},
+	} {
+		publishForUID(t, s, g.g, "db", "a", g.uid, base.Add(time.Duration(i)*time.Hour))
+	}
+	entries, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := artifact.GCOptions{Keep: 1, Now: time.Now()}
+	plan := artifact.PlanClusterGC(entries, artifact.GCScope{Cluster: artifact.Owner{Namespace: "db", Cluster: "a", UID: "uid-mine"}}, o)
+	if got := names(plan.Delete); got != "generation:mine1,generation:mine2,generation:old" {
+		t.Fatalf("deletes %s, want only this StatefulSet's older generations (and the one without a UID)", got)
+	}
+	if r := reasonOf(plan.Keep, artifact.GCGeneration, "prod1"); !strings.Contains(r, "uid-prod") {
+		t.Errorf("prod1 kept for %q, want the other StatefulSet's UID named", r)
+	}
+	plan = artifact.PlanClusterGC(entries, artifact.GCScope{Cluster: artifact.Owner{Namespace: "db", Cluster: "a", UID: "uid-mine"}, AllClusters: true}, o)
+	if got := names(plan.Delete); got != "generation:mine1,generation:mine2,generation:old,generation:prod1" {
+		t.Fatalf("with AllClusters deletes %s, want the --keep newest of each StatefulSet kept", got)
 	}
 }

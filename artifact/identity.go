@@ -62,10 +62,14 @@ type Source struct {
 	Namespace string `json:"namespace,omitempty"`
 	Cluster   string `json:"cluster,omitempty"`
 	Member    string `json:"member,omitempty"`
+	// UID is the source StatefulSet's UID: it tells two same-named
+	// clusters (two Kubernetes clusters sharing a store) apart. Empty in
+	// generations written before it was recorded.
+	UID string `json:"statefulSetUID,omitempty"`
 }
 
 func (s Source) validate() error {
-	for _, f := range []struct{ name, v string }{{"namespace", s.Namespace}, {"cluster", s.Cluster}, {"member", s.Member}} {
+	for _, f := range []struct{ name, v string }{{"namespace", s.Namespace}, {"cluster", s.Cluster}, {"member", s.Member}, {"statefulSetUID", s.UID}} {
 		if err := checkText("source."+f.name, f.v, 253); err != nil {
 			return err
 		}

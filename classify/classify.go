@@ -304,7 +304,7 @@ func (c *classifier) engineGates(target string) bool {
 		return false
 	}
 	if c.a.MemberList == nil {
-		c.block(CodeMemberListUnknown, "", "", "no answering member reported the member list")
+		c.block(CodeMemberListUnknown, "", "", "no answering member reported the member list%s", c.peerFailures())
 		return false
 	}
 	if c.a.ClusterIDs > 1 {
@@ -327,6 +327,28 @@ func (c *classifier) engineGates(target string) bool {
 
 // probeFailures summarises why members did not answer (the engine's
 // errors name hosts and steps, never credentials).
+// peerFailures says why each answering member gave no member list, with a
+// hint when deadlines ran out (a slow API server: every probe goes
+// through a port-forward).
+func (c *classifier) peerFailures() string {
+	var parts []string
+	deadline := false
+	for _, m := range c.obs.Members {
+		if e := m.Engine; e != nil && e.Reachable && e.PeersErr != "" {
+			parts = append(parts, m.Name+": "+e.PeersErr)
+			deadline = deadline || strings.Contains(e.PeersErr, "deadline") || strings.Contains(e.PeersErr, "timeout")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	out := " (" + strings.Join(parts, "; ") + ")"
+	if deadline {
+		out += "; the probes ran out of time: through a slow API server, raise --probe-timeout"
+	}
+	return out
+}
+
 func (c *classifier) probeFailures() string {
 	var parts []string
 	for _, m := range c.obs.Members {

@@ -284,6 +284,20 @@ func rows() []row {
 		{name: "no member answers", intent: replace1,
 			mutate: func(o *model.Observation) { down(o, 0); down(o, 1); down(o, 2) },
 			verb:   VerbRefuse, codes: []Code{CodeClusterUnreachable}},
+		{name: "no member list in time says why and what to try", intent: replace1,
+			mutate: func(o *model.Observation) {
+				setPeers(o, nil)
+				for i := range o.Members {
+					o.Members[i].Engine.PeersErr = "timeout (MemberList: context deadline exceeded)"
+				}
+			},
+			verb: VerbRefuse, codes: []Code{CodeMemberListUnknown},
+			check: func(t *testing.T, d Decision) {
+				msg := d.Blockers[0].Detail
+				if !strings.Contains(msg, "etcd-1: timeout (MemberList") || !strings.Contains(msg, "--probe-timeout") {
+					t.Errorf("message %q: want each member's answer and the --probe-timeout hint", msg)
+				}
+			}},
 		{name: "no member list", intent: replace1,
 			mutate: func(o *model.Observation) { setPeers(o, nil) },
 			verb:   VerbRefuse, codes: []Code{CodeMemberListUnknown}},

@@ -229,6 +229,8 @@ func (o *ActionOptions) executor() *actions.Executor {
 		Observer: &actions.Observer{Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
 			Verdict: verdict.Options{LagThreshold: o.LagThreshold}},
 		WaitTimeout: o.Timeout,
+		// the identity the API requests name in their user agent
+		Identity: actions.ProcessIdentity(),
 	}
 }
 

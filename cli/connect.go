@@ -5,6 +5,9 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/hactl-dev/hactl/actions"
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/portforward"
@@ -16,6 +19,13 @@ type conn struct {
 	namespace string
 	client    kubernetes.Interface
 	dial      engine.DialFunc
+}
+
+// userAgent is client-go's default user agent followed by this process's
+// lock identity: an API server's audit log then names the hactl process
+// (host, pid) behind every request, and which lock holder it was.
+func userAgent() string {
+	return rest.DefaultKubernetesUserAgent() + " " + actions.ProcessIdentity()
 }
 
 // connect reads the kubeconfig the connection flags name; withDial also
@@ -31,6 +41,7 @@ func connect(flags *genericclioptions.ConfigFlags, withDial bool) (conn, error) 
 	if err != nil {
 		return c, fmt.Errorf("reading kubeconfig: %w", err)
 	}
+	cfg.UserAgent = userAgent()
 	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return c, err
 	}

@@ -645,6 +645,8 @@ type generationsGCOptions struct {
 	IncludeUnowned bool
 	// AllowMissingSTS: go ahead when the StatefulSet does not exist.
 	AllowMissingSTS bool
+	// stsUID is the StatefulSet's UID, once read ("" when it is missing).
+	stsUID string
 }
 
 func newCmdGenerationsGC(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -740,8 +742,11 @@ func (o *generationsGCOptions) validate() error {
 	return nil
 }
 
+// self is the cluster gc runs for: its name and, when its StatefulSet
+// exists, its UID (generations another same-named StatefulSet wrote are
+// not its own).
 func (o *generationsGCOptions) self() artifact.Owner {
-	return artifact.Owner{Namespace: o.Namespace, Cluster: o.Cluster}
+	return artifact.Owner{Namespace: o.Namespace, Cluster: o.Cluster, UID: o.stsUID}
 }
 
 func (o *generationsGCOptions) scope() artifact.GCScope {
@@ -755,13 +760,13 @@ func (o *generationsGCOptions) scope() artifact.GCScope {
 // this cluster's generation).
 func (o *generationsGCOptions) ledgerClusters(entries []artifact.Entry) (required, optional []artifact.Owner) {
 	required = []artifact.Owner{o.self()}
-	seen := map[artifact.Owner]bool{o.self(): true}
+	seen := map[string]bool{o.self().String(): true} // one ledger per name
 	for _, e := range entries {
 		ow, ok := artifact.OwnerOf(e)
-		if !ok || seen[ow] {
+		if !ok || seen[ow.String()] {
 			continue
 		}
-		seen[ow] = true
+		seen[ow.String()] = true
 		if o.AllClusters {
 			required = append(required, ow)
 		} else {
@@ -788,7 +793,7 @@ func (o *generationsGCOptions) inUseIn(ctx context.Context, required, optional [
 			continue
 		}
 		for g, why := range cur {
-			if ow != o.self() {
+			if !ow.Named(o.self()) {
 				why = ow.String() + ": " + why
 			}
 			out[g] = why
@@ -843,6 +848,8 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 	defer cs.store.Close()
 	if cs.sts == nil {
 		fmt.Fprintf(o.ErrOut, "warning: no StatefulSet %q in namespace %q; going ahead as --allow-missing-statefulset says\n", o.Cluster, o.Namespace)
+	} else {
+		o.stsUID = string(cs.sts.UID)
 	}
 	plan, entries, err := o.plan(ctx, cs)
 	if err != nil {
@@ -867,7 +874,7 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 			return withCode(ExitRefused, errors.New("not confirmed; nothing was deleted"))
 		}
 	}
-	identity := actions.NewIdentity()
+	identity := actions.ProcessIdentity()
 	lo := actions.LockOptions{Identity: identity, Action: "generations gc"}
 	if cs.sts != nil {
 		lo.Owner = &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: cs.sts.Name, UID: types.UID(cs.sts.UID)}

@@ -155,7 +155,7 @@ func (o *SeedOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	o.Namespace, o.client, o.dial = c.namespace, c.client, c.dial
 	o.inIsTTY, o.errIsTTY = isTerminal(o.In), isTerminal(o.ErrOut)
-	o.identity = actions.NewIdentity()
+	o.identity = actions.ProcessIdentity()
 	return nil
 }
 
@@ -341,6 +341,7 @@ type seedRun struct {
 	sts     corev1.ObjectReference
 	entryID string
 	source  string
+	lock    *actions.Lock
 }
 
 // receipt records one receipt in the ledger (with the entry's new state),
@@ -352,8 +353,12 @@ func (r *seedRun) receipt(step model.StepKind, phase model.ActionPhase, out mode
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if r.entryID != "" {
-		if rec, err := r.ledger.Append(ctx, r.entryID, rc, state); err != nil {
+	if r.entryID != "" && r.lock != nil {
+		// The ledger is written only while the lock is known held: once
+		// it may be another process's, the entry is that process's too.
+		if err := r.lock.Valid(); err != nil {
+			fmt.Fprintf(r.o.ErrOut, "warning: receipt not recorded in the ledger: %v\n", err)
+		} else if rec, err := r.ledger.Append(ctx, r.entryID, rc, state); err != nil {
 			fmt.Fprintf(r.o.ErrOut, "warning: receipt not recorded in the ledger: %v\n", err)
 		} else {
 			rc = rec
@@ -393,6 +398,7 @@ func (o *SeedOptions) execute(ctx context.Context, cs *clusterStore, d classify.
 			fmt.Fprintf(o.ErrOut, "warning: %v\n", err)
 		}
 	}()
+	r.lock = lock
 	if lock.TookOver != "" {
 		fmt.Fprintf(o.ErrOut, "warning: took the lock over from stale holder %s (%s)\n", lock.TookOver, lock.TookOverWhy)
 	}
@@ -428,6 +434,9 @@ func (o *SeedOptions) execute(ctx context.Context, cs *clusterStore, d classify.
 		Phase: model.ActionPhaseRequested, Generation: o.Generation}
 	if e.ID == "" {
 		e.ID = actions.NewEntryID(model.ActionSeed, r.source, at)
+	}
+	if err := lock.Valid(); err != nil {
+		return err
 	}
 	got, err := r.ledger.Begin(ctx, e, d2.Supersedes, at)
 	if err != nil {
@@ -469,9 +478,10 @@ func (o *SeedOptions) execute(ctx context.Context, cs *clusterStore, d classify.
 		Probe:           engine.ProbeOptions{Dial: o.dial, Timeout: o.ProbeTimeout, Credentials: creds},
 		ExpectClusterID: res2.Analysis.ClusterID,
 		ExpectMemberID:  src.MemberID,
-		Info:            artifact.Source{Namespace: o.Namespace, Cluster: o.Cluster, Member: src.Member},
+		Info:            artifact.Source{Namespace: o.Namespace, Cluster: o.Cluster, Member: src.Member, UID: string(cs.sts.UID)},
 		CreatedBy:       "kubectl-hactl " + buildinfo.Version,
 		Progress:        bar.update,
+		BeforePublish:   lock.Valid,
 		OnPhase: func(p model.ActionPhase, detail string) {
 			if p == model.ActionPhaseUploading {
 				bar.finish()

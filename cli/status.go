@@ -148,6 +148,7 @@ func (o *StatusOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("reading kubeconfig: %w", err)
 	}
+	o.restConfig.UserAgent = userAgent()
 	o.client, err = kubernetes.NewForConfig(o.restConfig)
 	if err != nil {
 		return err

@@ -251,7 +251,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 	observer := s.observer(status.APISource{Client: s.client})
 	backend := tui.NewKubeBackend(s.client, s.Namespace, *observer)
 	ro, why := o.readOnly()
-	o.identity = actions.NewIdentity()
+	o.identity = actions.ProcessIdentity()
 	var acts tui.Actions
 	holder := ""
 	if x := o.executor(); x != nil {

@@ -172,6 +172,12 @@ const (
 	// timeout, a broken connection): the world may have changed. The
 	// next observation tells; it is never read as "nothing changed".
 	OutcomeUnknown Outcome = "unknown"
+	// OutcomeSending: written to the ledger right before a changing
+	// request is sent (write-ahead). Until a later receipt of the same
+	// step says how it ended, it reads as unknown: a holder killed
+	// between the request and its answer leaves the ledger saying "may
+	// have changed", never nothing.
+	OutcomeSending Outcome = "sending"
 	// OutcomeSuperseded: the entry was ended by another action
 	// (--supersede, a stale entry, a restore of another generation).
 	OutcomeSuperseded Outcome = "superseded"

@@ -61,6 +61,8 @@ type config struct {
 	// supervisor builds it from RepoRoot into DIR/bin/kubectl-hactl.
 	Agent    string `json:"agent,omitempty"`
 	RepoRoot string `json:"repoRoot,omitempty"`
+	// APIServerArgs are appended to kube-apiserver's flags.
+	APIServerArgs []string `json:"apiServerArgs,omitempty"`
 }
 
 // supervisorRecord identifies the supervisor process (DIR/supervisor.json):

@@ -76,6 +76,9 @@ type Options struct {
 	Progress io.Writer
 	// Timeout bounds the whole start (default 5 minutes).
 	Timeout time.Duration
+	// APIServerArgs are appended to kube-apiserver's flags (an audit
+	// policy and log, for tests that check what was changed and by whom).
+	APIServerArgs []string
 }
 
 // Sandbox is a running sandbox, seen from outside its supervisor.
@@ -148,7 +151,7 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 			return nil, err
 		}
 	}
-	cfg := config{BinDir: o.BinDir, Namespace: o.Namespace, Scenarios: o.Scenarios, Nodes: 3, Agent: agent}
+	cfg := config{BinDir: o.BinDir, Namespace: o.Namespace, Scenarios: o.Scenarios, Nodes: 3, Agent: agent, APIServerArgs: o.APIServerArgs}
 	if cfg.Agent == "" {
 		// The supervisor builds it; it runs in dir, so find the
 		// repository from here.

@@ -158,6 +158,7 @@ func (s *supervisor) start(ctx context.Context) error {
 	s.step("starting the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)")
 	s.cp, err = controlplane.Start(ctx, controlplane.Options{
 		BinDir: s.cfg.BinDir, Dir: s.l.controlplane(), ControllerManager: true, Scheduler: true,
+		APIServerArgs: s.cfg.APIServerArgs,
 	})
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
 )
@@ -25,32 +26,32 @@ import (
 // failover-ready again.
 func replaceAndCheck(t *testing.T, verb, cluster, member string, extra ...string) {
 	t.Helper()
-	s.waitFailoverReady(t, cluster)
-	want := s.putSentinel(t, cluster)
-	oldUID := s.podUID(t, member)
-	r := s.hactl(t, append([]string{verb, cluster, member, "--yes", "-o", "json"}, extra...)...)
-	if r.code != 0 {
+	s.WaitFailoverReady(t, cluster)
+	want := s.PutSentinel(t, cluster)
+	oldUID := s.PodUID(t, member)
+	r := s.Hactl(t, append([]string{verb, cluster, member, "--yes", "-o", "json"}, extra...)...)
+	if r.Code != 0 {
 		t.Fatalf("%s %s: %s", verb, member, r)
 	}
-	doc := receipts(t, r)
+	doc := e2esuite.Receipts(t, r)
 	if doc.Result != "done" || len(doc.Receipts) == 0 || doc.Receipts[len(doc.Receipts)-1].Phase != model.ActionPhaseReady {
 		t.Fatalf("receipts: %+v", doc)
 	}
-	if s.podUID(t, member) == oldUID {
+	if s.PodUID(t, member) == oldUID {
 		t.Errorf("%s still runs its old pod %s", member, oldUID)
 	}
-	s.assertSentinel(t, cluster, want)
-	s.waitFailoverReady(t, cluster)
-	if r := s.hactl(t, "status", cluster); r.code != 0 {
+	s.AssertSentinel(t, cluster, want)
+	s.WaitFailoverReady(t, cluster)
+	if r := s.Hactl(t, "status", cluster); r.Code != 0 {
 		t.Errorf("status after %s: %s", verb, r)
 	}
 	// The action's phases show in status: hactl's Events on the
 	// StatefulSet are listed there.
-	st := s.hactl(t, "status", cluster, "-o", "json")
+	st := s.Hactl(t, "status", cluster, "-o", "json")
 	var stDoc struct {
 		Events []model.EventFacts `json:"events"`
 	}
-	if err := json.Unmarshal([]byte(st.stdout), &stDoc); err != nil {
+	if err := json.Unmarshal([]byte(st.Stdout), &stDoc); err != nil {
 		t.Fatalf("status -o json: %v\n%s", err, st)
 	}
 	seen := false
@@ -67,21 +68,21 @@ func replaceAndCheck(t *testing.T, verb, cluster, member string, extra ...string
 
 func TestReplaceStaticExisting(t *testing.T) {
 	skipShort(t)
-	_, followers := s.roles(t, staticCluster)
+	_, followers := s.Roles(t, staticCluster)
 	replaceAndCheck(t, "replace", staticCluster, followers[0])
 }
 
 func TestReseedStaticExisting(t *testing.T) {
 	skipShort(t)
-	_, followers := s.roles(t, staticCluster)
+	_, followers := s.Roles(t, staticCluster)
 	replaceAndCheck(t, "reseed", staticCluster, followers[len(followers)-1])
 }
 
 func TestReplaceSelfRegistering(t *testing.T) {
 	skipShort(t)
-	_, followers := s.roles(t, selfRegCluster)
+	_, followers := s.Roles(t, selfRegCluster)
 	replaceAndCheck(t, "replace", selfRegCluster, followers[0])
-	for _, r := range s.ledger(t, selfRegCluster).Entries {
+	for _, r := range s.Ledger(t, selfRegCluster).Entries {
 		for _, rc := range r.Receipts {
 			if rc.Step == model.StepAddLearner || rc.Step == model.StepPromoteLearner {
 				t.Errorf("hactl added or promoted a learner on a self-registering cluster: %+v", rc)
@@ -94,14 +95,14 @@ func TestReplaceSelfRegistering(t *testing.T) {
 // flag), done with it.
 func TestReplaceLeader(t *testing.T) {
 	skipShort(t)
-	s.waitFailoverReady(t, staticCluster)
-	leader, _ := s.roles(t, staticCluster)
-	uid := s.podUID(t, leader)
-	r := s.hactl(t, "replace", staticCluster, leader, "--yes")
-	if r.code != 5 || !strings.Contains(r.stderr, "target_is_leader") || !strings.Contains(r.stderr, "--move-leader") {
+	s.WaitFailoverReady(t, staticCluster)
+	leader, _ := s.Roles(t, staticCluster)
+	uid := s.PodUID(t, leader)
+	r := s.Hactl(t, "replace", staticCluster, leader, "--yes")
+	if r.Code != 5 || !strings.Contains(r.Stderr, "target_is_leader") || !strings.Contains(r.Stderr, "--move-leader") {
 		t.Fatalf("replacing the leader: %s", r)
 	}
-	if s.podUID(t, leader) != uid {
+	if s.PodUID(t, leader) != uid {
 		t.Fatal("the leader's pod was replaced although refused")
 	}
 	replaceAndCheck(t, "replace", staticCluster, leader, "--move-leader")
@@ -111,33 +112,33 @@ func TestReplaceLeader(t *testing.T) {
 // down, replacing another exits 5 and names the reason.
 func TestReplaceRefusedWithAMemberDown(t *testing.T) {
 	skipShort(t)
-	s.waitFailoverReady(t, staticCluster)
-	_, followers := s.roles(t, staticCluster)
+	s.WaitFailoverReady(t, staticCluster)
+	_, followers := s.Roles(t, staticCluster)
 	downed, target := followers[0], followers[1]
 	ctx := context.Background()
-	if err := s.sb.Break(ctx, namespace+"/"+downed, fault.Stop); err != nil {
+	if err := s.SB.Break(ctx, namespace+"/"+downed, fault.Stop); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := s.sb.Break(context.Background(), namespace+"/"+downed, fault.Resume); err != nil {
+		if err := s.SB.Break(context.Background(), namespace+"/"+downed, fault.Resume); err != nil {
 			t.Errorf("resume %s: %v", downed, err)
 		}
-		s.waitFailoverReady(t, staticCluster)
+		s.WaitFailoverReady(t, staticCluster)
 	})
-	uid := s.podUID(t, target)
-	var r result
+	uid := s.PodUID(t, target)
+	var r e2esuite.Result
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		r = s.hactl(t, "replace", staticCluster, target, "--yes")
-		if strings.Contains(r.stderr, "quorum_would_break") {
+		r = s.Hactl(t, "replace", staticCluster, target, "--yes")
+		if strings.Contains(r.Stderr, "quorum_would_break") {
 			break
 		}
 		time.Sleep(time.Second)
 	}
-	if r.code != 5 || !strings.Contains(r.stderr, "quorum_would_break") || !strings.Contains(r.stderr, downed) {
+	if r.Code != 5 || !strings.Contains(r.Stderr, "quorum_would_break") || !strings.Contains(r.Stderr, downed) {
 		t.Fatalf("replace with %s down: %s", downed, r)
 	}
-	if s.podUID(t, target) != uid {
+	if s.PodUID(t, target) != uid {
 		t.Fatal("the pod was replaced although refused")
 	}
 }
@@ -150,10 +151,10 @@ func TestFenceConflictInTerminal(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
-	s.waitFailoverReady(t, staticCluster)
-	_, followers := s.roles(t, staticCluster)
+	s.WaitFailoverReady(t, staticCluster)
+	_, followers := s.Roles(t, staticCluster)
 	target := followers[0]
-	uid := s.podUID(t, target)
+	uid := s.PodUID(t, target)
 	tmp := t.TempDir()
 	exitFile := filepath.Join(tmp, "exit")
 	// A tmux server of its own (-L): a session of a shared server would
@@ -161,15 +162,15 @@ func TestFenceConflictInTerminal(t *testing.T) {
 	socket := fmt.Sprintf("hactl-e2e-%d", os.Getpid())
 	session := "replace"
 	var envArgs []string
-	for _, kv := range s.env() {
+	for _, kv := range s.Env() {
 		if strings.HasPrefix(kv, "PATH=") || strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "NO_COLOR=") || strings.HasPrefix(kv, "HOME=") {
 			envArgs = append(envArgs, kv)
 		}
 	}
-	script := fmt.Sprintf("%s hactl replace %s %s -n %s; echo $? > %s; sleep 600", s.kubectl, staticCluster, target, namespace, exitFile)
+	script := fmt.Sprintf("%s hactl replace %s %s -n %s; echo $? > %s; sleep 600", s.Kubectl, staticCluster, target, namespace, exitFile)
 	tmux := func(args ...string) string {
 		cmd := exec.Command("tmux", append([]string{"-L", socket}, args...)...)
-		cmd.Env = s.env()
+		cmd.Env = s.Env()
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("tmux %v: %v\n%s", args, err, out)
@@ -185,12 +186,12 @@ func TestFenceConflictInTerminal(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	p, err := s.kc.CoreV1().Pods(namespace).Get(context.Background(), target, metav1.GetOptions{})
+	p, err := s.KC.CoreV1().Pods(namespace).Get(context.Background(), target, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Labels["hactl-e2e/edited"] = "while-the-plan-was-shown"
-	if _, err := s.kc.CoreV1().Pods(namespace).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+	if _, err := s.KC.CoreV1().Pods(namespace).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tmux("send-keys", "-t", session, "y", "Enter")
@@ -210,10 +211,10 @@ func TestFenceConflictInTerminal(t *testing.T) {
 	if strings.TrimSpace(string(code)) != "6" || !strings.Contains(screen, "fence conflict") {
 		t.Fatalf("exit %s, want 6:\n%s", code, screen)
 	}
-	if s.podUID(t, target) != uid {
+	if s.PodUID(t, target) != uid {
 		t.Fatal("the pod was deleted despite the conflict")
 	}
-	s.waitFailoverReady(t, staticCluster)
+	s.WaitFailoverReady(t, staticCluster)
 }
 
 // TestTenConcurrentReplaces: ten replace runs of the same member at once:
@@ -221,11 +222,11 @@ func TestFenceConflictInTerminal(t *testing.T) {
 // once, and writes through another member keep succeeding (quorum holds).
 func TestTenConcurrentReplaces(t *testing.T) {
 	skipShort(t)
-	s.waitFailoverReady(t, staticCluster)
-	leader, followers := s.roles(t, staticCluster)
+	s.WaitFailoverReady(t, staticCluster)
+	leader, followers := s.Roles(t, staticCluster)
 	target := followers[0]
-	want := s.putSentinel(t, staticCluster)
-	entriesBefore := len(s.ledger(t, staticCluster).Entries)
+	want := s.PutSentinel(t, staticCluster)
+	entriesBefore := len(s.Ledger(t, staticCluster).Entries)
 
 	stop := make(chan struct{})
 	var (
@@ -234,7 +235,7 @@ func TestTenConcurrentReplaces(t *testing.T) {
 		writes    int
 	)
 	wdone := make(chan struct{})
-	writer := s.member(t, leader)
+	writer := s.Member(t, leader)
 	go func() {
 		defer close(wdone)
 		for i := 0; ; i++ {
@@ -256,12 +257,12 @@ func TestTenConcurrentReplaces(t *testing.T) {
 	}()
 
 	var wg sync.WaitGroup
-	results := make([]result, 10)
+	results := make([]e2esuite.Result, 10)
 	for i := range results {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = s.hactl(t, "replace", staticCluster, target, "--yes")
+			results[i] = s.Hactl(t, "replace", staticCluster, target, "--yes")
 		}()
 	}
 	wg.Wait()
@@ -269,8 +270,8 @@ func TestTenConcurrentReplaces(t *testing.T) {
 	<-wdone
 	codes := map[int]int{}
 	for _, r := range results {
-		codes[r.code]++
-		if r.code != 0 && r.code != 6 && r.code != 7 {
+		codes[r.Code]++
+		if r.Code != 0 && r.Code != 6 && r.Code != 7 {
 			t.Errorf("unexpected result: %s", r)
 		}
 	}
@@ -279,7 +280,7 @@ func TestTenConcurrentReplaces(t *testing.T) {
 		t.Fatalf("exit codes %v: want exactly one 0, the rest 6 or 7", codes)
 	}
 	// Exactly one new ledger entry, and it deleted the pod once.
-	l := s.ledger(t, staticCluster)
+	l := s.Ledger(t, staticCluster)
 	var deletes int
 	for _, e := range l.Entries[entriesBefore:] {
 		for _, r := range e.Receipts {
@@ -294,8 +295,8 @@ func TestTenConcurrentReplaces(t *testing.T) {
 	if len(writeErrs) > 0 {
 		t.Fatalf("%d of %d writes failed during the runs (quorum lost?): %v", len(writeErrs), writes, writeErrs[0])
 	}
-	s.assertSentinel(t, staticCluster, want)
-	s.waitFailoverReady(t, staticCluster)
+	s.AssertSentinel(t, staticCluster, want)
+	s.WaitFailoverReady(t, staticCluster)
 }
 
 // TestSIGKILLAtEachStepResumes kills kubectl-hactl with SIGKILL right
@@ -311,31 +312,31 @@ func TestSIGKILLAtEachStepResumes(t *testing.T) {
 	}
 	for _, step := range steps {
 		t.Run(string(step), func(t *testing.T) {
-			s.waitFailoverReady(t, staticCluster)
-			_, followers := s.roles(t, staticCluster)
+			s.WaitFailoverReady(t, staticCluster)
+			_, followers := s.Roles(t, staticCluster)
 			target := followers[0]
-			want := s.putSentinel(t, staticCluster)
-			p := s.start(t, "replace", staticCluster, target, "--yes")
-			killed := p.killAt(t, "] "+string(step)+" ")
+			want := s.PutSentinel(t, staticCluster)
+			p := s.Start(t, nil, "replace", staticCluster, target, "--yes")
+			killed := p.KillAt(t, "] "+string(step)+" ")
 			if !killed {
-				t.Fatalf("the run finished (exit %d) without a %s step:\n%s", p.code, step, p.all)
+				t.Fatalf("the run finished (exit %d) without a %s step:\n%s", p.Code, step, p.All)
 			}
-			r := s.hactl(t, "replace", staticCluster, target, "--yes", "-o", "json")
-			if r.code != 0 {
+			r := s.Hactl(t, "replace", staticCluster, target, "--yes", "-o", "json")
+			if r.Code != 0 {
 				t.Fatalf("rerun after SIGKILL at %s: %s", step, r)
 			}
-			if !strings.Contains(r.stderr, "took the lock over from stale holder") {
-				t.Errorf("the rerun did not report taking over the dead holder's lock:\n%s", r.stderr)
+			if !strings.Contains(r.Stderr, "took the lock over from stale holder") {
+				t.Errorf("the rerun did not report taking over the dead holder's lock:\n%s", r.Stderr)
 			}
-			doc := receipts(t, r)
+			doc := e2esuite.Receipts(t, r)
 			for _, rc := range doc.Receipts {
 				if rc.Step == model.StepRemoveMember && rc.Outcome == model.OutcomeDone && step != model.StepAcquireLock && step != model.StepVerifyFences {
 					t.Errorf("the rerun removed a member again: %+v", rc)
 				}
 			}
-			s.assertSentinel(t, staticCluster, want)
-			s.waitFailoverReady(t, staticCluster)
-			l := s.ledger(t, staticCluster)
+			s.AssertSentinel(t, staticCluster, want)
+			s.WaitFailoverReady(t, staticCluster)
+			l := s.Ledger(t, staticCluster)
 			last := l.Entries[len(l.Entries)-1]
 			if last.State != model.EntryDone {
 				t.Errorf("ledger entry %s is %s", last.ID, last.State)

@@ -8,14 +8,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
 )
@@ -38,33 +36,33 @@ func TestRestoreAfterQuorumLoss(t *testing.T) {
 	cluster := staticCluster
 	gen := restoreGeneration(t)
 	ctx := context.Background()
-	s3, err := s.sb.S3()
+	s3, err := s.SB.S3()
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeAfter(t, cluster)
 
 	// With quorum, a restore is refused and changes nothing.
-	r := s.hactl(t, "restore", cluster, "--generation", gen, "--yes")
-	if r.code != 5 || !strings.Contains(r.stdout+r.stderr, "cluster_has_quorum") || !strings.Contains(r.stdout+r.stderr, "--force") {
+	r := s.Hactl(t, "restore", cluster, "--generation", gen, "--yes")
+	if r.Code != 5 || !strings.Contains(r.Stdout+r.Stderr, "cluster_has_quorum") || !strings.Contains(r.Stdout+r.Stderr, "--force") {
 		t.Fatalf("restore of a healthy cluster: want exit 5 with cluster_has_quorum and --force, got %s", r)
 	}
-	sts, err := s.kc.AppsV1().StatefulSets(namespace).Get(ctx, cluster, metav1.GetOptions{})
+	sts, err := s.KC.AppsV1().StatefulSets(namespace).Get(ctx, cluster, metav1.GetOptions{})
 	if err != nil || *sts.Spec.Replicas != 3 {
 		t.Fatalf("a refused restore changed the StatefulSet: %v %v", err, sts.Spec.Replicas)
 	}
 	// An unknown generation is refused before anything is decided.
-	if r := s.hactl(t, "restore", cluster, "--generation", "no-such-gen", "--yes"); r.code != 5 || !strings.Contains(r.stderr, "no-such-gen") {
+	if r := s.Hactl(t, "restore", cluster, "--generation", "no-such-gen", "--yes"); r.Code != 5 || !strings.Contains(r.Stderr, "no-such-gen") {
 		t.Fatalf("restore of a missing generation: want exit 5, got %s", r)
 	}
 
 	loseQuorum(t, cluster)
 
-	r = s.hactl(t, "restore", cluster, "--generation", gen, "--yes", "-o", "json")
-	if r.code != 0 {
+	r = s.Hactl(t, "restore", cluster, "--generation", gen, "--yes", "-o", "json")
+	if r.Code != 0 {
 		t.Fatalf("restore after quorum loss: %s", r)
 	}
-	doc := receipts(t, r)
+	doc := e2esuite.Receipts(t, r)
 	counts := map[model.StepKind]int{}
 	for _, rc := range doc.Receipts {
 		if rc.Outcome == model.OutcomeDone || rc.Outcome == model.OutcomeAlready {
@@ -76,21 +74,21 @@ func TestRestoreAfterQuorumLoss(t *testing.T) {
 			t.Errorf("%d %s receipts, want %d\n%s", counts[k], k, want, r)
 		}
 	}
-	for _, out := range []string{r.stdout, r.stderr} {
+	for _, out := range []string{r.Stdout, r.Stderr} {
 		if strings.Contains(out, s3.SecretKey) || strings.Contains(out, s3.AccessKey) {
 			t.Fatal("a store credential appears in restore's output")
 		}
 	}
 
 	checkRestoredCluster(t, cluster)
-	if code := s.hactl(t, "status", cluster).code; code != 0 {
+	if code := s.Hactl(t, "status", cluster).Code; code != 0 {
 		t.Errorf("status after the restore: exit %d, want 0 (failover-ready)", code)
 	}
-	pods, err := s.kc.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: actions.RestoreLabel + "=" + cluster})
+	pods, err := s.KC.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: actions.RestoreLabel + "=" + cluster})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("restore pods left: %d (%v)", len(pods.Items), err)
 	}
-	led := s.ledger(t, cluster)
+	led := s.Ledger(t, cluster)
 	var done bool
 	for _, e := range led.Entries {
 		if e.Action == model.ActionRestore && e.State == model.EntryDone && e.Generation == gen && e.Replicas == 3 {
@@ -114,25 +112,11 @@ func restoreGeneration(t *testing.T) string {
 		return restoreGen
 	}
 	cluster := staticCluster
-	s.waitFailoverReady(t, cluster)
-	ctx := context.Background()
-	s3, err := s.sb.S3()
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "seed-store", Namespace: namespace},
-		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey, "AWS_REGION": s3.Region}}
-	if _, err := s.kc.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:"seed-store"}}}`, artifact.AnnotationStore,
-		strings.Replace(s3.URL(), "s3://"+s3.Bucket, "s3://"+s3.Bucket+"/"+cluster, 1), artifact.AnnotationStoreSecret)
-	if _, err := s.kc.AppsV1().StatefulSets(namespace).Patch(ctx, cluster, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	fill(t, s.member(t, cluster+"-0"), restoreKeys)
+	s.WaitFailoverReady(t, cluster)
+	s.SetupStore(t, cluster)
+	fill(t, s.Member(t, cluster+"-0"), restoreKeys)
 	gen := "restore-e2e-1"
-	if r := s.hactl(t, "seed", cluster, "--generation", gen, "--yes", "-o", "json"); r.code != 0 {
+	if r := s.Hactl(t, "seed", cluster, "--generation", gen, "--yes", "-o", "json"); r.Code != 0 {
 		t.Fatalf("seed: %s", r)
 	}
 	restoreGen = gen
@@ -142,10 +126,10 @@ func restoreGeneration(t *testing.T) string {
 // writeAfter writes a key after the generation: a restore loses it.
 func writeAfter(t *testing.T, cluster string) {
 	t.Helper()
-	s.waitFailoverReady(t, cluster)
+	s.WaitFailoverReady(t, cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := s.member(t, cluster+"-0").Put(ctx, restorePrefix+"after", "lost"); err != nil {
+	if _, err := s.Member(t, cluster+"-0").Put(ctx, restorePrefix+"after", "lost"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -155,7 +139,7 @@ func writeAfter(t *testing.T, cluster string) {
 func loseQuorum(t *testing.T, cluster string) {
 	t.Helper()
 	for _, m := range []string{cluster + "-1", cluster + "-2"} {
-		if err := s.sb.Break(context.Background(), namespace+"/"+m, fault.Stop); err != nil {
+		if err := s.SB.Break(context.Background(), namespace+"/"+m, fault.Stop); err != nil {
 			t.Fatalf("stopping %s: %v", m, err)
 		}
 	}
@@ -183,25 +167,25 @@ func TestRestoreSIGKILLResumes(t *testing.T) {
 		t.Run(string(step), func(t *testing.T) {
 			writeAfter(t, cluster)
 			loseQuorum(t, cluster)
-			p := s.start(t, "restore", cluster, "--generation", gen, "--yes")
-			killed := p.killAt(t, "] "+string(step)+" done")
+			p := s.Start(t, nil, "restore", cluster, "--generation", gen, "--yes")
+			killed := p.KillAt(t, "] "+string(step)+" done")
 			if !killed {
-				t.Fatalf("the run finished (exit %d) without a %s step:\n%s", p.code, step, p.all)
+				t.Fatalf("the run finished (exit %d) without a %s step:\n%s", p.Code, step, p.All)
 			}
-			r := s.hactl(t, "restore", cluster, "--generation", gen, "--yes", "-o", "json")
-			if r.code != 0 {
+			r := s.Hactl(t, "restore", cluster, "--generation", gen, "--yes", "-o", "json")
+			if r.Code != 0 {
 				t.Fatalf("rerun after SIGKILL at %s: %s", step, r)
 			}
-			if !strings.Contains(r.stderr, "took the lock over from stale holder") {
-				t.Errorf("the rerun did not report taking over the dead holder's lock:\n%s", r.stderr)
+			if !strings.Contains(r.Stderr, "took the lock over from stale holder") {
+				t.Errorf("the rerun did not report taking over the dead holder's lock:\n%s", r.Stderr)
 			}
-			for _, rc := range receipts(t, r).Receipts {
+			for _, rc := range e2esuite.Receipts(t, r).Receipts {
 				if rc.Step == model.StepScaleDown && rc.Outcome == model.OutcomeDone && step != model.StepScaleDown {
 					t.Errorf("the rerun scaled down again after the restore pods ran: %+v", rc)
 				}
 			}
 			checkRestoredCluster(t, cluster)
-			s.waitFailoverReady(t, cluster)
+			s.WaitFailoverReady(t, cluster)
 		})
 	}
 }
@@ -233,7 +217,7 @@ func checkRestored(t *testing.T, pod string) {
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		c, err := etcdengine.Open(ctx, engine.Target{Member: pod, Namespace: namespace, Pod: pod, Port: 2379},
-			engine.ProbeOptions{Dial: s.dial, Timeout: 20 * time.Second})
+			engine.ProbeOptions{Dial: s.Dial, Timeout: 20 * time.Second})
 		if err != nil {
 			cancel()
 			last = err
@@ -265,9 +249,9 @@ func checkRestored(t *testing.T, pod string) {
 func waitStatusExit(t *testing.T, cluster string, code int) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
-	var r result
+	var r e2esuite.Result
 	for time.Now().Before(deadline) {
-		if r = s.hactl(t, "status", cluster, "--probe-timeout", "2s"); r.code == code {
+		if r = s.Hactl(t, "status", cluster, "--probe-timeout", "2s"); r.Code == code {
 			return
 		}
 		time.Sleep(time.Second)

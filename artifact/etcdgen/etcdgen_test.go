@@ -59,6 +59,22 @@ func run(m *testing.M) int {
 	return code
 }
 
+// newStore opens a store on a new bucket of the S3 server, closed when
+// the test ends.
+func newStore(ctx context.Context, t *testing.T) *artifact.Store {
+	t.Helper()
+	bucket, err := s3srv.CreateBucket(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := artifact.OpenStore(ctx, s3srv.URL(bucket, "etcd"), artifact.Options{Credentials: s3srv.Credentials()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
 // tcpDial stands in for the port-forward: pod name -> member address.
 func tcpDial(c *etcdcluster.Cluster) engine.DialFunc {
 	addrs := map[string]string{}
@@ -135,15 +151,7 @@ func TestCaptureAndRestoreIntoNewCluster(t *testing.T) {
 	fill(t, cli)
 	cli.Close()
 
-	bucket, err := s3srv.CreateBucket(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := artifact.OpenStore(ctx, s3srv.URL(bucket, "etcd"), artifact.Options{Credentials: s3srv.Credentials()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := newStore(ctx, t)
 
 	// Capture from a follower, through the member's own client.
 	member := src.Members[1]
@@ -260,5 +268,39 @@ func TestRestorerRefusesBadFlagsBeforeTouching(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("refused materialize created the output")
+	}
+}
+
+// A seed whose caller no longer knows it holds its lock publishes nothing:
+// BeforePublish fails right before the manifest, the upload is aborted and
+// the store lists no generation.
+func TestSeedBeforePublishStopsThePublication(t *testing.T) {
+	testenv.SkipShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := testenv.EtcdCluster(t, etcdcluster.Options{Members: 1})
+	store := newStore(ctx, t)
+	lost := errors.New("lock lost")
+	asked := 0
+	_, err := etcdgen.Seed(ctx, etcdgen.SeedRequest{
+		Store: store, Generation: "g-lost",
+		Source: engine.Target{Namespace: "db", Pod: src.Members[0].Name, Port: 2379}, Probe: engine.ProbeOptions{Dial: tcpDial(src)},
+		Info:          artifact.Source{Namespace: "db", Cluster: "src", Member: src.Members[0].Name},
+		BeforePublish: func() error { asked++; return lost },
+	})
+	if !errors.Is(err, lost) || asked != 1 {
+		t.Fatalf("seed: %v (BeforePublish asked %d times), want the lock error", err, asked)
+	}
+	entries, err := store.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Published() {
+			t.Fatalf("generation %s was published although BeforePublish failed", e.Generation)
+		}
+	}
+	if _, err := store.ReadManifest(ctx, "g-lost"); err == nil {
+		t.Fatal("g-lost has a manifest")
 	}
 }

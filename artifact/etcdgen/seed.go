@@ -39,7 +39,11 @@ type SeedRequest struct {
 	OnPhase func(phase model.ActionPhase, detail string)
 	// Progress receives the bytes streamed so far; may be nil.
 	Progress func(n int64)
-	Now      time.Time
+	// BeforePublish, when set, is asked right before the manifest is
+	// written: an error (the caller's lock is no longer known to be held)
+	// aborts the upload, nothing is published, and the error is returned.
+	BeforePublish func() error
+	Now           time.Time
 }
 
 // SeedResult is what Seed did.
@@ -118,6 +122,11 @@ func Seed(ctx context.Context, r SeedRequest) (SeedResult, error) {
 		size += f.Size
 	}
 	phase(model.ActionPhaseUploading, "uploaded %d bytes (revision %d, term %d); checking the stored files, then writing the manifest", size, id.Revision, id.RaftTerm)
+	if r.BeforePublish != nil {
+		if err := r.BeforePublish(); err != nil {
+			return SeedResult{}, fmt.Errorf("not published: %w", err)
+		}
+	}
 	res, err := up.Publish(ctx, id)
 	if err != nil {
 		return SeedResult{Manifest: res.Manifest}, err

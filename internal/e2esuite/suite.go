@@ -1,0 +1,456 @@
+// Package e2esuite is the harness of the end-to-end packages that drive
+// the built kubectl-hactl against a sandbox: it builds the plugin, starts
+// one sandbox for a test binary, runs commands through the real kubectl
+// (or the plugin binary itself, so that a signal reaches it), and reads
+// members, the ledger and a sentinel key back on their own. It is imported
+// by tests only.
+package e2esuite
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/portforward"
+	"github.com/hactl-dev/hactl/internal/testbins"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox"
+)
+
+// SentinelKey is the key PutSentinel writes and AssertSentinel reads.
+const SentinelKey = "/hactl-e2e/sentinel"
+
+// Suite is one sandbox a test binary's tests share.
+type Suite struct {
+	SB        *sandbox.Sandbox
+	KC        kubernetes.Interface
+	Dial      engine.DialFunc
+	Bin       string // directory holding kubectl-hactl (first on PATH)
+	Kubectl   string
+	Namespace string
+	tmp       string
+}
+
+// Options configure Start.
+type Options struct {
+	Namespace string
+	Scenarios []string
+	// APIServerArgs are appended to kube-apiserver's flags.
+	APIServerArgs []string
+}
+
+// Main is the TestMain of a package with one suite: it serves the
+// sandbox's supervisor when asked to (the sandbox runs `<test binary>
+// serve --dir DIR`); with -short it runs the tests without a sandbox
+// (*suite stays nil); otherwise it asks options for the suite's options
+// (and what to clean up after), starts the suite into *suite, runs the
+// tests and stops it.
+func Main(m *testing.M, suite **Suite, options func() (Options, func(), error)) {
+	sandbox.ServeIfAsked()
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(run(m, suite, options))
+}
+
+func run(m *testing.M, suite **Suite, options func() (Options, func(), error)) int {
+	o, cleanup, err := options()
+	if cleanup != nil {
+		defer cleanup()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s, err := Start(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer s.Stop()
+	*suite = s
+	return m.Run()
+}
+
+// Start builds kubectl-hactl and starts a sandbox with the scenarios.
+// Stop ends both.
+func Start(o Options) (*Suite, error) {
+	tmp, err := os.MkdirTemp("", "hactl-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Suite{tmp: tmp, Namespace: o.Namespace, Bin: filepath.Join(tmp, "bin")}
+	fail := func(err error) (*Suite, error) {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	if err := BuildPlugin(s.Bin); err != nil {
+		return fail(err)
+	}
+	binDir, err := testbins.Dir()
+	if err != nil {
+		return fail(fmt.Errorf("test binaries: %w", err))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	s.SB, err = sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(tmp, "sbx"), BinDir: binDir, Namespace: o.Namespace,
+		Agent: filepath.Join(s.Bin, "kubectl-hactl"), Scenarios: o.Scenarios, APIServerArgs: o.APIServerArgs,
+		Progress: os.Stderr, Timeout: 6 * time.Minute})
+	if err != nil {
+		return fail(fmt.Errorf("starting the sandbox: %w", err))
+	}
+	cfg, err := s.SB.RESTConfig()
+	if err == nil {
+		s.KC, err = kubernetes.NewForConfig(cfg)
+	}
+	if err == nil {
+		s.Dial, err = portforward.NewDialer(cfg)
+	}
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.Kubectl = filepath.Join(binDir, "kubectl")
+	return s, nil
+}
+
+// Stop stops the sandbox and removes the suite's files.
+func (s *Suite) Stop() {
+	if s.SB != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := sandbox.Down(ctx, s.SB.Dir, sandbox.DownOptions{}); err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox down:", err)
+		}
+	}
+	os.RemoveAll(s.tmp)
+}
+
+// Dir is a directory for the suite's own files, removed by Stop.
+func (s *Suite) Dir() string { return s.tmp }
+
+// BuildPlugin builds cmd/kubectl-hactl into dir.
+func BuildPlugin(dir string) error {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-hactl"), "./cmd/kubectl-hactl")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building kubectl-hactl: %v\n%s", err, b)
+	}
+	return nil
+}
+
+// Result is one finished command.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout ---\n%s--- stderr ---\n%s", r.Code, r.Stdout, r.Stderr)
+}
+
+// Env is the environment of every command: kubectl-hactl first on PATH,
+// the sandbox's kubeconfig.
+func (s *Suite) Env() []string {
+	return append(os.Environ(), "PATH="+s.Bin+string(os.PathListSeparator)+filepath.Dir(s.Kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+s.SB.Kubeconfig, "NO_COLOR=1")
+}
+
+// Hactl runs `kubectl hactl ARGS -n namespace` through the real kubectl.
+func (s *Suite) Hactl(t testing.TB, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Kubectl, append(append([]string{"hactl"}, args...), "-n", s.Namespace)...)
+	cmd.Env = s.Env()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r := Result{Stdout: out.String(), Stderr: errOut.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.Code = ee.ExitCode()
+	default:
+		t.Fatalf("running kubectl hactl %v: %v", args, err)
+	}
+	return r
+}
+
+// ReceiptsDoc is the -o json document of replace, reseed and restore.
+type ReceiptsDoc struct {
+	Result   string          `json:"result"`
+	EntryID  string          `json:"entryID"`
+	Receipts []model.Receipt `json:"receipts"`
+}
+
+// Receipts parses the -o json document of an action.
+func Receipts(t testing.TB, r Result) ReceiptsDoc {
+	t.Helper()
+	var doc ReceiptsDoc
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("receipts document: %v\n%s", err, r)
+	}
+	return doc
+}
+
+// Observer observes the sandbox's clusters as status does.
+func (s *Suite) Observer() *actions.Observer {
+	return &actions.Observer{Client: s.KC, Dial: s.Dial, ProbeTimeout: 3 * time.Second}
+}
+
+// WaitFailoverReady polls until the cluster is failover-ready, as status
+// says it.
+func (s *Suite) WaitFailoverReady(t testing.TB, cluster string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	var last string
+	for time.Now().Before(deadline) {
+		res, _, err := s.Observer().Observe(context.Background(), s.Namespace, cluster)
+		if err == nil && res.Verdict.FailoverReady {
+			return
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = fmt.Sprintf("%+v", res.Verdict.Reasons)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("%s not failover-ready within 3m: %s", cluster, last)
+}
+
+// Roles returns the leader and the followers of a cluster.
+func (s *Suite) Roles(t testing.TB, cluster string) (leader string, followers []string) {
+	t.Helper()
+	res, _, err := s.Observer().Observe(context.Background(), s.Namespace, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader = res.Analysis.LeaderMember
+	for _, m := range res.Observation.Members {
+		if m.Name != leader {
+			followers = append(followers, m.Name)
+		}
+	}
+	if leader == "" || len(followers) == 0 {
+		t.Fatalf("%s: leader %q, followers %v", cluster, leader, followers)
+	}
+	return leader, followers
+}
+
+// OpenMember opens a client to one member's pod alone.
+func (s *Suite) OpenMember(ctx context.Context, pod string, timeout time.Duration) (*etcdengine.Client, error) {
+	return etcdengine.Open(ctx, engine.Target{Member: pod, Namespace: s.Namespace, Pod: pod, Port: 2379},
+		engine.ProbeOptions{Dial: s.Dial, Timeout: timeout})
+}
+
+// Member is a client to one member's pod, closed when the test ends.
+func (s *Suite) Member(t testing.TB, pod string) *etcdengine.Client {
+	t.Helper()
+	c, err := s.OpenMember(context.Background(), pod, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// PutSentinel writes a fresh sentinel value through the cluster's member 0.
+func (s *Suite) PutSentinel(t testing.TB, cluster string) string {
+	t.Helper()
+	v := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+	var err error
+	for i := 0; i < 20; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = s.Member(t, cluster+"-0").Put(ctx, SentinelKey, v)
+		cancel()
+		if err == nil {
+			return v
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("writing the sentinel: %v", err)
+	return ""
+}
+
+// AssertSentinel reads the sentinel from every member of a three-member
+// cluster on its own (a serializable read of that member's store).
+func (s *Suite) AssertSentinel(t testing.TB, cluster, want string) {
+	t.Helper()
+	for i := 0; i < 3; i++ {
+		pod := fmt.Sprintf("%s-%d", cluster, i)
+		deadline := time.Now().Add(time.Minute)
+		var got string
+		var found bool
+		var err error
+		for time.Now().Before(deadline) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			c, oerr := s.OpenMember(ctx, pod, 5*time.Second)
+			if oerr == nil {
+				got, found, err = c.Get(ctx, SentinelKey)
+				_ = c.Close()
+			} else {
+				err = oerr
+			}
+			cancel()
+			if err == nil && found && got == want {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if err != nil || !found || got != want {
+			t.Errorf("%s: sentinel %q (found %v, err %v), want %q", pod, got, found, err, want)
+		}
+	}
+}
+
+// PodUID is the UID of a pod of the suite's namespace.
+func (s *Suite) PodUID(t testing.TB, pod string) string {
+	t.Helper()
+	p, err := s.KC.CoreV1().Pods(s.Namespace).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(p.UID)
+}
+
+// Ledger reads a cluster's ledger.
+func (s *Suite) Ledger(t testing.TB, cluster string) actions.LedgerContents {
+	t.Helper()
+	l, err := actions.ReadLedger(context.Background(), s.KC, s.Namespace, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// SetupStore configures a cluster's seed store as an operator would: a
+// Secret with the sandbox S3 server's credentials and the StatefulSet's
+// annotations naming the bucket (prefix: the cluster's name) and Secret.
+func (s *Suite) SetupStore(t testing.TB, cluster string) {
+	t.Helper()
+	ctx := context.Background()
+	s3, err := s.SB.S3()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "seed-store", Namespace: s.Namespace},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3.AccessKey, "AWS_SECRET_ACCESS_KEY": s3.SecretKey, "AWS_REGION": s3.Region}}
+	if _, err := s.KC.CoreV1().Secrets(s.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:"seed-store"}}}`, artifact.AnnotationStore,
+		strings.Replace(s3.URL(), "s3://"+s3.Bucket, "s3://"+s3.Bucket+"/"+cluster, 1), artifact.AnnotationStoreSecret)
+	if _, err := s.KC.AppsV1().StatefulSets(s.Namespace).Patch(ctx, cluster, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Started is a running kubectl-hactl whose stdout is read line by line.
+type Started struct {
+	Cmd   *exec.Cmd
+	Lines chan string
+	Done  chan struct{}
+	// All is stderr (and, once Done, nothing more is written to it).
+	All  *bytes.Buffer
+	Code int
+	out  bytes.Buffer
+}
+
+// Stdout is everything the process printed on stdout, once Done.
+func (p *Started) Stdout() string { return p.out.String() }
+
+// Start runs the plugin binary itself (so that a signal reaches it) with
+// ARGS -n namespace, streaming stdout; extraEnv is added to its
+// environment.
+func (s *Suite) Start(t testing.TB, extraEnv []string, args ...string) *Started {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(s.Bin, "kubectl-hactl"), append(args, "-n", s.Namespace)...)
+	cmd.Env = append(s.Env(), extraEnv...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := &bytes.Buffer{}
+	cmd.Stderr = all
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Started{Cmd: cmd, Lines: make(chan string, 4096), Done: make(chan struct{}), All: all}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			p.out.WriteString(sc.Text() + "\n")
+			select {
+			case p.Lines <- sc.Text():
+			default: // nobody reads: the line stays in Stdout
+			}
+		}
+		close(p.Lines)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			p.Code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.Code = -int(ws.Signal())
+			}
+		}
+		close(p.Done)
+	}()
+	return p
+}
+
+// KillAt reads p's progress lines until one contains marker, then
+// SIGKILLs p and waits for it to end. It reports whether it killed p (false:
+// p ended without printing marker); it fails the test after 5 minutes.
+func (p *Started) KillAt(t testing.TB, marker string) bool {
+	t.Helper()
+	timeout := time.After(5 * time.Minute)
+	defer func() { <-p.Done }()
+	for {
+		select {
+		case line, ok := <-p.Lines:
+			if !ok {
+				return false
+			}
+			if strings.Contains(line, marker) {
+				if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				return true
+			}
+		case <-timeout:
+			_ = p.Cmd.Process.Kill()
+			t.Fatalf("no %q within 5m:\n%s", marker, p.All)
+		}
+	}
+}
