@@ -58,6 +58,10 @@ type SeedOptions struct {
 	// onReceipt, when set, receives every receipt as it is recorded (the
 	// TUI's live progress).
 	onReceipt func(model.Receipt)
+	// confirmed, when set, is the decision the user confirmed elsewhere
+	// (the TUI's dialog): it is what runs, fenced under the lock against
+	// a fresh decision, never replaced by a new one.
+	confirmed *classify.Decision
 
 	genericiooptions.IOStreams
 }
@@ -255,6 +259,9 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 	printWarnings(o.ErrOut, warn)
 	if err != nil {
 		return err
+	}
+	if o.confirmed != nil {
+		d = *o.confirmed
 	}
 	clusterID := res.Analysis.ClusterID
 	if clusterID == "" {

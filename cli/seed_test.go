@@ -29,9 +29,11 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/storetest"
+	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/etcdcluster"
+	"github.com/hactl-dev/hactl/tui"
 )
 
 // Environment of the helper processes (this test binary re-executed).
@@ -807,5 +809,54 @@ func TestProgressText(t *testing.T) {
 	p.finish()
 	if s := b.String(); !strings.Contains(s, "snapshot") || !strings.Contains(s, "50 B / 100 B (50%)") || strings.Contains(s, "\x1b[38") || !strings.HasSuffix(s, "\n") {
 		t.Fatalf("progress bar with NO_COLOR: %q", s)
+	}
+}
+
+// The TUI's seed runs the plan its dialog showed: when the source member
+// it named stops answering between the dialog and the run, the seed stops
+// with a fence conflict and publishes nothing, as replace does; it never
+// picks another source on its own.
+func TestTUISeedRunsTheConfirmedPlan(t *testing.T) {
+	e := newSeedEnv(t)
+	e.fill(100)
+	ctx := context.Background()
+	st := NewStatusOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	st.client, st.dial, st.ProbeTimeout = e.cs, e.dial, 2*time.Second
+	o := &TUIOptions{status: st, identity: actions.NewIdentity()}
+	a := tuiActions{exec: tui.ExecutorActions(o.executor()), o: o}
+	req := tui.Request{Namespace: e.ns, Cluster: "etcd",
+		Intent: classify.Intent{Action: model.ActionSeed, Options: classify.Options{Generation: "g-confirmed"}}}
+	d, err := a.Decide(ctx, req)
+	if err != nil || d.Verb != classify.VerbProceed {
+		t.Fatalf("decide: %v\n%s", err, strings.Join(classify.Describe(d), "\n"))
+	}
+	source := sourceStep(d).Member
+	var m *etcdcluster.Member
+	for _, x := range e.etcd.Members {
+		if x.Name == source {
+			m = x
+		}
+	}
+	if m == nil {
+		t.Fatalf("the plan's source %q is no member", source)
+	}
+	// The world changes after the dialog: the confirmed source stops.
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var receipts []model.Receipt
+	err = a.Execute(ctx, req, d, func(r model.Receipt) { receipts = append(receipts, r) })
+	var fc *actions.FenceConflictError
+	if !errors.As(err, &fc) {
+		t.Fatalf("the seed went on without the confirmed source %s: %v (receipts %+v)", source, err, receipts)
+	}
+	entries, err := e.store().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		if en.Published() {
+			t.Fatalf("generation %s was published from another source than the confirmed %s", en.Generation, source)
+		}
 	}
 }

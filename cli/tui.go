@@ -338,6 +338,7 @@ func (a tuiActions) Execute(ctx context.Context, req tui.Request, d classify.Dec
 	so.ProbeTimeout, so.LagThreshold = s.ProbeTimeout, s.LagThreshold
 	so.client, so.dial, so.identity = s.client, s.dial, a.o.identity
 	so.onReceipt = progress
+	so.confirmed = &d // the plan the dialog showed, fenced under the lock
 	if err := so.Validate(); err != nil {
 		return err
 	}
