@@ -310,7 +310,7 @@ func (r *run) writeAhead(s classify.Step) error {
 	if r.entryID == "" || r.o.DryRun != DryRunNone {
 		return nil
 	}
-	key := aheadKey(s.Kind, s.MemberID, stepFences(s))
+	key := aheadKey(s)
 	if r.ahead == key {
 		// a retry of the request already on record (the engine said
 		// "not yet"): no receipt since, so the record stands
@@ -338,9 +338,9 @@ func (r *run) writeAhead(s classify.Step) error {
 }
 
 // aheadKey names one changing request for writeAhead.
-func aheadKey(k model.StepKind, memberID string, fences []model.Fence) string {
-	key := string(k) + "/" + memberID
-	for _, f := range fences {
+func aheadKey(s classify.Step) string {
+	key := string(s.Kind) + "/" + s.Member + "/" + s.MemberID + "/" + strings.Join(s.PeerURLs, ",")
+	for _, f := range stepFences(s) {
 		key += "/" + f.UID
 	}
 	return key
@@ -363,9 +363,9 @@ func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Ou
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if strings.HasPrefix(r.ahead, string(kind)+"/") {
-		r.ahead = "" // how the request ended is on record now
-	}
+	// Any receipt ends the write-ahead record's turn as the last word:
+	// a retry after it is written ahead again.
+	r.ahead = ""
 	if r.entryID != "" && r.o.DryRun == DryRunNone {
 		state := model.EntryInProgress
 		switch {
@@ -827,6 +827,11 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 			return r.res, r.stop(err)
 		}
 		out, detail, err := r.do(ctx, s)
+		if errors.Is(err, ErrLockLost) {
+			// refused by the transport guard before it left the process
+			r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
+			return r.res, r.stop(err)
+		}
 		if err != nil && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrNotYet) && !apiAnswered(err) && isAPIWrite(s.Kind) {
 			err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 		}

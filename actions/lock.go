@@ -224,6 +224,7 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 		close(lk.renewStopped)
 		return lk, nil
 	}
+	held.Store(lk, struct{}{})
 	go lk.renew()
 	return lk, nil
 }
@@ -390,6 +391,7 @@ func (lk *Lock) renewOnce(ctx context.Context) error {
 // resourceVersion as precondition). Releasing a lock that was lost, or a
 // dry-run lock, does nothing.
 func (lk *Lock) Release(ctx context.Context) error {
+	defer held.Delete(lk)
 	select {
 	case <-lk.stopRenew:
 	default:

@@ -37,6 +37,7 @@ func lockHelper() int {
 		fmt.Println("error", err)
 		return 1
 	}
+	cfg.Wrap(actions.GuardTransport) // as hactl's own clients
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ns, cluster := os.Getenv("HACTL_LOCK_NS"), os.Getenv("HACTL_LOCK_CLUSTER")
 	dur, _ := time.ParseDuration(os.Getenv("HACTL_LOCK_DURATION"))
@@ -64,10 +65,15 @@ func lockHelper() int {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("mut-%d", n),
 			Labels: map[string]string{"holder": "helper"}}}
 		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			if errors.Is(err, actions.ErrLockLost) {
+				fmt.Println("stopped", err) // refused by the transport guard
+				return 7
+			}
 			fmt.Println("error", err)
 			return 1
 		}
-		time.Sleep(20 * time.Millisecond) // pacing of the helper's changes, not a wait
+		fmt.Println("wrote", cm.Name)
+		time.Sleep(200 * time.Millisecond) // pacing of the helper's changes, not a wait
 	}
 }
 
@@ -173,11 +179,19 @@ func TestLockFrozenHolderStopsItself(t *testing.T) {
 		t.Fatalf("helper: %q", first)
 	}
 	helperID := strings.TrimPrefix(first, "holding ")
-	// Let it make some changes, then freeze it.
-	testenv.Poll(t, 10*time.Second, func() (bool, error) {
-		l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "holder=helper"})
-		return err == nil && len(l.Items) >= 5, err
-	})
+	// Let it make some changes, then freeze it right after one, between
+	// two changes (its next check of the lock comes after the pause). A
+	// freeze between that check and the request itself is the transport
+	// guard's case (TestGuardTransportRefusesChangesWithoutALock).
+	for n := 0; n < 5; {
+		l, ok := <-lines
+		if !ok {
+			t.Fatal("the helper ended before making 5 changes")
+		}
+		if strings.HasPrefix(l, "wrote ") {
+			n++
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/hactl-dev/hactl/actions"
@@ -31,6 +32,12 @@ func TestMain(m *testing.M) {
 	if lockHelperAsked() {
 		os.Exit(lockHelper())
 	}
+	actions.SetGuardTestConfig(func() *rest.Config {
+		if cp == nil {
+			return nil
+		}
+		return cp.Admin
+	})
 	testenv.Main(m, controlplane.Options{}, &cp)
 }
 

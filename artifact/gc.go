@@ -94,10 +94,14 @@ func (o Owner) Named(other Owner) bool {
 	return o.Namespace == other.Namespace && o.Cluster == other.Cluster
 }
 
-// Is reports whether o and other are the same cluster: the same name, and
-// the same StatefulSet UID where both are known.
-func (o Owner) Is(other Owner) bool {
-	return o.Named(other) && (o.UID == "" || other.UID == "" || o.UID == other.UID)
+// Is reports whether a generation owned by o is cluster self's: the same
+// name, and the same StatefulSet UID when o records one (a generation
+// written before UIDs were recorded goes by its name). A generation that
+// records a UID is never self's when self's UID is unknown (its
+// StatefulSet is gone): nothing then tells it from another Kubernetes
+// cluster's same-named one.
+func (o Owner) Is(self Owner) bool {
+	return o.Named(self) && (o.UID == "" || o.UID == self.UID)
 }
 
 // OwnerOf returns the cluster entry e belongs to. ok is false when nothing
@@ -147,8 +151,10 @@ func PlanClusterGC(entries []Entry, scope GCScope, o GCOptions) GCPlan {
 		switch {
 		case ok && (owner == scope.Cluster || scope.AllClusters):
 			groups[owner] = append(groups[owner], e)
+		case ok && owner.Named(scope.Cluster) && scope.Cluster.UID == "":
+			plan.Keep = append(plan.Keep, keepEntry(e, owner.String()+" (uid "+owner.UID+")", fmt.Sprintf("written by StatefulSet %s uid %s; this cluster's StatefulSet is gone, so nothing tells it from another Kubernetes cluster's same-named one", owner, owner.UID))...)
 		case ok && owner.Named(scope.Cluster):
-			plan.Keep = append(plan.Keep, keepEntry(e, owner.String(), fmt.Sprintf("belongs to another StatefulSet named %s (uid %s; this one is uid %s): another Kubernetes cluster's, or one deleted and created again", owner, owner.UID, scope.Cluster.UID))...)
+			plan.Keep = append(plan.Keep, keepEntry(e, owner.String()+" (uid "+owner.UID+")", fmt.Sprintf("belongs to another StatefulSet named %s (uid %s; this one is uid %s): another Kubernetes cluster's, or one deleted and created again", owner, owner.UID, scope.Cluster.UID))...)
 		case ok:
 			plan.Keep = append(plan.Keep, keepEntry(e, owner.String(), "belongs to "+owner.String())...)
 		case e.Err != nil && !isNoManifest(e.Err):

@@ -226,8 +226,32 @@ func TestPlanClusterGCTellsSameNamedClustersApart(t *testing.T) {
 	if r := reasonOf(plan.Keep, artifact.GCGeneration, "prod1"); !strings.Contains(r, "uid-prod") {
 		t.Errorf("prod1 kept for %q, want the other StatefulSet's UID named", r)
 	}
+	// With the StatefulSet gone (UID unknown), only generations without a
+	// UID go by the name.
+	plan = artifact.PlanClusterGC(entries, artifact.GCScope{Cluster: artifact.Owner{Namespace: "db", Cluster: "a"}}, o)
+	if got := names(plan.Delete); got != "" {
+		t.Fatalf("with the StatefulSet gone deletes %s, want nothing (old is the newest without a UID)", got)
+	}
+	if r := reasonOf(plan.Keep, artifact.GCGeneration, "mine1"); !strings.Contains(r, "StatefulSet is gone") {
+		t.Errorf("mine1 kept for %q", r)
+	}
 	plan = artifact.PlanClusterGC(entries, artifact.GCScope{Cluster: artifact.Owner{Namespace: "db", Cluster: "a", UID: "uid-mine"}, AllClusters: true}, o)
 	if got := names(plan.Delete); got != "generation:mine1,generation:mine2,generation:old,generation:prod1" {
 		t.Fatalf("with AllClusters deletes %s, want the --keep newest of each StatefulSet kept", got)
+	}
+}
+
+// The StatefulSet UID is covered by the digest (a manifest whose owner was
+// changed no longer verifies); a manifest without one keeps the digest it
+// had before the field existed.
+func TestDigestCoversTheStatefulSetUID(t *testing.T) {
+	m := artifact.Manifest{Version: artifact.ManifestVersion, Kind: artifact.ManifestKind, Source: artifact.Source{Namespace: "db", Cluster: "a"}}
+	without := artifact.ComputeDigest(&m)
+	m.Source.UID = "uid-1"
+	one := artifact.ComputeDigest(&m)
+	m.Source.UID = "uid-2"
+	two := artifact.ComputeDigest(&m)
+	if one == without || one == two {
+		t.Fatalf("digests %s %s %s: the UID is not covered", without, one, two)
 	}
 }

@@ -91,6 +91,10 @@ func ComputeDigest(m *Manifest) string {
 	line("source.namespace", m.Source.Namespace)
 	line("source.cluster", m.Source.Cluster)
 	line("source.member", m.Source.Member)
+	if m.Source.UID != "" {
+		// only when recorded, so that earlier manifests keep their digest
+		line("source.statefulSetUID", m.Source.UID)
+	}
 	line("createdAt", m.CreatedAt.UTC().Format(time.RFC3339Nano))
 	line("createdBy", m.CreatedBy)
 	line("upload", m.Upload)

@@ -325,8 +325,6 @@ func (c *classifier) engineGates(target string) bool {
 	return true
 }
 
-// probeFailures summarises why members did not answer (the engine's
-// errors name hosts and steps, never credentials).
 // peerFailures says why each answering member gave no member list, with a
 // hint when deadlines ran out (a slow API server: every probe goes
 // through a port-forward).
@@ -349,6 +347,8 @@ func (c *classifier) peerFailures() string {
 	return out
 }
 
+// probeFailures summarises why members did not answer (the engine's
+// errors name hosts and steps, never credentials).
 func (c *classifier) probeFailures() string {
 	var parts []string
 	for _, m := range c.obs.Members {

@@ -152,7 +152,7 @@ func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the flags.
 func (o *ActionOptions) Validate() error {
-	if _, err := parseDryRun(o.DryRun); err != nil {
+	if _, err := parseDryRun(o.DryRun, true); err != nil {
 		return err
 	}
 	if err := validateOutput(o.Output); err != nil {
@@ -204,16 +204,30 @@ func (o *ActionOptions) prepareRestore(ctx context.Context) error {
 	return nil
 }
 
-func parseDryRun(s string) (actions.DryRun, error) {
-	switch d := actions.DryRun(s); d {
-	case actions.DryRunNone, actions.DryRunClient, actions.DryRunServer:
-		return d, nil
+// parseDryRun reads --dry-run as kubectl does, for every verb: "none",
+// "client", "server" (where the verb has a server dry run), and the
+// older "true" (client) and "false" (none).
+func parseDryRun(s string, server bool) (actions.DryRun, error) {
+	d := actions.DryRun(s)
+	switch s {
 	case "unchanged", "true":
-		return actions.DryRunClient, nil
+		d = actions.DryRunClient
 	case "false":
-		return actions.DryRunNone, nil
+		d = actions.DryRunNone
 	}
-	return "", usageError(`--dry-run must be "none", "client", or "server", got %q`, s)
+	switch d {
+	case actions.DryRunNone, actions.DryRunClient:
+		return d, nil
+	case actions.DryRunServer:
+		if server {
+			return d, nil
+		}
+		return "", usageError(`--dry-run=server is not offered here (nothing it changes goes through the API server): use "none" or "client"`)
+	}
+	if server {
+		return "", usageError(`--dry-run must be "none", "client", or "server", got %q`, s)
+	}
+	return "", usageError(`--dry-run must be "none" or "client", got %q`, s)
 }
 
 func validateOutput(s string) error {
@@ -258,7 +272,7 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dry, _ := parseDryRun(o.DryRun)
+	dry, _ := parseDryRun(o.DryRun, true)
 	x := o.executor()
 	w := o.human()
 	suffix := dryRunSuffix(dry)

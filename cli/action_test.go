@@ -94,12 +94,40 @@ func TestActionHelpDocumentsExitCodesAndExamples(t *testing.T) {
 	}
 }
 
+// Every verb reads --dry-run alike, as kubectl does: "true" is client,
+// "false" is none; only verbs with a server dry run take "server".
+func TestDryRunIsReadAlike(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		server bool
+		want   actions.DryRun
+		ok     bool
+	}{
+		{"none", false, actions.DryRunNone, true}, {"client", false, actions.DryRunClient, true},
+		{"true", false, actions.DryRunClient, true}, {"false", false, actions.DryRunNone, true},
+		{"server", false, "", false}, {"server", true, actions.DryRunServer, true},
+		{"true", true, actions.DryRunClient, true}, {"maybe", true, "", false},
+	} {
+		got, err := parseDryRun(c.in, c.server)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseDryRun(%q, server=%v) = %q, %v; want %q (ok %v)", c.in, c.server, got, err, c.want, c.ok)
+		}
+	}
+	o := NewSeedOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	o.Cluster, o.Generation, o.DryRun = "c", "g", "true"
+	if err := o.Validate(); err != nil || o.DryRun != string(actions.DryRunClient) {
+		t.Errorf("seed --dry-run=true: %v (dry run %q), want a client dry run", err, o.DryRun)
+	}
+}
+
 func TestActionUsageErrors(t *testing.T) {
 	testenv.SkipShort(t)
 	for _, args := range [][]string{
 		{"replace"}, {"replace", "c"}, {"replace", "c", "m", "x"},
 		{"replace", "c", "m", "--dry-run=maybe"}, {"reseed", "c", "m", "-o", "table"},
 		{"explain", "c", "m", "--intent", "explode"}, {"explain", "c"}, {"explain", "c", "m", "--generation", "g"},
+		{"seed", "c", "--generation", "g", "--dry-run=server"}, {"generations", "gc", "c", "--dry-run=server"},
+		{"seed", "c", "--generation", "g", "--dry-run=maybe"},
 	} {
 		_, errOut, code := run(t, args...)
 		if code != ExitUsage {

@@ -42,6 +42,7 @@ func connect(flags *genericclioptions.ConfigFlags, withDial bool) (conn, error) 
 		return c, fmt.Errorf("reading kubeconfig: %w", err)
 	}
 	cfg.UserAgent = userAgent()
+	cfg.Wrap(actions.GuardTransport)
 	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return c, err
 	}

@@ -729,13 +729,16 @@ func (o *generationsGCOptions) validate() error {
 	if err := o.validateOutput("json", "yaml"); err != nil {
 		return err
 	}
+	dry, err := parseDryRun(o.DryRun, false)
+	if err != nil {
+		return err
+	}
+	o.DryRun = string(dry)
 	switch {
 	case o.Keep < 0:
 		return usageError("--keep must not be negative")
 	case o.OlderThan < 0 || o.PartialAge < 0:
 		return usageError("--older-than and --partial-age must not be negative")
-	case o.DryRun != "none" && o.DryRun != "client":
-		return usageError(`--dry-run must be "none" or "client", got %q`, o.DryRun)
 	case o.Output != "" && !o.Yes && o.DryRun == "none":
 		return usageError("-o %s cannot ask for confirmation: add --yes or --dry-run=client", o.Output)
 	}

@@ -171,11 +171,11 @@ func (o *SeedOptions) Validate() error {
 	if err := artifact.ValidateGeneration(o.Generation); err != nil {
 		return usageError("--generation: %v", err)
 	}
-	switch o.DryRun {
-	case string(actions.DryRunNone), string(actions.DryRunClient):
-	default:
-		return usageError(`--dry-run must be "none" or "client" for seed, got %q`, o.DryRun)
+	dry, err := parseDryRun(o.DryRun, false)
+	if err != nil {
+		return err
 	}
+	o.DryRun = string(dry)
 	if err := validateOutput(o.Output); err != nil {
 		return err
 	}

@@ -149,6 +149,7 @@ func (o *StatusOptions) Complete(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("reading kubeconfig: %w", err)
 	}
 	o.restConfig.UserAgent = userAgent()
+	o.restConfig.Wrap(actions.GuardTransport)
 	o.client, err = kubernetes.NewForConfig(o.restConfig)
 	if err != nil {
 		return err

@@ -186,7 +186,7 @@ const (
 func (o Outcome) String() string { return string(o) }
 
 // AllOutcomes lists every Outcome.
-var AllOutcomes = []Outcome{OutcomeDone, OutcomeAlready, OutcomeDryRun, OutcomeConflict, OutcomeRefused, OutcomeFailed, OutcomeUnknown, OutcomeSuperseded}
+var AllOutcomes = []Outcome{OutcomeDone, OutcomeAlready, OutcomeDryRun, OutcomeConflict, OutcomeRefused, OutcomeFailed, OutcomeUnknown, OutcomeSending, OutcomeSuperseded}
 
 // EntryState is the state of one action in the ledger.
 type EntryState string

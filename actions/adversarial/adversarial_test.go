@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
@@ -35,6 +37,13 @@ type history struct {
 	procs   int
 	faults  []string
 	failed  bool
+	// killed are the identities of the processes a round SIGKILLed.
+	killed map[string]bool
+	// receipts are every receipt the ledger held at the end of a round
+	// (the ledger keeps only the latest actions), by action and seq.
+	receipts map[string]model.Receipt
+	// changes counts the member changes the probes saw.
+	changes int
 }
 
 func (h *history) output(s string) {
@@ -43,18 +52,57 @@ func (h *history) output(s string) {
 	h.outputs = append(h.outputs, s)
 }
 
-var uidRE = regexp.MustCompile(`uid=([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})`)
+var (
+	uidRE    = regexp.MustCompile(`uid=([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})`)
+	holderRE = regexp.MustCompile(`took lease \S+ as (hactl/[^\s;]+)`)
+)
 
-// shownUIDs are the UIDs of every object a plan printed by any process
-// named.
-func (h *history) shownUIDs() map[string]bool {
-	out := map[string]bool{}
+// identityOf is the lock identity a process's output names (its
+// acquire-lock receipt), "" if it never took the lock.
+func identityOf(out string) string {
+	if m := holderRE.FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// shownUIDs maps each lock identity to the UIDs of the objects the plan
+// its process printed before its first receipt named: what its user saw
+// before confirming.
+func (h *history) shownUIDs() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
 	for _, o := range h.outputs {
-		for _, m := range uidRE.FindAllStringSubmatch(o, -1) {
-			out[m[1]] = true
+		id := identityOf(o)
+		if id == "" {
+			continue
+		}
+		if out[id] == nil {
+			out[id] = map[string]bool{}
+		}
+		for _, l := range strings.Split(o, "\n") {
+			if strings.HasPrefix(l, "  [") {
+				break // the receipts begin: the plan is over
+			}
+			for _, m := range uidRE.FindAllStringSubmatch(l, -1) {
+				out[id][m[1]] = true
+			}
 		}
 	}
 	return out
+}
+
+// keepReceipts adds the ledger's receipts to the run's record.
+func (h *history) keepReceipts(entries []model.LedgerEntry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.receipts == nil {
+		h.receipts = map[string]model.Receipt{}
+	}
+	for _, e := range entries {
+		for _, rc := range e.Receipts {
+			h.receipts[fmt.Sprintf("%s/%d", e.ID, rc.Seq)] = rc
+		}
+	}
 }
 
 // TestAdversarialRounds runs the rounds (each kind once, in a seeded
@@ -145,15 +193,17 @@ func checkRun(t *testing.T, h *history) {
 		t.Errorf("lock discipline: %s", v)
 	}
 	shown := h.shownUIDs()
-	led := s.Ledger(t, cluster)
-	receipted := map[string]bool{}
-	for _, e := range led.Entries {
-		for _, rc := range e.Receipts {
-			if !changed(rc.Outcome) {
-				continue
-			}
-			for _, f := range rc.Fences {
-				receipted[string(rc.Step)+" "+f.UID] = true
+	// what the ledger says of each delete: "sending" (written ahead) or
+	// how it ended
+	sending, ended := map[string]bool{}, map[string]bool{}
+	for _, rc := range h.receipts {
+		for _, f := range rc.Fences {
+			key := string(rc.Step) + " " + f.UID
+			switch {
+			case rc.Outcome == model.OutcomeSending:
+				sending[key] = true
+			case changed(rc.Outcome):
+				ended[key] = true
 			}
 		}
 	}
@@ -167,18 +217,28 @@ func checkRun(t *testing.T, h *history) {
 		switch {
 		case uid == "":
 			t.Errorf("%s had no UID precondition", e)
-		case !shown[uid]:
-			t.Errorf("%s deleted uid %s, which no plan showed", e, uid)
+		case !shown[e.holder()][uid]:
+			t.Errorf("%s deleted uid %s, which the plan its process showed did not name", e, uid)
 		}
 		step := model.StepDeletePod
 		if e.ObjectRef.Resource == "persistentvolumeclaims" {
 			step = model.StepDeletePVC
 		}
-		if !h.failed && !receipted[string(step)+" "+uid] {
+		key := string(step) + " " + uid
+		switch {
+		case h.failed:
+		case !sending[key] && !ended[key]:
 			t.Errorf("%s (uid %s) has no %s receipt in the ledger", e, uid, step)
+		case !ended[key] && !h.killed[e.holder()]:
+			// only a process killed between the request and its answer
+			// may leave "sending" as the last word
+			t.Errorf("%s (uid %s): the ledger says only that it was being sent, although its process was not killed", e, uid)
 		}
 	}
-	t.Logf("audit: %d writes, %d by hactl to the cluster's objects under the lock checked, %d deletes; %d violations", len(events), checked, deletes, len(violations))
+	if !h.failed && (deletes == 0 || h.changes == 0) {
+		t.Errorf("the run deleted %d objects and changed the members %d times: no action ran, so nothing was proven", deletes, h.changes)
+	}
+	t.Logf("audit: %d writes, %d by hactl to the cluster's objects under the lock checked, %d deletes, %d member changes; %d violations", len(events), checked, deletes, h.changes, len(violations))
 }
 
 // changed reports whether a receipt says its step changed something (or
@@ -231,8 +291,15 @@ type round struct {
 }
 
 type proc struct {
-	name string
+	name   string
+	killed bool
 	*e2esuite.Started
+}
+
+// kill SIGKILLs the process (the round's fault).
+func (p *proc) kill() {
+	p.killed = true
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
 }
 
 type procLine struct {
@@ -266,11 +333,13 @@ func (r *round) run(k roundKind) {
 	s.WaitFailoverReady(t, cluster)
 	want := s.PutSentinel(t, cluster)
 	p := startProbe(cluster)
+	defer p.stop()
 	defer r.reap()
 	k.run(r)
 	r.settle()
 	s.WaitFailoverReady(t, cluster)
 	p.stop()
+	r.h.keepReceipts(s.Ledger(t, cluster).Entries)
 	t.Logf("probe: %s", p)
 	if p.maxOutage > maxOutage {
 		t.Errorf("quorum lost: no member answered a linearizable read for %s (from %s)", p.maxOutage.Round(time.Millisecond), p.outageAt.Format("15:04:05.000"))
@@ -383,6 +452,14 @@ func (r *round) wait(allowed map[string][]int) map[string]int {
 		}
 		out := p.Stdout() + p.All.String()
 		r.h.output(out)
+		if p.killed {
+			r.h.mu.Lock()
+			if r.h.killed == nil {
+				r.h.killed = map[string]bool{}
+			}
+			r.h.killed[identityOf(out)] = true
+			r.h.mu.Unlock()
+		}
 		codes[p.name] = p.Code
 		r.t.Logf("%s %s: exit %d", p.name, strings.Join(p.Cmd.Args[1:], " "), p.Code)
 		ok := false
@@ -464,6 +541,9 @@ func (r *round) checkMemberReceipts(p *probe) {
 		}
 	}
 	t.Logf("%d member changes seen, each with its receipt", len(p.changes()))
+	r.h.mu.Lock()
+	r.h.changes += len(p.changes())
+	r.h.mu.Unlock()
 }
 
 // replaceKillPoints are the progress lines after which a replace may be
@@ -490,7 +570,7 @@ func sameMember(r *round) {
 	}
 	step := replaceKillPoints[r.rng.IntN(len(replaceKillPoints))]
 	if pl, ok := r.awaitLine(stepLine(step), 5*time.Minute); ok {
-		_ = pl.p.Cmd.Process.Signal(syscall.SIGKILL)
+		pl.p.kill()
 		r.fault("SIGKILL %s after %s", pl.p.name, step)
 	}
 	// a contender that looks while the winner changes the members may be
@@ -530,7 +610,20 @@ func differentMembers(r *round) {
 		r.launch(c.name, i == slow, c.args...)
 	}
 	time.Sleep(time.Until(started.Add(killAfter)))
-	r.breakMember(followers[0], fault.Kill, fmt.Sprintf("%s after the start", killAfter.Round(time.Millisecond)))
+	// Kill the member a running replace targets: a fault on any other
+	// member while one is being replaced would break quorum by itself.
+	// Poll (up to 10s) for a replace holding the lock.
+	killed := false
+	for deadline := time.Now().Add(10 * time.Second); !killed && time.Now().Before(deadline) && !r.allDone(); time.Sleep(200 * time.Millisecond) {
+		lease, err := s.KC.CoordinationV1().Leases(namespace).Get(context.Background(), actions.LockName(cluster), metav1.GetOptions{})
+		if m, ok := strings.CutPrefix(lease.GetAnnotations()[actions.AnnotationAction], "replace "); err == nil && ok && lease.Spec.HolderIdentity != nil {
+			r.breakMember(strings.TrimSpace(m), fault.Kill, fmt.Sprintf("(the running replace's target) %s after the start", time.Since(started).Round(time.Millisecond)))
+			killed = true
+		}
+	}
+	if !killed {
+		r.t.Logf("no replace held the lock: no member killed")
+	}
 	r.wait(map[string][]int{"replace": {0, 5, 6, 7}, "restore": {5, 7}, "gc": {0, 7}})
 	if res := s.Hactl(r.t, "generations", "verify", cluster, "adv-2"); res.Code != 0 {
 		r.t.Errorf("the newest generation is gone or damaged after the round: %s", res)
@@ -559,7 +652,7 @@ func frozenHolder(r *round) {
 	time.Sleep(31 * time.Second)
 	second := r.launch("replace-takeover", r.rng.IntN(2) == 0, "replace", cluster, target, "--yes")
 	if _, ok := r.awaitLine(func(l string) bool { return strings.Contains(l, "] ") && strings.Contains(l, "acquire-lock") }, 3*time.Minute); !ok {
-		r.t.Errorf("the second replace never took the lock:\n%s", second.Stdout())
+		r.t.Errorf("%s never took the lock (its output follows below)", second.name)
 	}
 	if err := first.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		r.t.Fatal(err)

@@ -13,14 +13,25 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 )
 
-// auditPolicy records every write in the test namespace: the lock Lease
-// with its request (the holder it names), every other object with its
-// request (a delete's preconditions).
+// auditPolicy records every write in the test namespace: the Leases,
+// pods, PVCs and StatefulSets with their request (the holder a Lease
+// names, a delete's preconditions), everything else (Secrets, the ledger)
+// by its metadata only.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Request
+  namespaces: ["` + namespace + `"]
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  resources:
+  - group: "coordination.k8s.io"
+    resources: ["leases"]
+  - group: ""
+    resources: ["pods", "persistentvolumeclaims"]
+  - group: "apps"
+    resources: ["statefulsets"]
+- level: Metadata
   namespaces: ["` + namespace + `"]
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
@@ -150,6 +161,9 @@ func checkLockDiscipline(events []auditEvent, cluster string) (violations []stri
 	spans := map[string]*span{}
 	for _, e := range events {
 		h := e.holder()
+		if h == "" && strings.HasPrefix(e.UserAgent, "kubectl-hactl/") {
+			violations = append(violations, fmt.Sprintf("%s: a hactl request whose user agent names no lock identity (%q)", e, e.UserAgent))
+		}
 		if h == "" || !guarded(e, cluster) {
 			continue
 		}

@@ -113,8 +113,14 @@ func (p *probe) record(ok bool, list []model.Peer) {
 	}
 }
 
-// stop ends the loop; the outage still open counts too.
+// stop ends the loop (once; later calls do nothing); the outage still
+// open counts too.
 func (p *probe) stop() {
+	select {
+	case <-p.stopc:
+		return
+	default:
+	}
 	close(p.stopc)
 	<-p.done
 	p.mu.Lock()

@@ -39,8 +39,9 @@ type SeedRequest struct {
 	OnPhase func(phase model.ActionPhase, detail string)
 	// Progress receives the bytes streamed so far; may be nil.
 	Progress func(n int64)
-	// BeforePublish, when set, is asked right before the manifest is
-	// written: an error (the caller's lock is no longer known to be held)
+	// BeforePublish, when set, is asked once the files are uploaded,
+	// before publishing (the stored sizes checked, the manifest written):
+	// an error (the caller's lock is no longer known to be held)
 	// aborts the upload, nothing is published, and the error is returned.
 	BeforePublish func() error
 	Now           time.Time

@@ -450,6 +450,7 @@ func (p *Started) KillAt(t testing.TB, marker string) bool {
 			}
 		case <-timeout:
 			_ = p.Cmd.Process.Kill()
+			<-p.Done // stderr is complete (and no longer written) once it ended
 			t.Fatalf("no %q within 5m:\n%s", marker, p.All)
 		}
 	}
