@@ -155,7 +155,17 @@ func TestSeedRebootstrapIsCaught(t *testing.T) {
 func TestTableThroughKubectl(t *testing.T) {
 	skipShort(t)
 	c := env.sb.State.Clusters[0]
-	out, errOut, _ := kubectl(t, "hactl", "status", "-n", c.Namespace, "--color", "never")
+	// On a loaded machine the first probes after the sandbox came up may
+	// time out (every member shows "unknown"): poll until a leader shows.
+	var out, errOut string
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, errOut, _ = kubectl(t, "hactl", "status", "-n", c.Namespace, "--color", "never")
+		if strings.Contains(out, "leader") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
 	for _, want := range []string{"ORD", "MEMBER ID", c.Name, "leader"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s\n%s", want, out, errOut)

@@ -69,10 +69,16 @@ func TestRestoreAfterQuorumLoss(t *testing.T) {
 			counts[rc.Step]++
 		}
 	}
-	for k, want := range map[model.StepKind]int{model.StepScaleDown: 1, model.StepRunRestore: 3, model.StepScaleUp: 1, model.StepDeleteRestorePod: 3, model.StepAwaitRestored: 1} {
+	for k, want := range map[model.StepKind]int{model.StepScaleDown: 1, model.StepRunRestore: 3, model.StepScaleUp: 1, model.StepDeleteRestorePod: 3} {
 		if counts[k] != want {
 			t.Errorf("%d %s receipts, want %d\n%s", counts[k], k, want, r)
 		}
+	}
+	// The wait for the restored members comes once, and again whenever an
+	// observation between the restore pods' deletions finds a member not
+	// (yet) answering, as on a loaded machine.
+	if counts[model.StepAwaitRestored] < 1 {
+		t.Errorf("no await-restored receipt\n%s", r)
 	}
 	for _, out := range []string{r.Stdout, r.Stderr} {
 		if strings.Contains(out, s3.SecretKey) || strings.Contains(out, s3.AccessKey) {
