@@ -1,16 +1,15 @@
 package artifact_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/artifact/storetest"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -57,28 +56,7 @@ func identity(g string) artifact.Identity {
 // publish writes files (path -> content) as generation g.
 func publish(t *testing.T, s *artifact.Store, id artifact.Identity, files map[string][]byte) artifact.PublishResult {
 	t.Helper()
-	ctx := context.Background()
-	u, err := s.Begin(ctx, id.Generation, artifact.UploadOptions{Source: artifact.Source{Namespace: "db", Cluster: "etcd-main", Member: "etcd-main-0"}, CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, b := range files {
-		w, err := u.Create(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(w, bytes.NewReader(b)); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res, err := u.Publish(ctx, id)
-	if err != nil {
-		t.Fatalf("publishing %s: %v", id.Generation, err)
-	}
-	return res
+	return storetest.Publish(t, s, id, artifact.Source{Namespace: "db", Cluster: "etcd-main", Member: "etcd-main-0"}, files)
 }
 
 func randBytes(t *testing.T, n int) []byte {

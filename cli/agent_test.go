@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/artifact/storetest"
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
@@ -48,28 +48,14 @@ func restorePodFixture() (*appsv1.StatefulSet, model.ClusterFacts) {
 // are).
 func publishFiles(t *testing.T, s *artifact.Store, g string, revision int64, files map[string]string) *artifact.Manifest {
 	t.Helper()
-	ctx := context.Background()
-	u, err := s.Begin(ctx, g, artifact.UploadOptions{Source: artifact.Source{Namespace: "db", Cluster: "etcd", Member: "etcd-0"}, CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bs := map[string][]byte{}
 	for p, b := range files {
-		w, err := u.Create(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(w, strings.NewReader(b)); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		bs[p] = []byte(b)
 	}
-	if _, err := u.Publish(ctx, artifact.Identity{Generation: g, Engine: model.EnginePatroni, EngineVersion: "16",
-		ClusterID: "7348a1f3c2b0de55", SourceMemberID: "etcd-0", RaftTerm: 1, RaftIndex: 10, Revision: revision}); err != nil {
-		t.Fatalf("publishing %s: %v", g, err)
-	}
-	m, err := s.ReadManifest(ctx, g)
+	storetest.Publish(t, s, artifact.Identity{Generation: g, Engine: model.EnginePatroni, EngineVersion: "16",
+		ClusterID: "7348a1f3c2b0de55", SourceMemberID: "etcd-0", RaftTerm: 1, RaftIndex: 10, Revision: revision},
+		artifact.Source{Namespace: "db", Cluster: "etcd", Member: "etcd-0"}, bs)
+	m, err := s.ReadManifest(context.Background(), g)
 	if err != nil {
 		t.Fatal(err)
 	}
