@@ -16,7 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -72,6 +74,8 @@ type ExecOptions struct {
 	OnDecision func(classify.Decision)
 	// Warn receives non-fatal problems (an Event not written, …).
 	Warn func(string)
+	// Seed tunes a seed's capture (its store, timeout and progress).
+	Seed SeedExec
 }
 
 // Result is what an execution did.
@@ -83,6 +87,11 @@ type Result struct {
 	Final classify.Decision
 	// TookOverFrom names the stale lock holder that was replaced.
 	TookOverFrom string
+	// Source is the member a seed captured from; Manifest the generation
+	// it published (Already when it had been published before).
+	Source   string
+	Manifest *artifact.Manifest
+	Already  bool
 }
 
 func (x *Executor) client() kubernetes.Interface { return x.Observer.Client }
@@ -103,8 +112,18 @@ func orDur(d, def time.Duration) time.Duration {
 
 // Decide observes the cluster and classifies intent, as this executor
 // would (its own lock does not block it).
+// A seed intent that names no store gets the one the StatefulSet's
+// annotations name.
 func (x *Executor) Decide(ctx context.Context, namespace, name string, in classify.Intent) (classify.Decision, status.Result, status.Warnings, error) {
 	in.Options.LockHolder = x.identity()
+	if in.Action == model.ActionSeed && in.Options.SeedStore == "" {
+		cs, err := OpenClusterStore(ctx, x.client(), namespace, name, StoreRef{}, StoreOpen{NeedStatefulSet: true})
+		if err != nil {
+			return classify.Decision{}, status.Result{}, nil, err
+		}
+		in.Options.SeedStore = cs.Store.String()
+		_ = cs.Store.Close()
+	}
 	return x.Observer.Decide(ctx, namespace, name, in)
 }
 
@@ -137,9 +156,6 @@ func (x *Executor) Execute(ctx context.Context, d classify.Decision, o ExecOptio
 		return r.res, &RefusedError{Decision: d}
 	case classify.VerbAwait, classify.VerbObserve:
 		return r.res, fmt.Errorf("%w: the decision is %s (%s)", ErrNotActionable, d.Verb, firstBlocker(d))
-	}
-	if d.Intent.Action == model.ActionSeed {
-		return r.res, fmt.Errorf("%w: seed generations need the artifact store, which this version does not have", ErrUnsupported)
 	}
 	if r.o.DryRun == DryRunClient {
 		for _, s := range d.Steps {
@@ -180,7 +196,10 @@ type run struct {
 	// ahead names the changing request writeAhead last recorded as
 	// being sent, until a receipt of its step says how it ended.
 	ahead string
-	res   Result
+	// subject is the member an action on the whole cluster is about (a
+	// seed's source), for receipts that name no member of their own.
+	subject string
+	res     Result
 }
 
 // ownRestorePod reports whether s deletes a restore pod this action
@@ -316,10 +335,7 @@ func (r *run) writeAhead(s classify.Step) error {
 		// "not yet"): no receipt since, so the record stands
 		return r.mayChange()
 	}
-	member := r.confirmed.Intent.Member
-	if member == "" {
-		member = s.Member
-	}
+	member := r.member(s)
 	rc := model.Receipt{
 		ActionID: r.entryID, Action: r.confirmed.Intent.Action, Cluster: r.ns + "/" + r.name,
 		Member: member, Phase: s.Phase, Step: s.Kind, Outcome: model.OutcomeSending, At: time.Now().UTC(),
@@ -349,10 +365,7 @@ func aheadKey(s classify.Step) string {
 // receipt records one receipt: ledger (when an entry exists), Event,
 // callback, result.
 func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Outcome, detail string, fences []model.Fence, s classify.Step) model.Receipt {
-	member := r.confirmed.Intent.Member
-	if member == "" {
-		member = s.Member // an action on the whole cluster: the member this step is about
-	}
+	member := r.member(s)
 	rc := model.Receipt{
 		ActionID: r.entryID, Action: r.confirmed.Intent.Action, Cluster: r.ns + "/" + r.name,
 		Member: member, Phase: phase, Step: kind, Outcome: out, At: time.Now().UTC(),
@@ -369,7 +382,7 @@ func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Ou
 	if r.entryID != "" && r.o.DryRun == DryRunNone {
 		state := model.EntryInProgress
 		switch {
-		case phase == model.ActionPhaseReady:
+		case phase == model.ActionPhaseReady || phase == model.ActionPhasePublished:
 			state = model.EntryDone
 		case phase == model.ActionPhaseFailed:
 			state = model.EntryFailed
@@ -401,67 +414,77 @@ func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Ou
 	return rc
 }
 
-func (r *run) execute(ctx context.Context) (res Result, err error) {
-	x := r.x
-	action := fmt.Sprintf("%s %s", r.confirmed.Intent.Action, r.confirmed.Intent.Member)
-	lock, err := AcquireLock(ctx, x.client(), r.ns, r.name, LockOptions{
-		Identity: x.identity(), Duration: x.LockDuration, Action: action, Owner: r.owner(),
-		DryRun: r.o.DryRun == DryRunServer, OnWait: func(m string) { r.warn("%s", m) },
-	})
-	if err != nil {
-		return r.res, err
+// member is who a receipt of step s is about: the intent's member, else
+// the step's (an action on the whole cluster), else the run's subject.
+func (r *run) member(s classify.Step) string {
+	switch {
+	case r.confirmed.Intent.Member != "":
+		return r.confirmed.Intent.Member
+	case s.Member != "":
+		return s.Member
 	}
-	r.lock = lock
-	r.res.TookOverFrom = lock.TookOver
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if rerr := lock.Release(rctx); rerr != nil {
-			r.warn("%v", rerr)
-		}
-	}()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-lock.Lost():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	defer func() {
-		select {
-		case <-lock.Lost():
-			err = fmt.Errorf("%w: another process took lease %s/%s while this action ran; it stopped (rerun to resume)", ErrLockLost, r.ns, LockName(r.name))
-		default:
-		}
-	}()
+	return r.subject
+}
 
+// lockAction is what the lock's Lease says its holder does.
+func (r *run) lockAction() string {
+	in := r.confirmed.Intent
+	if in.Action == model.ActionSeed {
+		return "seed " + in.Options.Generation
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s %s", in.Action, in.Member))
+}
+
+// execute runs the confirmed decision under the cluster's lock.
+func (r *run) execute(ctx context.Context) (Result, error) {
+	x := r.x
+	err := WithLock(ctx, x.client(), r.ns, r.name, LockOptions{
+		Identity: x.identity(), Duration: x.LockDuration, Action: r.lockAction(), Owner: r.owner(),
+		DryRun: r.o.DryRun == DryRunServer, OnWait: func(m string) { r.warn("%s", m) }, Warn: func(m string) { r.warn("%s", m) },
+	}, func(ctx context.Context, lock *Lock) error {
+		r.lock = lock
+		r.res.TookOverFrom = lock.TookOver
+		if r.confirmed.Intent.Action == model.ActionSeed {
+			return r.seed(ctx)
+		}
+		return r.underLock(ctx)
+	})
+	return r.res, err
+}
+
+// lockReceipt records that the lock is held.
+func (r *run) lockReceipt() {
+	detail := fmt.Sprintf("took lease %s/%s as %s", r.ns, LockName(r.name), r.x.identity())
+	if r.lock.TookOver != "" {
+		detail += fmt.Sprintf("; taken over from stale holder %s (%s)", r.lock.TookOver, r.lock.TookOverWhy)
+	}
+	r.receipt(model.StepAcquireLock, model.ActionPhaseRequested, model.OutcomeDone, detail, nil, classify.Step{})
+}
+
+// underLock decides again under the lock, holds the new decision against
+// the confirmed one, records the ledger entry and runs the steps.
+func (r *run) underLock(ctx context.Context) error {
 	// Decide again under the lock and hold that against what was shown.
 	d2, err := r.decide(ctx)
 	if err != nil {
-		return r.res, err
+		return err
 	}
 	if err := verify(r.confirmed, d2); err != nil {
-		return r.res, err
+		return err
 	}
 	if r.o.DryRun == DryRunServer {
-		return r.res, r.serverDryRun(ctx, d2)
+		return r.serverDryRun(ctx, d2)
 	}
 	if err := r.preflight(ctx, d2); err != nil {
-		return r.res, err
+		return err
 	}
 	if err := r.mayChange(); err != nil {
-		return r.res, err
+		return err
 	}
 	if err := r.begin(ctx, d2); err != nil {
-		return r.res, err
+		return err
 	}
-	lockDetail := fmt.Sprintf("took lease %s/%s as %s", r.ns, LockName(r.name), x.identity())
-	if lock.TookOver != "" {
-		lockDetail += fmt.Sprintf("; taken over from stale holder %s (%s)", lock.TookOver, lock.TookOverWhy)
-	}
-	r.receipt(model.StepAcquireLock, model.ActionPhaseRequested, model.OutcomeDone, lockDetail, nil, classify.Step{})
+	r.lockReceipt()
 	detail := verifiedDetail(d2)
 	if moved := statusMoves(r.confirmed, d2); len(moved) > 0 {
 		detail += "; " + strings.Join(moved, "; ")
@@ -472,7 +495,8 @@ func (r *run) execute(ctx context.Context) (res Result, err error) {
 			r.warn("cluster ID not recorded: %v", err)
 		}
 	}
-	return r.loop(ctx)
+	_, err = r.loop(ctx)
+	return err
 }
 
 func memberFenceID(d classify.Decision) string {
@@ -504,6 +528,9 @@ func (r *run) begin(ctx context.Context, d classify.Decision) error {
 		ID: d.Resume, Action: d.Intent.Action, Member: d.Intent.Member, Holder: r.x.identity(),
 		Phase: model.ActionPhaseRequested, Replaced: d.Replaced,
 	}
+	if d.Intent.Action == model.ActionSeed {
+		e.Generation = d.Intent.Options.Generation
+	}
 	if d.Intent.Action == model.ActionRestore {
 		e.Generation, e.Replicas = d.Intent.Options.Generation, d.Replicas
 		if e.Replicas <= 0 {
@@ -514,7 +541,7 @@ func (r *run) begin(ctx context.Context, d classify.Decision) error {
 		}
 	}
 	if e.ID == "" {
-		e.ID = NewEntryID(d.Intent.Action, d.Intent.Member, at)
+		e.ID = NewEntryID(d.Intent.Action, r.member(classify.Step{}), at)
 	} else {
 		r.mutated = true // an earlier run may have changed things
 	}
@@ -769,134 +796,171 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 		d := r.cur
 		switch d.Verb {
 		case classify.VerbDone:
-			detail := fmt.Sprintf("%s is ready: a healthy voter again; lock released", d.Intent.Member)
-			if d.Intent.Action == model.ActionRestore {
-				id := r.last.Analysis.ClusterID
-				detail = fmt.Sprintf("restored from generation %s: every member a healthy voter of cluster %s; lock released", d.Intent.Options.Generation, id)
-				if id != "" {
-					if err := r.ledger().RecordClusterID(ctx, id); err != nil {
-						r.warn("cluster ID not recorded: %v", err)
-					}
-				}
-			}
-			r.receipt(model.StepReleaseLock, model.ActionPhaseReady, model.OutcomeDone, detail, nil, classify.Step{})
+			r.done(ctx, d)
 			return r.res, nil
 		case classify.VerbRefuse, classify.VerbAwait, classify.VerbObserve:
 			if refusedSince.IsZero() {
 				refusedSince = time.Now()
 			}
-			if !r.mutated || time.Since(refusedSince) > orDur(r.x.RefuseGrace, DefaultRefuseGrace) {
-				err := error(&RefusedError{Decision: d, While: "while the action ran"})
-				if d.Verb != classify.VerbRefuse {
-					err = &FenceConflictError{Detail: fmt.Sprintf("the decision became %s: %s", d.Verb, firstBlocker(d))}
-				}
-				r.receipt(model.StepVerifyFences, d.Phase, model.OutcomeRefused, err.Error(), nil, classify.Step{})
-				return r.res, r.stop(err)
-			}
-			if err := r.pause(ctx); err != nil {
-				return r.res, r.stop(err)
-			}
-			if _, err := r.decide(ctx); err != nil {
+			if err := r.refused(ctx, d, refusedSince); err != nil {
 				return r.res, r.stop(err)
 			}
 			continue
 		}
 		refusedSince = time.Time{}
-		s, _ := d.Next()
-		if !s.Kind.Mutates() {
-			if err := r.wait(ctx, s); err != nil {
-				return r.res, r.stop(err)
-			}
-			continue
-		}
-		if err := covered(r.confirmed, s); err != nil && !r.ownRestorePod(s) {
-			ferr := &FenceConflictError{Detail: err.Error()}
-			r.receipt(s.Kind, s.Phase, model.OutcomeConflict, ferr.Error(), stepFences(s), s)
-			return r.res, r.stop(ferr)
-		}
-		if err := r.undone(s); err != nil {
-			r.receipt(s.Kind, s.Phase, model.OutcomeConflict, err.Error(), stepFences(s), s)
+		if err := r.next(ctx, d); err != nil {
 			return r.res, r.stop(err)
 		}
-		if err := r.mayChange(); err != nil {
-			r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
-			return r.res, r.stop(err)
-		}
-		if err := r.writeAhead(s); err != nil {
-			r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
-			return r.res, r.stop(err)
-		}
-		out, detail, err := r.do(ctx, s)
-		if errors.Is(err, ErrLockLost) {
-			// refused by the transport guard before it left the process
-			r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
-			return r.res, r.stop(err)
-		}
-		if err != nil && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrNotYet) && !apiAnswered(err) && isAPIWrite(s.Kind) {
-			err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-		}
-		if !errors.Is(err, ErrNotYet) {
-			delete(r.notYet, s.Kind)
-		}
-		switch {
-		case errors.Is(err, ErrOutcomeUnknown):
-			// Sent, unanswered: it may have been committed. The entry
-			// stays in progress and the next observation tells.
-			r.mutated = true
-			r.unknown[s.Kind]++
-			msg := fmt.Sprintf("%s: sent, no answer (%v): it may have taken effect; observing to find out", s.Detail, err)
-			r.receipt(s.Kind, s.Phase, model.OutcomeUnknown, msg, stepFences(s), s)
-			if r.unknown[s.Kind] >= maxUnknown {
-				return r.res, r.stop(fmt.Errorf("%s: %d requests went unanswered; the action may have changed the cluster and stays in progress: run the command again to resume (%w)", s.Detail, r.unknown[s.Kind], err))
-			}
-			if err := r.pause(ctx); err != nil {
-				return r.res, r.stop(err)
-			}
-			nd, derr := r.decide(ctx)
-			if derr != nil {
-				return r.res, r.stop(derr)
-			}
-			if next, ok := nd.Next(); nd.Verb == classify.VerbDone || (nd.Verb == classify.VerbProceed && ok && (next.Kind != s.Kind || next.MemberID != s.MemberID || next.Member != s.Member)) {
-				r.receipt(s.Kind, s.Phase, model.OutcomeDone, fmt.Sprintf("%s: the unanswered request took effect (observed: the plan moved on)", s.Detail), stepFences(s), s)
-			}
-			continue
-		case errors.Is(err, ErrNotYet):
-			since, ok := r.notYet[s.Kind]
-			if !ok {
-				since = time.Now()
-				r.notYet[s.Kind] = since
-			}
-			if time.Since(since) > orDur(r.x.WaitTimeout, DefaultWaitTimeout) {
-				msg := fmt.Sprintf("%s: the engine kept refusing for %s: %v", s.Detail, time.Since(since).Round(time.Second), err)
-				r.receipt(s.Kind, s.Phase, model.OutcomeFailed, msg+"; run the command again to resume", stepFences(s), s)
-				return r.res, r.stop(fmt.Errorf("%w: %s", ErrTimeout, msg))
-			}
-			if err := r.pause(ctx); err != nil {
-				return r.res, r.stop(err)
-			}
-		case err != nil:
-			r.receipt(s.Kind, s.Phase, model.OutcomeFailed, fmt.Sprintf("%s: %v", s.Detail, err), stepFences(s), s)
-			return r.res, r.stop(fmt.Errorf("%s: %w", s.Detail, err))
-		default:
-			r.receipt(s.Kind, s.Phase, out, detail, stepFences(s), s)
-			if out == model.OutcomeDone {
-				r.mutated = true
-			}
-		}
-		prev := d.Steps[1:]
-		nd, derr := r.decide(ctx)
-		if derr != nil {
-			return r.res, r.stop(derr)
-		}
-		if err == nil && out != model.OutcomeConflict && nd.Verb != classify.VerbRefuse {
-			r.passWaits(prev, nd, "already so when observed next")
-		}
-		if err == nil && out == model.OutcomeConflict {
-			if cerr := r.countConflict(*s.Fence); cerr != nil {
-				return r.res, r.stop(cerr)
+	}
+}
+
+// done records the end of an action the classifier says is done.
+func (r *run) done(ctx context.Context, d classify.Decision) {
+	detail := fmt.Sprintf("%s is ready: a healthy voter again; lock released", d.Intent.Member)
+	if d.Intent.Action == model.ActionRestore {
+		id := r.last.Analysis.ClusterID
+		detail = fmt.Sprintf("restored from generation %s: every member a healthy voter of cluster %s; lock released", d.Intent.Options.Generation, id)
+		if id != "" {
+			if err := r.ledger().RecordClusterID(ctx, id); err != nil {
+				r.warn("cluster ID not recorded: %v", err)
 			}
 		}
 	}
+	r.receipt(model.StepReleaseLock, model.ActionPhaseReady, model.OutcomeDone, detail, nil, classify.Step{})
+}
+
+// refused handles a decision that refuses (or awaits, or observes) while
+// the action runs: before any change, or past the grace a change in
+// flight may cause (a leader election), it stops; else it observes again.
+func (r *run) refused(ctx context.Context, d classify.Decision, since time.Time) error {
+	if !r.mutated || time.Since(since) > orDur(r.x.RefuseGrace, DefaultRefuseGrace) {
+		err := error(&RefusedError{Decision: d, While: "while the action ran"})
+		if d.Verb != classify.VerbRefuse {
+			err = &FenceConflictError{Detail: fmt.Sprintf("the decision became %s: %s", d.Verb, firstBlocker(d))}
+		}
+		r.receipt(model.StepVerifyFences, d.Phase, model.OutcomeRefused, err.Error(), nil, classify.Step{})
+		return err
+	}
+	if err := r.pause(ctx); err != nil {
+		return err
+	}
+	_, err := r.decide(ctx)
+	return err
+}
+
+// next carries out the first step of d (a wait, or one change), then
+// observes and decides again.
+func (r *run) next(ctx context.Context, d classify.Decision) error {
+	s, _ := d.Next()
+	if !s.Kind.Mutates() {
+		return r.wait(ctx, s)
+	}
+	if err := r.mayRun(s); err != nil {
+		return err
+	}
+	out, detail, err := r.do(ctx, s)
+	if errors.Is(err, ErrLockLost) {
+		// refused by the transport guard before it left the process
+		r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
+		return err
+	}
+	if err != nil && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrNotYet) && !apiAnswered(err) && isAPIWrite(s.Kind) {
+		err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	if !errors.Is(err, ErrNotYet) {
+		delete(r.notYet, s.Kind)
+	}
+	switch {
+	case errors.Is(err, ErrOutcomeUnknown):
+		return r.unanswered(ctx, s, err)
+	case errors.Is(err, ErrNotYet):
+		if err := r.notYetAgain(ctx, s, err); err != nil {
+			return err
+		}
+	case err != nil:
+		r.receipt(s.Kind, s.Phase, model.OutcomeFailed, fmt.Sprintf("%s: %v", s.Detail, err), stepFences(s), s)
+		return fmt.Errorf("%s: %w", s.Detail, err)
+	default:
+		r.receipt(s.Kind, s.Phase, out, detail, stepFences(s), s)
+		if out == model.OutcomeDone {
+			r.mutated = true
+		}
+	}
+	prev := d.Steps[1:]
+	nd, derr := r.decide(ctx)
+	if derr != nil {
+		return derr
+	}
+	if err == nil && out != model.OutcomeConflict && nd.Verb != classify.VerbRefuse {
+		r.passWaits(prev, nd, "already so when observed next")
+	}
+	if err == nil && out == model.OutcomeConflict {
+		return r.countConflict(*s.Fence)
+	}
+	return nil
+}
+
+// mayRun checks, right before changing step s, that the confirmed plan
+// showed it, that nobody undid this action's scale-down, that the lock
+// is held and the ledger truthful, and writes the change ahead to the
+// ledger. A refusal is recorded as the step's receipt.
+func (r *run) mayRun(s classify.Step) error {
+	if err := covered(r.confirmed, s); err != nil && !r.ownRestorePod(s) {
+		ferr := &FenceConflictError{Detail: err.Error()}
+		r.receipt(s.Kind, s.Phase, model.OutcomeConflict, ferr.Error(), stepFences(s), s)
+		return ferr
+	}
+	if err := r.undone(s); err != nil {
+		r.receipt(s.Kind, s.Phase, model.OutcomeConflict, err.Error(), stepFences(s), s)
+		return err
+	}
+	err := r.mayChange()
+	if err == nil {
+		err = r.writeAhead(s)
+	}
+	if err != nil {
+		r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
+	}
+	return err
+}
+
+// unanswered handles a change sent without an answer: it may have been
+// committed. The entry stays in progress and the next observation tells.
+func (r *run) unanswered(ctx context.Context, s classify.Step, err error) error {
+	r.mutated = true
+	r.unknown[s.Kind]++
+	msg := fmt.Sprintf("%s: sent, no answer (%v): it may have taken effect; observing to find out", s.Detail, err)
+	r.receipt(s.Kind, s.Phase, model.OutcomeUnknown, msg, stepFences(s), s)
+	if r.unknown[s.Kind] >= maxUnknown {
+		return fmt.Errorf("%s: %d requests went unanswered; the action may have changed the cluster and stays in progress: run the command again to resume (%w)", s.Detail, r.unknown[s.Kind], err)
+	}
+	if err := r.pause(ctx); err != nil {
+		return err
+	}
+	nd, derr := r.decide(ctx)
+	if derr != nil {
+		return derr
+	}
+	if next, ok := nd.Next(); nd.Verb == classify.VerbDone || (nd.Verb == classify.VerbProceed && ok && (next.Kind != s.Kind || next.MemberID != s.MemberID || next.Member != s.Member)) {
+		r.receipt(s.Kind, s.Phase, model.OutcomeDone, fmt.Sprintf("%s: the unanswered request took effect (observed: the plan moved on)", s.Detail), stepFences(s), s)
+	}
+	return nil
+}
+
+// notYetAgain handles the engine refusing a step for now: it pauses, or
+// fails the step once the engine kept refusing past the wait timeout.
+func (r *run) notYetAgain(ctx context.Context, s classify.Step, err error) error {
+	since, ok := r.notYet[s.Kind]
+	if !ok {
+		since = time.Now()
+		r.notYet[s.Kind] = since
+	}
+	if time.Since(since) > orDur(r.x.WaitTimeout, DefaultWaitTimeout) {
+		msg := fmt.Sprintf("%s: the engine kept refusing for %s: %v", s.Detail, time.Since(since).Round(time.Second), err)
+		r.receipt(s.Kind, s.Phase, model.OutcomeFailed, msg+"; run the command again to resume", stepFences(s), s)
+		return fmt.Errorf("%w: %s", ErrTimeout, msg)
+	}
+	return r.pause(ctx)
 }
 
 // maxStatusConflicts bounds the conflicts caused by status updates alone
@@ -1054,11 +1118,16 @@ func (r *run) memberOps(ctx context.Context) (MemberOps, error) {
 		r.ops = r.x.Members
 		return r.ops, nil
 	}
-	creds, err := Credentials(ctx, r.x.client(), r.last.Observation.Cluster)
+	cl := r.last.Observation.Cluster
+	eng, ok := status.DefaultEngines()[cl.Engine]
+	if !ok {
+		return nil, fmt.Errorf("%w: member operations on %s clusters", ErrUnsupported, cl.Engine)
+	}
+	creds, err := Credentials(ctx, r.x.client(), cl)
 	if err != nil {
 		return nil, err
 	}
-	r.ops = EtcdOps{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds}
+	r.ops = eng.Members(engine.ProbeOptions{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds})
 	return r.ops, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -63,22 +64,17 @@ func (e *env) putSentinel() {
 func (e *env) assertSentinelEverywhere() {
 	e.t.Helper()
 	for _, m := range []string{"etcd-0", "etcd-1", "etcd-2"} {
-		var v string
-		var found bool
-		ok := false
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) && !ok {
+		err := poll.Wait(20*time.Second, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			var err error
-			v, found, err = e.client(m).Get(ctx, sentinelKey)
-			cancel()
-			ok = err == nil && found && v == sentinelValue
-			if !ok {
-				time.Sleep(100 * time.Millisecond)
+			defer cancel()
+			v, found, err := e.client(m).Get(ctx, sentinelKey)
+			if err != nil || !found || v != sentinelValue {
+				return fmt.Errorf("sentinel %q found=%v (err %v), want %q", v, found, err, sentinelValue)
 			}
-		}
-		if !ok {
-			e.t.Errorf("%s: sentinel %q found=%v, want %q", m, v, found, sentinelValue)
+			return nil
+		}, poll.Every(100*time.Millisecond))
+		if err != nil {
+			e.t.Errorf("%s: %v", m, err)
 		}
 	}
 }

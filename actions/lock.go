@@ -113,6 +113,9 @@ type LockOptions struct {
 	// OnWait is told when AcquireLock watches a lease that looks expired
 	// by this machine's clock before taking it over.
 	OnWait func(string)
+	// Warn is told, by WithLock, of a stale holder taken over and of a
+	// release that failed.
+	Warn func(string)
 }
 
 // ValidityMargin is the part of the lease a holder keeps in reserve: it
@@ -175,49 +178,9 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 	case err != nil:
 		return nil, fmt.Errorf("reading lease %s/%s: %w", namespace, lk.name, err)
 	default:
-		f := lockFacts(cur)
-		if f.Holder != "" && f.Holder != o.Identity {
-			if f.Held(o.Now()) {
-				return nil, heldError(cur)
-			}
-			lk.TookOver = f.Holder
-			lk.TookOverWhy = "its process on this host no longer runs"
-			if !f.HolderGone {
-				// The holder's renewTime was written by its clock, not
-				// ours: expiry is judged as leader election does, by
-				// watching the lease not change for one whole lease
-				// duration on this process's own monotonic clock.
-				cur, err = lk.awaitExpiry(ctx, cur, o.OnWait)
-				if err != nil {
-					return nil, err
-				}
-				lk.TookOverWhy = fmt.Sprintf("the lease did not change for %s (its duration) while this process watched it; last renewed %s by its holder's clock",
-					leaseDuration(cur), f.RenewedAt.UTC().Format(time.RFC3339))
-			}
+		if sent, err = lk.take(ctx, cur, spec, o, dry); err != nil {
+			return nil, err
 		}
-		spec.AcquireTime, spec.RenewTime = ptr.To(metav1.NewMicroTime(o.Now())), ptr.To(metav1.NewMicroTime(o.Now()))
-		upd := cur.DeepCopy()
-		upd.Spec = spec
-		if f.Holder != "" && f.Holder != o.Identity {
-			upd.Spec.LeaseTransitions = ptr.To(ptr.Deref(cur.Spec.LeaseTransitions, 0) + 1)
-		} else {
-			upd.Spec.LeaseTransitions = cur.Spec.LeaseTransitions
-		}
-		if upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
-		}
-		upd.Annotations[AnnotationAction] = o.Action
-		// cur.ResourceVersion is the precondition: a concurrent taker
-		// makes this a 409.
-		sent = time.Now()
-		updated, err := leases.Update(ctx, upd, metav1.UpdateOptions{DryRun: dry})
-		if apierrors.IsConflict(err) {
-			return nil, lk.heldBy(ctx)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("taking lease %s/%s: %w", namespace, lk.name, err)
-		}
-		lk.lease = updated
 	}
 	lk.renewedSent, lk.renewedWall = sent, sent.Round(0)
 	if o.DryRun {
@@ -227,6 +190,59 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 	held.Store(lk, struct{}{})
 	go lk.renew()
 	return lk, nil
+}
+
+// take updates an existing Lease to this holder: a free one, its own,
+// or a stale one (its holder's process on this host gone, or the lease
+// unchanged for its whole duration while this process watched). The
+// Lease's resourceVersion is the precondition, so of concurrent takers
+// one wins. It returns when the winning request was sent.
+func (lk *Lock) take(ctx context.Context, cur *coordinationv1.Lease, spec coordinationv1.LeaseSpec, o LockOptions, dry []string) (time.Time, error) {
+	f := lockFacts(cur)
+	if f.Holder != "" && f.Holder != o.Identity {
+		if f.Held(o.Now()) {
+			return time.Time{}, heldError(cur)
+		}
+		lk.TookOver = f.Holder
+		lk.TookOverWhy = "its process on this host no longer runs"
+		if !f.HolderGone {
+			// The holder's renewTime was written by its clock, not
+			// ours: expiry is judged as leader election does, by
+			// watching the lease not change for one whole lease
+			// duration on this process's own monotonic clock.
+			var err error
+			cur, err = lk.awaitExpiry(ctx, cur, o.OnWait)
+			if err != nil {
+				return time.Time{}, err
+			}
+			lk.TookOverWhy = fmt.Sprintf("the lease did not change for %s (its duration) while this process watched it; last renewed %s by its holder's clock",
+				leaseDuration(cur), f.RenewedAt.UTC().Format(time.RFC3339))
+		}
+	}
+	spec.AcquireTime, spec.RenewTime = ptr.To(metav1.NewMicroTime(o.Now())), ptr.To(metav1.NewMicroTime(o.Now()))
+	upd := cur.DeepCopy()
+	upd.Spec = spec
+	if f.Holder != "" && f.Holder != o.Identity {
+		upd.Spec.LeaseTransitions = ptr.To(ptr.Deref(cur.Spec.LeaseTransitions, 0) + 1)
+	} else {
+		upd.Spec.LeaseTransitions = cur.Spec.LeaseTransitions
+	}
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	upd.Annotations[AnnotationAction] = o.Action
+	// cur.ResourceVersion is the precondition: a concurrent taker makes
+	// this a 409.
+	sent := time.Now()
+	updated, err := lk.client.CoordinationV1().Leases(lk.namespace).Update(ctx, upd, metav1.UpdateOptions{DryRun: dry})
+	if apierrors.IsConflict(err) {
+		return time.Time{}, lk.heldBy(ctx)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("taking lease %s/%s: %w", lk.namespace, lk.name, err)
+	}
+	lk.lease = updated
+	return sent, nil
 }
 
 func leaseDuration(l *coordinationv1.Lease) time.Duration {

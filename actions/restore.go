@@ -176,7 +176,7 @@ func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Optio
 		return nil, fmt.Errorf("the decision read generation %s but restores %s; not creating %s", src.Generation, o.Generation, RestorePodName(s.Member))
 	}
 	t := cl.Template
-	c := containerNamed(sts, t.Container)
+	c := status.ContainerNamed(sts, t.Container)
 	if c == nil {
 		return nil, fmt.Errorf("StatefulSet %s/%s has no engine container %q", sts.Namespace, sts.Name, t.Container)
 	}
@@ -186,36 +186,7 @@ func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Optio
 	if o.AgentImage == "" {
 		return nil, fmt.Errorf("no agent image: restore needs --agent-image")
 	}
-	var initial []string
-	for _, e := range t.InitialCluster {
-		initial = append(initial, e.Name+"="+e.PeerURL)
-	}
-	args := []string{
-		"--store=" + o.SeedStore,
-		"--generation=" + o.Generation,
-		"--data-dir=" + t.DataDir,
-		"--name=" + s.Member,
-		"--initial-cluster=" + strings.Join(initial, ","),
-		"--initial-advertise-peer-urls=" + strings.Join(s.PeerURLs, ","),
-		"--replace",
-		"--expect-digest=" + src.Digest,
-		"--timeout=" + RestoreAgentTimeout.String(),
-		"-o", "json",
-	}
-	if src.ClusterID != "" {
-		args = append(args, "--expect-cluster-id="+src.ClusterID)
-	}
-	if src.Revision > 0 {
-		args = append(args, "--expect-revision="+fmt.Sprint(src.Revision))
-	}
-	if t.InitialClusterToken != "" {
-		args = append(args, "--initial-cluster-token="+t.InitialClusterToken)
-	}
-	if actionID != "" {
-		// A new restore of the same generation replaces what the members
-		// wrote since the last one.
-		args = append(args, "--restore-id="+actionID)
-	}
+	args := restoreAgentArgs(t, o, s, actionID)
 	mount := corev1.VolumeMount{Name: t.DataVolume, MountPath: t.DataMount}
 	for _, m := range c.VolumeMounts {
 		if m.Name == t.DataVolume {
@@ -267,6 +238,45 @@ func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Optio
 		},
 	}
 	return pod, nil
+}
+
+// restoreAgentArgs are the arguments of `kubectl-hactl agent restore` in
+// member s.Member's restore pod: the store, the generation pinned by its
+// digest (and cluster ID and revision when known), the data directory and
+// the member's place in the restored cluster.
+func restoreAgentArgs(t model.TemplateFacts, o classify.Options, s classify.Step, actionID string) []string {
+	src := o.Source
+	var initial []string
+	for _, e := range t.InitialCluster {
+		initial = append(initial, e.Name+"="+e.PeerURL)
+	}
+	args := []string{
+		"--store=" + o.SeedStore,
+		"--generation=" + o.Generation,
+		"--data-dir=" + t.DataDir,
+		"--name=" + s.Member,
+		"--initial-cluster=" + strings.Join(initial, ","),
+		"--initial-advertise-peer-urls=" + strings.Join(s.PeerURLs, ","),
+		"--replace",
+		"--expect-digest=" + src.Digest,
+		"--timeout=" + RestoreAgentTimeout.String(),
+		"-o", "json",
+	}
+	if src.ClusterID != "" {
+		args = append(args, "--expect-cluster-id="+src.ClusterID)
+	}
+	if src.Revision > 0 {
+		args = append(args, "--expect-revision="+fmt.Sprint(src.Revision))
+	}
+	if t.InitialClusterToken != "" {
+		args = append(args, "--initial-cluster-token="+t.InitialClusterToken)
+	}
+	if actionID != "" {
+		// A new restore of the same generation replaces what the members
+		// wrote since the last one.
+		args = append(args, "--restore-id="+actionID)
+	}
+	return args
 }
 
 // EngineLabelKey is the label that names a cluster's engine.

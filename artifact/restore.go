@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hactl-dev/hactl/internal/format"
 )
 
 // MarkerName is the file Restore writes into a restored data directory to
@@ -178,45 +180,18 @@ func Restore(ctx context.Context, s *Store, g string, o RestoreOptions) (res Res
 		return RestoreResult{}, err
 	}
 	res = RestoreResult{DataDir: dataDir}
-
 	m, err := s.ReadManifest(ctx, g)
 	if err != nil {
 		return res, err
 	}
 	res.Manifest = m
-	if err := checkPins(m, o); err != nil {
+	if err := s.restorable(ctx, m, o, dataDir); err != nil {
 		return res, err
-	}
-	if err := Check(m, o.Expect); err != nil {
-		return res, err
-	}
-	if err := s.CheckObjects(ctx, m); err != nil {
-		return res, err
-	}
-	if fi, err := os.Stat(filepath.Dir(dataDir)); err != nil || !fi.IsDir() {
-		return res, fmt.Errorf("%w: its parent %s is not a directory", ErrDataDirUnusable, filepath.Dir(dataDir))
 	}
 
 	staging := stagingDir(dataDir)
-	res.Rescued, err = recoverStaging(staging, dataDir, o.Now)
-	if err != nil {
-		return res, err
-	}
-	state, err := inspectDataDir(dataDir, m, o.RestoreID)
-	if err != nil {
-		return res, err
-	}
-	switch state {
-	case dirHoldsGeneration:
-		res.Already = true
-		prunePrevious(dataDir, o.KeepPrevious, &res)
-		return res, nil
-	case dirHoldsOther:
-		if !o.Replace {
-			return res, fmt.Errorf("%w: %s holds data that is not generation %s; restoring would replace it (use --replace to keep it aside as %s.hactl-previous-<time> and restore)", ErrDataDirNotEmpty, dataDir, g, filepath.Base(dataDir))
-		}
-	}
-	if err := checkSpace(dataDir, m, o.Materializer); err != nil {
+	state, err := prepareDataDir(staging, dataDir, m, o, &res)
+	if err != nil || state == dirHoldsGeneration {
 		return res, err
 	}
 
@@ -235,35 +210,9 @@ func Restore(ctx context.Context, s *Store, g string, o RestoreOptions) (res Res
 			}
 		}
 	}()
-	download := filepath.Join(staging, "download")
-	if err := os.MkdirAll(download, 0o700); err != nil {
-		return res, fmt.Errorf("creating the staging directory: %w", err)
-	}
-	res.Bytes, err = s.download(ctx, m, download, o.Progress)
+	newData, stagingID, err := s.stage(ctx, m, staging, o, &res)
 	if err != nil {
 		return res, err
-	}
-
-	newData := filepath.Join(staging, stagedName)
-	if o.Materializer != nil {
-		if err := o.Materializer.Materialize(ctx, m, download, newData); err != nil {
-			return res, fmt.Errorf("%w: building the data directory from generation %s: %w", ErrRestoreCheck, g, err)
-		}
-		if err := o.Materializer.Check(ctx, m, newData); err != nil {
-			return res, fmt.Errorf("%w: %w", ErrRestoreCheck, err)
-		}
-	} else if err := os.Rename(download, newData); err != nil {
-		return res, err
-	}
-	stagingID, err := newStagingID()
-	if err != nil {
-		return res, err
-	}
-	if err := writeMarker(newData, m, o.Now, o.RestoreID, stagingID); err != nil {
-		return res, err
-	}
-	if err := syncTree(newData); err != nil {
-		return res, fmt.Errorf("syncing the restored data: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("not activating generation %s, %s is unchanged: %w", g, dataDir, err)
@@ -291,6 +240,89 @@ func Restore(ctx context.Context, s *Store, g string, o RestoreOptions) (res Res
 	}
 	prunePrevious(dataDir, o.KeepPrevious, &res)
 	return res, nil
+}
+
+// prepareDataDir recovers what an interrupted restore left in staging,
+// then says what the data directory holds: this generation already (the
+// restore is done), other data (replaced only with o.Replace), or
+// nothing; and checks the free space for the new data.
+func prepareDataDir(staging, dataDir string, m *Manifest, o RestoreOptions, res *RestoreResult) (dirState, error) {
+	var err error
+	res.Rescued, err = recoverStaging(staging, dataDir, o.Now)
+	if err != nil {
+		return 0, err
+	}
+	state, err := inspectDataDir(dataDir, m, o.RestoreID)
+	if err != nil {
+		return state, err
+	}
+	switch state {
+	case dirHoldsGeneration:
+		res.Already = true
+		prunePrevious(dataDir, o.KeepPrevious, res)
+		return state, nil
+	case dirHoldsOther:
+		if !o.Replace {
+			return state, fmt.Errorf("%w: %s holds data that is not generation %s; restoring would replace it (use --replace to keep it aside as %s.hactl-previous-<time> and restore)", ErrDataDirNotEmpty, dataDir, m.Identity.Generation, filepath.Base(dataDir))
+		}
+	}
+	return state, checkSpace(dataDir, m, o.Materializer)
+}
+
+// restorable checks, before anything is written, that m is the
+// generation the restore was confirmed with (the pins), that it is
+// acceptable (o.Expect), that its objects are all in the store, and that
+// the data directory's parent exists.
+func (s *Store) restorable(ctx context.Context, m *Manifest, o RestoreOptions, dataDir string) error {
+	if err := checkPins(m, o); err != nil {
+		return err
+	}
+	if err := Check(m, o.Expect); err != nil {
+		return err
+	}
+	if err := s.CheckObjects(ctx, m); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(filepath.Dir(dataDir)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%w: its parent %s is not a directory", ErrDataDirUnusable, filepath.Dir(dataDir))
+	}
+	return nil
+}
+
+// stage downloads and verifies m's files into staging, builds the new
+// data directory from them (o.Materializer, else the files as they are),
+// marks it with the generation and syncs it. It returns the staged
+// directory and the marker's staging ID; res.Bytes counts the download.
+func (s *Store) stage(ctx context.Context, m *Manifest, staging string, o RestoreOptions, res *RestoreResult) (newData, stagingID string, err error) {
+	download := filepath.Join(staging, "download")
+	if err := os.MkdirAll(download, 0o700); err != nil {
+		return "", "", fmt.Errorf("creating the staging directory: %w", err)
+	}
+	res.Bytes, err = s.download(ctx, m, download, o.Progress)
+	if err != nil {
+		return "", "", err
+	}
+	newData = filepath.Join(staging, stagedName)
+	if o.Materializer != nil {
+		if err := o.Materializer.Materialize(ctx, m, download, newData); err != nil {
+			return "", "", fmt.Errorf("%w: building the data directory from generation %s: %w", ErrRestoreCheck, m.Identity.Generation, err)
+		}
+		if err := o.Materializer.Check(ctx, m, newData); err != nil {
+			return "", "", fmt.Errorf("%w: %w", ErrRestoreCheck, err)
+		}
+	} else if err := os.Rename(download, newData); err != nil {
+		return "", "", err
+	}
+	if stagingID, err = newStagingID(); err != nil {
+		return "", "", err
+	}
+	if err := writeMarker(newData, m, o.Now, o.RestoreID, stagingID); err != nil {
+		return "", "", err
+	}
+	if err := syncTree(newData); err != nil {
+		return "", "", fmt.Errorf("syncing the restored data: %w", err)
+	}
+	return newData, stagingID, nil
 }
 
 // checkPins refuses a manifest that is not the one the restore was
@@ -327,22 +359,9 @@ func checkSpace(dataDir string, m *Manifest, mat Materializer) error {
 	}
 	if free >= 0 && need > free {
 		return fmt.Errorf("%w: staging generation %s beside %s needs %d bytes (%s), the file system has %d bytes free (%s); make room (previous copies %s.hactl-previous-* can go once you no longer need them) or use a larger volume",
-			ErrNoSpace, m.Identity.Generation, dataDir, need, humanBytes(need), free, humanBytes(free), filepath.Base(dataDir))
+			ErrNoSpace, m.Identity.Generation, dataDir, need, format.Bytes(need), free, format.Bytes(free), filepath.Base(dataDir))
 	}
 	return nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for x := n / unit; x >= unit; x /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func newStagingID() (string, error) {

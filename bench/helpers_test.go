@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,19 +10,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/sandbox"
 )
 
-// buildCmd compiles the command in ../cmd/<name> into a fresh directory
-// and returns the binary's path.
+// buildCmd builds the command in ../cmd/<name> into a fresh directory
+// (e2esuite.Build) and returns the binary's path.
 func buildCmd(b *testing.B, name string) string {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), name)
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/"+name).CombinedOutput(); err != nil {
-		b.Fatalf("go build %s: %v\n%s", name, err, out)
+	dir := b.TempDir()
+	if err := e2esuite.Build(dir, name); err != nil {
+		b.Fatal(err)
 	}
-	return bin
+	return filepath.Join(dir, name)
 }
 
 // run is one finished child process: its wall time, its CPU time (user
@@ -68,23 +67,8 @@ func childEnv(b *testing.B) []string {
 // startSandbox starts a sandbox (real control plane with controllers, kwok
 // nodes serving port-forwards, real etcd members) with the given
 // scenarios, its supervisor the real hactl-sandbox binary, and takes it
-// down when b's cleanups run.
+// down when b's cleanups run (e2esuite.StartTest).
 func startSandbox(b *testing.B, scenarios ...string) *sandbox.Sandbox {
 	b.Helper()
-	exe := buildCmd(b, "hactl-sandbox")
-	dir := filepath.Join(b.TempDir(), "sandbox")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: dir, BinDir: testenv.BinDir(b), Scenarios: scenarios, Executable: exe})
-	if err != nil {
-		b.Fatalf("starting the sandbox: %v", err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := sandbox.Down(ctx, dir, sandbox.DownOptions{}); err != nil {
-			b.Errorf("sandbox down: %v", err)
-		}
-	})
-	return sb
+	return e2esuite.StartTest(b, e2esuite.Options{Scenarios: scenarios, SandboxBinary: true, Timeout: 5 * time.Minute}).SB
 }

@@ -204,10 +204,7 @@ func fanOut(b *testing.B, dial engine.DialFunc) {
 func BenchmarkStatusPeakRSS(b *testing.B) {
 	testenv.SkipShort(b)
 	ns := populate(b, 334)
-	bin := filepath.Join(b.TempDir(), "kubectl-hactl")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/kubectl-hactl").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCmd(b, "kubectl-hactl")
 	peak := func(name string, args ...string) (int64, time.Duration) {
 		cmd := exec.Command(name, args...)
 		cmd.Stdout, cmd.Stderr = nil, nil

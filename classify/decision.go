@@ -314,9 +314,13 @@ type Decision struct {
 	// for other actions).
 	Replicas int `json:"replicas,omitempty"`
 	// Supersedes lists in-progress ledger entries --supersede ends.
-	Supersedes []string       `json:"supersedes,omitempty"`
-	Quorum     Quorum         `json:"quorum"`
-	Leader     string         `json:"leader,omitempty"`
+	Supersedes []string `json:"supersedes,omitempty"`
+	Quorum     Quorum   `json:"quorum"`
+	Leader     string   `json:"leader,omitempty"`
+	// ClusterID is the engine cluster the observation agreed on (the
+	// reference cluster ID), "" when none was established: an action that
+	// re-decides under the lock holds it against the confirmed one.
+	ClusterID  string         `json:"clusterID,omitempty"`
 	Notes      []Note         `json:"notes"`
 	Blockers   []Blocker      `json:"blockers"`
 	Verdict    []model.Reason `json:"verdictReasons,omitempty"`

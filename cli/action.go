@@ -25,6 +25,7 @@ import (
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
@@ -180,12 +181,12 @@ func (o *ActionOptions) Validate() error {
 // keeps what the classifier and the restore pods need. The pods verify
 // every byte again before they touch a data directory.
 func (o *ActionOptions) prepareRestore(ctx context.Context) error {
-	cs, err := openClusterStore(ctx, o.client, o.Namespace, o.Cluster, o.store, true)
+	cs, err := openStore(ctx, o.client, o.Namespace, o.Cluster, o.store, actions.StoreOpen{NeedStatefulSet: true})
 	if err != nil {
 		return err
 	}
-	defer cs.store.Close()
-	m, err := cs.store.ReadManifest(ctx, o.Generation)
+	defer cs.Store.Close()
+	m, err := cs.Store.ReadManifest(ctx, o.Generation)
 	if err != nil {
 		if refusedRestore(err) {
 			return withCode(ExitRefused, fmt.Errorf("generation %s cannot be restored, nothing was changed: %w", o.Generation, err))
@@ -195,10 +196,10 @@ func (o *ActionOptions) prepareRestore(ctx context.Context) error {
 	id := m.Identity
 	o.source = &classify.GenerationFacts{Generation: id.Generation, Engine: id.Engine, ClusterID: id.ClusterID,
 		Revision: id.Revision, CapturedAt: m.CreatedAt, Digest: m.Digest}
-	o.storeURL, o.secretName = cs.url, cs.secret
-	fmt.Fprintf(o.human(), "generation %s in %s: %s cluster %s, revision %d, %d file(s), %s, created %s\n", id.Generation, cs.store,
-		id.Engine, id.ClusterID, id.Revision, len(m.Files), formatBytes(m.TotalSize), m.CreatedAt.UTC().Format(time.RFC3339))
-	if cs.secret == "" && !strings.HasPrefix(cs.url, "file://") {
+	o.storeURL, o.secretName = cs.URL, cs.Secret
+	fmt.Fprintf(o.human(), "generation %s in %s: %s cluster %s, revision %d, %d file(s), %s, created %s\n", id.Generation, cs.Store,
+		id.Engine, id.ClusterID, id.Revision, len(m.Files), format.Bytes(m.TotalSize), m.CreatedAt.UTC().Format(time.RFC3339))
+	if cs.Secret == "" && !strings.HasPrefix(cs.URL, "file://") {
 		fmt.Fprintf(o.ErrOut, "warning: no --store-secret (or %s annotation): the restore pods get no store credentials and rely on their own environment\n", artifact.AnnotationStoreSecret)
 	}
 	return nil

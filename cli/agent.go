@@ -92,13 +92,8 @@ type AgentRestoreOptions struct {
 	genericiooptions.IOStreams
 }
 
-// NewCmdAgentRestore builds `kubectl-hactl agent restore`.
-func NewCmdAgentRestore(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &AgentRestoreOptions{IOStreams: streams, getenv: os.Getenv}
-	cmd := &cobra.Command{
-		Use:   "restore --store URL --generation G --data-dir DIR",
-		Short: "Verify a seed generation and restore it into a data directory (init container)",
-		Long: `Restore a seed generation into a data directory, verifying it before anything
+// agentRestoreLong is the help of `kubectl-hactl agent restore`.
+const agentRestoreLong = `Restore a seed generation into a data directory, verifying it before anything
 on disk changes:
 
   1. read the generation's manifest and check it: format version, digest,
@@ -153,7 +148,15 @@ Exit codes:
      or revision, wrong cluster, stale, unsafe path, missing or extra
      file, size or checksum mismatch, no manifest, unknown manifest
      version, truncated stream), the volume has too little free space, or
-     DIR holds other data and --replace was not given; DIR is unchanged`,
+     DIR holds other data and --replace was not given; DIR is unchanged`
+
+// NewCmdAgentRestore builds `kubectl-hactl agent restore`.
+func NewCmdAgentRestore(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &AgentRestoreOptions{IOStreams: streams, getenv: os.Getenv}
+	cmd := &cobra.Command{
+		Use:   "restore --store URL --generation G --data-dir DIR",
+		Short: "Verify a seed generation and restore it into a data directory (init container)",
+		Long:  agentRestoreLong,
 		Example: `  # as an init container of an etcd StatefulSet (env shared with etcd)
   kubectl-hactl agent restore --store 's3://seeds/etcd-main?endpoint=https://s3.example&use_path_style=true' \
       --generation nightly-42 --data-dir /var/lib/etcd/data
@@ -174,6 +177,12 @@ Exit codes:
 			return o.Run(cmd.Context())
 		},
 	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags binds the agent restore flags.
+func (o *AgentRestoreOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.Store, "store", "", "Store URL of the generations (default $"+envStore+"): s3://bucket/prefix?endpoint=…&use_path_style=true, gs://bucket/prefix, azblob://container/prefix or file:///dir.")
 	f.StringVar(&o.Generation, "generation", "", "Generation ID to restore (default $"+envGeneration+").")
@@ -193,7 +202,6 @@ Exit codes:
 	f.Uint64Var(&o.BumpRevision, "bump-revision", 0, "etcd: raise the restored revision by this much (with --mark-compacted), so that watchers never see revisions go back.")
 	f.BoolVar(&o.MarkCompacted, "mark-compacted", false, "etcd: mark the restored revision compacted (with --bump-revision).")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json prints the result as one JSON document; default is text.")
-	return cmd
 }
 
 // Complete fills unset flags from the environment.

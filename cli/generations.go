@@ -15,17 +15,15 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
-	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/status"
 )
 
@@ -44,99 +42,17 @@ func (f *storeFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Secret, "store-secret", "", "Secret in the cluster's namespace holding the store credentials, keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (default: the annotation "+artifact.AnnotationStoreSecret+"; without either, the environment's credentials are used). Values are never printed.")
 }
 
-// clusterStore is a cluster's store, resolved from flags and annotations.
-type clusterStore struct {
-	store *artifact.Store
-	// sts is nil when the StatefulSet does not exist (allowed only with
-	// --store).
-	sts *appsv1.StatefulSet
-	// secret names the Secret the credentials came from, "" for the
-	// environment.
-	secret string
-	// url is the store URL as given (it never holds a credential).
-	url string
-}
+func (f storeFlags) ref() actions.StoreRef { return actions.StoreRef{URL: f.URL, Secret: f.Secret} }
 
-// openClusterStore resolves and opens the store of cluster ns/name:
-// --store, else the StatefulSet's annotation. The credentials come from
-// --store-secret, else the annotation, else the environment.
-func openClusterStore(ctx context.Context, c kubernetes.Interface, ns, name string, f storeFlags, needSTS bool) (*clusterStore, error) {
-	return openClusterStoreFor(ctx, c, ns, name, f, needSTS, false)
-}
-
-// openClusterStoreFor is openClusterStore; write creates a missing
-// file:// directory.
-func openClusterStoreFor(ctx context.Context, c kubernetes.Interface, ns, name string, f storeFlags, needSTS, write bool) (*clusterStore, error) {
-	cs := &clusterStore{}
-	sts, err := c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		cs.sts = sts
-	case apierrors.IsNotFound(err) && (!needSTS && f.URL != ""):
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("no StatefulSet %q in namespace %q", name, ns)
-	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("you may not get statefulset %q in namespace %q (hactl reads its %s annotation): %v", name, ns, artifact.AnnotationStore, err)
-	default:
-		return nil, fmt.Errorf("reading statefulset %s/%s: %w", ns, name, err)
+// openStore resolves and opens the store of cluster ns/name from the
+// flags, else the StatefulSet's annotations (actions.OpenClusterStore); a
+// cluster without a store is a usage error (give --store).
+func openStore(ctx context.Context, c kubernetes.Interface, ns, name string, f storeFlags, o actions.StoreOpen) (*actions.ClusterStore, error) {
+	cs, err := actions.OpenClusterStore(ctx, c, ns, name, f.ref(), o)
+	if errors.Is(err, actions.ErrNoStore) {
+		return nil, withCode(ExitUsage, err)
 	}
-	url, secret := f.URL, f.Secret
-	if cs.sts != nil {
-		if url == "" {
-			url = cs.sts.Annotations[artifact.AnnotationStore]
-		}
-		if secret == "" {
-			secret = cs.sts.Annotations[artifact.AnnotationStoreSecret]
-		}
-	}
-	if url == "" {
-		return nil, usageError("cluster %s/%s has no seed store: give --store URL or annotate the StatefulSet with %s=URL", ns, name, artifact.AnnotationStore)
-	}
-	var creds *artifact.Credentials
-	if secret != "" {
-		creds, err = readStoreSecret(ctx, c, ns, secret)
-		if err != nil {
-			return nil, err
-		}
-		cs.secret = secret
-	}
-	cs.url = url
-	cs.store, err = artifact.OpenStore(ctx, url, artifact.Options{Credentials: creds, CreateDir: write})
-	if err != nil {
-		return nil, err
-	}
-	return cs, nil
-}
-
-// readStoreSecret reads store credentials from a Secret; errors name the
-// Secret and the missing keys, never a value.
-func readStoreSecret(ctx context.Context, c kubernetes.Interface, ns, name string) (*artifact.Credentials, error) {
-	s, err := c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("you may not get secret %q in namespace %q (the seed store's credentials); grant get on that Secret", name, ns)
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("the seed store's credentials Secret %q does not exist in namespace %q", name, ns)
-	case err != nil:
-		return nil, fmt.Errorf("reading the seed store's credentials Secret %q: %w", name, err)
-	}
-	return artifact.CredentialsFromSecret(name, s.Data)
-}
-
-// inUseGenerations lists the generations named by in-progress actions of
-// the cluster's ledger.
-func inUseGenerations(ctx context.Context, c kubernetes.Interface, ns, name string) (map[string]string, error) {
-	led, err := actions.ReadLedger(ctx, c, ns, name)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, e := range led.Entries {
-		if e.State == model.EntryInProgress && e.Generation != "" {
-			out[e.Generation] = fmt.Sprintf("%s %s (ledger entry %s, phase %s)", e.Action, e.Member, e.ID, e.Phase)
-		}
-	}
-	return out, nil
+	return cs, err
 }
 
 // generationsOptions is what every generations subcommand shares.
@@ -193,8 +109,8 @@ func (o *generationsOptions) validateOutput(allowed ...string) error {
 	return usageError("--output must be one of %s, got %q", strings.Join(allowed, ", "), o.Output)
 }
 
-func (o *generationsOptions) open(ctx context.Context, needSTS bool) (*clusterStore, error) {
-	return openClusterStore(ctx, o.client, o.Namespace, o.Cluster, o.store, needSTS)
+func (o *generationsOptions) open(ctx context.Context, needSTS bool) (*actions.ClusterStore, error) {
+	return openStore(ctx, o.client, o.Namespace, o.Cluster, o.store, actions.StoreOpen{NeedStatefulSet: needSTS})
 }
 
 // generationState names an entry's state.
@@ -311,14 +227,14 @@ func (o *generationsOptions) runList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer cs.store.Close()
-	entries, err := cs.store.List(ctx)
+	defer cs.Store.Close()
+	entries, err := cs.Store.List(ctx)
 	if err != nil {
 		return err
 	}
 	inUse := map[string]string{}
-	if cs.sts != nil {
-		if inUse, err = inUseGenerations(ctx, o.client, o.Namespace, o.Cluster); err != nil {
+	if cs.StatefulSet != nil {
+		if inUse, err = actions.InUseGenerations(ctx, o.client, o.Namespace, o.Cluster); err != nil {
 			fmt.Fprintf(o.ErrOut, "warning: cannot read the ledger (in-use generations unknown): %v\n", err)
 			inUse = map[string]string{}
 		}
@@ -331,11 +247,11 @@ func (o *generationsOptions) runList(ctx context.Context) error {
 		}
 		return printDoc(o.Out, o.Output, map[string]any{
 			"apiVersion": generationsAPIVersion, "kind": "SeedGenerationList",
-			"cluster": o.Namespace + "/" + o.Cluster, "store": cs.store.String(), "items": items,
+			"cluster": o.Namespace + "/" + o.Cluster, "store": cs.Store.String(), "items": items,
 		})
 	}
 	if len(entries) == 0 {
-		fmt.Fprintf(o.ErrOut, "No seed generations in %s.\n", cs.store)
+		fmt.Fprintf(o.ErrOut, "No seed generations in %s.\n", cs.Store)
 		return nil
 	}
 	tw := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
@@ -352,10 +268,10 @@ func (o *generationsOptions) runList(ctx context.Context) error {
 			if src == "" {
 				src = m.Identity.SourceMemberID
 			}
-			row = append(row, humanAge(now, m.CreatedAt)+" ago", formatBytes(m.TotalSize), m.Identity.ClusterID,
+			row = append(row, format.Age(m.CreatedAt, now)+" ago", format.Bytes(m.TotalSize), m.Identity.ClusterID,
 				fmt.Sprint(m.Identity.Revision), fmt.Sprint(m.Identity.RaftTerm), src)
 		} else {
-			row = append(row, "-", formatBytes(uploadBytes(e)), "-", "-", "-", "-")
+			row = append(row, "-", format.Bytes(uploadBytes(e)), "-", "-", "-", "-")
 		}
 		if o.Output == "wide" {
 			files, digest := "-", "-"
@@ -392,21 +308,6 @@ func uploadBytes(e artifact.Entry) int64 {
 		n += u.Bytes
 	}
 	return n
-}
-
-func humanAge(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 // --- show
@@ -451,8 +352,8 @@ func (o *generationsShowOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer cs.store.Close()
-	e, err := cs.store.Get(ctx, o.Generation)
+	defer cs.Store.Close()
+	e, err := cs.Store.Get(ctx, o.Generation)
 	if err != nil {
 		return err
 	}
@@ -460,13 +361,13 @@ func (o *generationsShowOptions) run(ctx context.Context) error {
 		return e.Err
 	}
 	inUse := map[string]string{}
-	if cs.sts != nil {
-		inUse, _ = inUseGenerations(ctx, o.client, o.Namespace, o.Cluster)
+	if cs.StatefulSet != nil {
+		inUse, _ = actions.InUseGenerations(ctx, o.client, o.Namespace, o.Cluster)
 	}
 	if o.Output != "" {
 		it := itemOf(e, inUse)
 		return printDoc(o.Out, o.Output, map[string]any{
-			"apiVersion": generationsAPIVersion, "kind": "SeedGeneration", "store": cs.store.String(),
+			"apiVersion": generationsAPIVersion, "kind": "SeedGeneration", "store": cs.Store.String(),
 			"generation": it.Generation, "state": it.State, "error": it.Error, "inUse": it.InUse,
 			"manifest": it.Manifest, "uploads": it.Uploads,
 		})
@@ -474,14 +375,14 @@ func (o *generationsShowOptions) run(ctx context.Context) error {
 	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "Generation:\t%s\n", e.Generation)
 	fmt.Fprintf(w, "State:\t%s\n", stateOf(e))
-	fmt.Fprintf(w, "Store:\t%s\n", cs.store)
+	fmt.Fprintf(w, "Store:\t%s\n", cs.Store)
 	if u := inUse[e.Generation]; u != "" {
 		fmt.Fprintf(w, "In use by:\t%s\n", u)
 	}
 	if e.Manifest == nil {
 		fmt.Fprintf(w, "Problem:\t%v\n", e.Err)
 		for _, u := range e.Uploads {
-			fmt.Fprintf(w, "Upload:\t%s  %d object(s), %s, last written %s\n", u.ID, u.Objects, formatBytes(u.Bytes), u.LastModified.UTC().Format(time.RFC3339))
+			fmt.Fprintf(w, "Upload:\t%s  %d object(s), %s, last written %s\n", u.ID, u.Objects, format.Bytes(u.Bytes), u.LastModified.UTC().Format(time.RFC3339))
 		}
 		return w.Flush()
 	}
@@ -504,7 +405,7 @@ func (o *generationsShowOptions) run(ctx context.Context) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Upload:\t%s\n", m.Upload)
-	fmt.Fprintf(w, "Size:\t%s in %d file(s)\n", formatBytes(m.TotalSize), len(m.Files))
+	fmt.Fprintf(w, "Size:\t%s in %d file(s)\n", format.Bytes(m.TotalSize), len(m.Files))
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -591,14 +492,14 @@ func (o *generationsVerifyOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer cs.store.Close()
+	defer cs.Store.Close()
 	start := time.Now()
 	var total int64
-	if m, err := cs.store.ReadManifest(ctx, o.Generation); err == nil {
+	if m, err := cs.Store.ReadManifest(ctx, o.Generation); err == nil {
 		total = m.TotalSize
 	}
 	bar := newProgressBar(o.ErrOut, o.outIsTTY && o.Output == "", "verifying "+o.Generation, total)
-	m, err := cs.store.Verify(ctx, o.Generation, artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision}, bar.update)
+	m, err := cs.Store.Verify(ctx, o.Generation, artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision}, bar.update)
 	bar.finish()
 	code := verifyCode(err)
 	if err != nil && code == "" {
@@ -607,7 +508,7 @@ func (o *generationsVerifyOptions) run(ctx context.Context) error {
 	if o.Output != "" {
 		doc := map[string]any{
 			"apiVersion": generationsAPIVersion, "kind": "SeedGenerationVerification",
-			"generation": o.Generation, "store": cs.store.String(), "verified": err == nil,
+			"generation": o.Generation, "store": cs.Store.String(), "verified": err == nil,
 		}
 		if m != nil {
 			doc["digest"], doc["identity"], doc["bytes"], doc["files"] = m.Digest, m.Identity, m.TotalSize, len(m.Files)
@@ -620,7 +521,7 @@ func (o *generationsVerifyOptions) run(ctx context.Context) error {
 		}
 	} else if err == nil {
 		fmt.Fprintf(o.Out, "generation %s verified: %d file(s), %s, every SHA-256 matches; digest %s, %s cluster %s, revision %d (%s)\n",
-			o.Generation, len(m.Files), formatBytes(m.TotalSize), m.Digest, m.Identity.Engine, m.Identity.ClusterID, m.Identity.Revision, time.Since(start).Round(time.Millisecond))
+			o.Generation, len(m.Files), format.Bytes(m.TotalSize), m.Digest, m.Identity.Engine, m.Identity.ClusterID, m.Identity.Revision, time.Since(start).Round(time.Millisecond))
 	}
 	if err != nil {
 		return withCode(ExitRefused, fmt.Errorf("generation %s does not verify (%s): %w", o.Generation, code, err))
@@ -785,7 +686,7 @@ func (o *generationsGCOptions) ledgerClusters(entries []artifact.Entry) (require
 func (o *generationsGCOptions) inUseIn(ctx context.Context, required, optional []artifact.Owner, warn io.Writer) (map[string]string, error) {
 	out := map[string]string{}
 	for i, ow := range append(append([]artifact.Owner(nil), required...), optional...) {
-		cur, err := inUseGenerations(ctx, o.client, ow.Namespace, ow.Cluster)
+		cur, err := actions.InUseGenerations(ctx, o.client, ow.Namespace, ow.Cluster)
 		if err != nil && i < len(required) {
 			return nil, fmt.Errorf("reading the ledger of %s, to keep the generations its actions use (nothing was deleted): %w", ow, err)
 		}
@@ -805,8 +706,8 @@ func (o *generationsGCOptions) inUseIn(ctx context.Context, required, optional [
 	return out, nil
 }
 
-func (o *generationsGCOptions) plan(ctx context.Context, cs *clusterStore) (artifact.GCPlan, []artifact.Entry, error) {
-	entries, err := cs.store.List(ctx)
+func (o *generationsGCOptions) plan(ctx context.Context, cs *actions.ClusterStore) (artifact.GCPlan, []artifact.Entry, error) {
+	entries, err := cs.Store.List(ctx)
 	if err != nil {
 		return artifact.GCPlan{}, nil, err
 	}
@@ -848,11 +749,11 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer cs.store.Close()
-	if cs.sts == nil {
+	defer cs.Store.Close()
+	if cs.StatefulSet == nil {
 		fmt.Fprintf(o.ErrOut, "warning: no StatefulSet %q in namespace %q; going ahead as --allow-missing-statefulset says\n", o.Cluster, o.Namespace)
 	} else {
-		o.stsUID = string(cs.sts.UID)
+		o.stsUID = string(cs.StatefulSet.UID)
 	}
 	plan, entries, err := o.plan(ctx, cs)
 	if err != nil {
@@ -860,7 +761,7 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 	}
 	dry := o.DryRun == "client"
 	if o.Output == "" {
-		printGCPlan(o.Out, plan, cs.store.String(), dry, o.scope())
+		printGCPlan(o.Out, plan, cs.Store.String(), dry, o.scope())
 	}
 	if len(plan.Delete) == 0 || dry {
 		if o.Output != "" {
@@ -869,7 +770,7 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 		return nil
 	}
 	if !o.Yes {
-		ok, err := confirm(o.In, o.Out, fmt.Sprintf("Delete %d item(s) from %s?", len(plan.Delete), cs.store))
+		ok, err := confirm(o.In, o.Out, fmt.Sprintf("Delete %d item(s) from %s?", len(plan.Delete), cs.Store))
 		if err != nil {
 			return err
 		}
@@ -877,55 +778,63 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 			return withCode(ExitRefused, errors.New("not confirmed; nothing was deleted"))
 		}
 	}
+	return o.apply(ctx, cs, plan, entries)
+}
+
+// apply deletes what plan says under the cluster's lock, checking before
+// each deletion that the lock is still held and the item still unused.
+func (o *generationsGCOptions) apply(ctx context.Context, cs *actions.ClusterStore, plan artifact.GCPlan, entries []artifact.Entry) error {
 	identity := actions.ProcessIdentity()
-	lo := actions.LockOptions{Identity: identity, Action: "generations gc"}
-	if cs.sts != nil {
-		lo.Owner = &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: cs.sts.Name, UID: types.UID(cs.sts.UID)}
+	lo := actions.LockOptions{Identity: identity, Action: "generations gc", Warn: func(m string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", m) }}
+	if cs.StatefulSet != nil {
+		lo.Owner = &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: cs.StatefulSet.Name, UID: cs.StatefulSet.UID}
 	}
-	lock, err := actions.AcquireLock(ctx, o.client, o.Namespace, o.Cluster, lo)
-	if err != nil {
+	var res artifact.GCResult
+	err := actions.WithLock(ctx, o.client, o.Namespace, o.Cluster, lo, func(ctx context.Context, lock *actions.Lock) error {
+		// Before each deletion: the lock must still be ours (the
+		// renewal's verdict, and the Lease itself, read now), and the
+		// ledgers are read again: only what is still not in use goes (a
+		// ledger that cannot be read keeps everything).
+		required, optional := o.ledgerClusters(entries)
+		inUseNow := func(g string) bool {
+			cur, err := o.inUseIn(ctx, required, optional, nil)
+			return err != nil || cur[g] != ""
+		}
+		var err error
+		res, err = cs.Store.RunGC(ctx, plan, artifact.GCApply{InUse: inUseNow, Continue: func() error { return o.stillHeld(ctx, lock, identity) }})
+		return err
+	})
+	if errors.Is(err, actions.ErrLockHeld) {
 		return lockExit(err)
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := lock.Release(rctx); err != nil {
-			fmt.Fprintf(o.ErrOut, "warning: %v\n", err)
-		}
-	}()
-	if lock.TookOver != "" {
-		fmt.Fprintf(o.ErrOut, "warning: took the lock over from stale holder %s (%s)\n", lock.TookOver, lock.TookOverWhy)
+	return o.report(cs, plan, res, err)
+}
+
+// stillHeld checks, before a deletion, that gc still holds the lock: its
+// renewal says so and the Lease, read now, names this process.
+func (o *generationsGCOptions) stillHeld(ctx context.Context, lock *actions.Lock, identity string) error {
+	if err := lock.Valid(); err != nil { // lost, or past its renew deadline (frozen)
+		return &errGCLockLost{why: err.Error()}
 	}
-	// Before each deletion: the lock must still be ours (the renewal's
-	// verdict, and the Lease itself, read now) ...
 	leaseName := actions.LockName(o.Cluster)
-	stillHeld := func() error {
-		if err := lock.Valid(); err != nil { // lost, or past its renew deadline (frozen)
-			return &errGCLockLost{why: err.Error()}
+	l, err := o.client.CoordinationV1().Leases(o.Namespace).Get(ctx, leaseName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return &errGCLockLost{}
+	case err != nil:
+		return fmt.Errorf("reading lease %s/%s to check that gc still holds it: %w", o.Namespace, leaseName, err)
+	case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity:
+		h := ""
+		if l.Spec.HolderIdentity != nil {
+			h = *l.Spec.HolderIdentity
 		}
-		l, err := o.client.CoordinationV1().Leases(o.Namespace).Get(ctx, leaseName, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return &errGCLockLost{}
-		case err != nil:
-			return fmt.Errorf("reading lease %s/%s to check that gc still holds it: %w", o.Namespace, leaseName, err)
-		case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity:
-			h := ""
-			if l.Spec.HolderIdentity != nil {
-				h = *l.Spec.HolderIdentity
-			}
-			return &errGCLockLost{holder: h}
-		}
-		return nil
+		return &errGCLockLost{holder: h}
 	}
-	// ... and the ledgers are read again: only what is still not in use
-	// goes (a ledger that cannot be read keeps everything).
-	required, optional := o.ledgerClusters(entries)
-	inUseNow := func(g string) bool {
-		cur, err := o.inUseIn(ctx, required, optional, nil)
-		return err != nil || cur[g] != ""
-	}
-	res, err := cs.store.RunGC(ctx, plan, artifact.GCApply{InUse: inUseNow, Continue: stillHeld})
+	return nil
+}
+
+// report prints what gc deleted and why it stopped, if it did.
+func (o *generationsGCOptions) report(cs *actions.ClusterStore, plan artifact.GCPlan, res artifact.GCResult, err error) error {
 	if o.Output != "" {
 		stopped := ""
 		if err != nil {
@@ -951,13 +860,13 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 	}
 	summary := fmt.Sprintf("deleted %d item(s); not deleted: %s", len(res.Deleted), strings.Join(notDone, ", "))
 	var lost *errGCLockLost
-	if errors.As(err, &lost) {
-		return withCode(ExitLockHeld, fmt.Errorf("gc lost the cluster's lock %s/%s while it deleted (%v) and stopped before the next deletion: %s. Run gc again once that action is done", o.Namespace, leaseName, lost, summary))
+	if errors.As(err, &lost) || errors.Is(err, actions.ErrLockLost) {
+		return withCode(ExitLockHeld, fmt.Errorf("gc lost the cluster's lock %s/%s while it deleted (%v) and stopped before the next deletion: %s. Run gc again once that action is done", o.Namespace, actions.LockName(o.Cluster), err, summary))
 	}
 	return fmt.Errorf("gc stopped: %w; %s", err, summary)
 }
 
-func gcDoc(cs *clusterStore, plan artifact.GCPlan, res artifact.GCResult, dry bool, stopped string) map[string]any {
+func gcDoc(cs *actions.ClusterStore, plan artifact.GCPlan, res artifact.GCResult, dry bool, stopped string) map[string]any {
 	nonNil := func(items []artifact.GCItem) []artifact.GCItem {
 		if items == nil {
 			return []artifact.GCItem{}
@@ -966,7 +875,7 @@ func gcDoc(cs *clusterStore, plan artifact.GCPlan, res artifact.GCResult, dry bo
 	}
 	plan.Delete, plan.Keep = nonNil(plan.Delete), nonNil(plan.Keep)
 	doc := map[string]any{
-		"apiVersion": generationsAPIVersion, "kind": "SeedGenerationGC", "store": cs.store.String(),
+		"apiVersion": generationsAPIVersion, "kind": "SeedGenerationGC", "store": cs.Store.String(),
 		"dryRun": dry, "plan": plan, "deleted": nonNil(res.Deleted), "skipped": nonNil(res.Skipped), "notDeleted": nonNil(res.NotDone),
 	}
 	if stopped != "" {
@@ -983,7 +892,7 @@ func gcItemName(it artifact.GCItem) string {
 }
 
 func gcItemText(it artifact.GCItem) string {
-	return fmt.Sprintf("%s (%s): %s", gcItemName(it), formatBytes(it.Bytes), it.Reason)
+	return fmt.Sprintf("%s (%s): %s", gcItemName(it), format.Bytes(it.Bytes), it.Reason)
 }
 
 func printGCPlan(w io.Writer, plan artifact.GCPlan, store string, dry bool, scope artifact.GCScope) {

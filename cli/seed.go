@@ -12,22 +12,15 @@ import (
 	"syscall"
 	"time"
 
-	"charm.land/bubbles/v2/progress"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
-	"github.com/hactl-dev/hactl/artifact/etcdgen"
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
-	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
@@ -55,13 +48,6 @@ type SeedOptions struct {
 	inIsTTY  bool
 	errIsTTY bool
 	identity string
-	// onReceipt, when set, receives every receipt as it is recorded (the
-	// TUI's live progress).
-	onReceipt func(model.Receipt)
-	// confirmed, when set, is the decision the user confirmed elsewhere
-	// (the TUI's dialog): it is what runs, fenced under the lock against
-	// a fresh decision, never replaced by a new one.
-	confirmed *classify.Decision
 
 	genericiooptions.IOStreams
 }
@@ -196,9 +182,9 @@ func (o *SeedOptions) observer() *actions.Observer {
 	return &actions.Observer{Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout, Verdict: verdict.Options{LagThreshold: o.LagThreshold}}
 }
 
-func (o *SeedOptions) intent(store string) classify.Intent {
+func (o *SeedOptions) intent(cs *actions.ClusterStore) classify.Intent {
 	return classify.Intent{Action: model.ActionSeed, Member: o.Member, Options: classify.Options{
-		Supersede: o.Supersede, Generation: o.Generation, SeedStore: store, LockHolder: o.identity,
+		Supersede: o.Supersede, Generation: o.Generation, SeedStore: cs.Store.String(), LockHolder: o.identity,
 		Verdict: verdict.Options{LagThreshold: o.LagThreshold},
 	}}
 }
@@ -245,67 +231,34 @@ func (o *SeedOptions) Run(ctx context.Context) error {
 	return actionError(err)
 }
 
+func (o *SeedOptions) executor() *actions.Executor {
+	return &actions.Executor{Observer: o.observer(), Identity: o.identity}
+}
+
 func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 	w := o.human()
-	cs, err := openClusterStoreFor(ctx, o.client, o.Namespace, o.Cluster, o.store, true, true)
+	cs, err := openStore(ctx, o.client, o.Namespace, o.Cluster, o.store, actions.StoreOpen{NeedStatefulSet: true, Write: true})
 	if err != nil {
 		return err
 	}
-	defer cs.store.Close()
-	doc.Store = cs.store.String()
+	defer cs.Store.Close()
+	doc.Store = cs.Store.String()
 
-	obs := o.observer()
-	d, res, warn, err := obs.Decide(ctx, o.Namespace, o.Cluster, o.intent(cs.store.String()))
+	x := o.executor()
+	d, res, warn, err := x.Decide(ctx, o.Namespace, o.Cluster, o.intent(cs))
 	printWarnings(o.ErrOut, warn)
 	if err != nil {
 		return err
 	}
-	if o.confirmed != nil {
-		d = *o.confirmed
-	}
-	clusterID := res.Analysis.ClusterID
-	if clusterID == "" {
-		clusterID = res.Observation.Cluster.KnownClusterID
-	}
-	// An already published generation of this cluster is a no-op.
-	existing, err := etcdgen.Existing(ctx, cs.store, o.Generation, clusterID)
-	if err != nil {
-		if errors.Is(err, artifact.ErrGenerationExists) {
-			return withCode(ExitRefused, err)
-		}
+	if done, err := o.published(ctx, x, cs, d, res, doc); done || err != nil {
 		return err
 	}
-	if existing != nil {
-		doc.Manifest, doc.Already, doc.Phase = existing, true, model.ActionPhasePublished
-		doc.Source = existing.Source.Member
-		fmt.Fprintf(w, "generation %s is already published in %s for cluster %s (%s, revision %d): nothing to do\n",
-			o.Generation, cs.store, existing.Identity.ClusterID, existing.Digest, existing.Identity.Revision)
-		if d.Resume != "" && d.Verb == classify.VerbProceed && o.DryRun == string(actions.DryRunNone) {
-			// A seed that published and died before recording it: close
-			// its ledger entry.
-			return o.execute(ctx, cs, d, res, doc, existing)
-		}
-		return nil
-	}
-
-	suffix := ""
-	if o.DryRun == string(actions.DryRunClient) {
-		suffix = " (dry run)"
-	}
-	printDecision(w, d, suffix)
+	dry := actions.DryRun(o.DryRun)
+	printDecision(w, d, dryRunSuffix(dry))
 	if d.Verb != classify.VerbProceed {
 		return decisionError(d)
 	}
-	if o.DryRun == string(actions.DryRunClient) {
-		for _, s := range d.Steps {
-			rc := model.Receipt{Action: model.ActionSeed, Cluster: doc.Cluster, Member: s.Member, Phase: s.Phase, Step: s.Kind,
-				Outcome: model.OutcomeDryRun, At: time.Now().UTC(), Holder: o.identity, Detail: s.Detail + " (dry run)", DryRun: "client"}
-			doc.Receipts = append(doc.Receipts, rc)
-			printReceipt(w, rc)
-		}
-		return nil
-	}
-	if !o.Yes {
+	if dry == actions.DryRunNone && !o.Yes {
 		if !o.inIsTTY {
 			return fmt.Errorf("refusing to seed without confirmation: stdin is not a terminal; review the plan above and run again with --yes; nothing was changed")
 		}
@@ -317,7 +270,89 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 			return errors.New("not confirmed; nothing was changed")
 		}
 	}
-	return o.execute(ctx, cs, d, res, doc, nil)
+	return o.execute(ctx, x, cs, d, doc)
+}
+
+// published handles a generation already published for this cluster: a
+// no-op, or the closing of the ledger entry of a seed that published and
+// died before recording it. done says the seed has nothing more to do.
+func (o *SeedOptions) published(ctx context.Context, x *actions.Executor, cs *actions.ClusterStore, d classify.Decision, res status.Result, doc *seedDoc) (done bool, err error) {
+	seeder, err := actions.SeederFor(res.Observation.Cluster.Engine)
+	if err != nil {
+		return true, err
+	}
+	clusterID := res.Analysis.ClusterID
+	if clusterID == "" {
+		clusterID = res.Observation.Cluster.KnownClusterID
+	}
+	existing, err := seeder.Published(ctx, cs.Store, o.Generation, clusterID)
+	if errors.Is(err, artifact.ErrGenerationExists) {
+		return true, withCode(ExitRefused, err)
+	}
+	if err != nil || existing == nil {
+		return err != nil, err
+	}
+	doc.Manifest, doc.Already, doc.Phase = existing, true, model.ActionPhasePublished
+	doc.Source = existing.Source.Member
+	fmt.Fprintf(o.human(), "generation %s is already published in %s for cluster %s (%s, revision %d): nothing to do\n",
+		o.Generation, cs.Store, existing.Identity.ClusterID, existing.Digest, existing.Identity.Revision)
+	if d.Resume != "" && d.Verb == classify.VerbProceed && o.DryRun == string(actions.DryRunNone) {
+		return true, o.execute(ctx, x, cs, d, doc)
+	}
+	return true, nil
+}
+
+// execute runs the confirmed seed through the executor (lock, decision
+// again, ledger, capture, upload, publish), printing each receipt and,
+// on a terminal, the capture's progress.
+func (o *SeedOptions) execute(ctx context.Context, x *actions.Executor, cs *actions.ClusterStore, d classify.Decision, doc *seedDoc) error {
+	w := o.human()
+	var (
+		mu  sync.Mutex
+		bar *progressBar
+	)
+	endBar := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if bar != nil {
+			bar.finish()
+		}
+	}
+	res, err := x.Execute(ctx, d, actions.ExecOptions{
+		DryRun: actions.DryRun(o.DryRun),
+		OnReceipt: func(rc model.Receipt) {
+			if rc.Step == model.StepCaptureSnapshot {
+				endBar()
+			}
+			doc.Receipts = append(doc.Receipts, rc)
+			if rc.DryRun == "" {
+				doc.Phase = rc.Phase
+			}
+			printReceipt(w, rc)
+		},
+		Warn: func(s string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", s) },
+		Seed: actions.SeedExec{Store: cs.Store, Timeout: o.Timeout, Progress: func(member string, done, total int64) {
+			mu.Lock()
+			if bar == nil {
+				bar = newProgressBar(o.ErrOut, o.errIsTTY, "snapshot of "+member, total)
+			}
+			b := bar
+			mu.Unlock()
+			b.update(done)
+		}},
+	})
+	endBar()
+	doc.EntryID = res.EntryID
+	if res.Source != "" {
+		doc.Source = res.Source
+	}
+	if res.Manifest != nil {
+		doc.Manifest, doc.Already = res.Manifest, res.Already
+	}
+	if errors.Is(err, artifact.ErrGenerationExists) {
+		return withCode(ExitRefused, err)
+	}
+	return err
 }
 
 // sourceOf is the member the decision captures from.
@@ -328,316 +363,4 @@ func sourceOf(d classify.Decision) string {
 		}
 	}
 	return ""
-}
-
-func sourceStep(d classify.Decision) classify.Step {
-	for _, s := range d.Steps {
-		if s.Kind == model.StepCaptureSnapshot {
-			return s
-		}
-	}
-	return classify.Step{}
-}
-
-// seedRun is one execution of a confirmed seed decision.
-type seedRun struct {
-	o       *SeedOptions
-	w       io.Writer
-	doc     *seedDoc
-	ledger  *actions.Ledger
-	sts     corev1.ObjectReference
-	entryID string
-	source  string
-	lock    *actions.Lock
-}
-
-// receipt records one receipt in the ledger (with the entry's new state),
-// as an Event on the StatefulSet, in the document and on screen.
-func (r *seedRun) receipt(step model.StepKind, phase model.ActionPhase, out model.Outcome, state model.EntryState, detail string, memberID string) {
-	rc := model.Receipt{
-		ActionID: r.entryID, Action: model.ActionSeed, Cluster: r.doc.Cluster, Member: r.source, Phase: phase, Step: step,
-		Outcome: out, At: time.Now().UTC(), Holder: r.o.identity, Detail: detail, MemberID: memberID,
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if r.entryID != "" && r.lock != nil {
-		// The ledger is written only while the lock is known held: once
-		// it may be another process's, the entry is that process's too.
-		if err := r.lock.Valid(); err != nil {
-			fmt.Fprintf(r.o.ErrOut, "warning: receipt not recorded in the ledger: %v\n", err)
-		} else if rec, err := r.ledger.Append(ctx, r.entryID, rc, state); err != nil {
-			fmt.Fprintf(r.o.ErrOut, "warning: receipt not recorded in the ledger: %v\n", err)
-		} else {
-			rc = rec
-		}
-	}
-	if err := actions.RecordEvent(ctx, r.o.client, r.sts, rc); err != nil {
-		fmt.Fprintf(r.o.ErrOut, "warning: event not recorded: %v\n", err)
-	}
-	r.doc.Receipts = append(r.doc.Receipts, rc)
-	r.doc.Phase = phase
-	printReceipt(r.w, rc)
-	if r.o.onReceipt != nil {
-		r.o.onReceipt(rc)
-	}
-}
-
-// execute takes the lock, checks the decision again, records the ledger
-// entry and seeds (or, with published set, only closes a resumed entry).
-func (o *SeedOptions) execute(ctx context.Context, cs *clusterStore, d classify.Decision, res status.Result, doc *seedDoc, published *artifact.Manifest) error {
-	sts := cs.sts
-	owner := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: types.UID(sts.UID)}
-	r := &seedRun{o: o, w: o.human(), doc: doc, source: sourceOf(d),
-		ledger: &actions.Ledger{Client: o.client, Namespace: o.Namespace, Cluster: o.Cluster, Owner: owner},
-		sts:    corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Namespace: o.Namespace, Name: sts.Name, UID: sts.UID},
-	}
-	doc.Source = r.source
-	lock, err := actions.AcquireLock(ctx, o.client, o.Namespace, o.Cluster, actions.LockOptions{
-		Identity: o.identity, Action: "seed " + o.Generation, Owner: owner,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := lock.Release(rctx); err != nil {
-			fmt.Fprintf(o.ErrOut, "warning: %v\n", err)
-		}
-	}()
-	r.lock = lock
-	if lock.TookOver != "" {
-		fmt.Fprintf(o.ErrOut, "warning: took the lock over from stale holder %s (%s)\n", lock.TookOver, lock.TookOverWhy)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-lock.Lost():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-
-	// Decide again under the lock: the same source, the same member.
-	d2, res2, warn, err := o.observer().Decide(ctx, o.Namespace, o.Cluster, o.intent(cs.store.String()))
-	printWarnings(o.ErrOut, warn)
-	if err != nil {
-		return fmt.Errorf("observing %s/%s under the lock: %w", o.Namespace, o.Cluster, err)
-	}
-	if published == nil {
-		if d2.Verb != classify.VerbProceed {
-			return &actions.RefusedError{Decision: d2, While: "observed again under the lock"}
-		}
-		a, b := sourceStep(d), sourceStep(d2)
-		if a.Member != b.Member || a.MemberID != b.MemberID || res.Analysis.ClusterID != res2.Analysis.ClusterID {
-			return &actions.FenceConflictError{Detail: fmt.Sprintf("the seed source was %s (member %s, cluster %s), it is now %s (member %s, cluster %s)",
-				a.Member, a.MemberID, res.Analysis.ClusterID, b.Member, b.MemberID, res2.Analysis.ClusterID)}
-		}
-	}
-
-	at := time.Now().UTC()
-	e := model.LedgerEntry{ID: d2.Resume, Action: model.ActionSeed, Member: o.Member, Holder: o.identity,
-		Phase: model.ActionPhaseRequested, Generation: o.Generation}
-	if e.ID == "" {
-		e.ID = actions.NewEntryID(model.ActionSeed, r.source, at)
-	}
-	if err := lock.Valid(); err != nil {
-		return err
-	}
-	got, err := r.ledger.Begin(ctx, e, d2.Supersedes, at)
-	if err != nil {
-		return fmt.Errorf("recording the seed in the ledger (nothing was changed): %w", err)
-	}
-	r.entryID, doc.EntryID = got.ID, got.ID
-	lockDetail := fmt.Sprintf("took lease %s/%s as %s", o.Namespace, actions.LockName(o.Cluster), o.identity)
-	if lock.TookOver != "" {
-		lockDetail += fmt.Sprintf("; taken over from stale holder %s (%s)", lock.TookOver, lock.TookOverWhy)
-	}
-	r.receipt(model.StepAcquireLock, model.ActionPhaseRequested, model.OutcomeDone, model.EntryInProgress, lockDetail, "")
-
-	if published != nil {
-		r.receipt(model.StepPublish, model.ActionPhasePublished, model.OutcomeAlready, model.EntryDone,
-			fmt.Sprintf("generation %s was already published in %s (%s); ledger entry closed", o.Generation, cs.store, published.Digest), "")
-		return nil
-	}
-
-	src := sourceStep(d2)
-	creds, err := actions.Credentials(ctx, o.client, res2.Observation.Cluster)
-	if err != nil {
-		r.receipt(model.StepCaptureSnapshot, model.ActionPhaseFailed, model.OutcomeFailed, model.EntryFailed, "stopped before capturing: "+err.Error(), src.MemberID)
-		return err
-	}
-	var total int64
-	for _, m := range res2.Observation.Members {
-		if m.Name == src.Member && m.Engine != nil {
-			total = m.Engine.DBSize
-		}
-	}
-	bar := newProgressBar(o.ErrOut, o.errIsTTY, "snapshot of "+src.Member, total)
-	captured := false
-	sctx, scancel := context.WithTimeout(ctx, o.Timeout)
-	defer scancel()
-	sr, err := etcdgen.Seed(sctx, etcdgen.SeedRequest{
-		Store:           cs.store,
-		Generation:      o.Generation,
-		Source:          seedTarget(res2.Observation.Cluster, src.Member),
-		Probe:           engine.ProbeOptions{Dial: o.dial, Timeout: o.ProbeTimeout, Credentials: creds},
-		ExpectClusterID: res2.Analysis.ClusterID,
-		ExpectMemberID:  src.MemberID,
-		Info:            artifact.Source{Namespace: o.Namespace, Cluster: o.Cluster, Member: src.Member, UID: string(cs.sts.UID)},
-		CreatedBy:       "kubectl-hactl " + buildinfo.Version,
-		Progress:        bar.update,
-		BeforePublish:   lock.Valid,
-		OnPhase: func(p model.ActionPhase, detail string) {
-			if p == model.ActionPhaseUploading {
-				bar.finish()
-				captured = true
-				r.receipt(model.StepCaptureSnapshot, model.ActionPhaseCapturing, model.OutcomeDone, model.EntryInProgress,
-					fmt.Sprintf("captured a snapshot of %s (member %s) through a port-forward", src.Member, src.MemberID), src.MemberID)
-			}
-		},
-	})
-	bar.finish()
-	if err != nil {
-		step := model.StepCaptureSnapshot
-		if captured {
-			step = model.StepUpload
-		}
-		r.receipt(step, model.ActionPhaseFailed, model.OutcomeFailed, model.EntryFailed,
-			fmt.Sprintf("%v; nothing was published (run the same command again)", err), src.MemberID)
-		if errors.Is(err, artifact.ErrGenerationExists) {
-			return withCode(ExitRefused, err)
-		}
-		if errors.Is(err, etcdgen.ErrSourceChanged) {
-			return &actions.FenceConflictError{Detail: err.Error()}
-		}
-		return err
-	}
-	m := sr.Manifest
-	doc.Manifest, doc.Already = m, sr.Already
-	r.receipt(model.StepUpload, model.ActionPhaseUploading, model.OutcomeDone, model.EntryInProgress,
-		fmt.Sprintf("uploaded %s to %s (upload %s); stored sizes checked", formatBytes(m.TotalSize), cs.store, m.Upload), src.MemberID)
-	out := model.OutcomeDone
-	if sr.Already {
-		out = model.OutcomeAlready
-	}
-	r.receipt(model.StepPublish, model.ActionPhasePublished, out, model.EntryDone,
-		fmt.Sprintf("published generation %s: %s cluster %s, member %s, term %d, revision %d, %s, digest %s (took %s)",
-			o.Generation, m.Identity.Engine, m.Identity.ClusterID, m.Identity.SourceMemberID, m.Identity.RaftTerm,
-			m.Identity.Revision, formatBytes(m.TotalSize), m.Digest, sr.Took.Round(time.Millisecond)), src.MemberID)
-	return nil
-}
-
-// seedTarget is how to dial a member for the snapshot.
-func seedTarget(cl model.ClusterFacts, member string) engine.Target {
-	t := engine.Target{Member: member, Namespace: cl.Namespace, Pod: member, Port: cl.Template.ClientPort}
-	if t.Port == 0 {
-		t.Port = 2379
-	}
-	if cl.ServiceName != "" {
-		t.ServerName = member + "." + cl.ServiceName + "." + cl.Namespace + ".svc"
-	}
-	return t
-}
-
-// --- progress
-
-// formatBytes renders a byte count in SI units ("1.2 MB").
-func formatBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
-}
-
-// progressText is "12.3 MB / 27.1 MB (45%), 4.1 MB/s, ETA 4s"; without a
-// known total, bytes and rate only.
-func progressText(done, total int64, elapsed time.Duration) string {
-	rate := 0.0
-	if s := elapsed.Seconds(); s > 0 {
-		rate = float64(done) / s
-	}
-	txt := formatBytes(done)
-	if total > 0 {
-		pct := min(100, 100*float64(done)/float64(total))
-		txt += fmt.Sprintf(" / %s (%.0f%%)", formatBytes(total), pct)
-	}
-	txt += fmt.Sprintf(", %s/s", formatBytes(int64(rate)))
-	if total > 0 && rate > 0 && done < total {
-		eta := time.Duration(float64(total-done) / rate * float64(time.Second))
-		txt += ", ETA " + eta.Round(time.Second).String()
-	}
-	return txt
-}
-
-// progressBar draws a transfer's progress on a terminal, in place, at most
-// ten times a second; it draws nothing when off.
-type progressBar struct {
-	w     io.Writer
-	on    bool
-	label string
-	total int64
-	bar   progress.Model
-	color bool
-	start time.Time
-
-	mu    sync.Mutex
-	last  time.Time
-	drawn bool
-	done  int64
-	ended bool
-}
-
-func newProgressBar(w io.Writer, on bool, label string, total int64) *progressBar {
-	return &progressBar{
-		w: w, on: on, label: label, total: total, start: time.Now(),
-		bar:   progress.New(progress.WithWidth(30), progress.WithoutPercentage(), progress.WithDefaultBlend()),
-		color: os.Getenv("NO_COLOR") == "",
-	}
-}
-
-func (p *progressBar) update(n int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.done = n
-	if !p.on || p.ended || time.Since(p.last) < 100*time.Millisecond {
-		return
-	}
-	p.draw()
-}
-
-func (p *progressBar) draw() {
-	p.last = time.Now()
-	frac := 0.0
-	if p.total > 0 {
-		frac = min(1, float64(p.done)/float64(p.total))
-	}
-	bar := p.bar.ViewAs(frac)
-	if !p.color {
-		bar = ansi.Strip(bar)
-	}
-	fmt.Fprintf(p.w, "\r\x1b[2K%s %s %s", p.label, bar, progressText(p.done, p.total, time.Since(p.start)))
-	p.drawn = true
-}
-
-// finish draws the final state and ends the line.
-func (p *progressBar) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.on || p.ended {
-		return
-	}
-	p.ended = true
-	if p.total > 0 && p.done > p.total {
-		p.total = p.done
-	}
-	p.draw()
-	fmt.Fprintln(p.w)
 }

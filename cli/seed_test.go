@@ -788,9 +788,9 @@ func TestProgressText(t *testing.T) {
 	}{
 		{0, 0, 0, "0 B, 0 B/s"},
 		{999, 0, time.Second, "999 B, 999 B/s"},
-		{1500, 3000, time.Second, "1.5 kB / 3.0 kB (50%), 1.5 kB/s, ETA 1s"},
-		{12_300_000, 27_100_000, 3 * time.Second, "12.3 MB / 27.1 MB (45%), 4.1 MB/s, ETA 4s"},
-		{5_000_000_000, 5_000_000_000, 10 * time.Second, "5.0 GB / 5.0 GB (100%), 500.0 MB/s"},
+		{1536, 3072, time.Second, "1.5 KiB / 3.0 KiB (50%), 1.5 KiB/s, ETA 1s"},
+		{12 << 20, 27 << 20, 3 * time.Second, "12.0 MiB / 27.0 MiB (44%), 4.0 MiB/s, ETA 4s"},
+		{5 << 30, 5 << 30, 10 * time.Second, "5.0 GiB / 5.0 GiB (100%), 512.0 MiB/s"},
 	} {
 		if got := progressText(c.done, c.total, c.elapsed); got != c.want {
 			t.Errorf("progressText(%d, %d, %s) = %q, want %q", c.done, c.total, c.elapsed, got, c.want)
@@ -823,14 +823,14 @@ func TestTUISeedRunsTheConfirmedPlan(t *testing.T) {
 	st := NewStatusOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	st.client, st.dial, st.ProbeTimeout = e.cs, e.dial, 2*time.Second
 	o := &TUIOptions{status: st, identity: actions.NewIdentity()}
-	a := tuiActions{exec: tui.ExecutorActions(o.executor()), o: o}
+	a := tui.ExecutorActions(o.executor())
 	req := tui.Request{Namespace: e.ns, Cluster: "etcd",
 		Intent: classify.Intent{Action: model.ActionSeed, Options: classify.Options{Generation: "g-confirmed"}}}
 	d, err := a.Decide(ctx, req)
 	if err != nil || d.Verb != classify.VerbProceed {
 		t.Fatalf("decide: %v\n%s", err, strings.Join(classify.Describe(d), "\n"))
 	}
-	source := sourceStep(d).Member
+	source := sourceOf(d)
 	var m *etcdcluster.Member
 	for _, x := range e.etcd.Members {
 		if x.Name == source {

@@ -9,13 +9,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/engine"
-	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
@@ -26,10 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 )
 
@@ -208,7 +206,7 @@ func (o *StatusOptions) useColor() bool {
 func (o *StatusOptions) observer(src status.Source) *status.Observer {
 	obs := &status.Observer{
 		Source:       src,
-		Engines:      map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
+		Engines:      status.DefaultEngines(),
 		Secrets:      status.SecretsFrom(o.client),
 		ProbeTimeout: o.ProbeTimeout,
 		Verdict:      verdict.Options{LagThreshold: o.LagThreshold},
@@ -320,110 +318,98 @@ func verdictExit(results []status.Result) error {
 	return withCode(code, errSilent)
 }
 
-// runWatch keeps the view current: informers feed change notifications,
-// and members are probed again every --probe-interval.
+// runWatch keeps the view current: a status.Watcher's informers feed
+// change notifications, and members are probed again every
+// --probe-interval.
 func (o *StatusOptions) runWatch(ctx context.Context) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := []informers.SharedInformerOption{}
-	if o.Namespace != "" {
-		opts = append(opts, informers.WithNamespace(o.Namespace))
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(o.client, 0, opts...)
-	src := status.NewCacheSource(factory)
-	changed := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case changed <- struct{}{}:
-		default:
+	w := status.NewWatcher(o.client, o.Namespace, status.WatchOptions{Observer: *o.observer(nil)})
+	defer w.Stop()
+	if err := w.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
+		return err
 	}
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
-	}
-	for _, inf := range []cache.SharedIndexInformer{
-		factory.Apps().V1().StatefulSets().Informer(),
-		factory.Core().V1().Pods().Informer(),
-		factory.Core().V1().PersistentVolumeClaims().Informer(),
-		factory.Policy().V1().PodDisruptionBudgets().Informer(),
-		factory.Discovery().V1().EndpointSlices().Informer(),
-	} {
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return err
-		}
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			cancel()
-			if ctx.Err() != nil {
-				return nil
-			}
-			// Surface the real reason (RBAC, connectivity) with one list.
-			if _, err := (status.APISource{Client: o.client}).Read(ctx, o.Namespace); err != nil {
-				return err
-			}
-			return fmt.Errorf("timed out waiting for the %v cache to sync", typ)
-		}
-	}
-	cancel()
-
-	observer := o.observer(src)
 	ticker := time.NewTicker(o.ProbeInterval)
 	defer ticker.Stop()
 	var last []byte
+	var shown status.Warnings
 	for {
-		results, warn, err := observer.Observe(ctx, o.Namespace, o.Name)
+		results, warn, err := w.Observe(ctx, o.Name, true)
 		o.readLedgers(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		o.warn(warn)
 		if err != nil && !errors.Is(err, status.ErrClusterNotFound) {
+			o.warn(warn)
 			return err
 		}
-		var buf bytes.Buffer
+		cleared, err := o.redraw(results, err, &last)
 		if err != nil {
-			fmt.Fprintf(&buf, "%v\n", err)
-		} else if err := o.print(&buf, results, true); err != nil {
 			return err
 		}
-		key := o.watchKey(results, buf.Bytes(), o.format())
-		if !bytes.Equal(key, last) {
-			last = key
-			if o.outIsTTY && (o.format() == "" || o.format() == "wide") {
-				fmt.Fprint(o.Out, "\x1b[H\x1b[2J")
-				fmt.Fprintf(o.Out, "kubectl hactl status --watch   %s   (Ctrl-C to quit)\n\n", time.Now().Format("15:04:05"))
-			} else if o.format() == "" || o.format() == "wide" {
-				fmt.Fprintln(o.Out)
-			}
-			if _, err := o.Out.Write(buf.Bytes()); err != nil {
-				return err
-			}
+		// Each warning is printed once while it lasts, and again after
+		// the screen was cleared.
+		if cleared || !slices.Equal(warn, shown) {
+			o.warn(warn)
+			shown = warn
 		}
-		select {
-		case <-ctx.Done():
+		if !waitForChange(ctx, w.Changes(), ticker.C) {
 			return nil
-		case <-changed:
-			// Coalesce a burst of watch events into one redraw.
-			t := time.NewTimer(200 * time.Millisecond)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			}
-			select {
-			case <-changed:
-			default:
-			}
-		case <-ticker.C:
 		}
 	}
+}
+
+// redraw prints results (or the not-found error observing them) when they
+// differ from the last print; cleared says the terminal screen was
+// cleared for it.
+func (o *StatusOptions) redraw(results []status.Result, observeErr error, last *[]byte) (cleared bool, err error) {
+	var buf bytes.Buffer
+	if observeErr != nil {
+		fmt.Fprintf(&buf, "%v\n", observeErr)
+	} else if err := o.print(&buf, results, true); err != nil {
+		return false, err
+	}
+	key := o.watchKey(results, buf.Bytes(), o.format())
+	if bytes.Equal(key, *last) {
+		return false, nil
+	}
+	*last = key
+	table := o.format() == "" || o.format() == "wide"
+	if o.outIsTTY && table {
+		fmt.Fprint(o.Out, "\x1b[H\x1b[2J")
+		fmt.Fprintf(o.Out, "kubectl hactl status --watch   %s   (Ctrl-C to quit)\n\n", time.Now().Format("15:04:05"))
+		cleared = true
+	} else if table {
+		fmt.Fprintln(o.Out)
+	}
+	_, err = o.Out.Write(buf.Bytes())
+	return cleared, err
+}
+
+// waitForChange waits for a change notification (coalescing a burst of
+// them into one) or a probe tick; false when ctx is done.
+func waitForChange(ctx context.Context, changed <-chan struct{}, tick <-chan time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changed:
+		t := time.NewTimer(200 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+		select {
+		case <-changed:
+		default:
+		}
+	case <-tick:
+	}
+	return true
 }
 
 // watchKey is what decides "changed": the documents without their

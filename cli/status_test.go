@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/fixtures"
@@ -16,9 +20,6 @@ import (
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
 	"github.com/hactl-dev/hactl/status"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 var cp *controlplane.ControlPlane
@@ -151,20 +152,7 @@ func TestWatchJSONLines(t *testing.T) {
 	}()
 	testenv.Poll(t, 30*time.Second, func() (bool, error) { return out.lines()[0] != "", nil })
 
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel2()
-	pod, err := admin.CoreV1().Pods(ns).Get(ctx2, "etcd-w-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			pod.Status.Conditions[i].Status = corev1.ConditionFalse
-		}
-	}
-	if _, err := admin.CoreV1().Pods(ns).UpdateStatus(ctx2, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	fixtures.MarkNotReady(t, admin, ns, "etcd-w-1")
 	testenv.Poll(t, 30*time.Second, func() (bool, error) {
 		ls := out.lines()
 		return len(ls) >= 2 && strings.Contains(ls[len(ls)-1], "pod_not_ready"), nil
@@ -203,5 +191,56 @@ func TestStatusShowsActionPhase(t *testing.T) {
 	out, _, _ = run(t, "-n", ns, "status", "etcd-act", "--no-probe")
 	if !strings.Contains(out, "action replace etcd-act-1: in-progress, phase catching-up") {
 		t.Errorf("table does not show the action:\n%s", out)
+	}
+}
+
+// TestWatchWithoutEvents: `status --watch` for a user who may not list or
+// watch events prints the clusters and follows their changes, and says
+// once on stderr that events are not shown.
+func TestWatchWithoutEvents(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-ev"))
+	read := []string{"get", "list", "watch"}
+	kubeconfig, _ := testenv.RestrictedUser(t, cp, ns, []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims", "services"}, Verbs: read},
+		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: read},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
+	})
+
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
+		done <- RunContext(ctx, streams, []string{"--kubeconfig", kubeconfig, "-n", ns, "status", "--watch", "--no-probe", "-o", "json"})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("watch did not stop after cancel")
+		}
+	}()
+	// The sync timeout is 30s: the first document must come well before.
+	testenv.Poll(t, 20*time.Second, func() (bool, error) {
+		select {
+		case code := <-done:
+			return false, fmt.Errorf("watch exited with %d: %s", code, strings.Join(errOut.lines(), "\n"))
+		default:
+		}
+		return strings.Contains(out.lines()[0], "etcd-ev"), nil
+	})
+
+	fixtures.MarkNotReady(t, admin, ns, "etcd-ev-1")
+	testenv.Poll(t, 30*time.Second, func() (bool, error) {
+		ls := out.lines()
+		return len(ls) >= 2 && strings.Contains(ls[len(ls)-1], "pod_not_ready"), nil
+	})
+	if warn := strings.Join(errOut.lines(), "\n"); strings.Count(warn, "events not shown") != 1 || !strings.Contains(warn, "forbidden") {
+		t.Errorf("stderr %q, want events not shown because forbidden, once", warn)
 	}
 }

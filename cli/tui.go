@@ -8,22 +8,19 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
-	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/tui"
-	"github.com/hactl-dev/hactl/verdict"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui"
+	"github.com/hactl-dev/hactl/verdict"
 )
 
 // ContextExtension is the name of the kubeconfig context extension that
@@ -255,7 +252,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 	var acts tui.Actions
 	holder := ""
 	if x := o.executor(); x != nil {
-		acts, holder = tuiActions{exec: tui.ExecutorActions(x), o: o}, x.Identity
+		acts, holder = tui.ExecutorActions(x), x.Identity
 	}
 	err := tui.Run(ctx, tui.Options{
 		Config: tui.Config{
@@ -269,7 +266,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 			ReadOnlyReason: why,
 			LockHolder:     holder,
 		},
-		Deps: tui.Deps{Backend: backend, Actions: acts, Generations: tuiGenerations{client: s.client}},
+		Deps: tui.Deps{Backend: backend, Actions: acts, Generations: tui.StoreGenerations(s.client)},
 		In:   o.In,
 		Out:  o.Out,
 		Env:  os.Environ(),
@@ -301,76 +298,4 @@ func (o *TUIOptions) executor() *actions.Executor {
 		},
 		Identity: o.identity,
 	}
-}
-
-// tuiActions runs the TUI's actions through the CLI verbs' machinery:
-// replace and reseed through the actions executor, seed through the seed
-// verb's own flow (store resolution, snapshot, upload, publish), with its
-// printed output discarded and each receipt handed to the TUI as it is
-// recorded.
-type tuiActions struct {
-	exec tui.Actions
-	o    *TUIOptions
-}
-
-// Decide implements tui.Actions.
-func (a tuiActions) Decide(ctx context.Context, req tui.Request) (classify.Decision, error) {
-	if req.Intent.Action == model.ActionSeed && req.Intent.Options.SeedStore == "" {
-		cs, err := openClusterStore(ctx, a.o.status.client, req.Namespace, req.Cluster, storeFlags{}, true)
-		if err != nil {
-			return classify.Decision{}, err
-		}
-		req.Intent.Options.SeedStore = cs.store.String()
-		_ = cs.store.Close()
-	}
-	return a.exec.Decide(ctx, req)
-}
-
-// Execute implements tui.Actions.
-func (a tuiActions) Execute(ctx context.Context, req tui.Request, d classify.Decision, progress func(model.Receipt)) error {
-	if req.Intent.Action != model.ActionSeed {
-		return a.exec.Execute(ctx, req, d, progress)
-	}
-	s := a.o.status
-	so := NewSeedOptions(s.configFlags, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
-	so.Cluster, so.Namespace, so.Member = req.Cluster, req.Namespace, req.Intent.Member
-	so.Generation, so.Yes, so.Supersede = req.Intent.Options.Generation, true, req.Intent.Options.Supersede
-	so.ProbeTimeout, so.LagThreshold = s.ProbeTimeout, s.LagThreshold
-	so.client, so.dial, so.identity = s.client, s.dial, a.o.identity
-	so.onReceipt = progress
-	so.confirmed = &d // the plan the dialog showed, fenced under the lock
-	if err := so.Validate(); err != nil {
-		return err
-	}
-	doc := &seedDoc{Cluster: req.Namespace + "/" + req.Cluster, Generation: so.Generation, Phase: model.ActionPhaseRequested, Receipts: []model.Receipt{}}
-	return so.run(ctx, doc)
-}
-
-// tuiGenerations lists a cluster's seed generations for the TUI's
-// seed-phase view, from the store `kubectl hactl generations list` uses
-// (the StatefulSet's annotations; credentials by Secret reference).
-type tuiGenerations struct{ client kubernetes.Interface }
-
-// List implements tui.Generations.
-func (g tuiGenerations) List(ctx context.Context, namespace, cluster string) ([]tui.Generation, error) {
-	cs, err := openClusterStore(ctx, g.client, namespace, cluster, storeFlags{}, true)
-	if err != nil {
-		return nil, err
-	}
-	defer cs.store.Close()
-	es, err := cs.store.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]tui.Generation, 0, len(es))
-	for _, e := range es {
-		gen := tui.Generation{ID: e.Generation, Complete: e.Published()}
-		if m := e.Manifest; m != nil {
-			gen.Created, gen.SourceMember = m.CreatedAt, m.Source.Member
-			gen.Revision, gen.Term = m.Identity.Revision, m.Identity.RaftTerm
-			gen.Bytes, gen.Files = m.TotalSize, len(m.Files)
-		}
-		out = append(out, gen)
-	}
-	return out, nil
 }

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -43,29 +46,26 @@ func codesOf(cs status.ClusterStatus) []string {
 // reason codes and exit code the scenario is built to produce.
 func TestStatusThroughKubectl(t *testing.T) {
 	skipShort(t)
-	for _, c := range env.sb.State.Clusters {
+	for _, c := range s.SB.State.Clusters {
 		t.Run(c.Scenario, func(t *testing.T) {
 			var (
 				cs   status.ClusterStatus
 				code int
 				last string
 			)
-			deadline := time.Now().Add(2 * time.Minute)
-			for {
+			// The scenario may still be settling: poll.
+			poll.Until(t, 2*time.Minute, "scenario "+c.Scenario+"'s reasons and exit code", func() error {
 				out, errOut, exit := kubectl(t, "hactl", "status", c.Name, "-n", c.Namespace, "-o", "json")
 				code, last = exit, out+errOut
 				if err := json.Unmarshal([]byte(out), &cs); err != nil {
 					t.Fatalf("not a ClusterStatus (exit %d): %v\n%s", exit, err, last)
 				}
 				if missing(c.Reasons, codesOf(cs)) == nil && exit == wantExit(c.Reasons) {
-					break
+					return nil
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("scenario %s: reasons %v (exit %d), want %v (exit %d); may also %v\n%s",
-						c.Scenario, codesOf(cs), exit, c.Reasons, wantExit(c.Reasons), c.MayAlso, last)
-				}
-				time.Sleep(time.Second) // the scenario may still be settling; poll again
-			}
+				return fmt.Errorf("reasons %v (exit %d), want %v (exit %d); may also %v\n%s",
+					codesOf(cs), exit, c.Reasons, wantExit(c.Reasons), c.MayAlso, last)
+			}, poll.Every(time.Second))
 			allowed := map[string]bool{}
 			for _, r := range append(append([]string(nil), c.Reasons...), c.MayAlso...) {
 				allowed[r] = true
@@ -112,7 +112,7 @@ func missing(want, got []string) []string {
 func TestSeedRebootstrapIsCaught(t *testing.T) {
 	skipShort(t)
 	var name, ns string
-	for _, c := range env.sb.State.Clusters {
+	for _, c := range s.SB.State.Clusters {
 		if c.Scenario == "seed-rebootstrap" {
 			name, ns = c.Name, c.Namespace
 		}
@@ -122,19 +122,19 @@ func TestSeedRebootstrapIsCaught(t *testing.T) {
 	}
 	var cs status.ClusterStatus
 	var code int
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	// Wait for the seed to show Ready and diverged; if it never does, the
+	// checks below say what is wrong.
+	_ = poll.Wait(2*time.Minute, func() error {
 		out, _, exit := kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json")
 		code = exit
 		if err := json.Unmarshal([]byte(out), &cs); err != nil {
 			t.Fatal(err)
 		}
-		seed := cs.Members[0]
-		if seed.Ready && seed.Phase == string(model.PhaseDiverged) || time.Now().After(deadline) {
-			break
+		if seed := cs.Members[0]; !seed.Ready || seed.Phase != string(model.PhaseDiverged) {
+			return fmt.Errorf("seed ready=%v phase %s", seed.Ready, seed.Phase)
 		}
-		time.Sleep(time.Second)
-	}
+		return nil
+	}, poll.Every(time.Second))
 	seed := cs.Members[0]
 	if !seed.Ready {
 		t.Errorf("the re-bootstrapped seed's pod should be Ready (its /health is 200): %+v", seed)
@@ -154,18 +154,18 @@ func TestSeedRebootstrapIsCaught(t *testing.T) {
 // read through port-forward.
 func TestTableThroughKubectl(t *testing.T) {
 	skipShort(t)
-	c := env.sb.State.Clusters[0]
+	c := s.SB.State.Clusters[0]
 	// On a loaded machine the first probes after the sandbox came up may
 	// time out (every member shows "unknown"): poll until a leader shows.
+	// If none ever does, the checks below show the table.
 	var out, errOut string
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	_ = poll.Wait(2*time.Minute, func() error {
 		out, errOut, _ = kubectl(t, "hactl", "status", "-n", c.Namespace, "--color", "never")
-		if strings.Contains(out, "leader") || time.Now().After(deadline) {
-			break
+		if !strings.Contains(out, "leader") {
+			return errors.New("no leader shown")
 		}
-		time.Sleep(2 * time.Second)
-	}
+		return nil
+	}, poll.Every(2*time.Second))
 	for _, want := range []string{"ORD", "MEMBER ID", c.Name, "leader"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s\n%s", want, out, errOut)

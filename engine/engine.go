@@ -65,7 +65,35 @@ type Engine interface {
 	// sooner) and never fails as a whole: a member that cannot be asked
 	// is reported as EngineFacts{Reachable: false, Err: why}.
 	Probe(ctx context.Context, targets []Target, o ProbeOptions) []model.EngineFacts
+	// Members returns the engine's member operations, each dialled with
+	// o (one connection per call, never following advertised URLs).
+	Members(o ProbeOptions) MemberOps
 }
+
+// MemberOps changes an engine's membership through one member (the
+// leader): what the executor calls to remove, add, promote and move.
+// Implementations report "already so" as ErrAlready, "not yet" as
+// ErrNotYet, and a request sent without an answer as ErrOutcomeUnknown.
+type MemberOps interface {
+	RemoveMember(ctx context.Context, via Target, id string) error
+	AddLearner(ctx context.Context, via Target, peerURLs []string) (model.Peer, error)
+	PromoteLearner(ctx context.Context, via Target, id string) error
+	MoveLeader(ctx context.Context, via Target, toID string) error
+}
+
+// Outcomes of member operations.
+var (
+	// ErrAlready: the engine already is as the operation would make it.
+	ErrAlready = errors.New("already done")
+	// ErrNotYet: the engine is not ready for the operation yet (a learner
+	// not in sync); observe again and retry.
+	ErrNotYet = errors.New("not yet")
+	// ErrOutcomeUnknown: the request was sent and no answer came back (a
+	// timeout, a broken connection): the engine may have committed it.
+	// The caller observes to find out; it never reads it as "nothing
+	// changed".
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+)
 
 // ErrForward marks a connection that reached its transport but not the
 // port inside the pod: for a port-forward, the API server or kubelet

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/sandbox/fault"
 	"github.com/hactl-dev/hactl/sandbox/internal/reap"
@@ -34,22 +35,6 @@ import (
 func TestMain(m *testing.M) {
 	ServeIfAsked()
 	os.Exit(m.Run())
-}
-
-// poll calls f every 100 ms until it returns nil or d passes.
-func poll(t *testing.T, d time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for {
-		if err = f(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func binDir(t *testing.T) string {
@@ -78,7 +63,7 @@ func sandboxDir(t *testing.T) string {
 // assertNothingLeft fails if any process mentions dir.
 func assertNothingLeft(t *testing.T, dir string) {
 	t.Helper()
-	poll(t, 10*time.Second, "no process left behind", func() error {
+	poll.Until(t, 10*time.Second, "no process left behind", func() error {
 		if left := reap.Mentioning(dir); len(left) > 0 {
 			var s []string
 			for _, p := range left {
@@ -281,7 +266,7 @@ func TestSandbox(t *testing.T) {
 	})
 
 	t.Run("crashloop member restarts and backs off", func(t *testing.T) {
-		poll(t, 30*time.Second, "crashloop-2 in CrashLoopBackOff", func() error {
+		poll.Until(t, 30*time.Second, "crashloop-2 in CrashLoopBackOff", func() error {
 			pod, err := kc.CoreV1().Pods(ns).Get(ctx, "crashloop-2", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -322,7 +307,7 @@ func TestSandbox(t *testing.T) {
 		if err := sb.Break(ctx, pod, fault.Pause); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "paused member not ready", func() error {
+		poll.Until(t, 30*time.Second, "paused member not ready", func() error {
 			if podReady(kc, ns, pod) == nil {
 				return errors.New("still ready")
 			}
@@ -331,7 +316,7 @@ func TestSandbox(t *testing.T) {
 		if err := sb.Break(ctx, pod, fault.Resume); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "resumed member ready", func() error { return podReady(kc, ns, pod) })
+		poll.Until(t, 30*time.Second, "resumed member ready", func() error { return podReady(kc, ns, pod) })
 
 		before, _ := kc.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		m, _ := sb.Member(ctx, pod)
@@ -350,7 +335,7 @@ func TestSandbox(t *testing.T) {
 				t.Fatalf("pid %d survived stop", p.Pid)
 			}
 		}
-		poll(t, 10*time.Second, "stopped member not ready", func() error {
+		poll.Until(t, 10*time.Second, "stopped member not ready", func() error {
 			if podReady(kc, ns, pod) == nil {
 				return errors.New("still ready")
 			}
@@ -359,12 +344,12 @@ func TestSandbox(t *testing.T) {
 		if err := sb.Break(ctx, pod, fault.Resume); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "restarted member ready", func() error { return podReady(kc, ns, pod) })
+		poll.Until(t, 30*time.Second, "restarted member ready", func() error { return podReady(kc, ns, pod) })
 
 		if err := sb.Break(ctx, pod, fault.Kill); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "killed member restarted and ready", func() error {
+		poll.Until(t, 30*time.Second, "killed member restarted and ready", func() error {
 			p, err := kc.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -392,13 +377,13 @@ func TestSandbox(t *testing.T) {
 		if err := kc.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "old process gone", func() error {
+		poll.Until(t, 30*time.Second, "old process gone", func() error {
 			if reap.Same(reap.Stat{Pid: old.Pids[0], Start: oldStart}) {
 				return fmt.Errorf("pid %d alive", old.Pids[0])
 			}
 			return nil
 		})
-		poll(t, 60*time.Second, "recreated pod ready with a new process", func() error {
+		poll.Until(t, 60*time.Second, "recreated pod ready with a new process", func() error {
 			m, err := sb.Member(ctx, pod)
 			if err != nil {
 				return err
@@ -426,13 +411,13 @@ func TestSandbox(t *testing.T) {
 		if err := kc.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 60*time.Second, "old volume directory removed", func() error {
+		poll.Until(t, 60*time.Second, "old volume directory removed", func() error {
 			if _, err := os.Stat(oldDir); !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("%s still there (%v)", oldDir, err)
 			}
 			return nil
 		})
-		poll(t, 60*time.Second, "new member on a new, fresh volume", func() error {
+		poll.Until(t, 60*time.Second, "new member on a new, fresh volume", func() error {
 			nm, err := sb.Member(ctx, pod)
 			if err != nil {
 				return err
@@ -519,7 +504,7 @@ func TestSandbox(t *testing.T) {
 		}
 		ended := func(name string) *corev1.Pod {
 			var pod *corev1.Pod
-			poll(t, 60*time.Second, name+" ended", func() error {
+			poll.Until(t, 60*time.Second, name+" ended", func() error {
 				p, err := kc.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
 					return err
@@ -587,7 +572,7 @@ func TestDownAfterSupervisorCrash(t *testing.T) {
 	if err := syscall.Kill(sb.SupervisorPid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 10*time.Second, "supervisor dead", func() error {
+	poll.Until(t, 10*time.Second, "supervisor dead", func() error {
 		if alive(sb.SupervisorPid()) {
 			return errors.New("alive")
 		}

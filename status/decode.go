@@ -1,8 +1,6 @@
 package status
 
 import (
-	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,112 +37,6 @@ func DetectEngine(sts *appsv1.StatefulSet) (model.Engine, bool) {
 		return model.EngineEtcd, true
 	}
 	return "", false
-}
-
-// engineContainer finds the etcd container of a pod template.
-func engineContainer(sts *appsv1.StatefulSet) (*corev1.Container, bool) {
-	cs := sts.Spec.Template.Spec.Containers
-	for i := range cs {
-		c := &cs[i]
-		if c.Name == "etcd" || imageIsEtcd(c.Image) {
-			return c, true
-		}
-		if len(c.Command) > 0 && path.Base(c.Command[0]) == "etcd" {
-			return c, true
-		}
-	}
-	return nil, false
-}
-
-func imageIsEtcd(image string) bool {
-	repo := image
-	if i := strings.IndexAny(repo, "@"); i >= 0 {
-		repo = repo[:i]
-	}
-	base := path.Base(repo)
-	if i := strings.Index(base, ":"); i >= 0 {
-		base = base[:i]
-	}
-	return base == "etcd"
-}
-
-var (
-	reState = regexp.MustCompile(`--initial-cluster-state(?:=|\s+)["']?(new|existing)`)
-	reQuota = regexp.MustCompile(`--quota-backend-bytes(?:=|\s+)["']?(\d+)`)
-	reShell = regexp.MustCompile(`(^|/)(ba|da|a)?sh$`)
-)
-
-// decodeTemplate extracts the bootstrap-relevant facts of the template.
-func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
-	t := model.TemplateFacts{ClientPort: 2379}
-	for _, o := range sts.OwnerReferences {
-		if o.Controller != nil && *o.Controller {
-			t.OperatorOwner = o.Kind + "/" + o.Name
-		}
-	}
-	c, ok := engineContainer(sts)
-	if !ok {
-		cs := sts.Spec.Template.Spec.Containers
-		if len(cs) == 0 {
-			return t
-		}
-		c = &cs[0]
-	}
-	t.Container = c.Name
-	t.Image = c.Image
-	for _, p := range c.Ports {
-		if p.Name == "client" {
-			t.ClientPort = int(p.ContainerPort)
-		}
-	}
-	argv := append(append([]string(nil), c.Command...), c.Args...)
-	text := strings.Join(argv, " ")
-	if len(c.Command) > 0 && reShell.MatchString(c.Command[0]) {
-		t.ShellWrapper = true
-	} else if len(c.Command) == 0 && len(c.Args) > 0 && strings.HasSuffix(c.Args[0], ".sh") {
-		t.ShellWrapper = true
-	}
-	if m := reState.FindStringSubmatch(text); m != nil {
-		t.InitialClusterState, t.InitialClusterStateFrom = m[1], "arg"
-	}
-	if m := reQuota.FindStringSubmatch(text); m != nil {
-		t.QuotaBackendBytes, _ = strconv.ParseInt(m[1], 10, 64)
-	}
-	if strings.Contains(text, "member add") {
-		t.SelfRegistering = true
-	}
-	for _, e := range c.Env {
-		switch e.Name {
-		case "ETCD_INITIAL_CLUSTER_STATE":
-			if e.Value != "" && t.InitialClusterState == "" {
-				t.InitialClusterState, t.InitialClusterStateFrom = e.Value, "env"
-			}
-		case "ETCD_QUOTA_BACKEND_BYTES":
-			if n, err := strconv.ParseInt(e.Value, 10, 64); err == nil && t.QuotaBackendBytes == 0 {
-				t.QuotaBackendBytes = n
-			}
-		case "ETCD_ON_K8S":
-			if e.Value == "yes" {
-				t.SelfRegistering = true
-			}
-		case "ETCD_START_FROM_SNAPSHOT":
-			if e.Value == "yes" {
-				t.StartFromSnapshot = true
-			}
-		}
-	}
-	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
-		if strings.Contains(strings.Join(c.Lifecycle.PreStop.Exec.Command, " "), "etcdctl") {
-			t.PreStopCallsEngineCLI = true
-		}
-	}
-	for _, o := range sts.Spec.Template.Spec.Containers {
-		n := strings.ToLower(o.Name + " " + o.Image)
-		if o.Name != c.Name && (strings.Contains(n, "backup") || strings.Contains(n, "restore")) {
-			t.BackupSidecar = true
-		}
-	}
-	return t
 }
 
 // decodePod turns a pod into PodFacts.
@@ -338,11 +230,29 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 			TLSSecret: sts.Annotations[AnnotationTLSSecret], ObservedAt: at,
 		},
 	}
+	obs.Members = decodeMembers(sts, ix, replicas, at)
+	podLabels := labels.Set(sts.Spec.Template.Labels)
+	for _, pdb := range ix.pdbs[sts.Namespace] {
+		s, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || s.Empty() || !s.Matches(podLabels) {
+			continue
+		}
+		obs.PDB = decodePDB(pdb, replicas)
+		break
+	}
+	obs.ClientEndpoints = clientEndpoints(sts, ix, podLabels)
+	obs.Events = clusterEvents(sts, ix, obs.Members)
+	return obs
+}
+
+// decodeMembers lists the members: every ordinal the StatefulSet wants,
+// then each extra pod it owns, with the pod and the data volume claim
+// when they exist.
+func decodeMembers(sts *appsv1.StatefulSet, ix *index, replicas int, at time.Time) []model.Member {
 	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
 	if err != nil || sts.Spec.Selector == nil {
 		sel = labels.SelectorFromSet(sts.Spec.Template.Labels)
 	}
-
 	byOrdinal := map[int]*corev1.Pod{}
 	var ordinals []int // every wanted ordinal, then each extra pod's
 	for n := 0; n < min(replicas, maxOrdinal); n++ {
@@ -370,6 +280,7 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 			}
 		}
 	}
+	var members []model.Member
 	for _, n := range ordinals {
 		m := model.Member{Name: sts.Name + "-" + strconv.Itoa(n), Ordinal: n}
 		if p, ok := byOrdinal[n]; ok {
@@ -381,19 +292,15 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 					Phase: string(c.Status.Phase), ObservedAt: at}
 			}
 		}
-		obs.Members = append(obs.Members, m)
+		members = append(members, m)
 	}
+	return members
+}
 
-	podLabels := labels.Set(sts.Spec.Template.Labels)
-	for _, pdb := range ix.pdbs[sts.Namespace] {
-		s, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || s.Empty() || !s.Matches(podLabels) {
-			continue
-		}
-		obs.PDB = decodePDB(pdb, replicas)
-		break
-	}
-
+// clientEndpoints are the ready and total endpoints of the first
+// non-headless Service that selects the cluster's pods (not the governing
+// Service), nil when there is none.
+func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *model.EndpointFacts {
 	for _, svc := range ix.svcs[sts.Namespace] {
 		if svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Selector) == 0 || svc.Name == sts.Spec.ServiceName {
 			continue
@@ -410,29 +317,34 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 				}
 			}
 		}
-		obs.ClientEndpoints = ef
-		break
+		return ef
 	}
+	return nil
+}
 
+// clusterEvents are the newest events (at most maxEvents) of the
+// StatefulSet, its members' pods and their claims.
+func clusterEvents(sts *appsv1.StatefulSet, ix *index, members []model.Member) []model.EventFacts {
 	var evs []*corev1.Event
 	evs = append(evs, ix.events[sts.Namespace+"/StatefulSet/"+sts.Name]...)
-	for _, m := range obs.Members {
+	for _, m := range members {
 		evs = append(evs, ix.events[sts.Namespace+"/Pod/"+m.Name]...)
 		if m.PVC != nil {
 			evs = append(evs, ix.events[sts.Namespace+"/PersistentVolumeClaim/"+m.PVC.Name]...)
 		}
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).After(eventTime(evs[j])) })
+	var out []model.EventFacts
 	for i, e := range evs {
 		if i == maxEvents {
 			break
 		}
-		obs.Events = append(obs.Events, model.EventFacts{
+		out = append(out, model.EventFacts{
 			Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name,
 			Message: e.Message, Count: int(e.Count), Last: eventTime(e),
 		})
 	}
-	return obs
+	return out
 }
 
 func eventTime(e *corev1.Event) time.Time {

@@ -86,8 +86,8 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	return o, nil
 }
 
-// CacheSource reads from informer caches (used by --watch and the TUI): no
-// API call per read once the caches have synced.
+// CacheSource reads from informer caches (a Watcher's): no API call per
+// read once the caches have synced.
 type CacheSource struct {
 	Factory informers.SharedInformerFactory
 }

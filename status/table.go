@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/hactl-dev/hactl/internal/format"
 )
 
 // TableOptions tune the human table.
@@ -56,6 +57,32 @@ func printCluster(w io.Writer, cs *ClusterStatus, o TableOptions) error {
 		}
 		return code + s + ansiReset
 	}
+	if _, err := fmt.Fprintln(w, clusterHead(cs, o, paint)); err != nil {
+		return err
+	}
+	tw := printers.GetNewTabWriter(w)
+	cols := []string{"ORD", "POD", "NODE", "ROLE", "MEMBER ID", "PHASE", "READY", "LAG", "VERSION", "RESTARTS", "AGE", "REASONS"}
+	if o.Wide {
+		cols = append(cols, "PVC", "CLUSTER ID", "TERM", "INDEX", "APPLIED", "DB SIZE", "PROBE")
+	}
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for _, m := range cs.Members {
+		fmt.Fprintln(tw, strings.Join(memberRow(m, o), "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, line := range clusterFooter(cs, o, paint) {
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clusterHead is the line above a cluster's members: name, engine and
+// shape, ready members, the verdict, the leader.
+func clusterHead(cs *ClusterStatus, o TableOptions, paint func(code, s string) string) string {
 	name := cs.Metadata.Name
 	if o.ShowNamespace {
 		name = cs.Metadata.Namespace + "/" + name
@@ -79,76 +106,59 @@ func printCluster(w io.Writer, cs *ClusterStatus, o TableOptions) error {
 	if !cs.EngineProbed {
 		head += "  (members not probed)"
 	}
-	if _, err := fmt.Fprintln(w, head); err != nil {
-		return err
-	}
+	return head
+}
 
-	tw := printers.GetNewTabWriter(w)
-	cols := []string{"ORD", "POD", "NODE", "ROLE", "MEMBER ID", "PHASE", "READY", "LAG", "VERSION", "RESTARTS", "AGE", "REASONS"}
-	if o.Wide {
-		cols = append(cols, "PVC", "CLUSTER ID", "TERM", "INDEX", "APPLIED", "DB SIZE", "PROBE")
+// memberRow is one member's row (with -o wide, its volume and probe too).
+func memberRow(m MemberStatus, o TableOptions) []string {
+	row := []string{
+		strconv.Itoa(m.Ordinal), format.Dash(m.Pod), format.Dash(m.Node), m.Role, format.Dash(m.MemberID), m.Phase,
+		strconv.FormatBool(m.Ready), format.Lag(m.Lag), format.Dash(m.Version), strconv.Itoa(m.Restarts),
+		format.Age(ptrTime(m.CreatedAt), o.Now), format.Dash(strings.Join(m.Reasons, ",")),
 	}
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
-	for _, m := range cs.Members {
-		row := []string{
-			strconv.Itoa(m.Ordinal), dash(m.Pod), dash(m.Node), m.Role, dash(m.MemberID), m.Phase,
-			strconv.FormatBool(m.Ready), lagText(m.Lag), dash(m.Version), strconv.Itoa(m.Restarts),
-			age(m.CreatedAt, o.Now), dash(strings.Join(m.Reasons, ",")),
+	if !o.Wide {
+		return row
+	}
+	pvc := "-"
+	if m.PVC != "" {
+		pvc = m.PVC + "(" + m.PVCPhase + ")"
+	}
+	probe := "-"
+	if m.Reachable != nil {
+		probe = "ok"
+		if !*m.Reachable {
+			probe = m.ProbeError
 		}
-		if o.Wide {
-			pvc := "-"
-			if m.PVC != "" {
-				pvc = m.PVC + "(" + m.PVCPhase + ")"
-			}
-			probe := "-"
-			if m.Reachable != nil {
-				probe = "ok"
-				if !*m.Reachable {
-					probe = m.ProbeError
-				}
-			}
-			row = append(row, pvc, dash(m.ClusterID), num(m.RaftTerm), num(m.RaftIndex), num(m.RaftAppliedIndex),
-				bytesText(m.DBSize), probe)
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return append(row, pvc, format.Dash(m.ClusterID), num(m.RaftTerm), num(m.RaftIndex), num(m.RaftAppliedIndex),
+		format.Size(m.DBSize), probe)
+}
+
+// clusterFooter lists the actions in progress and the verdict's reasons.
+func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string) string) []string {
+	var out []string
 	for _, a := range cs.Actions {
 		line := fmt.Sprintf("  action %s %s: %s, phase %s", a.Action, a.Member+a.Generation, a.State, a.Phase)
 		if !a.UpdatedAt.IsZero() {
-			line += ", updated " + duration.HumanDuration(o.Now.Sub(a.UpdatedAt)) + " ago"
+			line += ", updated " + format.Age(a.UpdatedAt, o.Now) + " ago"
 		}
-		if _, err := fmt.Fprintln(w, line); err != nil {
-			return err
-		}
+		out = append(out, line)
 	}
 	for _, r := range cs.Verdict.Reasons {
-		code := r.Code
 		c := ansiYellow
 		if r.Impact == "control" {
 			c = ansiRed
 		}
-		line := "  " + paint(c, code)
+		line := "  " + paint(c, r.Code)
 		if r.Member != "" {
 			line += " " + r.Member
 		}
 		if r.Detail != "" {
 			line += ": " + r.Detail
 		}
-		if _, err := fmt.Fprintln(w, line); err != nil {
-			return err
-		}
+		out = append(out, line)
 	}
-	return nil
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return out
 }
 
 func num(n uint64) string {
@@ -158,28 +168,10 @@ func num(n uint64) string {
 	return strconv.FormatUint(n, 10)
 }
 
-func lagText(l *int64) string {
-	if l == nil {
-		return "?"
+// ptrTime is *t, the zero time for nil.
+func ptrTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
 	}
-	return strconv.FormatInt(*l, 10)
-}
-
-func age(t *time.Time, now time.Time) string {
-	if t == nil || t.IsZero() {
-		return "-"
-	}
-	return duration.HumanDuration(now.Sub(*t))
-}
-
-func bytesText(n int64) string {
-	switch {
-	case n <= 0:
-		return "-"
-	case n < 1<<20:
-		return fmt.Sprintf("%.0fKiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.2fGiB", float64(n)/(1<<30))
+	return *t
 }

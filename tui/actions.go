@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -165,7 +166,7 @@ func (m Model) execute(id int, req Request, d classify.Decision) (*runningAction
 		send(actionDoneMsg{id: id, err: err})
 		return nil
 	}
-	a := &runningAction{id: id, req: req, decision: d, started: m.now(), updates: ch}
+	a := &runningAction{id: id, req: req, decision: d, started: m.cfg.Now(), updates: ch}
 	return a, tea.Batch(run, waitAction(ch))
 }
 
@@ -180,20 +181,73 @@ func waitAction(ch <-chan tea.Msg) tea.Cmd {
 	}
 }
 
-// actionMsg handles decision and action messages; ok is false for other
+// openDialog starts a dialog for action on the selected member (explain:
+// show the decision only).
+func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
+	switch {
+	case m.actions == nil:
+		m.setStatus(true, "%s", noActionsWhy(m.cfg))
+		return m, nil
+	case !explain && m.cfg.ReadOnly:
+		m.setStatus(true, "read-only: actions are disabled (%s)", m.cfg.ReadOnlyReason)
+		return m, nil
+	case !explain && m.action != nil && !m.action.done:
+		m.setStatus(true, "an action is already running: %s", m.action.summary())
+		return m, nil
+	}
+	r, mem, ok := m.selectedMember()
+	if !ok && action != model.ActionSeed {
+		m.setStatus(true, "select a member first")
+		return m, nil
+	}
+	c := r.Observation.Cluster
+	req := Request{Namespace: c.Namespace, Cluster: c.Name, Intent: classify.Intent{
+		Action: action, Member: mem.Name,
+		Options: classify.Options{Verdict: m.cfg.Verdict, LockHolder: m.cfg.LockHolder},
+	}}
+	m.seq++
+	d := newDialog(int(m.seq), req, explain, m.theme)
+	d.SetSize(m.width, bodyHeight(m.height))
+	m.dialog = &d
+	m.clearStatus()
+	if d.state == dialogAsking {
+		return m, d.ask(defaultGeneration(c.Name, m.cfg.Now()))
+	}
+	return m, m.decide(d.id, req)
+}
+
+// updateDialog passes msg to the open dialog and does what it asks:
+// close it, classify its request, or run its decision.
+func (m Model) updateDialog(msg tea.Msg) (Model, tea.Cmd) {
+	d, out, cmd := m.dialog.Update(msg)
+	m.dialog = &d
+	switch out {
+	case dialogCancel:
+		m.dialog = nil
+		m.setStatus(false, "cancelled: nothing was changed")
+	case dialogClose:
+		m.dialog = nil
+	case dialogDecide:
+		cmd = m.decide(d.id, d.req)
+	case dialogRedecide:
+		m.seq++
+		d.id = int(m.seq)
+		cmd = m.decide(d.id, d.req)
+	case dialogConfirm:
+		m.dialog = nil
+		a, run := m.execute(d.id, d.req, d.decision)
+		m.action = a
+		m.tab = tabSeed
+		m.setStatus(false, "%s", a.summary())
+		cmd = tea.Batch(run, m.loadGenerations())
+	}
+	return m, cmd
+}
+
+// actionMsg handles the running action's messages; ok is false for other
 // messages.
 func (m *Model) actionMsg(msg tea.Msg) (tea.Cmd, bool) {
 	switch msg := msg.(type) {
-	case decidedMsg:
-		if m.dialog != nil && m.dialog.id == msg.id {
-			d := *m.dialog
-			d.decided(msg.decision, msg.err)
-			m.dialog = &d
-			if d.needsName() {
-				return d.input.Focus(), true
-			}
-		}
-		return nil, true
 	case actionReceiptMsg:
 		if m.action == nil || m.action.id != msg.id {
 			return nil, true

@@ -2,20 +2,15 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"sync/atomic"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Backend is the TUI's reading edge. Every method may block; the model
@@ -34,178 +29,54 @@ type Backend interface {
 	Observe(ctx context.Context, probe bool) ([]status.Result, status.Warnings, error)
 }
 
-// ErrCacheSync is returned by Start when the watch caches did not fill in
+// ErrCacheSync is returned by Start when the watch caches did not sync in
 // time.
-var ErrCacheSync = errors.New("watch caches did not sync")
+var ErrCacheSync = status.ErrCacheSync
 
 // CacheSyncTimeout bounds Start.
-const CacheSyncTimeout = 30 * time.Second
+const CacheSyncTimeout = status.CacheSyncTimeout
 
-// KubeBackend watches the API server with informers (status.CacheSource)
-// and probes members through status.Observer.
+// KubeBackend watches the API server through a status.Watcher and probes
+// members through its observer.
 type KubeBackend struct {
-	client    kubernetes.Interface
-	namespace string
-	factory   informers.SharedInformerFactory
-	observer  status.Observer
-	changes   chan struct{}
-	errs      chan error
+	client  kubernetes.Interface
+	watcher *status.Watcher
+	probes  bool
+	verdict verdict.Options
 }
 
 // NewKubeBackend returns a backend for the clusters in namespace ("" for
 // all namespaces). observer supplies the engines, the dialer (nil: no
 // probes), the Secret reader, the probe timeout and the verdict options;
-// its Source is replaced by the informer caches.
+// its Source is replaced by the watch caches.
 func NewKubeBackend(client kubernetes.Interface, namespace string, observer status.Observer) *KubeBackend {
-	var opts []informers.SharedInformerOption
-	if namespace != "" {
-		opts = append(opts, informers.WithNamespace(namespace))
-	}
-	f := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
-	observer.Source = status.NewCacheSource(f)
 	return &KubeBackend{
-		client:    client,
-		namespace: namespace,
-		factory:   f,
-		observer:  observer,
-		changes:   make(chan struct{}, 1),
-		errs:      make(chan error, 8),
+		client:  client,
+		watcher: status.NewWatcher(client, namespace, status.WatchOptions{Observer: observer, SyncTimeout: CacheSyncTimeout}),
+		probes:  observer.Dial != nil,
+		verdict: observer.Verdict,
 	}
-}
-
-// informers returns the watched informers; optional ones (events) may be
-// forbidden without stopping the view, as in status.
-func (b *KubeBackend) informers() (required, optional []cache.SharedIndexInformer) {
-	f := b.factory
-	return []cache.SharedIndexInformer{
-			f.Apps().V1().StatefulSets().Informer(),
-			f.Core().V1().Pods().Informer(),
-			f.Core().V1().PersistentVolumeClaims().Informer(),
-			f.Policy().V1().PodDisruptionBudgets().Informer(),
-			f.Core().V1().Services().Informer(),
-			f.Discovery().V1().EndpointSlices().Informer(),
-		}, []cache.SharedIndexInformer{
-			f.Core().V1().Events().Informer(),
-		}
-}
-
-// watchError is a watch failure of one informer.
-type watchError struct {
-	err      error
-	required bool
 }
 
 // Start implements Backend. The watches stop when ctx is done. It returns
 // once the required caches synced, or at once with the reason when one of
-// them is forbidden.
-func (b *KubeBackend) Start(ctx context.Context) error {
-	notify := func() {
-		select {
-		case b.changes <- struct{}{}:
-		default:
-		}
-	}
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
-	}
-	syncing := make(chan watchError, 16)
-	var started atomic.Bool
-	required, optional := b.informers()
-	var synced []cache.InformerSynced
-	for i, inf := range append(append([]cache.SharedIndexInformer(nil), required...), optional...) {
-		isRequired := i < len(required)
-		if isRequired {
-			synced = append(synced, inf.HasSynced)
-		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return fmt.Errorf("watching: %w", err)
-		}
-		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-			if !reportable(err) || ctx.Err() != nil {
-				return
-			}
-			err = fmt.Errorf("watch %s: %w", r.TypeDescription(), err)
-			if !started.Load() {
-				select {
-				case syncing <- watchError{err: err, required: isRequired}:
-				default:
-				}
-			}
-			select {
-			case b.errs <- err:
-			default:
-			}
-		})
-	}
-	b.factory.Start(ctx.Done())
-	syncCtx, cancel := context.WithTimeout(ctx, CacheSyncTimeout)
-	defer cancel()
-	done := make(chan bool, 1)
-	go func() { done <- cache.WaitForCacheSync(syncCtx.Done(), synced...) }()
-	for {
-		select {
-		case ok := <-done:
-			started.Store(true)
-			if ok {
-				return nil
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return b.explain(ctx, fmt.Errorf("%w within %s", ErrCacheSync, CacheSyncTimeout))
-		case we := <-syncing:
-			if we.required && (apierrors.IsForbidden(we.err) || apierrors.IsUnauthorized(we.err)) {
-				// Fail at once with the reason rather than at the timeout.
-				started.Store(true)
-				cancel()
-				return b.explain(ctx, we.err)
-			}
-		}
-	}
-}
+// them is forbidden; events are optional (status.Watcher).
+func (b *KubeBackend) Start(ctx context.Context) error { return b.watcher.Start(ctx) }
 
-// explain surfaces the real reason a sync failed (RBAC, connectivity) with
-// one list call, falling back to err.
-func (b *KubeBackend) explain(ctx context.Context, err error) error {
-	if _, lerr := (status.APISource{Client: b.client}).Read(ctx, b.namespace); lerr != nil {
-		return lerr
-	}
-	return err
-}
-
-// reportable: a watch error worth showing (not the routine end of a watch
-// or an expired resource version, which the informer handles).
-func reportable(err error) bool {
-	switch {
-	case err == nil, errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return false
-	case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
-		return false
-	}
-	return true
-}
-
-// Shutdown waits for the watch goroutines to end (after Start's ctx is
-// done).
-func (b *KubeBackend) Shutdown() { b.factory.Shutdown() }
+// Shutdown ends the watches and waits for their goroutines.
+func (b *KubeBackend) Shutdown() { b.watcher.Stop() }
 
 // Changes implements Backend.
-func (b *KubeBackend) Changes() <-chan struct{} { return b.changes }
+func (b *KubeBackend) Changes() <-chan struct{} { return b.watcher.Changes() }
 
 // Errors implements Backend.
-func (b *KubeBackend) Errors() <-chan error { return b.errs }
+func (b *KubeBackend) Errors() <-chan error { return b.watcher.Errors() }
 
 // Observe implements Backend. With probe it also reads each cluster's
 // action lock and ledger (two GETs per cluster), so the seed-phase view
 // shows actions run from anywhere.
 func (b *KubeBackend) Observe(ctx context.Context, probe bool) ([]status.Result, status.Warnings, error) {
-	o := b.observer
-	if !probe {
-		o.Dial = nil
-	}
-	rs, warn, err := o.Observe(ctx, b.namespace, "")
+	rs, warn, err := b.watcher.Observe(ctx, "", probe)
 	if err != nil || !probe {
 		return rs, warn, err
 	}
@@ -225,10 +96,10 @@ func (b *KubeBackend) Observe(ctx context.Context, probe bool) ([]status.Result,
 }
 
 // Probes reports whether the backend dials members at all.
-func (b *KubeBackend) Probes() bool { return b.observer.Dial != nil }
+func (b *KubeBackend) Probes() bool { return b.probes }
 
 // VerdictOptions are the thresholds the backend's verdicts use.
-func (b *KubeBackend) VerdictOptions() verdict.Options { return b.observer.Verdict }
+func (b *KubeBackend) VerdictOptions() verdict.Options { return b.verdict }
 
 // memberKey names one member incarnation: a pod recreated under the same
 // name is a different key, so its old engine facts are never reused.

@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
 	"github.com/hactl-dev/hactl/status"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var cp *controlplane.ControlPlane
@@ -57,19 +56,7 @@ func TestKubeBackendFollowsTheAPIServer(t *testing.T) {
 		<-b.Changes()
 	}
 
-	pod, err := admin.CoreV1().Pods(ns).Get(ctx, "etcd-w-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			pod.Status.Conditions[i].Status = corev1.ConditionFalse
-		}
-	}
-	pod.Status.ContainerStatuses[0].Ready = false
-	if _, err := admin.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	fixtures.MarkNotReady(t, admin, ns, "etcd-w-1")
 	select {
 	case <-b.Changes():
 	case <-time.After(30 * time.Second):

@@ -4,96 +4,116 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/internal/remedy"
 )
 
-// updateCluster handles keys on a cluster's views.
-func (m Model) updateCluster(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	k := m.keys
-	r, _ := m.focused()
-	n := len(m.visibleMembers(r))
-	before := m.tab
-	m, cmd := m.clusterKey(msg, k, n)
-	if m.tab == tabSeed && before != tabSeed {
-		cmd = tea.Batch(cmd, m.loadGenerations())
-	}
-	return m, cmd
+// memberView is a cluster's members tab: the cluster-wide facts, the
+// member table, and a pane of the verdict's reasons with their remedies
+// and recent events, which scrolls on its own.
+type memberView struct {
+	table
+	// tabHeight is the height of the whole tab; the table gets part of
+	// it, the pane the rest.
+	tabHeight int
+	// lower is the scroll of the reasons/events pane.
+	lower int
+	book  remedy.Book
+	now   func() time.Time
+	// result is the cluster shown, members its members the filter keeps,
+	// filter the filter (it narrows the reasons too).
+	result  status.Result
+	members []model.Member
+	filter  string
 }
 
-func (m Model) clusterKey(msg tea.KeyPressMsg, k KeyMap, n int) (Model, tea.Cmd) {
-	switch {
-	case key.Matches(msg, k.Back):
-		m = m.back()
-	case key.Matches(msg, k.NextTab):
-		m.tab = (m.tab + 1) % numTabs
-	case key.Matches(msg, k.PrevTab):
-		m.tab = (m.tab + numTabs - 1) % numTabs
-	case msg.String() == "1", msg.String() == "2", msg.String() == "3":
-		m.tab = tab(msg.String()[0] - '1')
-	case key.Matches(msg, k.Up):
-		m.cursorFor().move(-1, n)
-	case key.Matches(msg, k.Down):
-		m.cursorFor().move(1, n)
-	case key.Matches(msg, k.ScrollUp):
-		if m.tab == tabSeed {
-			m.seedTop = max(0, m.seedTop-5)
-		} else {
-			m.lower = max(0, m.lower-5)
-		}
-	case key.Matches(msg, k.ScrollDown):
-		r, _ := m.focused()
-		if m.tab == tabSeed {
-			m.seedTop = min(m.seedTop+5, max(0, len(m.seedBody(r, m.width, 0))-1))
-		} else {
-			m.lower = min(m.lower+5, max(0, len(m.reasonsPane(r, m.width))-1))
-		}
-	case key.Matches(msg, k.Replace, k.Reseed, k.Seed):
-		a, _ := actionFor(k, msg)
-		return m.openDialog(a, false)
-	case key.Matches(msg, k.Explain):
-		return m.openDialog(model.ActionReplace, true)
-	case msg.String() == "r", msg.String() == "R", msg.String() == "s":
-		// An action key while actions are disabled.
-		if m.cfg.ReadOnly {
-			m.setStatus(true, "read-only: actions are disabled (%s)", m.cfg.ReadOnlyReason)
-		} else {
-			m.setStatus(true, "%s", m.noActionsWhy())
-		}
-	}
-	return m, nil
+func newMemberView(th Theme, keys KeyMap, book remedy.Book, now func() time.Time) memberView {
+	tb := newTable(th, keys,
+		column{title: "#", max: 3},
+		column{title: "POD", min: 8, max: 30},
+		column{title: "NODE", min: 4, max: 20, drop: 3},
+		column{title: "ROLE", max: 8},
+		column{title: "MEMBER ID", short: "ID", min: 4, max: 16, drop: 4},
+		column{title: "PHASE", max: 13},
+		column{title: "READY", short: "RDY", max: 5},
+		column{title: "LAG", min: 3, max: 10},
+		column{title: "VERSION", short: "VER", min: 3, max: 10, drop: 2},
+		column{title: "RESTARTS", short: "RST", min: 3, max: 8, drop: 1},
+		column{title: "AGE", max: 5, drop: 5},
+	)
+	return memberView{table: tb, book: book, now: now}
 }
 
-// cursorFor is the member cursor of the current tab.
-func (m *Model) cursorFor() *listState {
-	if m.tab == tabReadiness {
-		return &m.readiness
-	}
-	return &m.members
+// SetSize sets the tab's size: the table takes up to half of what the
+// summary leaves, the pane the rest.
+func (v *memberView) SetSize(w, h int) {
+	v.tabHeight = h
+	v.table.SetSize(w, max(1, (h-4)/2)+1)
+	v.refresh()
 }
 
-// clusterBody draws the focused cluster's current tab.
-func (m Model) clusterBody(w, h int) []string {
-	r, ok := m.focused()
+// SetTheme sets the styles.
+func (v *memberView) SetTheme(th Theme) {
+	v.table.SetTheme(th)
+	v.refresh()
+}
+
+// setData sets the cluster shown and the filter.
+func (v *memberView) setData(r status.Result, filter string) {
+	v.result, v.filter = r, filter
+	v.members = filterMembers(r, filter)
+	v.refresh()
+}
+
+// reset puts the cursor and the pane back at the top.
+func (v *memberView) reset() { v.cursor, v.lower = 0, 0 }
+
+// Update moves the cursor and scrolls the pane.
+func (v memberView) Update(msg tea.Msg) (memberView, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
-		return append([]string{""}, wrap(fmt.Sprintf("Cluster %s is not in scope (any more). esc goes back to the list.", m.focus), w-2, "  ")...)
+		return v, nil
 	}
-	switch m.tab {
-	case tabSeed:
-		return m.seedBody(r, w, h)
-	case tabReadiness:
-		return m.readinessBody(r, w, h)
+	switch {
+	case key.Matches(k, v.keys.ScrollUp):
+		v.lower = max(0, v.lower-5)
+	case key.Matches(k, v.keys.ScrollDown):
+		v.lower = min(v.lower+5, max(0, len(v.pane())-1))
+	default:
+		v.table, _ = v.table.Update(msg)
 	}
-	return m.membersBody(r, w, h)
+	return v, nil
+}
+
+// filterMembers are the members of r whose name, phase, role or node
+// contain f (lower case; "" keeps all).
+func filterMembers(r status.Result, f string) []model.Member {
+	if f == "" {
+		return r.Observation.Members
+	}
+	var out []model.Member
+	for _, mem := range r.Observation.Members {
+		hay := mem.Name + " " + mem.Phase.String() + " " + mem.Engine.Role().String()
+		if mem.Pod != nil {
+			hay += " " + mem.Pod.Node
+		}
+		if strings.Contains(strings.ToLower(hay), f) {
+			out = append(out, mem)
+		}
+	}
+	return out
 }
 
 // summaryLines are the cluster-wide facts: engine, shape, leader,
 // cluster ID and the quorum arithmetic.
-func (m Model) summaryLines(r status.Result, w int) []string {
-	t := m.theme
+func summaryLines(t Theme, r status.Result, w int) []string {
 	c, a := r.Observation.Cluster, r.Analysis
 	parts := []string{c.Engine.String(), c.Shape.String()}
 	if a.LeaderMember != "" {
@@ -125,36 +145,23 @@ func (m Model) summaryLines(r status.Result, w int) []string {
 	}
 }
 
-// memberRows are the member table's rows.
-func (m Model) memberRows(r status.Result, ms []model.Member, w int) ([]column, [][]cell) {
-	t := m.theme
-	cols := []column{
-		{title: "#", max: 3},
-		{title: "POD", min: 8, max: 30},
-		{title: "NODE", min: 4, max: 20, drop: 3},
-		{title: "ROLE", max: 8},
-		{title: "MEMBER ID", short: "ID", min: 4, max: 16, drop: 4},
-		{title: "PHASE", max: 13},
-		{title: "READY", short: "RDY", max: 5},
-		{title: "LAG", min: 3, max: 10},
-		{title: "VERSION", short: "VER", min: 3, max: 10, drop: 2},
-		{title: "RESTARTS", short: "RST", min: 3, max: 8, drop: 1},
-		{title: "AGE", max: 5, drop: 5},
-	}
-	now := m.now()
-	rows := make([][]cell, 0, len(ms))
-	for _, mem := range ms {
+// refresh rebuilds the member table's rows.
+func (v *memberView) refresh() {
+	t := v.theme
+	now := v.now()
+	rows := make([][]cell, 0, len(v.members))
+	for _, mem := range v.members {
 		pod, node, ready, restarts, ageS := "-", "-", "-", "-", "-"
 		if p := mem.Pod; p != nil {
-			pod, node, ready, restarts, ageS = p.Name, dash(p.Node), yesNo(p.Ready), strconv.Itoa(p.Restarts), age(p.CreatedAt, now)
+			pod, node, ready, restarts, ageS = p.Name, format.Dash(p.Node), yesNo(p.Ready), strconv.Itoa(p.Restarts), format.Age(p.CreatedAt, now)
 		}
 		id, version := "-", "-"
 		if e := mem.Engine; e != nil {
-			id = dash(e.MemberID)
-			if w < 100 {
+			id = format.Dash(e.MemberID)
+			if v.width < 100 {
 				id = shortID(id, 8)
 			}
-			version = dash(e.Version)
+			version = format.Dash(e.Version)
 		}
 		role := mem.Engine.Role()
 		roleCell := plain(role.String())
@@ -167,31 +174,26 @@ func (m Model) memberRows(r status.Result, ms []model.Member, w int) ([]column, 
 		}
 		rows = append(rows, []cell{
 			plain(strconv.Itoa(mem.Ordinal)), plain(pod), plain(node), roleCell, plain(id),
-			styled(mem.Phase.String(), t.phase(mem.Phase)), readyCell, plain(lagText(mem.Lag)),
+			styled(mem.Phase.String(), t.phase(mem.Phase)), readyCell, plain(format.Lag(mem.Lag)),
 			plain(version), plain(restarts), plain(ageS),
 		})
 	}
-	return cols, rows
+	v.SetRows(rows)
 }
 
-// membersBody is the member table, the verdict's reasons with their
-// remedies, and recent events.
-func (m Model) membersBody(r status.Result, w, h int) []string {
-	t := m.theme
-	lines := m.summaryLines(r, w)
-	ms := m.visibleMembers(r)
-	cols, rows := m.memberRows(r, ms, w)
-	tb := newTable(cols, rows, w)
-	tableH := max(1, min(len(rows), (h-len(lines)-2)/2))
-	cur := m.members.cursor
-	lines = append(lines, "", tb.header(t))
-	lines = append(lines, tb.lines(t, cur, windowStart(cur, tableH, len(rows)), tableH)...)
-	if len(ms) == 0 {
+// View draws the summary, the member table, and the pane from its
+// scroll.
+func (v memberView) View() []string {
+	t, w := v.theme, v.width
+	lines := summaryLines(t, v.result, w)
+	lines = append(lines, "")
+	lines = append(lines, v.table.View()...)
+	if len(v.members) == 0 {
 		lines = append(lines, "  "+t.Dim.Render("no member matches the filter"))
 	}
-	paneH := max(0, h-len(lines)-1)
-	pane := m.reasonsPane(r, w)
-	top := min(m.lower, max(0, len(pane)-paneH))
+	paneH := max(0, v.tabHeight-len(lines)-1)
+	pane := v.pane()
+	top := min(v.lower, max(0, len(pane)-paneH))
 	sep := ""
 	if top > 0 || top+paneH < len(pane) {
 		// Say there is more, on the line above the pane.
@@ -201,14 +203,13 @@ func (m Model) membersBody(r status.Result, w, h int) []string {
 	return append(lines, pane[top:]...)
 }
 
-// reasonsPane is every reason with its remedy from docs/reason-codes.md,
-// then recent events.
-func (m Model) reasonsPane(r status.Result, w int) []string {
-	t := m.theme
-	f := m.filterText()
+// pane is every reason with its remedy from docs/reason-codes.md, then
+// recent events.
+func (v memberView) pane() []string {
+	t, r := v.theme, v.result
 	var reasons []model.Reason
 	for _, rs := range r.Verdict.Reasons {
-		if f == "" || strings.Contains(strings.ToLower(reasonLine(rs)), f) {
+		if v.filter == "" || strings.Contains(strings.ToLower(reasonLine(rs)), v.filter) {
 			reasons = append(reasons, rs)
 		}
 	}
@@ -223,20 +224,25 @@ func (m Model) reasonsPane(r status.Result, w int) []string {
 		if tail := reasonTail(rs); tail != "" {
 			head += " " + tail
 		}
-		out = append(out, hang(head, w)...)
+		out = append(out, hang(head, v.width)...)
 	}
-	// Each code's remedy once, from docs/reason-codes.md.
+	out = append(out, v.remedies(reasons)...)
+	return append(out, v.events()...)
+}
+
+// remedies are each code's remedy, once, from docs/reason-codes.md.
+func (v memberView) remedies(reasons []model.Reason) []string {
+	t := v.theme
+	var out []string
 	seen := map[model.ReasonCode]bool{}
-	first := true
 	for _, rs := range reasons {
-		fix := m.book.FixText(rs.Code)
+		fix := v.book.FixText(rs.Code)
 		if seen[rs.Code] || fix == "" {
 			continue
 		}
 		seen[rs.Code] = true
-		if first {
+		if len(out) == 0 {
 			out = append(out, "", t.Section.Render("Remedies")+t.Dim.Render(" (docs/reason-codes.md)"))
-			first = false
 		}
 		for i, para := range strings.Split(fix, "\n\n") {
 			if strings.HasPrefix(para, "    ") {
@@ -248,16 +254,22 @@ func (m Model) reasonsPane(r status.Result, w int) []string {
 			if i == 0 {
 				para = t.impact(rs.Code).Render(rs.Code.String()) + ": " + para
 			}
-			out = append(out, wrap(para, w, "  ")...)
+			out = append(out, wrap(para, v.width, "  ")...)
 		}
 	}
-	ev := r.Observation.Events
-	out = append(out, "", t.Section.Render(fmt.Sprintf("Events (%d)", len(ev))))
+	return out
+}
+
+// events are the cluster's recent events.
+func (v memberView) events() []string {
+	t := v.theme
+	ev := v.result.Observation.Events
+	out := []string{"", t.Section.Render(fmt.Sprintf("Events (%d)", len(ev)))}
 	if len(ev) == 0 {
 		out = append(out, t.Dim.Render("  none recent"))
 	}
 	for _, e := range ev {
-		line := fmt.Sprintf("  %s %s %s %s: %s", m.clockTime(e.Last), e.Type, e.Reason, e.Object, e.Message)
+		line := fmt.Sprintf("  %s %s %s %s: %s", timeOfDay(e.Last, v.now()), e.Type, e.Reason, e.Object, e.Message)
 		if e.Count > 1 {
 			line += fmt.Sprintf(" (×%d)", e.Count)
 		}

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -38,9 +39,49 @@ func (s dialogState) String() string {
 	return "unknown"
 }
 
-// dialog is the confirm dialog: it shows the classifier's Decision for a
-// request and, for a runnable decision, starts it once confirmed (typing
-// the member name for a destructive one).
+// dialogOutcome is what a message to the dialog asks of the root.
+type dialogOutcome int
+
+const (
+	// dialogKeep: the dialog stays open; nothing for the root to do.
+	dialogKeep dialogOutcome = iota
+	// dialogCancel: esc; nothing was changed.
+	dialogCancel
+	// dialogClose: the dialog is done (an explanation read, a failure
+	// seen).
+	dialogClose
+	// dialogDecide: classify the dialog's request (its generation ID was
+	// entered).
+	dialogDecide
+	// dialogRedecide: classify the dialog's new request (another intent,
+	// an override switched) under a new id.
+	dialogRedecide
+	// dialogConfirm: run the decision, confirmed.
+	dialogConfirm
+)
+
+func (o dialogOutcome) String() string {
+	switch o {
+	case dialogKeep:
+		return "keep"
+	case dialogCancel:
+		return "cancel"
+	case dialogClose:
+		return "close"
+	case dialogDecide:
+		return "decide"
+	case dialogRedecide:
+		return "redecide"
+	case dialogConfirm:
+		return "confirm"
+	}
+	return "unknown"
+}
+
+// dialog is the confirm dialog component: it shows the classifier's
+// Decision for a request and, for a runnable decision, asks the root to
+// start it once confirmed (typing the member name for a destructive one).
+// Classifying and running are the root's: Update says what it asks for.
 type dialog struct {
 	id       int
 	req      Request
@@ -51,17 +92,34 @@ type dialog struct {
 	input    textinput.Model
 	scroll   int
 	hint     string
+	// width and height are the area the dialog is centred in.
+	width, height int
+	theme         Theme
 }
 
-func newDialog(id int, req Request, explain bool) *dialog {
+func newDialog(id int, req Request, explain bool, th Theme) dialog {
 	in := textinput.New()
 	in.Prompt = "> "
 	in.CharLimit = 253
-	d := &dialog{id: id, req: req, explain: explain, state: dialogDeciding, input: in}
+	d := dialog{id: id, req: req, explain: explain, state: dialogDeciding, input: in, theme: th}
 	if req.Intent.Action == model.ActionSeed && req.Intent.Options.Generation == "" && !explain {
 		d.state = dialogAsking
 	}
 	return d
+}
+
+// SetSize sets the area the dialog is centred in; its text wraps to it.
+func (d *dialog) SetSize(w, h int) { d.width, d.height = w, h }
+
+// SetTheme sets the styles.
+func (d *dialog) SetTheme(th Theme) { d.theme = th }
+
+// ask proposes a generation ID in the input of an asking dialog.
+func (d *dialog) ask(generation string) tea.Cmd {
+	d.input.Placeholder = "generation ID"
+	d.input.SetValue(generation)
+	d.input.CursorEnd()
+	return d.input.Focus()
 }
 
 // decided stores the classifier's answer.
@@ -97,105 +155,95 @@ func actionFor(k KeyMap, msg tea.KeyPressMsg) (model.Action, bool) {
 	return "", false
 }
 
-// openDialog starts a dialog for action on the selected member (explain:
-// show the decision only).
-func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
-	switch {
-	case m.actions == nil:
-		m.setStatus(true, "%s", m.noActionsWhy())
-		return m, nil
-	case !explain && m.cfg.ReadOnly:
-		m.setStatus(true, "read-only: actions are disabled (%s)", m.cfg.ReadOnlyReason)
-		return m, nil
-	case !explain && m.action != nil && !m.action.done:
-		m.setStatus(true, "an action is already running: %s", m.action.summary())
-		return m, nil
+// Update handles a message while the dialog is open: the decision for
+// its id, keys, and whatever else its input takes (a paste, the cursor's
+// blink).
+func (d dialog) Update(msg tea.Msg) (dialog, dialogOutcome, tea.Cmd) {
+	switch msg := msg.(type) {
+	case decidedMsg:
+		if msg.id != d.id {
+			return d, dialogKeep, nil
+		}
+		d.decided(msg.decision, msg.err)
+		if d.needsName() {
+			return d, dialogKeep, d.input.Focus()
+		}
+		return d, dialogKeep, nil
+	case tea.KeyPressMsg:
+		return d.updateKey(msg)
 	}
-	r, mem, ok := m.selectedMember()
-	if !ok && action != model.ActionSeed {
-		m.setStatus(true, "select a member first")
-		return m, nil
+	if d.typing() {
+		var cmd tea.Cmd
+		d.input, cmd = d.input.Update(msg)
+		return d, dialogKeep, cmd
 	}
-	c := r.Observation.Cluster
-	req := Request{Namespace: c.Namespace, Cluster: c.Name, Intent: classify.Intent{
-		Action: action, Member: mem.Name,
-		Options: classify.Options{Verdict: m.cfg.Verdict, LockHolder: m.cfg.LockHolder},
-	}}
-	m.seq++
-	d := newDialog(int(m.seq), req, explain)
-	m.dialog = d
-	m.clearStatus()
-	if d.state == dialogAsking {
-		d.input.Placeholder = "generation ID"
-		d.input.SetValue(defaultGeneration(c.Name, m.now()))
-		d.input.CursorEnd()
-		return m, d.input.Focus()
-	}
-	return m, m.decide(d.id, req)
+	return d, dialogKeep, nil
 }
 
-// updateDialog handles messages while the dialog is open.
-func (m Model) updateDialog(msg tea.Msg) (tea.Model, tea.Cmd) {
-	d := *m.dialog
-	m.dialog = &d
-	kp, isKey := msg.(tea.KeyPressMsg)
-	if !isKey {
-		if d.typing() {
-			var cmd tea.Cmd
-			d.input, cmd = d.input.Update(msg)
-			return m, cmd
-		}
-		return m, nil
-	}
-	s := kp.String()
+func (d dialog) updateKey(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.Cmd) {
+	s := msg.String()
 	switch {
 	case s == "esc" || s == "ctrl+c":
-		m.dialog = nil
-		m.setStatus(false, "cancelled: nothing was changed")
-		return m, nil
+		return d, dialogCancel, nil
 	case s == "pgdown" || s == "ctrl+d" || s == "pgup" || s == "ctrl+u" || ((s == "down" || s == "up") && !d.typing()):
-		room, n := m.dialogRoom()
-		step := max(1, room-1)
-		if s == "down" || s == "up" {
-			step = 1
-		}
-		if s == "pgup" || s == "ctrl+u" || s == "up" {
-			step = -step
-		}
-		d.scroll = min(max(0, d.scroll+step), max(0, n-room))
-		return m, nil
+		d.scrollBy(s)
+		return d, dialogKeep, nil
 	}
 	switch d.state {
 	case dialogAsking:
-		if s == "enter" {
-			g := strings.TrimSpace(d.input.Value())
-			if g == "" {
-				d.hint = "a generation ID is required"
-				return m, nil
-			}
-			d.req.Intent.Options.Generation = g
-			d.state = dialogDeciding
-			d.input.Blur()
-			return m, m.decide(d.id, d.req)
-		}
-		var cmd tea.Cmd
-		d.input, cmd = d.input.Update(msg)
-		d.hint = ""
-		return m, cmd
+		return d.updateAsking(msg)
 	case dialogDeciding:
-		return m, nil
+		return d, dialogKeep, nil
 	case dialogFailed:
 		if s == "enter" {
-			m.dialog = nil
+			return d, dialogClose, nil
 		}
-		return m, nil
+		return d, dialogKeep, nil
 	}
-	// Decided.
+	return d.updateDecided(msg)
+}
+
+// scrollBy scrolls the decision a line (up, down) or a page.
+func (d *dialog) scrollBy(s string) {
+	room, n := d.room()
+	step := max(1, room-1)
+	if s == "down" || s == "up" {
+		step = 1
+	}
+	if s == "pgup" || s == "ctrl+u" || s == "up" {
+		step = -step
+	}
+	d.scroll = min(max(0, d.scroll+step), max(0, n-room))
+}
+
+// updateAsking takes the generation ID of a seed.
+func (d dialog) updateAsking(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.Cmd) {
+	if msg.String() == "enter" {
+		g := strings.TrimSpace(d.input.Value())
+		if g == "" {
+			d.hint = "a generation ID is required"
+			return d, dialogKeep, nil
+		}
+		d.req.Intent.Options.Generation = g
+		d.state = dialogDeciding
+		d.input.Blur()
+		return d, dialogDecide, nil
+	}
+	var cmd tea.Cmd
+	d.input, cmd = d.input.Update(msg)
+	d.hint = ""
+	return d, dialogKeep, cmd
+}
+
+// updateDecided handles keys on a decision: the next intent (explain),
+// an override switched, the name typed, enter.
+func (d dialog) updateDecided(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.Cmd) {
+	s := msg.String()
 	if d.explain && s == "i" {
 		next := map[model.Action]model.Action{model.ActionReplace: model.ActionReseed, model.ActionReseed: model.ActionSeed, model.ActionSeed: model.ActionReplace}
 		req := d.req
 		req.Intent.Action = next[req.Intent.Action]
-		return m.redecide(req)
+		return d.restart(req), dialogRedecide, nil
 	}
 	if len(s) == 1 && s >= "1" && s <= "9" && (!d.needsName() || d.input.Value() == "") {
 		i := int(s[0] - '1')
@@ -203,56 +251,54 @@ func (m Model) updateDialog(msg tea.Msg) (tea.Model, tea.Cmd) {
 			req := d.req
 			flag := d.decision.Blockers[i].Override
 			if setOverride(&req.Intent.Options, flag, !overrideOn(req.Intent.Options, flag)) {
-				return m.redecide(req)
+				return d.restart(req), dialogRedecide, nil
 			}
 		}
 		if !d.needsName() {
-			return m, nil
+			return d, dialogKeep, nil
 		}
 	}
 	if s == "enter" {
-		switch {
-		case d.explain:
-			m.dialog = nil
-			return m, nil
-		case !runnable(d.decision):
-			d.hint = "this decision cannot run; esc closes"
-			return m, nil
-		case d.decision.Deletes() && strings.TrimSpace(d.input.Value()) != d.req.Intent.Member:
-			d.hint = fmt.Sprintf("type %s exactly to confirm", d.req.Intent.Member)
-			return m, nil
-		}
-		m.dialog = nil
-		a, cmd := m.execute(d.id, d.req, d.decision)
-		m.action = a
-		m.tab = tabSeed
-		m.setStatus(false, "%s", a.summary())
-		return m, tea.Batch(cmd, m.loadGenerations())
+		return d.confirm()
 	}
 	if d.needsName() {
 		var cmd tea.Cmd
 		d.input, cmd = d.input.Update(msg)
 		d.hint = ""
-		return m, cmd
+		return d, dialogKeep, cmd
 	}
-	return m, nil
+	return d, dialogKeep, nil
 }
 
-// redecide asks the classifier again for req (another intent, or an
-// override switched).
-func (m Model) redecide(req Request) (tea.Model, tea.Cmd) {
-	explain := m.dialog.explain
-	m.seq++
-	nd := newDialog(int(m.seq), req, explain)
+// confirm answers enter on a decision: an explanation closes, a refusal
+// stays, a destructive decision needs the member's name typed exactly.
+func (d dialog) confirm() (dialog, dialogOutcome, tea.Cmd) {
+	switch {
+	case d.explain:
+		return d, dialogClose, nil
+	case !runnable(d.decision):
+		d.hint = "this decision cannot run; esc closes"
+		return d, dialogKeep, nil
+	case d.decision.Deletes() && strings.TrimSpace(d.input.Value()) != d.req.Intent.Member:
+		d.hint = fmt.Sprintf("type %s exactly to confirm", d.req.Intent.Member)
+		return d, dialogKeep, nil
+	}
+	return d, dialogConfirm, nil
+}
+
+// restart is a fresh dialog, deciding req; the root gives it its id.
+func (d dialog) restart(req Request) dialog {
+	nd := newDialog(0, req, d.explain, d.theme)
 	nd.state = dialogDeciding
-	m.dialog = nd
-	return m, m.decide(nd.id, req)
+	nd.SetSize(d.width, d.height)
+	return nd
 }
 
 // parts renders the dialog at width w as a head (its title), a body that
 // scrolls (the decision: exactly what the CLI prints before it asks) and a
 // foot that always shows (the question, the input, the keys).
-func (d *dialog) parts(t Theme, w int) (head, body, foot []string) {
+func (d *dialog) parts(w int) (head, body, foot []string) {
+	t := d.theme
 	title := d.req.Intent.Action.String()
 	if d.explain {
 		title = "explain " + title
@@ -407,18 +453,19 @@ func dialogWidth(w int) int {
 	return min(76, w-4)
 }
 
-// dialogRoom is how many lines of the decision the dialog shows at once,
-// and how many there are.
-func (m Model) dialogRoom() (room, lines int) {
-	head, body, foot := m.dialog.parts(m.theme, dialogWidth(m.width))
-	return max(1, m.height-4-2-len(head)-len(foot)), len(body)
+// room is how many lines of the decision the dialog shows at once, and
+// how many there are.
+func (d *dialog) room() (room, lines int) {
+	head, body, foot := d.parts(dialogWidth(d.width))
+	return max(1, d.height-2-len(head)-len(foot)), len(body)
 }
 
-// overlay draws the dialog centred over the body; the decision scrolls
-// between the title and the question, which always show.
-func (d *dialog) overlay(t Theme, _ []string, w, h int) []string {
+// View draws the dialog centred in its area; the decision scrolls between
+// the title and the question, which always show.
+func (d dialog) View() []string {
+	t, w, h := d.theme, d.width, d.height
 	innerW := dialogWidth(w)
-	head, body, foot := d.parts(t, innerW)
+	head, body, foot := d.parts(innerW)
 	room := max(1, h-2-len(head)-len(foot))
 	if len(body) > room {
 		top := min(d.scroll, len(body)-room)

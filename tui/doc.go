@@ -6,8 +6,8 @@
 // confirm dialogs that show the classifier's decision exactly as the CLI
 // prints it.
 //
-// Data comes from a Backend: KubeBackend watches the API server with
-// informers (status.CacheSource) and probes members through
+// Data comes from a Backend: KubeBackend watches the API server through
+// status.Watcher (the watcher `status --watch` uses) and probes members through
 // status.Observer. Watch events become a stream of messages (a Cmd reads
 // one notification and is issued again), a burst of them becomes one
 // re-read of the caches, grafted with the last probe's engine facts;
@@ -18,7 +18,14 @@
 // actions executor the CLI verbs use); Generations lists seed generations.
 // Run starts the program, with klog routed away from the terminal.
 //
-// The root Model routes window sizes, global keys (quit, help, filter,
-// probe) and focus; the screens (clusters, and a cluster's members, seed
-// phase and readiness tabs) and the dialog handle the rest.
+// The root Model routes: it hands the window size to the views
+// (SetSize), handles the global keys (quit, help, filter, probe, switching
+// screens and tabs), decides which view has the focus, and keeps the
+// backend plumbing and the action flow. The views are components, each
+// with its own state, Update, View and SetSize: clusterList (the clusters
+// screen), a cluster's memberView, seedView and readinessView tabs, the
+// table they list with, the confirm dialog and the helpView. Before each
+// frame and after each message the root hands every view the data it
+// shows (syncViews); the dialog's Update returns a dialogOutcome that
+// tells the root to close it, classify its request or run its decision.
 package tui

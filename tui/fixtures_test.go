@@ -12,6 +12,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"

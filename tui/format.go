@@ -2,37 +2,12 @@ package tui
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
 	"github.com/hactl-dev/hactl/model"
-	"k8s.io/apimachinery/pkg/util/duration"
 )
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// age is a kubectl-style age ("5m", "2d").
-func age(t time.Time, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return duration.HumanDuration(now.Sub(t))
-}
-
-// lagText is the lag, "?" when unknown (never 0 for unknown).
-func lagText(l *int64) string {
-	if l == nil {
-		return "?"
-	}
-	return strconv.FormatInt(*l, 10)
-}
 
 // shortID abbreviates a hex member or cluster ID to n characters.
 func shortID(id string, n int) string {

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui/internal/remedy"
@@ -48,20 +48,20 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Model is the root Bubble Tea model: it routes window sizes, global keys
-// and focus, keeps the observations, and draws the focused view.
+// Model is the root Bubble Tea model. It routes: it keeps the window
+// size (handed to the views with SetSize), the global keys (quit, help,
+// filter, probe), the screen, tab and focus that say which view gets the
+// other keys, the backend plumbing and its observations, and the action
+// flow (a dialog's request classified, a confirmed decision run). The
+// views draw and keep their own state.
 type Model struct {
-	cfg         Config
-	ctx         context.Context
-	backend     Backend
-	actions     Actions
-	generations Generations
-	gens        map[string]genState
+	cfg     Config
+	ctx     context.Context
+	backend Backend
+	actions Actions
 
 	theme Theme
 	keys  KeyMap
-	help  help.Model
-	book  remedy.Book
 
 	width, height int
 
@@ -71,45 +71,27 @@ type Model struct {
 	// screenCluster.
 	focus string
 
-	results  []status.Result
-	loaded   bool
-	lastErr  error
-	warnings status.Warnings
-	probedAt time.Time
-	history  lagHistory
+	observations
 
-	clusters  listState
-	members   listState
-	readiness listState
-	lower     int // scroll of the reasons/events pane
-	seedTop   int // scroll of the seed-phase view
+	// The views: the clusters screen, a cluster's tabs, the help screen,
+	// and the dialog (nil when none is open), which takes every key while
+	// it is open.
+	clusters  clusterList
+	members   memberView
+	readiness readinessView
+	seed      seedView
+	help      helpView
+	dialog    *dialog
 
 	filter    textinput.Model
 	filtering bool
+	showHelp  bool
 
-	showHelp bool
-	dialog   *dialog
-	action   *runningAction
+	action *runningAction
 
 	statusText  string
 	statusError bool
 	quitArmed   bool
-
-	// Observation bookkeeping.
-	seq            uint64
-	appliedSeq     uint64
-	probing        bool
-	refreshing     bool
-	refreshPending bool
-	refreshQueued  bool
-	facts          probeFacts
-}
-
-// listState is a cursor in a list; the window shown follows it.
-type listState struct{ cursor int }
-
-func (l *listState) move(d, n int) {
-	l.cursor = min(max(l.cursor+d, 0), max(n-1, 0))
 }
 
 // Deps are the TUI's edges. Any may be nil: without a Backend nothing is
@@ -137,24 +119,30 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 	fi.Prompt = "/"
 	fi.Placeholder = "filter"
 	th := NewTheme(true)
-	h := help.New()
-	h.Styles = th.Help
-	m := Model{
-		cfg:         cfg,
-		ctx:         ctx,
-		backend:     backend,
-		actions:     actions,
-		generations: deps.Generations,
-		gens:        map[string]genState{},
-		theme:       th,
-		keys:        DefaultKeyMap().withReadOnly(cfg.ReadOnly || actions == nil),
-		help:        h,
-		book:        remedy.Load(),
-		width:       80,
-		height:      24,
-		filter:      fi,
-		history:     lagHistory{},
+	keys := DefaultKeyMap().withReadOnly(cfg.ReadOnly || actions == nil)
+	var note string
+	switch {
+	case cfg.ReadOnly:
+		note = "Actions are disabled: " + cfg.ReadOnlyReason + "."
+	case actions == nil:
+		note = noActionsWhy(cfg) + "."
 	}
+	m := Model{
+		cfg:          cfg,
+		ctx:          ctx,
+		backend:      backend,
+		actions:      actions,
+		theme:        th,
+		keys:         keys,
+		help:         newHelpView(th, keys, note),
+		filter:       fi,
+		observations: observations{history: lagHistory{}},
+		clusters:     newClusterList(th, keys, cfg.Namespace),
+		members:      newMemberView(th, keys, remedy.Load(), cfg.Now),
+		readiness:    newReadinessView(th, keys, lagThreshold(cfg.Verdict), cfg.ProbeInterval),
+		seed:         newSeedView(th, keys, cfg.Now, deps.Generations),
+	}
+	m.resize(80, 24)
 	if cfg.Cluster != "" {
 		m.screen = screenCluster
 		m.focus = cfg.Cluster
@@ -176,13 +164,18 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-func (m Model) now() time.Time { return m.cfg.Now() }
+// timeOfDay formats t as a time of day in now's location.
+func timeOfDay(t, now time.Time) string { return t.In(now.Location()).Format("15:04:05") }
 
-// clockTime formats t as a time of day in the clock's location.
-func (m Model) clockTime(t time.Time) string { return t.In(m.now().Location()).Format("15:04:05") }
-
-// Update implements tea.Model.
+// Update implements tea.Model. It routes msg, then hands the views the
+// data they show.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m, cmd := m.update(msg)
+	m.syncViews()
+	return m, cmd
+}
+
+func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		if msg.Width <= 0 || msg.Height <= 0 {
@@ -190,50 +183,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			// one rather than blanking the screen.
 			return m, nil
 		}
-		m.width, m.height = msg.Width, msg.Height
-		m.help.SetWidth(msg.Width)
+		m.resize(msg.Width, msg.Height)
+		m.help.SetSize(msg.Width, msg.Height)
 		m.filter.SetWidth(max(10, msg.Width-4))
 		return m, nil
 	case tea.BackgroundColorMsg:
-		m.theme = NewTheme(msg.IsDark())
-		m.help.Styles = m.theme.Help
-		return m, nil
-	case syncedMsg:
-		if msg.err != nil {
-			m.lastErr = msg.err
-			m.setStatus(true, "%v", msg.err)
-			return m, nil
-		}
-		m.probing = true
-		return m, tea.Batch(m.observe(true), m.waitChange(), m.waitError())
-	case changedMsg:
-		cmds := []tea.Cmd{m.waitChange()}
-		if !m.refreshQueued {
-			m.refreshQueued = true
-			cmds = append(cmds, tea.Tick(refreshDelay, func(time.Time) tea.Msg { return refreshMsg{} }))
-		}
-		return m, tea.Batch(cmds...)
-	case refreshMsg:
-		m.refreshQueued = false
-		if m.refreshing {
-			m.refreshPending = true
-			return m, nil
-		}
-		m.refreshing = true
-		return m, m.observe(false)
-	case probeTickMsg:
-		if m.probing {
-			return m, nil
-		}
-		m.probing = true
-		return m, m.observe(true)
-	case watchErrMsg:
-		m.setStatus(true, "%v", msg.err)
-		return m, m.waitError()
-	case observedMsg:
-		return m.applyObserved(msg)
-	case generationsMsg:
-		m.gens[msg.key] = genState{gens: msg.gens, err: msg.err}
+		m.setTheme(NewTheme(msg.IsDark()))
 		return m, nil
 	case tea.KeyPressMsg:
 		return m.handleKey(msg)
@@ -247,6 +202,18 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, cmd
 		}
 		return m, nil
+	case generationsMsg:
+		var cmd tea.Cmd
+		m.seed, cmd = m.seed.Update(msg)
+		return m, cmd
+	case decidedMsg:
+		if m.dialog != nil {
+			return m.updateDialog(msg)
+		}
+		return m, nil
+	}
+	if nm, cmd, ok := m.observation(msg); ok {
+		return nm, cmd
 	}
 	if cmd, ok := m.actionMsg(msg); ok {
 		return m, cmd
@@ -255,6 +222,52 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.updateDialog(msg)
 	}
 	return m, nil
+}
+
+// bodyHeight is the height of the views in a window h lines high: all
+// but the title, subtitle, status and help lines.
+func bodyHeight(h int) int { return max(0, h-4) }
+
+// resize sets the window size and hands the views the body's.
+func (m *Model) resize(w, h int) {
+	m.width, m.height = w, h
+	bh := bodyHeight(h)
+	m.clusters.SetSize(w, bh)
+	m.members.SetSize(w, bh)
+	m.readiness.SetSize(w, bh)
+	m.seed.SetSize(w, bh)
+	if m.dialog != nil {
+		d := *m.dialog
+		d.SetSize(w, bh)
+		m.dialog = &d
+	}
+}
+
+// setTheme sets the theme and hands it to the views.
+func (m *Model) setTheme(th Theme) {
+	m.theme = th
+	m.help.SetTheme(th)
+	m.clusters.SetTheme(th)
+	m.members.SetTheme(th)
+	m.readiness.SetTheme(th)
+	m.seed.SetTheme(th)
+	if m.dialog != nil {
+		d := *m.dialog
+		d.SetTheme(th)
+		m.dialog = &d
+	}
+}
+
+// syncViews hands every view the data it shows: the clusters, the
+// focused one, the filter of the current screen, the lag history and the
+// running action.
+func (m *Model) syncViews() {
+	m.clusters.setData(m.results, m.filterOn(screenClusters))
+	r, _ := m.focused()
+	f := m.filterOn(screenCluster)
+	m.members.setData(r, f)
+	m.readiness.setData(r, f, m.history)
+	m.seed.setData(m.focus, r, m.action)
 }
 
 // focused returns the result of the cluster shown on screenCluster.
@@ -275,8 +288,8 @@ func (m *Model) setStatus(isErr bool, format string, a ...any) {
 func (m *Model) clearStatus() { m.statusText, m.statusError = "", false }
 
 // handleKey routes a key press: dialog, filter input and help first, then
-// global keys, then the focused screen.
-func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+// global keys, then the screen shown.
+func (m Model) handleKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	if msg.String() == "ctrl+c" && m.dialog == nil {
 		return m.quit()
 	}
@@ -323,7 +336,7 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 }
 
 // quit ends the program; while an action runs it asks first.
-func (m Model) quit() (tea.Model, tea.Cmd) {
+func (m Model) quit() (Model, tea.Cmd) {
 	if m.action != nil && !m.action.done && !m.quitArmed {
 		m.quitArmed = true
 		m.setStatus(true, "an action is running: press q again to quit (rerunning the same command resumes it)")
@@ -332,7 +345,7 @@ func (m Model) quit() (tea.Model, tea.Cmd) {
 	return m, tea.Quit
 }
 
-func (m Model) updateFilter(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+func (m Model) updateFilter(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	switch msg.String() {
 	case "enter":
 		m.filtering = false
@@ -350,65 +363,29 @@ func (m Model) updateFilter(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-// filterText is the active filter, lower-cased.
-func (m Model) filterText() string { return strings.ToLower(strings.TrimSpace(m.filter.Value())) }
-
-// back leaves the current screen (esc): clear the filter first, then go
-// up one level.
-func (m Model) back() Model {
-	if m.filter.Value() != "" {
-		m.filter.SetValue("")
-		return m
+// filterOn is the filter that applies on screen s, lower-cased: the
+// active one on the screen shown, none on the other.
+func (m Model) filterOn(s screen) string {
+	if m.screen != s {
+		return ""
 	}
-	if m.screen == screenCluster {
-		m.screen = screenClusters
-		m.tab = tabMembers
-		m.lower = 0
-	}
-	return m
+	return strings.ToLower(strings.TrimSpace(m.filter.Value()))
 }
 
 // noActionsWhy says why no action can be offered.
-func (m Model) noActionsWhy() string {
-	if !m.cfg.Probes {
+func noActionsWhy(cfg Config) string {
+	if !cfg.Probes {
 		return "actions are not available: they need the members probed (run without --no-probe)"
 	}
 	return "actions are not available here"
 }
 
 // visibleClusters are the results the clusters view lists (filtered).
-func (m Model) visibleClusters() []status.Result {
-	f := m.filterText()
-	if f == "" || m.screen != screenClusters {
-		return m.results
-	}
-	var out []status.Result
-	for _, r := range m.results {
-		hay := strings.ToLower(clusterKey(r.Observation.Cluster) + " " + r.Observation.Cluster.Engine.String() + " " + topReasons(r.Verdict, 100))
-		if strings.Contains(hay, f) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func (m Model) visibleClusters() []status.Result { return m.clusters.visible }
 
 // visibleMembers are the members of r the cluster views list (filtered).
 func (m Model) visibleMembers(r status.Result) []model.Member {
-	f := m.filterText()
-	if f == "" || m.screen != screenCluster {
-		return r.Observation.Members
-	}
-	var out []model.Member
-	for _, mem := range r.Observation.Members {
-		hay := mem.Name + " " + mem.Phase.String() + " " + mem.Engine.Role().String()
-		if mem.Pod != nil {
-			hay += " " + mem.Pod.Node
-		}
-		if strings.Contains(strings.ToLower(hay), f) {
-			out = append(out, mem)
-		}
-	}
-	return out
+	return filterMembers(r, m.filterOn(screenCluster))
 }
 
 // selectedMember is the member under the cursor of the current tab.

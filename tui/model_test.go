@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"

@@ -6,8 +6,32 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
 	"github.com/hactl-dev/hactl/status"
 )
+
+// observations are what the root knows of the clusters in scope, and the
+// bookkeeping of the cache reads and probes that bring them.
+type observations struct {
+	results  []status.Result
+	loaded   bool
+	lastErr  error
+	warnings status.Warnings
+	probedAt time.Time
+	history  lagHistory
+	// facts are the engine facts of the last probe, grafted into cache
+	// reads.
+	facts probeFacts
+
+	// seq numbers the reads and probes (and the dialogs); appliedSeq is
+	// the read or probe shown.
+	seq            uint64
+	appliedSeq     uint64
+	probing        bool
+	refreshing     bool
+	refreshPending bool
+	refreshQueued  bool
+}
 
 // observe reads (and with probe, probes) every cluster in a Cmd.
 func (m *Model) observe(probe bool) tea.Cmd {
@@ -59,7 +83,7 @@ func (m Model) waitError() tea.Cmd {
 }
 
 // applyObserved takes in one observation and schedules what follows it.
-func (m Model) applyObserved(msg observedMsg) (tea.Model, tea.Cmd) {
+func (m Model) applyObserved(msg observedMsg) (Model, tea.Cmd) {
 	var cmds []tea.Cmd
 	if msg.probed {
 		m.probing = false
@@ -125,9 +149,53 @@ func (m *Model) setResults(rs []status.Result) {
 			}
 		}
 	}
-	m.clusters.move(0, len(m.visibleClusters()))
-	if r, ok := m.focused(); ok {
-		m.members.move(0, len(m.visibleMembers(r)))
-		m.readiness.move(0, len(m.visibleMembers(r)))
+	m.syncViews()
+	m.clusters.clamp()
+	if _, ok := m.focused(); ok {
+		m.members.clamp()
+		m.readiness.clamp()
 	}
+}
+
+// observation handles the messages of the backend plumbing; ok is false
+// for other messages.
+func (m Model) observation(msg tea.Msg) (_ Model, _ tea.Cmd, ok bool) {
+	switch msg := msg.(type) {
+	case syncedMsg:
+		if msg.err != nil {
+			m.lastErr = msg.err
+			m.setStatus(true, "%v", msg.err)
+			return m, nil, true
+		}
+		m.probing = true
+		return m, tea.Batch(m.observe(true), m.waitChange(), m.waitError()), true
+	case changedMsg:
+		cmds := []tea.Cmd{m.waitChange()}
+		if !m.refreshQueued {
+			m.refreshQueued = true
+			cmds = append(cmds, tea.Tick(refreshDelay, func(time.Time) tea.Msg { return refreshMsg{} }))
+		}
+		return m, tea.Batch(cmds...), true
+	case refreshMsg:
+		m.refreshQueued = false
+		if m.refreshing {
+			m.refreshPending = true
+			return m, nil, true
+		}
+		m.refreshing = true
+		return m, m.observe(false), true
+	case probeTickMsg:
+		if m.probing {
+			return m, nil, true
+		}
+		m.probing = true
+		return m, m.observe(true), true
+	case watchErrMsg:
+		m.setStatus(true, "%v", msg.err)
+		return m, m.waitError(), true
+	case observedMsg:
+		nm, cmd := m.applyObserved(msg)
+		return nm, cmd, true
+	}
+	return m, nil, false
 }

@@ -3,52 +3,92 @@ package tui
 import (
 	"fmt"
 	"strconv"
+	"time"
 
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
 )
 
+// readinessView is a cluster's readiness tab: each member's lag against
+// the leader frontier, its history over the recent probes, and the
+// learners' catch-up.
+type readinessView struct {
+	table
+	// threshold is the verdict's lag threshold, interval the time between
+	// probes.
+	threshold uint64
+	interval  time.Duration
+	// result is the cluster shown, members its members the filter keeps,
+	// history the lag of the recent probes.
+	result  status.Result
+	members []model.Member
+	history lagHistory
+}
+
+// historyColumn is the column of the lag sparklines.
+const historyColumn = 5
+
+func newReadinessView(th Theme, keys KeyMap, threshold uint64, interval time.Duration) readinessView {
+	tb := newTable(th, keys,
+		column{title: "MEMBER", min: 6, max: 30},
+		column{title: "ROLE", max: 8},
+		column{title: "PHASE", max: 13, drop: 1},
+		column{title: "LAG", min: 3, max: 10},
+		column{title: "vs THRESHOLD", min: 12, max: 12},
+		// The history takes the width the other columns leave.
+		column{title: "HISTORY", min: 10, grow: true},
+	)
+	return readinessView{table: tb, threshold: threshold, interval: interval}
+}
+
 // lagThreshold is the verdict's lag threshold in effect.
-func (m Model) lagThreshold() uint64 {
-	if m.cfg.Verdict.LagThreshold > 0 {
-		return m.cfg.Verdict.LagThreshold
+func lagThreshold(o verdict.Options) uint64 {
+	if o.LagThreshold > 0 {
+		return o.LagThreshold
 	}
 	return verdict.DefaultLagThreshold
 }
 
-// readinessBody shows each member's lag against the leader frontier, its
-// history over the recent probes, and the learners' catch-up.
-func (m Model) readinessBody(r status.Result, w, h int) []string {
-	t := m.theme
-	a := r.Analysis
-	thr := m.lagThreshold()
-	head := "frontier unknown: lag cannot be judged (never read as caught up)"
-	if a.Frontier != nil {
-		head = fmt.Sprintf("frontier %d from leader %s", *a.Frontier, dash(a.LeaderMember))
-	} else if a.NoFrontierBecause != "" {
-		head = "frontier unknown: " + a.NoFrontierBecause
-	}
-	n := len(m.history[memberHistoryKey(r.Observation.Cluster, firstMemberName(r))])
-	lines := []string{
-		" " + head,
-		" " + t.Dim.Render(fmt.Sprintf("lag threshold %d entries · %s shown, every %s", thr, plural(n, "probe"), m.cfg.ProbeInterval)),
-		"",
-	}
-	ms := m.visibleMembers(r)
-	cols := []column{
-		{title: "MEMBER", min: 6, max: 30},
-		{title: "ROLE", max: 8},
-		{title: "PHASE", max: 13, drop: 1},
-		{title: "LAG", min: 3, max: 10},
-		{title: "vs THRESHOLD", min: 12, max: 12},
-		{title: "HISTORY", min: 10},
-	}
-	rows := make([][]cell, 0, len(ms))
-	series := make([][]*int64, 0, len(ms))
-	for _, mem := range ms {
-		lags := m.history.lags(r.Observation.Cluster, mem.Name)
-		series = append(series, lags)
+// SetSize sets the tab's size: the table takes what the three lines above
+// it and the six below leave.
+func (v *readinessView) SetSize(w, h int) {
+	v.table.SetSize(w, max(1, h-9)+1)
+	v.refresh()
+}
+
+// SetTheme sets the styles.
+func (v *readinessView) SetTheme(th Theme) {
+	v.table.SetTheme(th)
+	v.refresh()
+}
+
+// setData sets the cluster shown, the filter and the lag history.
+func (v *readinessView) setData(r status.Result, filter string, h lagHistory) {
+	v.result, v.history = r, h
+	v.members = filterMembers(r, filter)
+	v.refresh()
+}
+
+// Update moves the cursor.
+func (v readinessView) Update(msg tea.Msg) (readinessView, tea.Cmd) {
+	var cmd tea.Cmd
+	v.table, cmd = v.table.Update(msg)
+	return v, cmd
+}
+
+// refresh rebuilds the rows, then draws each member's lag history to the
+// width its column got.
+func (v *readinessView) refresh() {
+	t, thr := v.theme, v.threshold
+	c := v.result.Observation.Cluster
+	rows := make([][]cell, 0, len(v.members))
+	series := make([][]*int64, 0, len(v.members))
+	for _, mem := range v.members {
+		series = append(series, v.history.lags(c, mem.Name))
 		vs := "[  unknown ]"
 		if mem.Lag != nil {
 			vs = "[" + bar(float64(*mem.Lag)/float64(thr), 10) + "]"
@@ -64,34 +104,38 @@ func (m Model) readinessBody(r status.Result, w, h int) []string {
 		}
 		rows = append(rows, []cell{
 			plain(mem.Name), plain(mem.Engine.Role().String()), styled(mem.Phase.String(), t.phase(mem.Phase)),
-			plain(lagText(mem.Lag)), vsCell, plain(""),
+			plain(format.Lag(mem.Lag)), vsCell, plain(""),
 		})
 	}
-	tb := newTable(cols, rows, w)
-	// The history takes the width the other columns leave.
-	hist := len(cols) - 1
-	if tb.widths[hist] > 0 {
-		used := 1
-		for i, x := range tb.widths {
-			if x > 0 && i != hist {
-				used += x + 1
+	v.SetRows(rows)
+	v.fill(historyColumn, func(i, w int) cell {
+		scale := int64(thr)
+		for _, l := range series[i] {
+			if l != nil && *l > scale {
+				scale = *l
 			}
 		}
-		tb.widths[hist] = max(tb.widths[hist], w-used)
-		for i, lags := range series {
-			var scale = int64(thr)
-			for _, v := range lags {
-				if v != nil && *v > scale {
-					scale = *v
-				}
-			}
-			rows[i][hist] = plain(sparkline(lags, scale, tb.widths[hist]))
-		}
+		return plain(sparkline(series[i], scale, w))
+	})
+}
+
+// View draws the frontier, the table and the learners.
+func (v readinessView) View() []string {
+	t, r, thr := v.theme, v.result, v.threshold
+	a := r.Analysis
+	head := "frontier unknown: lag cannot be judged (never read as caught up)"
+	if a.Frontier != nil {
+		head = fmt.Sprintf("frontier %d from leader %s", *a.Frontier, format.Dash(a.LeaderMember))
+	} else if a.NoFrontierBecause != "" {
+		head = "frontier unknown: " + a.NoFrontierBecause
 	}
-	tableH := max(1, min(len(rows), h-len(lines)-6))
-	cur := m.readiness.cursor
-	lines = append(lines, tb.header(t))
-	lines = append(lines, tb.lines(t, cur, windowStart(cur, tableH, len(rows)), tableH)...)
+	n := len(v.history[memberHistoryKey(r.Observation.Cluster, firstMemberName(r))])
+	lines := []string{
+		" " + head,
+		" " + t.Dim.Render(fmt.Sprintf("lag threshold %d entries · %s shown, every %s", thr, plural(n, "probe"), v.interval)),
+		"",
+	}
+	lines = append(lines, v.table.View()...)
 	lines = append(lines, "", t.Section.Render("Learners"))
 	learners := 0
 	for _, mem := range r.Observation.Members {
@@ -99,13 +143,12 @@ func (m Model) readinessBody(r status.Result, w, h int) []string {
 			continue
 		}
 		learners++
-		lines = append(lines, wrap(learnerLine(mem, thr, m.history.trend(r.Observation.Cluster, mem.Name)), w, "  ")...)
+		lines = append(lines, wrap(learnerLine(mem, thr, v.history.trend(r.Observation.Cluster, mem.Name)), v.width, "  ")...)
 	}
 	if learners == 0 {
 		lines = append(lines, "  "+t.Dim.Render("none: every answering member votes"))
 	}
-	lines = append(lines, "  "+t.Dim.Render("▁…█ lag per probe, scaled to the threshold or the largest lag; · no frontier"))
-	return lines
+	return append(lines, "  "+t.Dim.Render("▁…█ lag per probe, scaled to the threshold or the largest lag; · no frontier"))
 }
 
 func firstMemberName(r status.Result) string {

@@ -14,9 +14,10 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"k8s.io/klog/v2"
+
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/status"
-	"k8s.io/klog/v2"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the program's writer and the

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -47,25 +50,6 @@ type genState struct {
 	err     error
 }
 
-// loadGenerations lists the focused cluster's generations in a Cmd.
-func (m *Model) loadGenerations() tea.Cmd {
-	r, ok := m.focused()
-	if m.generations == nil || !ok {
-		return nil
-	}
-	key := m.focus
-	if st := m.gens[key]; st.loading {
-		return nil
-	}
-	m.gens[key] = genState{loading: true, gens: m.gens[key].gens}
-	g, ctx := m.generations, m.ctx
-	ns, name := r.Observation.Cluster.Namespace, r.Observation.Cluster.Name
-	return func() tea.Msg {
-		gens, err := g.List(ctx, ns, name)
-		return generationsMsg{key: key, gens: gens, err: err}
-	}
-}
-
 // actionPhases are the phases each action passes, in order
 // (ARCHITECTURE.md).
 var actionPhases = map[model.Action][]model.ActionPhase{
@@ -91,16 +75,94 @@ func defaultGeneration(cluster string, now time.Time) string {
 	return cluster + "-" + now.UTC().Format("20060102-150405")
 }
 
-// seedBody shows the cluster's seed generations, the actions (the one run
-// from here, live, and those its ledger records) with their receipts and
-// progress, and every member's bootstrap phase.
-func (m Model) seedBody(r status.Result, w, h int) []string {
-	t := m.theme
-	c := r.Observation.Cluster
+// seedView is a cluster's seed-phase tab: the cluster's seed
+// generations, the actions (the one run from here, live, and those its
+// ledger records) with their receipts and progress, and every member's
+// bootstrap phase. It scrolls as a whole.
+type seedView struct {
+	// top is the first line shown.
+	top           int
+	width, height int
+	theme         Theme
+	keys          KeyMap
+	now           func() time.Time
+	// source lists generations (nil: not listed here); gens is what is
+	// known of each cluster's, by cluster key.
+	source Generations
+	gens   map[string]genState
+	// key and result are the cluster shown, action the action run from
+	// here.
+	key    string
+	result status.Result
+	action *runningAction
+}
+
+func newSeedView(th Theme, keys KeyMap, now func() time.Time, source Generations) seedView {
+	return seedView{theme: th, keys: keys, now: now, source: source, gens: map[string]genState{}}
+}
+
+// SetSize sets the tab's size.
+func (v *seedView) SetSize(w, h int) { v.width, v.height = w, h }
+
+// SetTheme sets the styles.
+func (v *seedView) SetTheme(th Theme) { v.theme = th }
+
+// setData sets the cluster shown and the action run from here.
+func (v *seedView) setData(k string, r status.Result, a *runningAction) {
+	v.key, v.result, v.action = k, r, a
+}
+
+// Update scrolls the tab and takes in listed generations.
+func (v seedView) Update(msg tea.Msg) (seedView, tea.Cmd) {
+	switch msg := msg.(type) {
+	case generationsMsg:
+		v.gens[msg.key] = genState{gens: msg.gens, err: msg.err}
+	case tea.KeyPressMsg:
+		switch {
+		case key.Matches(msg, v.keys.ScrollUp):
+			v.top = max(0, v.top-5)
+		case key.Matches(msg, v.keys.ScrollDown):
+			v.top = min(v.top+5, max(0, len(v.lines())-1))
+		}
+	}
+	return v, nil
+}
+
+// load lists the generations of cluster c (key k) in a Cmd, unless a
+// listing is under way.
+func (v *seedView) load(ctx context.Context, k string, c model.ClusterFacts) tea.Cmd {
+	if v.source == nil {
+		return nil
+	}
+	if st := v.gens[k]; st.loading {
+		return nil
+	}
+	v.gens[k] = genState{loading: true, gens: v.gens[k].gens}
+	g, ns, name := v.source, c.Namespace, c.Name
+	return func() tea.Msg {
+		gens, err := g.List(ctx, ns, name)
+		return generationsMsg{key: k, gens: gens, err: err}
+	}
+}
+
+// View draws the lines from the scroll.
+func (v seedView) View() []string {
+	out := v.lines()
+	if v.height <= 0 {
+		return out
+	}
+	top := min(v.top, max(0, len(out)-v.height))
+	return out[top:]
+}
+
+// lines are the whole tab.
+func (v seedView) lines() []string {
+	t, w := v.theme, v.width
+	c := v.result.Observation.Cluster
 	var out []string
 	out = append(out, t.Section.Render("Seed generations"))
-	switch st, ok := m.gens[m.focus]; {
-	case m.generations == nil:
+	switch st, ok := v.gens[v.key]; {
+	case v.source == nil:
 		out = append(out, wrap("Not listed here; kubectl hactl generations list "+c.Name+" lists them.", w, "  ")...)
 	case !ok || (st.loading && st.gens == nil):
 		out = append(out, "  "+t.Dim.Render("listing…"))
@@ -109,53 +171,58 @@ func (m Model) seedBody(r status.Result, w, h int) []string {
 	case len(st.gens) == 0:
 		out = append(out, "  "+t.Dim.Render("none yet: s takes one (kubectl hactl seed "+c.Name+" --generation G)"))
 	default:
-		out = append(out, m.generationLines(st.gens, w)...)
+		out = append(out, v.generationLines(st.gens)...)
 	}
-
 	out = append(out, "", t.Section.Render("Actions"))
+	out = append(out, v.actions()...)
+	out = append(out, "", t.Section.Render("Member phases"))
+	for _, mem := range v.result.Observation.Members {
+		out = append(out, "  "+fit(mem.Name, 18)+" "+t.phase(mem.Phase).Render(fit(mem.Phase.String(), 13))+" "+t.Dim.Render(phaseNote(mem)))
+	}
+	return out
+}
+
+// actions are the action run from here, live, then what the ledger
+// records: every action in progress and the latest others, up to three.
+func (v seedView) actions() []string {
+	c := v.result.Observation.Cluster
+	var out []string
 	shown := 0
-	a := m.action
+	a := v.action
 	var liveID string
 	if a != nil && a.req.Cluster == c.Name && a.req.Namespace == c.Namespace {
-		out = append(out, m.actionLines(a, w)...)
+		out = append(out, v.actionLines(a)...)
 		shown++
 		if n := len(a.receipts); n > 0 {
 			liveID = a.receipts[n-1].ActionID
 		}
 	}
-	for i := len(r.Observation.Ledger) - 1; i >= 0; i-- {
-		e := r.Observation.Ledger[i]
+	ledger := v.result.Observation.Ledger
+	for i := len(ledger) - 1; i >= 0; i-- {
+		e := ledger[i]
 		if e.ID == liveID || (e.State != model.EntryInProgress && shown >= 3) {
 			continue
 		}
-		out = append(out, m.ledgerLines(e, w)...)
+		out = append(out, v.ledgerLines(e)...)
 		shown++
 	}
 	if shown == 0 {
-		out = append(out, "  "+t.Dim.Render("none recorded for this cluster"))
+		out = append(out, "  "+v.theme.Dim.Render("none recorded for this cluster"))
 	}
-
-	out = append(out, "", t.Section.Render("Member phases"))
-	for _, mem := range r.Observation.Members {
-		out = append(out, "  "+fit(mem.Name, 18)+" "+t.phase(mem.Phase).Render(fit(mem.Phase.String(), 13))+" "+t.Dim.Render(phaseNote(mem)))
-	}
-	if h <= 0 {
-		return out
-	}
-	top := min(m.seedTop, max(0, len(out)-h))
-	return out[top:]
+	return out
 }
 
-func (m Model) generationLines(gens []Generation, w int) []string {
-	t := m.theme
-	cols := []column{
-		{title: "GENERATION", min: 8, max: 30},
-		{title: "AGE", max: 5},
-		{title: "SOURCE", min: 6, max: 20, drop: 2},
-		{title: "REVISION", max: 12, drop: 3},
-		{title: "SIZE", max: 9},
-		{title: "STATE", min: 8, max: 24},
-	}
+func (v seedView) generationLines(gens []Generation) []string {
+	t := v.theme
+	tb := newTable(t, v.keys,
+		column{title: "GENERATION", min: 8, max: 30},
+		column{title: "AGE", max: 5},
+		column{title: "SOURCE", min: 6, max: 20, drop: 2},
+		column{title: "REVISION", max: 12, drop: 3},
+		column{title: "SIZE", max: 9},
+		column{title: "STATE", min: 8, max: 24},
+	)
+	tb.static = true
 	var rows [][]cell
 	for _, g := range gens {
 		state := styled("complete", t.Good)
@@ -166,17 +233,18 @@ func (m Model) generationLines(gens []Generation, w int) []string {
 			state = styled("in use by "+g.InUse, t.Bold)
 		}
 		rows = append(rows, []cell{
-			plain(g.ID), plain(age(g.Created, m.now())), plain(dash(g.SourceMember)),
-			plain(fmt.Sprint(g.Revision)), plain(bytesText(g.Bytes)), state,
+			plain(g.ID), plain(format.Age(g.Created, v.now())), plain(format.Dash(g.SourceMember)),
+			plain(fmt.Sprint(g.Revision)), plain(format.Size(g.Bytes)), state,
 		})
 	}
-	tb := newTable(cols, rows, w)
-	return append([]string{tb.header(t)}, tb.lines(t, -1, 0, len(rows))...)
+	tb.SetRows(rows)
+	tb.SetSize(v.width, len(rows)+1)
+	return tb.View()
 }
 
 // progressLines are a bar and the phase chain of an action.
-func (m Model) progressLines(action model.Action, phase model.ActionPhase, frac float64, w int) []string {
-	t := m.theme
+func (v seedView) progressLines(action model.Action, phase model.ActionPhase, frac float64) []string {
+	t, w := v.theme, v.width
 	barW := max(10, min(50, w-12))
 	out := []string{fmt.Sprintf("  %s %3.0f%%", bar(frac, barW), frac*100)}
 	var ps []string
@@ -194,18 +262,18 @@ func (m Model) progressLines(action model.Action, phase model.ActionPhase, frac 
 }
 
 // receiptLine is one receipt.
-func (m Model) receiptLine(r model.Receipt) string {
-	s := m.clockTime(r.At) + " " + fit(r.Phase.String(), 13) + " " + r.Step.String() + " " + r.Outcome.String()
+func (v seedView) receiptLine(r model.Receipt) string {
+	s := timeOfDay(r.At, v.now()) + " " + fit(r.Phase.String(), 13) + " " + r.Step.String() + " " + r.Outcome.String()
 	if r.Detail != "" {
 		s += ": " + r.Detail
 	}
 	return s
 }
 
-// actionLines draws the action run from this TUI: its phase, a progress
+// actionLines draw the action run from this TUI: its phase, a progress
 // bar and its receipts as they stream in.
-func (m Model) actionLines(a *runningAction, w int) []string {
-	t := m.theme
+func (v seedView) actionLines(a *runningAction) []string {
+	t := v.theme
 	state := t.Warn.Render(a.phase().String())
 	switch {
 	case a.done && a.err != nil:
@@ -213,39 +281,39 @@ func (m Model) actionLines(a *runningAction, w int) []string {
 	case a.done:
 		state = t.Good.Render("finished: " + a.phase().String())
 	}
-	out := []string{"  " + t.Bold.Render(a.title()) + " · " + state + t.Dim.Render(" · started here "+m.clockTime(a.started))}
+	out := []string{"  " + t.Bold.Render(a.title()) + " · " + state + t.Dim.Render(" · started here "+timeOfDay(a.started, v.now()))}
 	frac := a.fraction()
 	if frac == 0 {
 		frac = phaseFraction(a.req.Intent.Action, a.phase())
 	}
-	out = append(out, m.progressLines(a.req.Intent.Action, a.phase(), frac, w)...)
+	out = append(out, v.progressLines(a.req.Intent.Action, a.phase(), frac)...)
 	if a.err != nil {
-		out = append(out, wrap(t.Bad.Render("error: ")+a.err.Error(), w, "  ")...)
+		out = append(out, wrap(t.Bad.Render("error: ")+a.err.Error(), v.width, "  ")...)
 	}
-	return append(out, m.receiptLines(a.receipts, 8, w)...)
+	return append(out, v.receiptLines(a.receipts, 8)...)
 }
 
 // receiptLines are the last n receipts, one line each (the CLI's -o json
 // and the ledger hold them whole).
-func (m Model) receiptLines(rs []model.Receipt, n, w int) []string {
+func (v seedView) receiptLines(rs []model.Receipt, n int) []string {
 	var out []string
 	if len(rs) > n {
-		out = append(out, "  "+m.theme.Dim.Render(fmt.Sprintf("… %d earlier receipts", len(rs)-n)))
+		out = append(out, "  "+v.theme.Dim.Render(fmt.Sprintf("… %d earlier receipts", len(rs)-n)))
 		rs = rs[len(rs)-n:]
 	}
 	for _, r := range rs {
-		line := "  " + m.receiptLine(r)
+		line := "  " + v.receiptLine(r)
 		if r.Outcome == model.OutcomeFailed || r.Outcome == model.OutcomeConflict {
-			line = m.theme.Bad.Render(line)
+			line = v.theme.Bad.Render(line)
 		}
 		out = append(out, line)
 	}
 	return out
 }
 
-// ledgerLines draws one action the cluster's ledger records.
-func (m Model) ledgerLines(e model.LedgerEntry, w int) []string {
-	t := m.theme
+// ledgerLines draw one action the cluster's ledger records.
+func (v seedView) ledgerLines(e model.LedgerEntry) []string {
+	t := v.theme
 	title := strings.TrimSpace(e.Action.String() + " " + e.Member)
 	if e.Generation != "" {
 		title += " " + e.Generation
@@ -260,10 +328,10 @@ func (m Model) ledgerLines(e model.LedgerEntry, w int) []string {
 		st = t.Good
 	}
 	out := []string{"  " + t.Bold.Render(title) + " · " + st.Render(e.State.String()+" ("+e.Phase.String()+")") +
-		t.Dim.Render(fmt.Sprintf(" · by %s · updated %s ago", dash(e.Holder), age(e.UpdatedAt, m.now())))}
+		t.Dim.Render(fmt.Sprintf(" · by %s · updated %s ago", format.Dash(e.Holder), format.Age(e.UpdatedAt, v.now())))}
 	if e.State == model.EntryInProgress {
-		out = append(out, m.progressLines(e.Action, e.Phase, phaseFraction(e.Action, e.Phase), w)...)
-		out = append(out, m.receiptLines(e.Receipts, 5, w)...)
+		out = append(out, v.progressLines(e.Action, e.Phase, phaseFraction(e.Action, e.Phase))...)
+		out = append(out, v.receiptLines(e.Receipts, 5)...)
 	}
 	return out
 }
@@ -278,7 +346,7 @@ func phaseNote(mem model.Member) string {
 		}
 		return "learner, lag unknown"
 	case model.PhaseCatchingUp:
-		return fmt.Sprintf("voter, %s behind", lagText(mem.Lag))
+		return fmt.Sprintf("voter, %s behind", format.Lag(mem.Lag))
 	case model.PhaseDiverged:
 		if e != nil {
 			return "answers for cluster " + shortID(e.ClusterID, 16)
@@ -293,16 +361,4 @@ func phaseNote(mem model.Member) string {
 		}
 	}
 	return ""
-}
-
-func bytesText(n int64) string {
-	switch {
-	case n <= 0:
-		return "-"
-	case n < 1<<20:
-		return fmt.Sprintf("%.0fKiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.2fGiB", float64(n)/(1<<30))
 }

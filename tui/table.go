@@ -3,6 +3,8 @@ package tui
 import (
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -18,6 +20,8 @@ type column struct {
 	// drop is the order in which columns give way when the table is too
 	// wide: higher drops first; 0 never drops.
 	drop int
+	// grow: the column takes the width the others leave.
+	grow bool
 }
 
 // cell is one table cell: its text and the style it is drawn with.
@@ -30,39 +34,148 @@ func plain(s string) cell { return cell{text: s} }
 
 func styled(s string, st lipgloss.Style) cell { return cell{text: s, style: &st} }
 
+// listState is a cursor in a list; the window shown follows it.
+type listState struct{ cursor int }
+
+func (l *listState) move(d, n int) {
+	l.cursor = min(max(l.cursor+d, 0), max(n-1, 0))
+}
+
+// table is the table component: rows under a header, the columns fitted
+// to its width, and a cursor whose window of rows it shows. The views
+// that list things (clusters, members, readiness, generations) embed one.
+type table struct {
+	listState
+	cols []column
+	rows [][]cell
+	// shown are the columns as fitted (short titles when narrow) and
+	// widths their widths (0: dropped); SetSize and SetRows fit them.
+	shown  []column
+	widths []int
+	// width is the table's width in cells; height its lines, the header
+	// included.
+	width, height int
+	// static: no cursor (no row is marked and keys do nothing).
+	static bool
+	theme  Theme
+	keys   KeyMap
+}
+
+func newTable(th Theme, keys KeyMap, cols ...column) table {
+	t := table{cols: cols, theme: th, keys: keys}
+	t.fit()
+	return t
+}
+
+// SetSize sets the width the columns are fitted to and the height: the
+// header and height-1 rows.
+func (t *table) SetSize(w, h int) {
+	t.width, t.height = w, h
+	t.fit()
+}
+
+// SetRows replaces the rows and fits the columns to them. The cursor is
+// left where it is (clamp keeps it on a row).
+func (t *table) SetRows(rows [][]cell) {
+	t.rows = rows
+	t.fit()
+}
+
+// SetTheme sets the styles the table draws with.
+func (t *table) SetTheme(th Theme) { t.theme = th }
+
+// clamp keeps the cursor on a row.
+func (t *table) clamp() { t.move(0, len(t.rows)) }
+
+// fit computes the shown columns and their widths; a growing column then
+// takes what the others leave.
+func (t *table) fit() {
+	t.shown = append([]column(nil), t.cols...)
+	t.widths = fitColumns(t.shown, t.rows, t.width)
+	for i, c := range t.shown {
+		if !c.grow || t.widths[i] == 0 {
+			continue
+		}
+		used := 1
+		for j, x := range t.widths {
+			if x > 0 && j != i {
+				used += x + 1
+			}
+		}
+		t.widths[i] = max(t.widths[i], t.width-used)
+	}
+}
+
+// fill sets column c of every row to draw(row, width), width being what
+// the column got; the columns are not fitted again (for cells drawn to
+// the width they get, such as a sparkline).
+func (t *table) fill(c int, draw func(row, width int) cell) {
+	if c >= len(t.widths) || t.widths[c] == 0 {
+		return
+	}
+	rows := make([][]cell, len(t.rows))
+	for i, r := range t.rows {
+		r = append([]cell(nil), r...)
+		if c < len(r) {
+			r[c] = draw(i, t.widths[c])
+		}
+		rows[i] = r
+	}
+	t.rows = rows
+}
+
+// Update moves the cursor on the up and down keys.
+func (t table) Update(msg tea.Msg) (table, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok || t.static {
+		return t, nil
+	}
+	switch {
+	case key.Matches(k, t.keys.Up):
+		t.move(-1, len(t.rows))
+	case key.Matches(k, t.keys.Down):
+		t.move(1, len(t.rows))
+	}
+	return t, nil
+}
+
+// View draws the header and the window of rows that holds the cursor,
+// the selected row marked.
+func (t table) View() []string {
+	n := max(1, t.height-1)
+	sel := t.cursor
+	if t.static {
+		sel = -1
+	}
+	out := []string{t.header()}
+	start := windowStart(sel, n, len(t.rows))
+	for i := start; i < len(t.rows) && i < start+n; i++ {
+		if i == sel {
+			out = append(out, renderRow(t.rows[i], t.widths, "›", &t.theme.Selected))
+			continue
+		}
+		out = append(out, renderRow(t.rows[i], t.widths, " ", nil))
+	}
+	return out
+}
+
+// header renders the column titles.
+func (t table) header() string {
+	cells := make([]cell, len(t.shown))
+	for i, c := range t.shown {
+		cells[i] = plain(c.title)
+	}
+	return t.theme.Header.Render(renderRow(cells, t.widths, " ", nil))
+}
+
 // fitColumns returns each column's width (0: dropped) so that the row,
 // with a one-cell marker and single spaces between columns, fits width.
 // Too wide a table first switches to the short titles, then shrinks the
 // columns that may be truncated toward their minimum, then drops columns
 // in their drop order. It may change the columns' titles.
 func fitColumns(cols []column, rows [][]cell, width int) []int {
-	natural := func() []int {
-		w := make([]int, len(cols))
-		for i, c := range cols {
-			w[i] = ansi.StringWidth(c.title)
-			for _, r := range rows {
-				if i < len(r) {
-					w[i] = max(w[i], ansi.StringWidth(r[i].text))
-				}
-			}
-			if c.max > 0 {
-				w[i] = min(w[i], c.max)
-			}
-			w[i] = max(w[i], c.min)
-		}
-		return w
-	}
-	total := func(w []int) int {
-		n := 1
-		for _, x := range w {
-			if x > 0 {
-				n += x + 1
-			}
-		}
-		return n - 1
-	}
-	w := natural()
-	if total(w) <= width {
+	w := naturalWidths(cols, rows)
+	if tableWidth(w) <= width {
 		return w
 	}
 	for i := range cols {
@@ -70,9 +183,9 @@ func fitColumns(cols []column, rows [][]cell, width int) []int {
 			cols[i].title = cols[i].short
 		}
 	}
-	w = natural()
+	w = naturalWidths(cols, rows)
 	floor := func(i int) int { return max(cols[i].min, ansi.StringWidth(cols[i].title)) }
-	for total(w) > width {
+	for tableWidth(w) > width {
 		best := -1
 		for i := range cols {
 			if w[i] > floor(i) && (best < 0 || w[i]-floor(i) > w[best]-floor(best)) {
@@ -84,7 +197,7 @@ func fitColumns(cols []column, rows [][]cell, width int) []int {
 		}
 		w[best]--
 	}
-	for total(w) > width {
+	for tableWidth(w) > width {
 		best := -1
 		for i, c := range cols {
 			if w[i] > 0 && c.drop > 0 && (best < 0 || c.drop > cols[best].drop) {
@@ -97,6 +210,37 @@ func fitColumns(cols []column, rows [][]cell, width int) []int {
 		w[best] = 0
 	}
 	return w
+}
+
+// naturalWidths are the columns' widths that fit their titles and cells
+// within their bounds.
+func naturalWidths(cols []column, rows [][]cell) []int {
+	w := make([]int, len(cols))
+	for i, c := range cols {
+		w[i] = ansi.StringWidth(c.title)
+		for _, r := range rows {
+			if i < len(r) {
+				w[i] = max(w[i], ansi.StringWidth(r[i].text))
+			}
+		}
+		if c.max > 0 {
+			w[i] = min(w[i], c.max)
+		}
+		w[i] = max(w[i], c.min)
+	}
+	return w
+}
+
+// tableWidth is the width of a row: the marker cell and the columns not
+// dropped, with a space between them.
+func tableWidth(w []int) int {
+	n := 1
+	for _, x := range w {
+		if x > 0 {
+			n += x + 1
+		}
+	}
+	return n - 1
 }
 
 // renderRow draws one row with a marker cell in front.
@@ -138,39 +282,6 @@ func fit(s string, w int) string {
 		s += strings.Repeat(" ", pad)
 	}
 	return s
-}
-
-// table is the rendered header and rows of one table.
-type table struct {
-	cols   []column
-	rows   [][]cell
-	widths []int
-}
-
-func newTable(cols []column, rows [][]cell, width int) table {
-	return table{cols: cols, rows: rows, widths: fitColumns(cols, rows, width)}
-}
-
-// header renders the column titles.
-func (t table) header(th Theme) string {
-	cells := make([]cell, len(t.cols))
-	for i, c := range t.cols {
-		cells[i] = plain(c.title)
-	}
-	return th.Header.Render(renderRow(cells, t.widths, " ", nil))
-}
-
-// lines renders rows [offset, offset+height) with the selected row marked.
-func (t table) lines(th Theme, selected, offset, height int) []string {
-	var out []string
-	for i := offset; i < len(t.rows) && i < offset+height; i++ {
-		if i == selected {
-			out = append(out, renderRow(t.rows[i], t.widths, "›", &th.Selected))
-			continue
-		}
-		out = append(out, renderRow(t.rows[i], t.widths, " ", nil))
-	}
-	return out
 }
 
 // windowStart is the first row of a window of height rows over n rows

@@ -22,27 +22,28 @@ func (m Model) Render() string {
 	if w <= 0 || h <= 0 {
 		return ""
 	}
-	bodyH := max(0, h-4)
+	m.syncViews()
+	bodyH := bodyHeight(h)
 	var body []string
 	switch {
 	case m.showHelp:
-		body = m.helpBody(w)
+		body = m.help.View()
 	case m.lastErr != nil && !m.loaded:
 		body = m.errorBody(w)
 	case !m.loaded:
 		body = []string{"", "  " + m.theme.Dim.Render("reading clusters…")}
 	case m.screen == screenClusters:
-		body = m.clustersBody(w, bodyH)
+		body = m.clusters.View()
 	default:
-		body = m.clusterBody(w, bodyH)
+		body = m.clusterBody()
 	}
 	body = clip(body, w, bodyH)
 	if m.dialog != nil {
-		body = m.dialog.overlay(m.theme, body, w, bodyH)
+		body = m.dialog.View()
 	}
 	lines := []string{m.titleLine(w), m.subtitleLine(w)}
 	lines = append(lines, body...)
-	lines = append(lines, m.statusLine(w), m.helpLine(w))
+	lines = append(lines, m.statusLine(w), m.helpLine())
 	return strings.Join(clip(lines, w, h), "\n")
 }
 
@@ -108,7 +109,7 @@ func (m Model) freshness() string {
 	case m.probedAt.IsZero():
 		return ""
 	}
-	return "probed " + m.clockTime(m.probedAt) + fmt.Sprintf(" · every %s", m.cfg.ProbeInterval)
+	return "probed " + timeOfDay(m.probedAt, m.cfg.Now()) + fmt.Sprintf(" · every %s", m.cfg.ProbeInterval)
 }
 
 func (m Model) statusLine(w int) string {
@@ -134,31 +135,12 @@ func (m Model) statusLine(w int) string {
 	return ""
 }
 
-func (m Model) helpLine(w int) string {
-	hm := m.help
-	hm.ShowAll = false
+// helpLine is the short help of what has the focus.
+func (m Model) helpLine() string {
 	if m.dialog != nil {
-		return hm.ShortHelpView(dialogHelp())
+		return m.help.line(dialogHelp())
 	}
-	return hm.ShortHelpView(m.keys.helpFor(m.screen).short)
-}
-
-func (m Model) helpBody(w int) []string {
-	hm := m.help
-	hm.ShowAll = true
-	lines := []string{"", "  " + m.theme.Section.Render("Keys"), ""}
-	for _, l := range strings.Split(hm.FullHelpView(m.keys.FullHelp()), "\n") {
-		lines = append(lines, "  "+l)
-	}
-	lines = append(lines, "")
-	if m.cfg.ReadOnly {
-		lines = append(lines, "  "+m.theme.Dim.Render("Actions are disabled: "+m.cfg.ReadOnlyReason+"."))
-	} else if m.actions == nil {
-		lines = append(lines, "  "+m.theme.Dim.Render(m.noActionsWhy()+"."))
-	}
-	lines = append(lines, "  "+m.theme.Dim.Render("Every action is also a CLI verb: kubectl hactl replace|reseed|seed|explain."))
-	lines = append(lines, "  "+m.theme.Dim.Render("? or esc closes this help."))
-	return lines
+	return m.help.line(m.keys.helpFor(m.screen).short)
 }
 
 func (m Model) errorBody(w int) []string {

@@ -2,6 +2,7 @@ package adversarial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/e2esuite"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
 )
@@ -173,18 +175,20 @@ func TestAdversarialRounds(t *testing.T) {
 func checkRun(t *testing.T, h *history) {
 	t.Helper()
 	var events []auditEvent
-	var err error
-	// the log is written as requests complete: read until it stops growing
-	deadline := time.Now().Add(30 * time.Second)
-	for prev := -1; time.Now().Before(deadline); time.Sleep(time.Second) {
+	// the log is written as requests complete: read it every second until
+	// it stops growing (or for 30 s, then check what it holds)
+	prev := -1
+	_ = poll.Wait(30*time.Second, func() error {
+		var err error
 		if events, err = readAudit(auditLog); err != nil {
 			t.Fatal(err)
 		}
-		if len(events) == prev {
-			break
+		if len(events) != prev {
+			prev = len(events)
+			return fmt.Errorf("%d events, still growing", prev)
 		}
-		prev = len(events)
-	}
+		return nil
+	}, poll.Every(time.Second))
 	violations, checked := checkLockDiscipline(events, cluster)
 	if checked == 0 {
 		t.Fatalf("the audit log holds no write by a hactl process (%d writes in all): the user agent no longer names the lock identity, or the policy records nothing", len(events))
@@ -635,13 +639,18 @@ func differentMembers(r *round) {
 	// member while one is being replaced would break quorum by itself.
 	// Poll (up to 10s) for a replace holding the lock.
 	killed := false
-	for deadline := time.Now().Add(10 * time.Second); !killed && time.Now().Before(deadline) && !r.allDone(); time.Sleep(200 * time.Millisecond) {
+	_ = poll.Wait(10*time.Second, func() error {
+		if r.allDone() {
+			return nil // nothing left to kill a member under
+		}
 		lease, err := s.KC.CoordinationV1().Leases(namespace).Get(context.Background(), actions.LockName(cluster), metav1.GetOptions{})
 		if m, ok := strings.CutPrefix(lease.GetAnnotations()[actions.AnnotationAction], "replace "); err == nil && ok && lease.Spec.HolderIdentity != nil {
 			r.breakMember(strings.TrimSpace(m), fault.Kill, fmt.Sprintf("(the running replace's target) %s after the start", time.Since(started).Round(time.Millisecond)))
 			killed = true
+			return nil
 		}
-	}
+		return errors.New("no replace holds the lock")
+	}, poll.Every(200*time.Millisecond))
 	if !killed {
 		r.t.Logf("no replace held the lock: no member killed")
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/internal/e2esuite"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
 )
@@ -126,15 +128,15 @@ func TestReplaceRefusedWithAMemberDown(t *testing.T) {
 		s.WaitFailoverReady(t, staticCluster)
 	})
 	uid := s.PodUID(t, target)
+	// Poll until replace refuses for quorum; if it never does, the checks
+	// below show what it did.
 	var r e2esuite.Result
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		r = s.Hactl(t, "replace", staticCluster, target, "--yes")
-		if strings.Contains(r.Stderr, "quorum_would_break") {
-			break
+	_ = poll.Wait(time.Minute, func() error {
+		if r = s.Hactl(t, "replace", staticCluster, target, "--yes"); !strings.Contains(r.Stderr, "quorum_would_break") {
+			return errors.New("no quorum_would_break")
 		}
-		time.Sleep(time.Second)
-	}
+		return nil
+	}, poll.Every(time.Second))
 	if r.Code != 5 || !strings.Contains(r.Stderr, "quorum_would_break") || !strings.Contains(r.Stderr, downed) {
 		t.Fatalf("replace with %s down: %s", downed, r)
 	}
@@ -179,13 +181,12 @@ func TestFenceConflictInTerminal(t *testing.T) {
 	}
 	tmux(append([]string{"new-session", "-d", "-s", session, "-x", "200", "-y", "50", "env"}, append(envArgs, "sh", "-c", script)...)...)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(tmux("capture-pane", "-p", "-t", session), "[y/N]") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no prompt:\n%s", tmux("capture-pane", "-p", "-t", session))
+	poll.Until(t, time.Minute, "the [y/N] prompt", func() error {
+		if scr := tmux("capture-pane", "-p", "-t", session); !strings.Contains(scr, "[y/N]") {
+			return fmt.Errorf("no prompt:\n%s", scr)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	p, err := s.KC.CoreV1().Pods(namespace).Get(context.Background(), target, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -195,17 +196,19 @@ func TestFenceConflictInTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmux("send-keys", "-t", session, "y", "Enter")
-	deadline = time.Now().Add(2 * time.Minute)
 	var code []byte
-	for {
-		code, err = os.ReadFile(exitFile)
-		if err == nil && len(strings.TrimSpace(string(code))) > 0 {
-			break
+	err = poll.Wait(2*time.Minute, func() error {
+		var err error
+		if code, err = os.ReadFile(exitFile); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no exit:\n%s", tmux("capture-pane", "-p", "-t", session))
+		if len(strings.TrimSpace(string(code))) == 0 {
+			return errors.New("the exit status is not written yet")
 		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("no exit (%v):\n%s", err, tmux("capture-pane", "-p", "-t", session))
 	}
 	screen := tmux("capture-pane", "-p", "-J", "-S", "-100", "-t", session)
 	if strings.TrimSpace(string(code)) != "6" || !strings.Contains(screen, "fence conflict") {

@@ -14,6 +14,7 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/e2esuite"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
 )
@@ -218,49 +219,36 @@ func fill(t *testing.T, c *etcdengine.Client, n int) {
 // serializable read of its own store), polling until it answers.
 func checkRestored(t *testing.T, pod string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	var last error
-	for time.Now().Before(deadline) {
+	var resp *clientv3.GetResponse
+	poll.Until(t, 2*time.Minute, pod+" to answer after the restore", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
 		c, err := etcdengine.Open(ctx, engine.Target{Member: pod, Namespace: namespace, Pod: pod, Port: 2379},
 			engine.ProbeOptions{Dial: s.Dial, Timeout: 20 * time.Second})
 		if err != nil {
-			cancel()
-			last = err
-			time.Sleep(time.Second)
-			continue
+			return err
 		}
-		resp, err := c.KV().Get(ctx, restorePrefix, clientv3.WithPrefix(), clientv3.WithSerializable())
-		_ = c.Close()
-		cancel()
-		if err != nil {
-			last = err
-			time.Sleep(time.Second)
-			continue
-		}
-		if len(resp.Kvs) != restoreKeys {
-			t.Fatalf("%s serves %d keys under %s, want exactly %d", pod, len(resp.Kvs), restorePrefix, restoreKeys)
-		}
-		for i, kv := range resp.Kvs {
-			if string(kv.Key) != restoreKey(i) || string(kv.Value) != restoreValue(i) {
-				t.Fatalf("%s: key %d is %s=%s, want %s=%s", pod, i, kv.Key, kv.Value, restoreKey(i), restoreValue(i))
-			}
-		}
-		return
+		defer c.Close()
+		resp, err = c.KV().Get(ctx, restorePrefix, clientv3.WithPrefix(), clientv3.WithSerializable())
+		return err
+	}, poll.Every(time.Second))
+	if len(resp.Kvs) != restoreKeys {
+		t.Fatalf("%s serves %d keys under %s, want exactly %d", pod, len(resp.Kvs), restorePrefix, restoreKeys)
 	}
-	t.Fatalf("%s did not answer after the restore: %v", pod, last)
+	for i, kv := range resp.Kvs {
+		if string(kv.Key) != restoreKey(i) || string(kv.Value) != restoreValue(i) {
+			t.Fatalf("%s: key %d is %s=%s, want %s=%s", pod, i, kv.Key, kv.Value, restoreKey(i), restoreValue(i))
+		}
+	}
 }
 
 // waitStatusExit polls `status CLUSTER` until it exits with code.
 func waitStatusExit(t *testing.T, cluster string, code int) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	var r e2esuite.Result
-	for time.Now().Before(deadline) {
-		if r = s.Hactl(t, "status", cluster, "--probe-timeout", "2s"); r.Code == code {
-			return
+	poll.Until(t, 2*time.Minute, fmt.Sprintf("status %s to exit %d", cluster, code), func() error {
+		if r := s.Hactl(t, "status", cluster, "--probe-timeout", "2s"); r.Code != code {
+			return fmt.Errorf("%s", r)
 		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("status %s never exited %d: %s", cluster, code, r)
+		return nil
+	}, poll.Every(time.Second))
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,14 +23,14 @@ import (
 
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/storetest"
-	"github.com/hactl-dev/hactl/internal/testbins"
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/sandbox"
 )
 
-func TestMain(m *testing.M) {
-	sandbox.ServeIfAsked()
-	os.Exit(m.Run())
-}
+// TestMain serves the sandbox's supervisor when asked to: each test starts
+// its own sandbox (e2esuite.StartTest) with this test binary as the
+// supervisor.
+func TestMain(m *testing.M) { e2esuite.MainWithoutSuite(m) }
 
 const (
 	namespace = "e2e-seed"
@@ -41,13 +40,12 @@ const (
 // env is a running sandbox with the plugin built and the cluster's store
 // configured.
 type env struct {
-	t       *testing.T
-	sb      *sandbox.Sandbox
-	cs      kubernetes.Interface
-	s3      sandbox.S3
-	bins    string
-	plugins string
-	home    string
+	t     *testing.T
+	suite *e2esuite.Suite
+	sb    *sandbox.Sandbox
+	cs    kubernetes.Interface
+	s3    sandbox.S3
+	home  string
 
 	mu      sync.Mutex
 	outputs bytes.Buffer
@@ -64,8 +62,8 @@ func (e *env) record(s ...string) {
 // kubectl runs `kubectl ARGS` with the plugin on PATH and no store
 // credentials in its environment (they come from the Secret).
 func (e *env) kubectl(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, filepath.Join(e.bins, "kubectl"), args...)
-	cmd.Env = []string{"PATH=" + e.plugins + ":" + e.bins + ":/usr/bin:/bin", "KUBECONFIG=" + e.sb.Kubeconfig, "HOME=" + e.home}
+	cmd := exec.CommandContext(ctx, e.suite.Kubectl, args...)
+	cmd.Env = []string{"PATH=" + e.suite.Bin + ":" + filepath.Dir(e.suite.Kubectl) + ":/usr/bin:/bin", "KUBECONFIG=" + e.sb.Kubeconfig, "HOME=" + e.home}
 	return cmd
 }
 
@@ -120,51 +118,13 @@ func (e *env) store() *artifact.Store {
 	return s
 }
 
-func build(t *testing.T, dir string) {
-	t.Helper()
-	root, err := testbins.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-hactl"), "./cmd/kubectl-hactl")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-}
-
+// start starts the test's sandbox (e2esuite.StartTest) and creates the
+// store's Secret, holding the two credential keys alone.
 func start(t *testing.T) *env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test (sandbox) skipped with -short")
-	}
-	bins, err := testbins.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, bins: bins, plugins: t.TempDir(), home: t.TempDir()}
-	build(t, e.plugins)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	dir := filepath.Join(t.TempDir(), "sandbox")
-	e.sb, err = sandbox.Start(ctx, sandbox.Options{Dir: dir, Scenarios: []string{cluster}, Namespace: namespace, BinDir: bins, Timeout: 5 * time.Minute})
-	if err != nil {
-		t.Fatalf("starting the sandbox: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer scancel()
-		if err := e.sb.Stop(sctx); err != nil {
-			t.Errorf("stopping the sandbox: %v", err)
-		}
-	})
-	cfg, err := e.sb.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e.cs, err = kubernetes.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
+	suite := e2esuite.StartTest(t, e2esuite.Options{Namespace: namespace, Scenarios: []string{cluster}, Timeout: 5 * time.Minute})
+	e := &env{t: t, suite: suite, sb: suite.SB, cs: suite.KC, home: t.TempDir()}
+	var err error
 	if e.s3, err = e.sb.S3(); err != nil {
 		t.Fatal(err)
 	}

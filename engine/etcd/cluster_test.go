@@ -19,6 +19,7 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/etcdcluster"
@@ -134,24 +135,6 @@ func open(t *testing.T, d *tcpDialer, tg engine.Target) *etcd.Client {
 	return c
 }
 
-// waitFor polls check until it returns nil or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, check func() error) {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(within)
-	for {
-		err := check()
-		if err == nil {
-			t.Logf("%s: after %s", what, time.Since(start).Round(time.Millisecond))
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, within, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // healthy reports why a fully healthy cluster's probe does not look so.
 func healthy(facts []model.EngineFacts, voters int) error {
 	leaders := 0
@@ -181,7 +164,7 @@ func TestProbeHealthyCluster(t *testing.T) {
 	ts := targets(c)
 
 	var facts []model.EngineFacts
-	waitFor(t, 10*time.Second, "a settled healthy cluster", func() error {
+	poll.Until(t, 10*time.Second, "a settled healthy cluster", func() error {
 		facts, _ = probe(t, d, ts, 2*time.Second)
 		return healthy(facts, 3)
 	})
@@ -248,7 +231,7 @@ func TestProbeHealthyCluster(t *testing.T) {
 	// the same raft index (a probe that proposed anything, as the alarm
 	// RPC does, would move it every time).
 	prev := facts
-	waitFor(t, 10*time.Second, "two probes in a row to see the same raft index", func() error {
+	poll.Until(t, 10*time.Second, "two probes in a row to see the same raft index", func() error {
 		cur, _ := probe(t, d, ts, 2*time.Second)
 		defer func() { prev = cur }()
 		for i := range cur {
@@ -267,7 +250,7 @@ func TestProbePausedMember(t *testing.T) {
 
 	// Connections opened before the pause must not make the probe wait
 	// either, so warm up first.
-	waitFor(t, 10*time.Second, "a settled healthy cluster", func() error {
+	poll.Until(t, 10*time.Second, "a settled healthy cluster", func() error {
 		facts, _ := probe(t, d, ts, 2*time.Second)
 		return healthy(facts, 3)
 	})
@@ -307,7 +290,7 @@ func TestProbePausedMember(t *testing.T) {
 	// Probe closes every client before it returns: the goroutines it
 	// started wind down (polling, since gRPC finishes closing
 	// asynchronously).
-	waitFor(t, 5*time.Second, "probe goroutines to end", func() error {
+	poll.Until(t, 5*time.Second, "probe goroutines to end", func() error {
 		if n := runtime.NumGoroutine(); n > goroutinesBefore+2 {
 			return fmt.Errorf("%d goroutines, %d before the probe", n, goroutinesBefore)
 		}
@@ -318,7 +301,7 @@ func TestProbePausedMember(t *testing.T) {
 	if err := c.Members[paused].Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the resumed member to answer", func() error {
+	poll.Until(t, 10*time.Second, "the resumed member to answer", func() error {
 		facts, _ := probe(t, d, ts, time.Second)
 		return healthy(facts, 3)
 	})
@@ -334,7 +317,7 @@ func TestProbeRebootstrappedMember(t *testing.T) {
 	ts := targets(c)
 
 	var before []model.EngineFacts
-	waitFor(t, 10*time.Second, "a settled healthy cluster", func() error {
+	poll.Until(t, 10*time.Second, "a settled healthy cluster", func() error {
 		before, _ = probe(t, d, ts, 2*time.Second)
 		return healthy(before, 3)
 	})
@@ -416,7 +399,7 @@ func TestProbeNoSpaceAlarm(t *testing.T) {
 	}
 	t.Logf("put failed as expected: %v", putErr)
 
-	waitFor(t, 10*time.Second, "every member to report NOSPACE", func() error {
+	poll.Until(t, 10*time.Second, "every member to report NOSPACE", func() error {
 		facts, _ := probe(t, d, ts, 2*time.Second)
 		for i, f := range facts {
 			if !f.Reachable {
@@ -455,7 +438,7 @@ func TestProbeLearnerAndMemberOps(t *testing.T) {
 	// etcd refuses membership changes until every member has been
 	// connected for a while ("unhealthy cluster"): retry until it agrees.
 	var learner *etcdcluster.Member
-	waitFor(t, 20*time.Second, "the cluster to accept a learner", func() error {
+	poll.Until(t, 20*time.Second, "the cluster to accept a learner", func() error {
 		var err error
 		learner, err = c.AddLearner(ctx, "etcd-3")
 		return err
@@ -513,7 +496,7 @@ func TestProbeLearnerAndMemberOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	lrn := open(t, d, ts[3])
-	waitFor(t, 10*time.Second, "the learner to serve the sentinel", func() error {
+	poll.Until(t, 10*time.Second, "the learner to serve the sentinel", func() error {
 		v, ok, err := lrn.Get(ctx, "/hactl/sentinel")
 		if err != nil || !ok || v != "s1" {
 			return fmt.Errorf("value %q found %v err %v", v, ok, err)
@@ -524,7 +507,7 @@ func TestProbeLearnerAndMemberOps(t *testing.T) {
 		t.Errorf("Get(absent) = found %v, err %v", ok, err)
 	}
 
-	waitFor(t, 20*time.Second, "the learner to be promoted", func() error {
+	poll.Until(t, 20*time.Second, "the learner to be promoted", func() error {
 		_, err := lc.MemberPromote(ctx, lf.MemberID)
 		if errors.Is(err, etcd.ErrLearnerNotInSync) {
 			return err
@@ -543,7 +526,7 @@ func TestProbeLearnerAndMemberOps(t *testing.T) {
 	}
 	// Ask whoever leads now (an election may have moved it since the
 	// probe) to hand over to the chosen follower; each try is bounded.
-	waitFor(t, 30*time.Second, "leadership to move to "+follower.Member, func() error {
+	poll.Until(t, 30*time.Second, "leadership to move to "+follower.Member, func() error {
 		if f := fc.Facts(ctx); f.Role() == model.RoleLeader {
 			return nil
 		}
@@ -584,7 +567,7 @@ func TestProbeLearnerAndMemberOps(t *testing.T) {
 	// Right after a membership change etcd refuses another one until
 	// every voter has been connected for a while: retry on ErrUnhealthy.
 	var added model.Peer
-	waitFor(t, 20*time.Second, "the cluster to accept a learner", func() error {
+	poll.Until(t, 20*time.Second, "the cluster to accept a learner", func() error {
 		var err error
 		added, peers, err = fc.MemberAddAsLearner(ctx, "http://127.0.0.1:1")
 		if err != nil && !errors.Is(err, etcd.ErrUnhealthy) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -167,7 +168,7 @@ func TestProbeTLS(t *testing.T) {
 	probeWith := func(cr *engine.Credentials) model.EngineFacts {
 		return etcd.New().Probe(context.Background(), tg, engine.ProbeOptions{Timeout: time.Second, Dial: dial, Credentials: cr})[0]
 	}
-	waitFor(t, 20*time.Second, "the TLS member to answer", func() error {
+	poll.Until(t, 20*time.Second, "the TLS member to answer", func() error {
 		if f := probeWith(good); !f.Reachable {
 			return fmt.Errorf("%s", f.Err)
 		}

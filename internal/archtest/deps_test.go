@@ -1,89 +1,259 @@
 package archtest
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
 
-const module = "github.com/hactl-dev/hactl/"
+const module = "github.com/hactl-dev/hactl"
 
-// forbidden lists import-path prefixes a pure package must not reach,
-// directly or transitively.
-var forbidden = []string{
-	"k8s.io/",
-	"github.com/spf13/cobra",
-	"charm.land/",
-	"github.com/charmbracelet/",
-	"go.etcd.io/",
-	"google.golang.org/grpc",
+// allowed maps every product package to the hactl packages it may import
+// directly: the arrows of docs/architecture.md. A package missing here
+// fails the test, so a new package is placed in the picture on purpose.
+var allowed = map[string][]string{
+	"model":               {},
+	"verdict":             {"model"},
+	"classify":            {"model", "verdict"},
+	"engine":              {"model"},
+	"engine/etcd":         {"engine", "model"},
+	"artifact":            {"model", "internal/format"},
+	"artifact/etcdgen":    {"artifact", "engine", "engine/etcd", "model"},
+	"status":              {"model", "verdict", "classify", "engine", "engine/etcd", "internal/format"},
+	"actions":             {"model", "verdict", "classify", "status", "engine", "engine/etcd", "artifact", "artifact/etcdgen", "internal/buildinfo", "internal/format"},
+	"tui":                 {"model", "verdict", "classify", "status", "actions", "tui/internal/remedy", "internal/format"},
+	"tui/internal/remedy": {"model"},
+	"cli": {"model", "verdict", "classify", "status", "actions", "engine", "artifact", "artifact/etcdgen", "tui",
+		"internal/buildinfo", "internal/format", "internal/portforward"},
+	"cmd/kubectl-hactl":    {"cli"},
+	"internal/portforward": {"engine"},
+	"internal/format":      {},
+	"internal/buildinfo":   {},
 }
 
-func deps(t *testing.T, pkg string) []string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", module+pkg).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
-	}
-	return strings.Fields(string(out))
+// testSupport are packages only tests import; no product package may.
+var testSupport = []string{
+	"internal/testenv", "internal/testbins", "internal/fixtures", "internal/e2esuite", "internal/poll", "internal/poll",
+	"artifact/storetest", "internal/archtest", "sandbox",
 }
 
-func TestPurePackagesImportNoFrameworks(t *testing.T) {
-	for _, pkg := range []string{"model", "classify", "verdict", "engine"} {
-		t.Run(pkg, func(t *testing.T) {
-			for _, d := range deps(t, pkg) {
-				for _, f := range forbidden {
-					if strings.HasPrefix(d, f) {
-						t.Errorf("%s depends on %s (forbidden prefix %s)", pkg, d, f)
-					}
-				}
-			}
-		})
-	}
-}
-
-func TestModelIsStdlibOnly(t *testing.T) {
-	for _, d := range deps(t, "model") {
-		if strings.Contains(d, ".") && d != module+"model" {
-			t.Errorf("model depends on non-stdlib package %s", d)
+// notProduct are the packages outside the product's picture: the
+// sandbox (anything goes), test support, test-only packages and
+// benchmarks.
+func notProduct(p string) bool {
+	for _, s := range testSupport {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return true
 		}
 	}
+	for _, s := range []string{"cmd/hactl-sandbox", "bench", "krew", "e2e"} {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return true
+		}
+	}
+	return strings.HasSuffix(p, "/e2e") || strings.HasSuffix(p, "/adversarial")
 }
 
-// TestClassifyAndVerdictDependOnlyOnModel keeps the pure packages pure:
-// verdict may use model only; classify may use model and verdict (its
-// quorum arithmetic and derived phases), nothing else of hactl's.
-func TestClassifyAndVerdictDependOnlyOnModel(t *testing.T) {
-	allowed := map[string][]string{
-		"verdict":  {"model"},
-		"classify": {"model", "verdict"},
+// frameworks are import-path prefixes the pure packages (model, verdict,
+// classify, engine) must not reach, directly or transitively.
+var frameworks = []string{
+	"k8s.io/", "github.com/spf13/cobra", "charm.land/", "github.com/charmbracelet/", "go.etcd.io/", "google.golang.org/grpc",
+}
+
+// pureIO are standard packages that do I/O: the pure packages must not
+// import them directly (their transitive use by the runtime is fine).
+var pureIO = []string{"net/http", "os", "os/exec", "os/signal", "io/fs", "syscall"}
+
+var pure = []string{"model", "verdict", "classify", "engine"}
+
+// pkg is what go list says of one package.
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// list runs go list over the module, with an optional overlay (a JSON
+// file replacing or adding source files, as go build -overlay takes).
+func list(t *testing.T, overlay string) map[string]pkg {
+	t.Helper()
+	args := []string{"list", "-deps=false", "-json=ImportPath,Imports,Deps"}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
 	}
-	for pkg, ok := range allowed {
-		for _, d := range deps(t, pkg) {
-			if !strings.HasPrefix(d, module) || d == module+pkg {
+	cmd := exec.Command("go", append(args, module+"/...")...)
+	out, err := cmd.Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("go list: %v\n%s", err, msg)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")] = p
+	}
+	return pkgs
+}
+
+func ours(imp string) (string, bool) {
+	if imp == module || strings.HasPrefix(imp, module+"/") {
+		return strings.TrimPrefix(strings.TrimPrefix(imp, module), "/"), true
+	}
+	return "", false
+}
+
+// violations checks a package graph against the picture; each line is
+// one arrow the picture does not allow.
+func violations(pkgs map[string]pkg) []string {
+	var out []string
+	for name, p := range pkgs {
+		if notProduct(name) {
+			continue
+		}
+		ok, placed := allowed[name]
+		if !placed {
+			out = append(out, fmt.Sprintf("%s is not in the picture: add it to allowed (and to docs/architecture.md)", name))
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep, own := ours(imp)
+			if !own {
+				continue
+			}
+			if notProduct(dep) {
+				out = append(out, fmt.Sprintf("%s imports %s, which is test support", name, dep))
 				continue
 			}
 			permitted := false
 			for _, a := range ok {
-				permitted = permitted || d == module+a
+				permitted = permitted || a == dep
 			}
 			if !permitted {
-				t.Errorf("%s depends on %s; it may depend only on %v", pkg, d, ok)
+				out = append(out, fmt.Sprintf("%s imports %s; it may import only %v", name, dep, ok))
+			}
+		}
+	}
+	for _, name := range pure {
+		p := pkgs[name]
+		for _, d := range p.Deps {
+			for _, f := range frameworks {
+				if strings.HasPrefix(d, f) {
+					out = append(out, fmt.Sprintf("%s depends on %s (pure packages reach no framework: %s)", name, d, f))
+				}
+			}
+		}
+		for _, imp := range p.Imports {
+			for _, io := range pureIO {
+				if imp == io {
+					out = append(out, fmt.Sprintf("%s imports %s (pure packages do no I/O)", name, imp))
+				}
+			}
+		}
+	}
+	for _, d := range pkgs["model"].Deps {
+		if strings.Contains(strings.SplitN(d, "/", 2)[0], ".") && d != module+"/model" {
+			out = append(out, fmt.Sprintf("model depends on %s (model is standard library only)", d))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestThePictureHolds checks every arrow between hactl's packages against
+// docs/architecture.md, including the forbidden ones: tui never imports
+// cli, status never imports actions, engine never imports actions, the
+// pure packages reach no framework and do no I/O, no product package
+// imports test support.
+func TestThePictureHolds(t *testing.T) {
+	for _, v := range violations(list(t, "")) {
+		t.Error(v)
+	}
+}
+
+// TestThePictureHasNoForbiddenArrow keeps the forbidden arrows out of the
+// table itself.
+func TestThePictureHasNoForbiddenArrow(t *testing.T) {
+	forbidden := map[string][]string{
+		"tui":      {"cli"},
+		"status":   {"actions", "cli", "tui"},
+		"engine":   {"actions", "status", "cli", "tui"},
+		"classify": {"actions", "status", "engine", "artifact", "cli", "tui"},
+		"verdict":  {"classify", "actions", "status", "engine"},
+		"model":    {"verdict", "classify", "actions", "status", "engine", "artifact"},
+		"artifact": {"actions", "status", "engine", "cli", "tui"},
+		"actions":  {"cli", "tui"},
+	}
+	for from, tos := range forbidden {
+		for _, to := range tos {
+			for _, a := range allowed[from] {
+				if a == to {
+					t.Errorf("the table allows %s -> %s, an arrow the picture forbids", from, to)
+				}
 			}
 		}
 	}
 }
 
-// TestForbiddenListBites proves the check can fail: status does reach
-// client-go, so the same scan must flag it.
-func TestForbiddenListBites(t *testing.T) {
-	hit := false
-	for _, d := range deps(t, "status") {
-		if strings.HasPrefix(d, "k8s.io/client-go") {
-			hit = true
-		}
+// TestAForbiddenImportFails is the test of the test: go list is given an
+// overlay that adds a file to a real package with an import the picture
+// forbids, and the same check must report it.
+func TestAForbiddenImportFails(t *testing.T) {
+	root := moduleRoot(t)
+	cases := []struct {
+		pkg, file, src, want string
+	}{
+		{"status", "zz_forbidden.go", "package status\n\nimport _ \"" + module + "/artifact\"\n", "status imports artifact"},
+		{"engine", "zz_forbidden.go", "package engine\n\nimport _ \"" + module + "/artifact\"\n", "engine imports artifact"},
+		{"classify", "zz_forbidden.go", "package classify\n\nimport _ \"net/http\"\n", "classify imports net/http"},
+		{"verdict", "zz_forbidden.go", "package verdict\n\nimport _ \"k8s.io/apimachinery/pkg/types\"\n", "verdict depends on k8s.io/apimachinery/pkg/types"},
+		{"status", "zz_forbidden.go", "package status\n\nimport _ \"" + module + "/internal/fixtures\"\n", "status imports internal/fixtures, which is test support"},
 	}
-	if !hit {
-		t.Fatal("status should depend on client-go; the dependency scan is not seeing dependencies")
+	for _, c := range cases {
+		t.Run(c.pkg+"/"+c.want, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, c.file)
+			if err := os.WriteFile(src, []byte(c.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ov, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, c.pkg, c.file): src}})
+			overlay := filepath.Join(dir, "overlay.json")
+			if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := violations(list(t, overlay))
+			for _, v := range got {
+				if strings.HasPrefix(v, c.want) {
+					return
+				}
+			}
+			t.Fatalf("the check did not report %q; it reported %v", c.want, got)
+		})
 	}
+	// And an unplaced package: the picture must name every package.
+	pkgs := list(t, "")
+	pkgs["newpkg"] = pkg{ImportPath: module + "/newpkg"}
+	if v := violations(pkgs); len(v) == 0 || !strings.Contains(strings.Join(v, "\n"), "newpkg is not in the picture") {
+		t.Fatalf("an unplaced package passed: %v", v)
+	}
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }

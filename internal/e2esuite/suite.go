@@ -1,9 +1,11 @@
 // Package e2esuite is the harness of the end-to-end packages that drive
-// the built kubectl-hactl against a sandbox: it builds the plugin, starts
-// one sandbox for a test binary, runs commands through the real kubectl
-// (or the plugin binary itself, so that a signal reaches it), and reads
-// members, the ledger and a sentinel key back on their own. It is imported
-// by tests only.
+// the built kubectl-hactl against a sandbox: it builds the plugin (and the
+// sandbox command) through the Go build cache, so that packages and runs
+// share one link, starts a sandbox for a test binary (Main) or for one
+// test (StartTest), runs commands through the real kubectl (or the plugin
+// binary itself, so that a signal reaches it), and reads members, the
+// ledger and a sentinel key back on their own. It is imported by tests
+// only.
 package e2esuite
 
 import (
@@ -31,6 +33,7 @@ import (
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/model"
@@ -40,24 +43,60 @@ import (
 // SentinelKey is the key PutSentinel writes and AssertSentinel reads.
 const SentinelKey = "/hactl-e2e/sentinel"
 
-// Suite is one sandbox a test binary's tests share.
+// EnvSkip, when set to anything, makes Main run the tests without a
+// sandbox and StartTest skip its test, as -short does.
+const EnvSkip = "HACTL_SKIP_E2E"
+
+// Plugin and SandboxCommand are the commands Build builds (cmd/NAME).
+const (
+	Plugin         = "kubectl-hactl"
+	SandboxCommand = "hactl-sandbox"
+)
+
+// StartTimeout bounds starting a sandbox unless Options.Timeout is set.
+const StartTimeout = 6 * time.Minute
+
+// Suite is one sandbox a test binary's tests (or one test) share.
 type Suite struct {
-	SB        *sandbox.Sandbox
-	KC        kubernetes.Interface
-	Dial      engine.DialFunc
-	Bin       string // directory holding kubectl-hactl (first on PATH)
-	Kubectl   string
+	SB   *sandbox.Sandbox
+	KC   kubernetes.Interface
+	Dial engine.DialFunc
+	// Bin is the directory holding kubectl-hactl (first on PATH) and, with
+	// Options.SandboxBinary, hactl-sandbox.
+	Bin     string
+	Kubectl string
+	// Namespace is the scenarios' namespace (Options.Namespace, else the
+	// sandbox's default).
 	Namespace string
 	tmp       string
 }
 
 // Options configure Start.
 type Options struct {
+	// Namespace for the scenarios' clusters (default: the sandbox's).
 	Namespace string
 	Scenarios []string
 	// APIServerArgs are appended to kube-apiserver's flags.
 	APIServerArgs []string
+	// SandboxBinary runs the sandbox's supervisor as the built
+	// hactl-sandbox command (`hactl-sandbox serve`), as a user's sandbox
+	// runs. Otherwise the test binary is the supervisor, and its TestMain
+	// must serve it (Main and MainWithoutSuite do).
+	SandboxBinary bool
+	// Timeout bounds starting the sandbox (default StartTimeout).
+	Timeout time.Duration
 }
+
+// serving is set once the test binary serves the sandbox's supervisor
+// when asked (Main, MainWithoutSuite): only then may it be the supervisor.
+var serving bool
+
+func serveIfAsked() {
+	sandbox.ServeIfAsked()
+	serving = true
+}
+
+func skipped() bool { return testing.Short() || os.Getenv(EnvSkip) != "" }
 
 // Main is the TestMain of a package with one suite: it serves the
 // sandbox's supervisor when asked to (the sandbox runs `<test binary>
@@ -65,13 +104,24 @@ type Options struct {
 // (*suite stays nil); otherwise it asks options for the suite's options
 // (and what to clean up after), starts the suite into *suite, runs the
 // tests and stops it.
+//
+// With HACTL_SKIP_E2E set it runs the tests without a sandbox, as with
+// -short.
 func Main(m *testing.M, suite **Suite, options func() (Options, func(), error)) {
-	sandbox.ServeIfAsked()
+	serveIfAsked()
 	flag.Parse()
-	if testing.Short() {
+	if skipped() {
 		os.Exit(m.Run())
 	}
 	os.Exit(run(m, suite, options))
+}
+
+// MainWithoutSuite is the TestMain of a package whose tests start their
+// own suites (StartTest): it serves the sandbox's supervisor when asked
+// to and runs the tests.
+func MainWithoutSuite(m *testing.M) {
+	serveIfAsked()
+	os.Exit(m.Run())
 }
 
 func run(m *testing.M, suite **Suite, options func() (Options, func(), error)) int {
@@ -88,38 +138,81 @@ func run(m *testing.M, suite **Suite, options func() (Options, func(), error)) i
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer s.Stop()
 	*suite = s
-	return m.Run()
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2esuite: stopping the sandbox:", err)
+		code = max(code, 1)
+	}
+	return code
 }
 
-// Start builds kubectl-hactl and starts a sandbox with the scenarios.
-// Stop ends both.
+// StartTest starts a suite for one test or benchmark and stops it when t
+// ends; with -short or HACTL_SKIP_E2E it skips t instead.
+func StartTest(t testing.TB, o Options) *Suite {
+	t.Helper()
+	if skipped() {
+		t.Skip("end-to-end test (the sandbox) skipped with -short or " + EnvSkip)
+	}
+	s, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping the sandbox: %v", err)
+		}
+	})
+	return s
+}
+
+// Start builds kubectl-hactl (and hactl-sandbox with o.SandboxBinary) and
+// starts a sandbox with the scenarios whose agent pods run that
+// kubectl-hactl. Stop ends both.
 func Start(o Options) (*Suite, error) {
+	if !o.SandboxBinary && !serving {
+		return nil, errors.New("e2esuite: the test binary does not serve the sandbox's supervisor: " +
+			"call Main or MainWithoutSuite from TestMain, or set Options.SandboxBinary")
+	}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = StartTimeout
+	}
 	tmp, err := os.MkdirTemp("", "hactl-e2e-")
 	if err != nil {
 		return nil, err
 	}
-	s := &Suite{tmp: tmp, Namespace: o.Namespace, Bin: filepath.Join(tmp, "bin")}
+	s := &Suite{tmp: tmp, Bin: filepath.Join(tmp, "bin")}
 	fail := func(err error) (*Suite, error) {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	if err := BuildPlugin(s.Bin); err != nil {
+	cmds := []string{Plugin}
+	if o.SandboxBinary {
+		cmds = append(cmds, SandboxCommand)
+	}
+	if err := Build(s.Bin, cmds...); err != nil {
 		return fail(err)
 	}
 	binDir, err := testbins.Dir()
 	if err != nil {
 		return fail(fmt.Errorf("test binaries: %w", err))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	so := sandbox.Options{Dir: filepath.Join(tmp, "sbx"), BinDir: binDir, Namespace: o.Namespace,
+		Agent: filepath.Join(s.Bin, Plugin), Scenarios: o.Scenarios, APIServerArgs: o.APIServerArgs,
+		Progress: os.Stderr, Timeout: timeout}
+	if o.SandboxBinary {
+		so.Executable = filepath.Join(s.Bin, SandboxCommand)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	s.SB, err = sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(tmp, "sbx"), BinDir: binDir, Namespace: o.Namespace,
-		Agent: filepath.Join(s.Bin, "kubectl-hactl"), Scenarios: o.Scenarios, APIServerArgs: o.APIServerArgs,
-		Progress: os.Stderr, Timeout: 6 * time.Minute})
+	begin := time.Now()
+	s.SB, err = sandbox.Start(ctx, so)
 	if err != nil {
 		return fail(fmt.Errorf("starting the sandbox: %w", err))
 	}
+	fmt.Fprintf(os.Stderr, "e2esuite: sandbox with %d clusters up in %s\n", len(s.SB.State.Clusters), time.Since(begin).Round(time.Second))
+	s.Namespace = s.SB.State.Namespace
 	cfg, err := s.SB.RESTConfig()
 	if err == nil {
 		s.KC, err = kubernetes.NewForConfig(cfg)
@@ -128,7 +221,7 @@ func Start(o Options) (*Suite, error) {
 		s.Dial, err = portforward.NewDialer(cfg)
 	}
 	if err != nil {
-		s.Stop()
+		_ = s.Stop()
 		return nil, err
 	}
 	s.Kubectl = filepath.Join(binDir, "kubectl")
@@ -136,33 +229,65 @@ func Start(o Options) (*Suite, error) {
 }
 
 // Stop stops the sandbox and removes the suite's files.
-func (s *Suite) Stop() {
+func (s *Suite) Stop() error {
+	var err error
 	if s.SB != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := sandbox.Down(ctx, s.SB.Dir, sandbox.DownOptions{}); err != nil {
-			fmt.Fprintln(os.Stderr, "sandbox down:", err)
-		}
+		err = sandbox.Down(ctx, s.SB.Dir, sandbox.DownOptions{})
 	}
 	os.RemoveAll(s.tmp)
+	return err
 }
 
 // Dir is a directory for the suite's own files, removed by Stop.
 func (s *Suite) Dir() string { return s.tmp }
 
 // BuildPlugin builds cmd/kubectl-hactl into dir.
-func BuildPlugin(dir string) error {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+func BuildPlugin(dir string) error { return Build(dir, Plugin) }
+
+// Build builds each of cmds (cmd/NAME of this module) into dir/NAME.
+//
+// It builds with `go run -exec cp ./cmd/NAME dir/NAME`: go run keeps the
+// executables it links in the Go build cache, and -exec runs cp on the
+// executable instead of the program itself. So the first package (or
+// run) to build a version of the sources links it, and every later one,
+// in any package, copies the cached executable. go run links without
+// DWARF debug information; nothing in the tests reads it.
+func Build(dir string, cmds ...string) error {
+	root, err := testbins.RepoRoot()
 	if err != nil {
-		return fmt.Errorf("go env GOMOD: %w", err)
+		return err
 	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-hactl"), "./cmd/kubectl-hactl")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building kubectl-hactl: %v\n%s", err, b)
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, c := range cmds {
+		out := filepath.Join(dir, c)
+		cmd := exec.Command("go", "run", "-exec", "cp", "./cmd/"+c, out)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building %s: %v\n%s", c, err, b)
+		}
+		if fi, err := os.Stat(out); err != nil || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("building %s: no executable at %s (%v)", c, out, err)
+		}
 	}
 	return nil
+}
+
+// PluginDir builds kubectl-hactl into a directory of t's own and returns
+// the directory.
+func PluginDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := BuildPlugin(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // Result is one finished command.
@@ -185,9 +310,16 @@ func (s *Suite) Env() []string {
 // Hactl runs `kubectl hactl ARGS -n namespace` through the real kubectl.
 func (s *Suite) Hactl(t testing.TB, args ...string) Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	return s.Run(t, 8*time.Minute, append(append([]string{"hactl"}, args...), "-n", s.Namespace)...)
+}
+
+// Run runs the real kubectl with ARGS as given (in Env), ending it after
+// timeout.
+func (s *Suite) Run(t testing.TB, timeout time.Duration, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.Kubectl, append(append([]string{"hactl"}, args...), "-n", s.Namespace)...)
+	cmd := exec.CommandContext(ctx, s.Kubectl, args...)
 	cmd.Env = s.Env()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -199,7 +331,7 @@ func (s *Suite) Hactl(t testing.TB, args ...string) Result {
 	case errors.As(err, &ee):
 		r.Code = ee.ExitCode()
 	default:
-		t.Fatalf("running kubectl hactl %v: %v", args, err)
+		t.Fatalf("running kubectl %v: %v", args, err)
 	}
 	return r
 }
@@ -230,21 +362,16 @@ func (s *Suite) Observer() *actions.Observer {
 // says it.
 func (s *Suite) WaitFailoverReady(t testing.TB, cluster string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	var last string
-	for time.Now().Before(deadline) {
+	poll.Until(t, 3*time.Minute, cluster+" to be failover-ready", func() error {
 		res, _, err := s.Observer().Observe(context.Background(), s.Namespace, cluster)
-		if err == nil && res.Verdict.FailoverReady {
-			return
-		}
 		if err != nil {
-			last = err.Error()
-		} else {
-			last = fmt.Sprintf("%+v", res.Verdict.Reasons)
+			return err
 		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("%s not failover-ready within 3m: %s", cluster, last)
+		if !res.Verdict.FailoverReady {
+			return fmt.Errorf("%+v", res.Verdict.Reasons)
+		}
+		return nil
+	}, poll.Every(time.Second))
 }
 
 // Roles returns the leader and the followers of a cluster.
@@ -307,27 +434,22 @@ func (s *Suite) AssertSentinel(t testing.TB, cluster, want string) {
 	t.Helper()
 	for i := 0; i < 3; i++ {
 		pod := fmt.Sprintf("%s-%d", cluster, i)
-		deadline := time.Now().Add(time.Minute)
-		var got string
-		var found bool
-		var err error
-		for time.Now().Before(deadline) {
+		err := poll.Wait(time.Minute, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			c, oerr := s.OpenMember(ctx, pod, 5*time.Second)
-			if oerr == nil {
-				got, found, err = c.Get(ctx, SentinelKey)
-				_ = c.Close()
-			} else {
-				err = oerr
+			defer cancel()
+			c, err := s.OpenMember(ctx, pod, 5*time.Second)
+			if err != nil {
+				return err
 			}
-			cancel()
-			if err == nil && found && got == want {
-				break
+			got, found, err := c.Get(ctx, SentinelKey)
+			_ = c.Close()
+			if err != nil || !found || got != want {
+				return fmt.Errorf("sentinel %q (found %v, err %v), want %q", got, found, err, want)
 			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		if err != nil || !found || got != want {
-			t.Errorf("%s: sentinel %q (found %v, err %v), want %q", pod, got, found, err, want)
+			return nil
+		}, poll.Every(500*time.Millisecond))
+		if err != nil {
+			t.Errorf("%s: %v", pod, err)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/etcdcluster"
@@ -65,7 +66,7 @@ func TestProbeEtcdThroughPortForward(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := engine.ProbeOptions{Timeout: time.Second, Dial: dial}
-			waitUntil(t, 10*time.Second, "every member to answer through the tunnel", func() error {
+			poll.Until(t, 10*time.Second, "every member to answer through the tunnel", func() error {
 				for i, f := range etcd.New().Probe(ctx, targets, o) {
 					if !f.Reachable || len(f.Peers) != 3 || f.LeaderID == "" {
 						return fmt.Errorf("%s: reachable=%v peers=%d leader=%q err=%q", targets[i].Member, f.Reachable, len(f.Peers), f.LeaderID, f.Err)
@@ -97,7 +98,7 @@ func TestProbeEtcdThroughPortForward(t *testing.T) {
 			if err := c.Members[2].Resume(); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, 10*time.Second, "port-forwarded connections to be closed", func() error {
+			poll.Until(t, 10*time.Second, "port-forwarded connections to be closed", func() error {
 				if n := s.openConns(); n != 0 {
 					return fmt.Errorf("%d still open", n)
 				}

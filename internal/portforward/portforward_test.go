@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/internal/poll"
 )
 
 func newServer(t *testing.T, s *pfServer) *rest.Config {
@@ -26,21 +27,6 @@ func newServer(t *testing.T, s *pfServer) *rest.Config {
 	return &rest.Config{Host: srv.URL}
 }
 
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, within, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // goroutineBaseline returns a check that the goroutine count came back to
 // what it is now (give or take a few started by the runtime or the test
 // server's listener).
@@ -48,7 +34,7 @@ func goroutineBaseline(t *testing.T) func() {
 	before := runtime.NumGoroutine()
 	return func() {
 		t.Helper()
-		waitUntil(t, 5*time.Second, "goroutines to wind down", func() error {
+		poll.Until(t, 5*time.Second, "goroutines to wind down", func() error {
 			if n := runtime.NumGoroutine(); n > before+2 {
 				return fmt.Errorf("%d goroutines, %d before", n, before)
 			}
@@ -142,7 +128,7 @@ func TestDialEcho(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("conn did not wind down after Close")
 			}
-			waitUntil(t, 5*time.Second, "the server to see the connection closed", func() error {
+			poll.Until(t, 5*time.Second, "the server to see the connection closed", func() error {
 				if n := s.openConns(); n != 0 {
 					return fmt.Errorf("%d open", n)
 				}

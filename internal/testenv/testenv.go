@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
 	"github.com/hactl-dev/hactl/sandbox/etcdcluster"
@@ -314,28 +316,25 @@ func firstReview(namespace string, rules []rbacv1.PolicyRule) *authorizationv1.S
 }
 
 // Poll calls cond until it returns true, failing the test if cond returns
-// an error or timeout passes first. The interval starts at 10 ms and
-// backs off to 250 ms.
+// an error or timeout passes first. It is poll.Until for conditions that
+// answer true or false; poll.Until, whose conditions say why they do not
+// hold yet, gives the better failure message.
 func Poll(t testing.TB, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	interval := 10 * time.Millisecond
-	for {
+	poll.Until(t, timeout, "the condition", func() error {
+		t.Helper()
 		ok, err := cond()
 		if err != nil {
 			t.Fatalf("poll: %v", err)
 		}
-		if ok {
-			return
+		if !ok {
+			return errNotYet
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			t.Fatalf("poll: condition not met within %s", timeout)
-		}
-		time.Sleep(min(interval, left))
-		interval = min(2*interval, 250*time.Millisecond)
-	}
+		return nil
+	})
 }
+
+var errNotYet = errors.New("it does not hold yet")
 
 // LeftoverProcesses lists live processes whose command line mentions a
 // path inside dir (every process the harness starts has such a path in its

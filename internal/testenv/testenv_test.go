@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
 )
@@ -27,20 +28,17 @@ func TestLeftoverProcessesFindsAProcessByItsDirectory(t *testing.T) {
 	pid := cmd.Process.Pid
 	// Start returns once the child has exec'd; poll all the same, so a
 	// slow /proc under load is not a failure, and say what /proc held.
-	var got []int
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if got = testenv.LeftoverProcesses(dir); slices.Equal(got, []int{pid}) {
-			break
+	err := poll.Wait(10*time.Second, func() error {
+		if got := testenv.LeftoverProcesses(dir); !slices.Equal(got, []int{pid}) {
+			return fmt.Errorf("LeftoverProcesses(%s) = %v, want [%d]", dir, got, pid)
 		}
-		if time.Now().After(deadline) {
-			cmdline, cerr := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			stat, serr := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			_ = cmd.Process.Kill()
-			t.Fatalf("LeftoverProcesses(%s) = %v, want [%d]; /proc/%d/cmdline %q (%v), stat %q (%v)",
-				dir, got, pid, pid, cmdline, cerr, stat, serr)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		cmdline, cerr := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		stat, serr := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		_ = cmd.Process.Kill()
+		t.Fatalf("%v; /proc/%d/cmdline %q (%v), stat %q (%v)", err, pid, cmdline, cerr, stat, serr)
 	}
 	// A sibling directory whose name extends dir's is not dir.
 	if got := testenv.LeftoverProcesses(dir[:len(dir)-1]); len(got) != 0 {

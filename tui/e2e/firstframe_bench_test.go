@@ -27,11 +27,9 @@ const firstFrameSamples = 5
 //
 //	go test ./tui/e2e -run '^$' -bench TUIFirstFrame -benchtime 1x
 func BenchmarkTUIFirstFrame(b *testing.B) {
-	sb := startSandbox(b, "healthy", "no-pdb")
-	dir := buildBinary(b)
-	bin := filepath.Join(dir, "kubectl-hactl")
-	ns := sb.State.Namespace
-	base := []string{bin, "--kubeconfig", sb.Kubeconfig, "-n", ns}
+	suite := startSandbox(b, "healthy", "no-pdb")
+	bin := filepath.Join(suite.Bin, "kubectl-hactl")
+	base := []string{bin, "--kubeconfig", suite.SB.Kubeconfig, "-n", suite.Namespace}
 	b.Run("2clusters", func(b *testing.B) {
 		env := []string{"HOME=" + b.TempDir(), "PATH=/usr/bin:/bin"}
 		var tuiTotal, paintTotal, statusTotal time.Duration

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}, &cp) }
 // answer: every probe fails through the real port-forward path).
 func TestTUIOnFixtures(t *testing.T) {
 	testenv.SkipShort(t)
-	dir := buildBinary(t)
+	dir := e2esuite.PluginDir(t)
 	bins := testenv.BinDir(t)
 	admin := testenv.Clientset(t, cp.Admin)
 	ns := testenv.Namespace(t, cp)

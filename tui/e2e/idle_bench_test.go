@@ -23,11 +23,10 @@ const clockTicks = 100
 //
 //	go test ./tui/e2e -run '^$' -bench TUIIdleCPU -benchtime 1x
 func BenchmarkTUIIdleCPU(b *testing.B) {
-	sb := startSandbox(b, "healthy", "crashloop")
-	dir := buildBinary(b)
+	suite := startSandbox(b, "healthy", "crashloop")
 	measure := func(height int, ready string, args ...string) float64 {
 		s := startTmux(b, 120, height, []string{"HOME=" + b.TempDir(), "PATH=/usr/bin:/bin"},
-			append([]string{filepath.Join(dir, "kubectl-hactl"), "--kubeconfig", sb.Kubeconfig, "-n", sb.State.Namespace}, args...)...)
+			append([]string{filepath.Join(suite.Bin, "kubectl-hactl"), "--kubeconfig", suite.SB.Kubeconfig, "-n", suite.Namespace}, args...)...)
 		// Wait for the first probes and the watch caches.
 		s.waitFor(2*time.Minute, "crashloop", "healthy", ready)
 		pid := s.pid()

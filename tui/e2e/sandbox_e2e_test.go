@@ -3,47 +3,24 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hactl-dev/hactl/artifact"
-	"github.com/hactl-dev/hactl/internal/testenv"
-	"github.com/hactl-dev/hactl/sandbox"
+	"github.com/hactl-dev/hactl/internal/e2esuite"
+	"github.com/hactl-dev/hactl/internal/poll"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
-// startSandbox starts a sandbox with the given scenarios (the supervisor
-// is the real hactl-sandbox binary) and takes it down at the end.
-func startSandbox(t testing.TB, scenarios ...string) *sandbox.Sandbox {
+// startSandbox starts a sandbox with the given scenarios for t (the
+// supervisor is the real hactl-sandbox binary) and takes it down at the
+// end; the suite's Bin holds the built kubectl-hactl.
+func startSandbox(t testing.TB, scenarios ...string) *e2esuite.Suite {
 	t.Helper()
-	testenv.SkipShort(t)
-	exe := filepath.Join(t.TempDir(), "hactl-sandbox")
-	if out, err := exec.Command("go", "build", "-o", exe, "../../cmd/hactl-sandbox").CombinedOutput(); err != nil {
-		t.Fatalf("go build hactl-sandbox: %v\n%s", err, out)
-	}
-	dir := filepath.Join(t.TempDir(), "sandbox")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	sb, err := sandbox.Start(ctx, sandbox.Options{Dir: dir, BinDir: testenv.BinDir(t), Scenarios: scenarios, Executable: exe})
-	if err != nil {
-		t.Fatalf("starting the sandbox: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := sandbox.Down(ctx, dir, sandbox.DownOptions{}); err != nil {
-			t.Errorf("sandbox down: %v", err)
-		}
-	})
-	return sb
+	return e2esuite.StartTest(t, e2esuite.Options{Scenarios: scenarios, SandboxBinary: true, Timeout: 5 * time.Minute})
 }
 
 // memberClient dials one member on its own (no endpoint sync).
@@ -63,10 +40,9 @@ var titleVerdict = regexp.MustCompile(`(?m)\A[^\n]*?(NOT control-ready|NOT failo
 // TestTUIOnSandbox drives the real binary's TUI in tmux against the
 // sandbox: real etcd members behind kwok port-forwards, a real S3 store.
 func TestTUIOnSandbox(t *testing.T) {
-	sb := startSandbox(t, "crashloop", "healthy")
-	dir := buildBinary(t)
-	t.Run("replace the crash-looping member", func(t *testing.T) { replaceOnSandbox(t, sb, dir) })
-	t.Run("seed a generation", func(t *testing.T) { seedOnSandbox(t, sb, dir) })
+	suite := startSandbox(t, "crashloop", "healthy")
+	t.Run("replace the crash-looping member", func(t *testing.T) { replaceOnSandbox(t, suite) })
+	t.Run("seed a generation", func(t *testing.T) { seedOnSandbox(t, suite) })
 }
 
 // replaceOnSandbox is the issue's end-to-end acceptance: open the TUI on
@@ -74,8 +50,9 @@ func TestTUIOnSandbox(t *testing.T) {
 // broken member through the dialog (typing its name), watch it converge
 // to failover-ready, quit; a sentinel key written before is on every
 // member afterwards, each asked on its own.
-func replaceOnSandbox(t *testing.T, sb *sandbox.Sandbox, dir string) {
-	ns, cluster, victim := sb.State.Namespace, "crashloop", "crashloop-2"
+func replaceOnSandbox(t *testing.T, suite *e2esuite.Suite) {
+	sb, dir := suite.SB, suite.Bin
+	ns, cluster, victim := suite.Namespace, "crashloop", "crashloop-2"
 
 	// The sentinel, through a healthy member.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -131,9 +108,11 @@ func replaceOnSandbox(t *testing.T, sb *sandbox.Sandbox, dir string) {
 		t.Fatalf("replace did not finish in %d attempts", attempts)
 	}
 	// The view converges: the title's verdict turns failover-ready.
-	testenv.Poll(t, 3*time.Minute, func() (bool, error) {
-		m := titleVerdict.FindStringSubmatch(s.screen())
-		return m != nil && m[1] == "failover-ready", nil
+	poll.Until(t, 3*time.Minute, "the title's verdict to turn failover-ready", func() error {
+		if m := titleVerdict.FindStringSubmatch(s.screen()); m == nil || m[1] != "failover-ready" {
+			return fmt.Errorf("title verdict %q", m)
+		}
+		return nil
 	})
 	s.keys("1")
 	s.waitFor(time.Minute, "›2 "+victim, "failover-ready: losing any one member would be survivable")
@@ -154,12 +133,15 @@ func replaceOnSandbox(t *testing.T, sb *sandbox.Sandbox, dir string) {
 		}
 		seen++
 		c := memberClient(t, m.ClientURL)
-		testenv.Poll(t, time.Minute, func() (bool, error) {
+		poll.Until(t, time.Minute, m.Name+" to serve the sentinel", func() error {
 			r, err := c.Get(ctx, "/hactl-e2e/sentinel", clientv3.WithSerializable())
 			if err != nil {
-				return false, nil
+				return err
 			}
-			return len(r.Kvs) == 1 && string(r.Kvs[0].Value) == sentinel, nil
+			if len(r.Kvs) != 1 || string(r.Kvs[0].Value) != sentinel {
+				return fmt.Errorf("%d values under the key, want %q alone", len(r.Kvs), sentinel)
+			}
+			return nil
 		})
 	}
 	if seen != 3 {
@@ -171,30 +153,14 @@ func replaceOnSandbox(t *testing.T, sb *sandbox.Sandbox, dir string) {
 // the dialog into the sandbox's S3 store (named by the StatefulSet's
 // annotations, credentials by Secret reference) and sees it listed as
 // complete; no credential ever reaches the screen.
-func seedOnSandbox(t *testing.T, sb *sandbox.Sandbox, dir string) {
-	ns, cluster := sb.State.Namespace, "healthy"
+func seedOnSandbox(t *testing.T, suite *e2esuite.Suite) {
+	sb, dir := suite.SB, suite.Bin
+	ns, cluster := suite.Namespace, "healthy"
 	s3, err := sb.S3()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := sb.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := testenv.Clientset(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "seed-store"},
-		Data:       map[string][]byte{artifact.SecretKeyAccessKeyID: []byte(s3.AccessKey), artifact.SecretKeySecretAccessKey: []byte(s3.SecretKey)},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:"seed-store"}}}`, artifact.AnnotationStore,
-		fmt.Sprintf("s3://%s/tui-e2e?endpoint=%s&use_path_style=true&region=%s", s3.Bucket, s3.Endpoint, s3.Region), artifact.AnnotationStoreSecret)
-	if _, err := kube.AppsV1().StatefulSets(ns).Patch(ctx, cluster, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	suite.SetupStore(t, cluster)
 
 	s := startTmux(t, 100, 30, []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"},
 		filepath.Join(dir, "kubectl-hactl"), "--kubeconfig", sb.Kubeconfig, "tui", "-n", ns, cluster)

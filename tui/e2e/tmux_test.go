@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,19 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/internal/poll"
 )
-
-// buildBinary compiles kubectl-hactl into a fresh directory.
-func buildBinary(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-hactl"), "../../cmd/kubectl-hactl").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
-}
 
 // session is one tmux server (its own socket) running one command in a
 // pane of a given size.
@@ -108,14 +98,14 @@ func (s *session) text(txt string) {
 func (s *session) waitFor(timeout time.Duration, want ...string) string {
 	s.t.Helper()
 	var scr string
-	testenv.Poll(s.t, timeout, func() (bool, error) {
+	poll.Until(s.t, timeout, fmt.Sprintf("the screen to show %q", want), func() error {
 		scr = s.screen()
 		for _, w := range want {
 			if !strings.Contains(scr, w) {
-				return false, nil
+				return fmt.Errorf("no %q on the screen", w)
 			}
 		}
-		return true, nil
+		return nil
 	})
 	return scr
 }
@@ -124,14 +114,14 @@ func (s *session) waitFor(timeout time.Duration, want ...string) string {
 func (s *session) waitGone(timeout time.Duration, gone ...string) string {
 	s.t.Helper()
 	var scr string
-	testenv.Poll(s.t, timeout, func() (bool, error) {
+	poll.Until(s.t, timeout, fmt.Sprintf("%q to leave the screen", gone), func() error {
 		scr = s.screen()
 		for _, g := range gone {
 			if strings.Contains(scr, g) {
-				return false, nil
+				return fmt.Errorf("%q still on the screen", g)
 			}
 		}
-		return true, nil
+		return nil
 	})
 	return scr
 }
@@ -140,9 +130,11 @@ func (s *session) waitGone(timeout time.Duration, gone ...string) string {
 func (s *session) waitMatch(timeout time.Duration, re *regexp.Regexp) string {
 	s.t.Helper()
 	var scr string
-	testenv.Poll(s.t, timeout, func() (bool, error) {
-		scr = s.screen()
-		return re.MatchString(scr), nil
+	poll.Until(s.t, timeout, fmt.Sprintf("the screen to match %s", re), func() error {
+		if scr = s.screen(); !re.MatchString(scr) {
+			return errors.New("no match")
+		}
+		return nil
 	})
 	return scr
 }
@@ -151,13 +143,10 @@ func (s *session) waitMatch(timeout time.Duration, re *regexp.Regexp) string {
 func (s *session) exited(timeout time.Duration) int {
 	s.t.Helper()
 	code := -1
-	testenv.Poll(s.t, timeout, func() (bool, error) {
-		b, err := os.ReadFile(s.exitFile)
-		if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
-			return false, nil
-		}
-		code, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil, err
+	poll.Until(s.t, timeout, "the command to exit", func() error {
+		var err error
+		code, err = readNumber(s.t, s.exitFile)
+		return err
 	})
 	return code
 }
@@ -166,15 +155,31 @@ func (s *session) exited(timeout time.Duration) int {
 func (s *session) pid() int {
 	s.t.Helper()
 	var pid int
-	testenv.Poll(s.t, 30*time.Second, func() (bool, error) {
-		b, err := os.ReadFile(s.pidFile)
-		if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
-			return false, nil
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil, err
+	poll.Until(s.t, 30*time.Second, "the command's pid", func() error {
+		var err error
+		pid, err = readNumber(s.t, s.pidFile)
+		return err
 	})
 	return pid
+}
+
+// readNumber reads the number the pane's shell wrote to path: an error
+// while the line is not complete yet, a test failure if it is not a
+// number.
+func readNumber(t testing.TB, path string) (int, error) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.HasSuffix(b, []byte("\n")) {
+		return 0, fmt.Errorf("%s: %q is not a complete line yet", path, b)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return n, nil
 }
 
 // klogLine matches a klog header (E1129 12:00:00.000000 …), which must

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hactl-dev/hactl/internal/poll"
 )
 
 func startShell(t *testing.T, dir, script string) *Process {
@@ -158,14 +160,16 @@ func TestParentDeath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for Alive(pid) && !detach && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
 			if !detach {
-				if Alive(pid) {
+				err := poll.Wait(10*time.Second, func() error {
+					if Alive(pid) {
+						return fmt.Errorf("pid %d alive", pid)
+					}
+					return nil
+				})
+				if err != nil {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
-					t.Fatal("the child outlived the process that started it")
+					t.Fatalf("the child outlived the process that started it: %v", err)
 				}
 				return
 			}

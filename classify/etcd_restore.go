@@ -22,14 +22,33 @@ import (
 // The cluster's own members are never deleted: the StatefulSet controller
 // stops and recreates them, the volumes are kept, and each agent keeps the
 // previous data directory beside the restored one.
-func (c *classifier) restore() {
+func (c etcd) restore() {
 	c.d.Flow = FlowRestore
-	cl := c.obs.Cluster
-	t := cl.Template
 	if c.in.Member != "" {
 		c.block(CodeRestoreUnsupported, c.in.Member, "", "restore acts on every member of the cluster at once; name no member (to rebuild one member, use reseed or replace)")
 		return
 	}
+	c.restoreShapeGates()
+	replicas := c.restoreReplicas()
+	c.d.Replicas = replicas
+	if replicas <= 0 {
+		c.block(CodeRestoreUnsupported, "", "", "the StatefulSet wants 0 replicas and no restore in progress records how many to restore: scale it to the cluster's size first")
+		return
+	}
+	peers := c.restoreTemplateGates(replicas)
+	c.restoreSourceGates()
+	if src := c.o.Source; c.resume == nil && src != nil {
+		c.restoreForeignGate(src)
+		c.restoreQuorumGate()
+		c.restoreDiscardNotes(src)
+	}
+	c.restorePlan(replicas, peers)
+}
+
+// restoreShapeGates refuses the shapes and pod management policies a
+// restore cannot work with.
+func (c etcd) restoreShapeGates() {
+	cl := c.obs.Cluster
 	switch cl.Shape {
 	case model.ShapeStaticExisting, model.ShapeStaticNew:
 	case model.ShapeSelfRegistering:
@@ -43,22 +62,30 @@ func (c *classifier) restore() {
 		c.block(CodeRestoreUnsupported, "", "", "podManagementPolicy is %s: the StatefulSet creates member N+1 only once member N is ready, and a restored member is ready only with a quorum, so the restored members would never all start. "+
 			"podManagementPolicy cannot be changed in place: recreate the StatefulSet with podManagementPolicy: Parallel (kubectl delete statefulset --cascade=orphan, then apply it again) and run this again", orName(cl.PodManagementPolicy, "unset"))
 	}
-	replicas := cl.Replicas
+}
+
+// restoreReplicas is the size the restore scales the StatefulSet back
+// to: what the resumed restore recorded, the StatefulSet's, or what a
+// restore superseded while the StatefulSet stood scaled to zero recorded.
+func (c etcd) restoreReplicas() int {
+	replicas := c.obs.Cluster.Replicas
 	if c.resume != nil && c.resume.Replicas > 0 {
 		replicas = c.resume.Replicas
 	}
-	// A restore superseded while the StatefulSet stood scaled to zero
-	// recorded the size to scale back to.
 	for _, e := range c.superseded {
 		if replicas <= 0 && e.Action == model.ActionRestore && e.Replicas > 0 {
 			replicas = e.Replicas
 		}
 	}
-	c.d.Replicas = replicas
-	if replicas <= 0 {
-		c.block(CodeRestoreUnsupported, "", "", "the StatefulSet wants 0 replicas and no restore in progress records how many to restore: scale it to the cluster's size first")
-		return
-	}
+	return replicas
+}
+
+// restoreTemplateGates checks that the template names every restored
+// member's peer URL and a data directory a restore can replace, and
+// returns the peer URLs by member name.
+func (c etcd) restoreTemplateGates(replicas int) map[string]string {
+	cl := c.obs.Cluster
+	t := cl.Template
 	peers := map[string]string{}
 	for _, e := range t.InitialCluster {
 		peers[e.Name] = e.PeerURL
@@ -83,7 +110,13 @@ func (c *classifier) restore() {
 	case t.DataDir == t.DataMount:
 		c.block(CodeTemplateUnverified, "", "", "--data-dir %s is the mount point of volume %s: the restore activates the new directory by renaming it, which a mount point cannot be; point --data-dir at a directory inside the volume (e.g. %s/data)", t.DataDir, t.DataVolume, t.DataMount)
 	}
-	src := c.o.Source
+	return peers
+}
+
+// restoreSourceGates checks that the generation was named, read and
+// verified, and holds this engine's data.
+func (c etcd) restoreSourceGates() {
+	cl, src := c.obs.Cluster, c.o.Source
 	switch {
 	case c.o.Generation == "":
 		c.block(CodeGenerationUnverified, "", "", "no generation named: restore needs --generation")
@@ -94,88 +127,66 @@ func (c *classifier) restore() {
 	case src.Engine != cl.Engine:
 		c.block(CodeGenerationForeign, "", "", "generation %s holds %s data; %s/%s runs %s", src.Generation, src.Engine, cl.Namespace, cl.Name, cl.Engine)
 	}
-	if c.resume == nil && src != nil {
-		ref, how := c.a.ClusterID, "its members answer for"
-		if ref == "" {
-			ref, how = cl.KnownClusterID, "hactl recorded"
-		}
-		switch {
-		case ref != "" && src.ClusterID != ref && c.o.Force:
-			c.note(CodeWritesDiscarded, "", "generation %s was taken from cluster %s, not %s (which %s): restoring it anyway (--force)", src.Generation, src.ClusterID, ref, how)
-		case ref != "" && src.ClusterID != ref:
-			c.block(CodeGenerationForeign, "", FlagForce, "generation %s was taken from cluster %s, but %s/%s is cluster %s (%s): restoring it would replace this cluster's data with another's. "+
-				"Override only if %s is an earlier incarnation of this cluster (restored since)", src.Generation, src.ClusterID, cl.Namespace, cl.Name, ref, how, src.ClusterID)
-		}
-		healthy := c.healthyVoters()
-		voters := c.a.Voters
-		quorum := voters/2 + 1
-		c.d.Quorum = Quorum{Voters: voters, Quorum: quorum, HealthyWithout: len(healthy)}
-		for _, h := range healthy {
-			c.d.Quorum.HealthyVoters = append(c.d.Quorum.HealthyVoters, h.Name)
-		}
-		if c.a.LeaderID != "" && voters > 0 && len(healthy) >= quorum {
-			if c.o.Force {
-				c.note(CodeWritesDiscarded, "", "the cluster has quorum (%d of %d voters healthy) and is restored anyway (--force)", len(healthy), voters)
-			} else {
-				c.block(CodeClusterHasQuorum, "", FlagForce, "the cluster has quorum (%d of %d voters healthy, leader %s): a restore stops every member and discards every write after the generation. "+
-					"Repair single members with replace or reseed", len(healthy), voters, c.a.LeaderMember)
-			}
-		}
-		if f := c.a.Frontier; f != nil && src.Revision > 0 {
-			c.note(CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone (members last reported applied index %d)", src.Revision, src.Generation, *f)
-		} else if src.Revision > 0 {
-			c.note(CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone", src.Revision, src.Generation)
-		}
-	}
-	c.restorePlan(replicas, peers)
 }
 
-func memberName(cluster string, i int) string { return fmt.Sprintf("%s-%d", cluster, i) }
+// restoreForeignGate refuses (unless --force) a generation taken from
+// another cluster than the one its members answer for, or hactl recorded.
+func (c etcd) restoreForeignGate(src *GenerationFacts) {
+	cl := c.obs.Cluster
+	ref, how := c.a.ClusterID, "its members answer for"
+	if ref == "" {
+		ref, how = cl.KnownClusterID, "hactl recorded"
+	}
+	switch {
+	case ref != "" && src.ClusterID != ref && c.o.Force:
+		c.note(CodeWritesDiscarded, "", "generation %s was taken from cluster %s, not %s (which %s): restoring it anyway (--force)", src.Generation, src.ClusterID, ref, how)
+	case ref != "" && src.ClusterID != ref:
+		c.block(CodeGenerationForeign, "", FlagForce, "generation %s was taken from cluster %s, but %s/%s is cluster %s (%s): restoring it would replace this cluster's data with another's. "+
+			"Override only if %s is an earlier incarnation of this cluster (restored since)", src.Generation, src.ClusterID, cl.Namespace, cl.Name, ref, how, src.ClusterID)
+	}
+}
+
+// restoreQuorumGate fills Decision.Quorum and refuses (unless --force) to
+// restore a cluster that has quorum.
+func (c etcd) restoreQuorumGate() {
+	healthy := c.healthyVoters()
+	voters := c.a.Voters
+	quorum := voters/2 + 1
+	c.d.Quorum = Quorum{Voters: voters, Quorum: quorum, HealthyWithout: len(healthy)}
+	for _, h := range healthy {
+		c.d.Quorum.HealthyVoters = append(c.d.Quorum.HealthyVoters, h.Name)
+	}
+	if c.a.LeaderID == "" || voters <= 0 || len(healthy) < quorum {
+		return
+	}
+	if c.o.Force {
+		c.note(CodeWritesDiscarded, "", "the cluster has quorum (%d of %d voters healthy) and is restored anyway (--force)", len(healthy), voters)
+		return
+	}
+	c.block(CodeClusterHasQuorum, "", FlagForce, "the cluster has quorum (%d of %d voters healthy, leader %s): a restore stops every member and discards every write after the generation. "+
+		"Repair single members with replace or reseed", len(healthy), voters, c.a.LeaderMember)
+}
+
+// restoreDiscardNotes says which writes the restore discards.
+func (c etcd) restoreDiscardNotes(src *GenerationFacts) {
+	if f := c.a.Frontier; f != nil && src.Revision > 0 {
+		c.note(CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone (members last reported applied index %d)", src.Revision, src.Generation, *f)
+	} else if src.Revision > 0 {
+		c.note(CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone", src.Revision, src.Generation)
+	}
+}
 
 // restorePlan derives the restore's steps from the observed world.
-func (c *classifier) restorePlan(replicas int, peers map[string]string) {
+func (c etcd) restorePlan(replicas int, peers map[string]string) {
 	cl := c.obs.Cluster
 	stsFence := &model.Fence{Kind: "StatefulSet", Namespace: cl.Namespace, Name: cl.Name, UID: cl.UID,
 		ResourceVersion: cl.ResourceVersion, Fingerprint: cl.Fingerprint}
-	action := ""
-	if c.resume != nil {
-		action = c.resume.ID
-	}
-	// Restore pods of this action (any, before the action is recorded)
-	// and of this generation count; others are leftovers to delete.
-	ours := map[string]model.RestorePodFacts{}
-	for _, p := range cl.RestorePods {
-		if p.Generation == c.o.Generation && (action == "" || p.Action == action) && !p.DeletionMarked {
-			ours[p.Member] = p
-			continue
-		}
-		if !p.DeletionMarked {
-			c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p),
-				Detail: fmt.Sprintf("delete leftover restore pod %s (generation %s, %s)", p.Name, orName(p.Generation, "unknown"), orName(p.Phase, "no phase"))})
-		}
-	}
-	var failed []string
-	succeeded := 0
-	for i := range replicas {
-		p, ok := ours[memberName(cl.Name, i)]
-		switch {
-		case !ok:
-		case p.Phase == "Succeeded":
-			succeeded++
-		case p.Phase == "Failed":
-			failed = append(failed, fmt.Sprintf("%s: %s", p.Name, orName(p.Message, "failed")))
-		}
-	}
+	ours := c.restorePods()
+	succeeded, failed := c.restoreOutcomes(replicas, ours)
 	if len(failed) > 0 {
 		c.block(CodeRestoreFailed, "", "", "restore pods failed (the data directories they did not reach are unchanged): %s. Fix the cause, delete the failed pods (kubectl delete pod -l %s=%s), then run this again to resume",
 			strings.Join(failed, "; "), "hactl.dev/restore-of", cl.Name)
 		return
-	}
-	podsLeft := 0
-	for _, m := range c.obs.Members {
-		if m.Pod != nil {
-			podsLeft++
-		}
 	}
 	// Once every restore pod succeeded, or the ledger shows a step after
 	// them, the restore is past the point of no return: never scale down
@@ -189,21 +200,80 @@ func (c *classifier) restorePlan(replicas int, peers map[string]string) {
 	switch {
 	case cleanedUp:
 		c.done = true
-		return
 	case restored:
-		if cl.Replicas == 0 {
-			c.step(Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
+		c.afterRestore(replicas, ours, stsFence)
+	default:
+		c.restoreSteps(replicas, peers, ours, stsFence)
+	}
+}
+
+// restorePods returns the restore pods of this action (any, before the
+// action is recorded) and of this generation, by member; others are
+// leftovers, planned for deletion.
+func (c etcd) restorePods() map[string]model.RestorePodFacts {
+	cl := c.obs.Cluster
+	action := ""
+	if c.resume != nil {
+		action = c.resume.ID
+	}
+	ours := map[string]model.RestorePodFacts{}
+	for _, p := range cl.RestorePods {
+		if p.Generation == c.o.Generation && (action == "" || p.Action == action) && !p.DeletionMarked {
+			ours[p.Member] = p
+			continue
 		}
-		if cl.Replicas != 0 && c.restoredHealthy(replicas) {
-			c.deleteRestorePods(replicas, ours)
-			if len(c.d.Steps) == 0 {
-				c.done = true
-			}
-			return
+		if !p.DeletionMarked {
+			c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p),
+				Detail: fmt.Sprintf("delete leftover restore pod %s (generation %s, %s)", p.Name, orName(p.Generation, "unknown"), orName(p.Phase, "no phase"))})
 		}
-		c.awaitRestored(replicas)
+	}
+	return ours
+}
+
+// restoreOutcomes counts the restore pods that succeeded and describes
+// those that failed.
+func (c etcd) restoreOutcomes(replicas int, ours map[string]model.RestorePodFacts) (succeeded int, failed []string) {
+	for i := range replicas {
+		p, ok := ours[memberName(c.obs.Cluster.Name, i)]
+		switch {
+		case !ok:
+		case p.Phase == "Succeeded":
+			succeeded++
+		case p.Phase == "Failed":
+			failed = append(failed, fmt.Sprintf("%s: %s", p.Name, orName(p.Message, "failed")))
+		}
+	}
+	return succeeded, failed
+}
+
+// afterRestore plans from restored data directories: scale back (if not
+// yet), wait for the restored cluster, delete the restore pods.
+func (c etcd) afterRestore(replicas int, ours map[string]model.RestorePodFacts, stsFence *model.Fence) {
+	cl := c.obs.Cluster
+	if cl.Replicas == 0 {
+		c.step(Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
+	}
+	if cl.Replicas != 0 && c.restoredHealthy(replicas) {
 		c.deleteRestorePods(replicas, ours)
+		if len(c.d.Steps) == 0 {
+			c.done = true
+		}
 		return
+	}
+	c.awaitRestored(replicas)
+	c.deleteRestorePods(replicas, ours)
+}
+
+// restoreSteps plans the restore from before its point of no return:
+// scale to zero, run the restore pods not running yet, scale back, wait
+// for the restored cluster, delete the restore pods.
+func (c etcd) restoreSteps(replicas int, peers map[string]string, ours map[string]model.RestorePodFacts, stsFence *model.Fence) {
+	cl := c.obs.Cluster
+	podsLeft := 0
+	for _, m := range c.obs.Members {
+		if m.Pod != nil {
+			podsLeft++
+		}
 	}
 	if cl.Replicas > 0 {
 		c.step(Step{Kind: model.StepScaleDown, Fence: stsFence, Detail: fmt.Sprintf("scale StatefulSet %s from %d to 0 replicas: every member stops; volumes are kept", cl.Name, cl.Replicas)})
@@ -229,17 +299,17 @@ func (c *classifier) restorePlan(replicas int, peers map[string]string) {
 	}
 }
 
-func (c *classifier) awaitRestored(replicas int) {
+func (c etcd) awaitRestored(replicas int) {
 	c.step(Step{Kind: model.StepAwaitRestored, Detail: fmt.Sprintf("wait until all %d members answer as one cluster with a leader, every one a healthy voter", replicas)})
 }
 
 // restoredHealthy: every wanted member is a healthy voter of one cluster
 // with a leader.
-func (c *classifier) restoredHealthy(replicas int) bool {
+func (c etcd) restoredHealthy(replicas int) bool {
 	return c.a.LeaderID != "" && c.a.ClusterIDs == 1 && len(c.healthyVoters()) == replicas
 }
 
-func (c *classifier) deleteRestorePods(replicas int, ours map[string]model.RestorePodFacts) {
+func (c etcd) deleteRestorePods(replicas int, ours map[string]model.RestorePodFacts) {
 	cl := c.obs.Cluster
 	for i := range replicas {
 		p, ok := ours[memberName(cl.Name, i)]
@@ -248,18 +318,4 @@ func (c *classifier) deleteRestorePods(replicas int, ours map[string]model.Resto
 		}
 		c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p), Detail: fmt.Sprintf("delete restore pod %s (succeeded)", p.Name)})
 	}
-}
-
-// restorePodFence fences the delete of restore pod p as observed.
-func restorePodFence(cl model.ClusterFacts, p model.RestorePodFacts) *model.Fence {
-	return &model.Fence{Kind: "Pod", Namespace: cl.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
-}
-
-func hasReceipt(e *model.LedgerEntry, k model.StepKind) bool {
-	for _, r := range e.Receipts {
-		if r.Step == k && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,0 +1,268 @@
+package classify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// engineToy is an engine only these tests know.
+const engineToy model.Engine = "toy"
+
+// toyRules are the rules of a test engine, built from the common helpers
+// only: a replace deletes the target's volume and pod and waits for the
+// StatefulSet to recreate it; toy-0 leads and is replaced only with
+// --move-leader. holds is what holdsRecorded answers.
+type toyRules struct{ holds bool }
+
+func (toyRules) replace(c *classifier) {
+	m := c.member(c.in.Member)
+	if m == nil {
+		c.block(CodeMemberNotFound, c.in.Member, "", "no member %q (members: %s)", c.in.Member, c.memberNames())
+		return
+	}
+	if m.Pod != nil && m.Pod.DeletionMarked {
+		c.awaitForeignDelete(m.Name, m.Pod)
+		return
+	}
+	if c.observeNeverStarted(m.Name, m.Pod) {
+		return
+	}
+	if m.Name == "toy-0" && !c.o.MoveLeader {
+		c.block(CodeTargetIsLeader, m.Name, FlagMoveLeader, "%s leads", m.Name)
+	}
+	c.deleteBoth(m, m.PVC, true)
+	c.step(Step{Kind: model.StepAwaitPodRecreated, Member: m.Name, Detail: "wait for " + m.Name})
+}
+
+func (toyRules) seed(c *classifier) {
+	c.block(CodeNoSeedSource, "", "", "toy clusters have no seed source")
+}
+
+func (toyRules) restore(c *classifier) {
+	c.block(CodeRestoreUnsupported, "", "", "toy clusters are not restored")
+}
+
+func (r toyRules) holdsRecorded(*classifier, *model.LedgerEntry) bool { return r.holds }
+
+// toyRegistry holds the toy engine's rules and no others.
+func toyRegistry(r toyRules) map[model.Engine]engineRules {
+	return map[model.Engine]engineRules{engineToy: r}
+}
+
+// toyObs is a 3-member toy cluster. Nothing in it satisfies etcd's rules
+// (no probes, no member list, an unknown shape): any etcd rule that ran
+// would add a blocker.
+func toyObs() model.Observation {
+	obs := model.Observation{
+		At: now,
+		Cluster: model.ClusterFacts{Namespace: "db", Name: "toy", Engine: engineToy, UID: "sts-uid", ResourceVersion: "500",
+			Replicas: 3, ReadyReplicas: 3, Shape: model.ShapeUnknown, UpdateRevision: "toy-rev1"},
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("toy-%d", i)
+		obs.Members = append(obs.Members, model.Member{
+			Name: name, Ordinal: i,
+			Pod: &model.PodFacts{Name: name, UID: fmt.Sprintf("pod-uid-%d", i), ResourceVersion: fmt.Sprintf("10%d", i),
+				Phase: "Running", Started: true, Running: true, Ready: true, EverStarted: true, Revision: "toy-rev1"},
+			PVC: &model.PVCFacts{Name: "data-" + name, UID: fmt.Sprintf("pvc-uid-%d", i), ResourceVersion: fmt.Sprintf("20%d", i), Phase: "Bound"},
+		})
+	}
+	return obs
+}
+
+// toyEntry is an in-progress ledger entry of action on member.
+func toyEntry(action model.Action, member string) model.LedgerEntry {
+	return model.LedgerEntry{ID: string(action) + "." + member, Action: action, Member: member, Holder: "hactl/other/1/x",
+		State: model.EntryInProgress, Phase: model.ActionPhaseRemoving, StartedAt: now.Add(-time.Minute), UpdatedAt: now.Add(-30 * time.Second),
+		Replaced: model.Replaced{PodUID: "pod-uid-1", PVCUID: "pvc-uid-1"}}
+}
+
+var (
+	toyReplace = Intent{Action: model.ActionReplace, Member: "toy-1"}
+	toyPlan    = []model.StepKind{model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone, model.StepAwaitPodRecreated}
+)
+
+func blockerCodes(d Decision) []Code {
+	out := []Code{}
+	for _, b := range d.Blockers {
+		out = append(out, b.Code)
+	}
+	return out
+}
+
+// TestEngineRulesPlan: Classify hands the action to the rules of the
+// cluster's engine, and derives the verb, phase and fences from their
+// plan (finish) whatever the engine.
+func TestEngineRulesPlan(t *testing.T) {
+	d := classifyWith(toyRegistry(toyRules{}), toyObs(), toyReplace, now)
+	if d.Verb != VerbProceed || len(d.Blockers) > 0 || !slices.Equal(kinds(d), toyPlan) {
+		t.Fatalf("verb %s, blockers %v, steps %v:\n%s", d.Verb, blockerCodes(d), kinds(d), strings.Join(Describe(d), "\n"))
+	}
+	if d.Phase != model.ActionPhaseRemoving || len(d.Fences) != 2 || d.Fences[0].UID != "pvc-uid-1" || d.Fences[1].UID != "pod-uid-1" {
+		t.Errorf("phase %s, fences %+v", d.Phase, d.Fences)
+	}
+	for action, want := range map[model.Action]Code{model.ActionSeed: CodeNoSeedSource, model.ActionRestore: CodeRestoreUnsupported, "explode": CodeEngineUnsupported} {
+		d := classifyWith(toyRegistry(toyRules{}), toyObs(), Intent{Action: action}, now)
+		if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{want}) {
+			t.Errorf("%s: verb %s, blockers %v, want refuse %s", action, d.Verb, blockerCodes(d), want)
+		}
+	}
+}
+
+// TestCommonGatesApplyToEveryEngine: the lock, the ledger (resume,
+// supersede, stale entries), the freshness of the observation, the pod
+// gates and the override flags work for an engine whose rules are not
+// etcd's.
+func TestCommonGatesApplyToEveryEngine(t *testing.T) {
+	supersede := withOpts(toyReplace, func(o *Options) { o.Supersede = true })
+	for _, r := range []struct {
+		name   string
+		rules  toyRules
+		intent Intent
+		mutate func(*model.Observation)
+		verb   Verb
+		codes  []Code
+		check  func(*testing.T, Decision)
+	}{
+		{name: "lock held by another holder", intent: toyReplace, verb: VerbRefuse, codes: []Code{CodeLockHeld},
+			mutate: func(o *model.Observation) { o.Lock = lockStates[1].lock }},
+		{name: "lock held by the caller", intent: withOpts(toyReplace, func(o *Options) { o.LockHolder = lockStates[1].lock.Holder }), verb: VerbProceed,
+			mutate: func(o *model.Observation) { o.Lock = lockStates[1].lock }},
+		{name: "stale lock", intent: toyReplace, verb: VerbProceed,
+			mutate: func(o *model.Observation) { o.Lock = lockStates[2].lock },
+			check:  wantNote(CodeLockStale)},
+		{name: "stale observation", intent: toyReplace, verb: VerbRefuse, codes: []Code{CodeObservationStale},
+			mutate: func(o *model.Observation) { o.At = now.Add(-time.Hour) }},
+		{name: "another action in progress", intent: toyReplace, verb: VerbRefuse, codes: []Code{CodeActionInProgress},
+			mutate: func(o *model.Observation) { o.Ledger = []model.LedgerEntry{toyEntry(model.ActionReplace, "toy-2")} },
+			check: func(t *testing.T, d Decision) {
+				if d.Blockers[0].Override != FlagSupersede {
+					t.Errorf("override %q, want %s", d.Blockers[0].Override, FlagSupersede)
+				}
+			}},
+		{name: "another action superseded", intent: supersede, verb: VerbProceed,
+			mutate: func(o *model.Observation) { o.Ledger = []model.LedgerEntry{toyEntry(model.ActionReplace, "toy-2")} },
+			check:  wantSupersedes("replace.toy-2")},
+		{name: "same action resumed", intent: toyReplace, verb: VerbProceed,
+			mutate: func(o *model.Observation) { o.Ledger = []model.LedgerEntry{toyEntry(model.ActionReplace, "toy-1")} },
+			check:  wantResume("replace.toy-1")},
+		{name: "stale entry superseded", intent: toyReplace, verb: VerbProceed, mutate: staleToyEntry,
+			check: wantSupersedes("replace.toy-1")},
+		{name: "stale entry the engine still holds resumed", rules: toyRules{holds: true}, intent: toyReplace, verb: VerbProceed, mutate: staleToyEntry,
+			check: wantResume("replace.toy-1")},
+		{name: "the engine's blocker", intent: Intent{Action: model.ActionReplace, Member: "toy-0"}, verb: VerbRefuse, codes: []Code{CodeTargetIsLeader},
+			check: func(t *testing.T, d Decision) {
+				if d.Blockers[0].Override != FlagMoveLeader {
+					t.Errorf("override %q, want %s", d.Blockers[0].Override, FlagMoveLeader)
+				}
+			}},
+		{name: "the engine's blocker overridden", intent: Intent{Action: model.ActionReplace, Member: "toy-0", Options: Options{MoveLeader: true}}, verb: VerbProceed},
+		{name: "pod being deleted", intent: toyReplace, verb: VerbAwait, codes: []Code{CodePodTerminating},
+			mutate: func(o *model.Observation) { o.Members[1].Pod.DeletionMarked = true }},
+		{name: "pod never started", intent: toyReplace, verb: VerbObserve, codes: []Code{CodePodNeverStarted},
+			mutate: func(o *model.Observation) {
+				p := o.Members[1].Pod
+				p.Started, p.Running, p.Ready, p.EverStarted = false, false, false, false
+			}},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			obs := toyObs()
+			if r.mutate != nil {
+				r.mutate(&obs)
+			}
+			d := classifyWith(toyRegistry(r.rules), obs, r.intent, now)
+			if d.Verb != r.verb || !slices.Equal(blockerCodes(d), append([]Code{}, r.codes...)) {
+				t.Errorf("verb %s, blockers %v; want %s, %v\n%s", d.Verb, blockerCodes(d), r.verb, r.codes, strings.Join(Describe(d), "\n"))
+			}
+			if r.check != nil {
+				r.check(t, d)
+			}
+		})
+	}
+}
+
+func staleToyEntry(o *model.Observation) {
+	e := toyEntry(model.ActionReplace, "toy-1")
+	e.UpdatedAt = now.Add(-2 * time.Hour)
+	e.Replaced = model.Replaced{PodUID: "pod-uid-gone", PVCUID: "pvc-uid-gone", MemberID: "gone"}
+	o.Ledger = []model.LedgerEntry{e}
+}
+
+func wantNote(code Code) func(*testing.T, Decision) {
+	return func(t *testing.T, d Decision) {
+		if !slices.ContainsFunc(d.Notes, func(n Note) bool { return n.Code == code }) {
+			t.Errorf("note %s missing: %+v", code, d.Notes)
+		}
+	}
+}
+
+func wantSupersedes(id string) func(*testing.T, Decision) {
+	return func(t *testing.T, d Decision) {
+		if d.Resume != "" || !slices.Equal(d.Supersedes, []string{id}) {
+			t.Errorf("resume %q, supersedes %v; want %s superseded", d.Resume, d.Supersedes, id)
+		}
+		wantNote(CodeSuperseding)(t, d)
+	}
+}
+
+func wantResume(id string) func(*testing.T, Decision) {
+	return func(t *testing.T, d Decision) {
+		if d.Resume != id || len(d.Supersedes) > 0 {
+			t.Errorf("resume %q, supersedes %v; want %s resumed", d.Resume, d.Supersedes, id)
+		}
+		wantNote(CodeResuming)(t, d)
+	}
+}
+
+// TestEngineWithoutRulesIsRefused: a cluster whose engine has no rules is
+// refused with engine_unsupported (documented in docs/actions.md), plans
+// nothing and still passes through the common gates.
+func TestEngineWithoutRulesIsRefused(t *testing.T) {
+	for _, engine := range []model.Engine{model.EnginePatroni, engineToy, ""} {
+		for _, action := range model.AllActions {
+			obs := healthy()
+			obs.Cluster.Engine = engine
+			in := Intent{Action: action, Member: "etcd-1"}
+			if action == model.ActionRestore {
+				in = restoreIntent
+			}
+			d := Classify(obs, in, now)
+			name := fmt.Sprintf("%q %s", engine, action)
+			if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported}) || len(d.Steps) > 0 || d.Flow != FlowNone || d.Deletes() {
+				t.Errorf("%s: verb %s, blockers %v, flow %s, steps %v\n%s", name, d.Verb, blockerCodes(d), d.Flow, kinds(d), strings.Join(Describe(d), "\n"))
+				continue
+			}
+			if want := fmt.Sprintf("hactl acts on etcd clusters only; db/etcd runs %q (diagnose with status)", engine); d.Blockers[0].Detail != want {
+				t.Errorf("%s: detail %q, want %q", name, d.Blockers[0].Detail, want)
+			}
+		}
+	}
+	// The common gates still apply: the lock is reported too.
+	obs := healthy()
+	obs.Cluster.Engine = model.EnginePatroni
+	obs.Lock = lockStates[1].lock
+	if d := Classify(obs, replace1, now); !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported, CodeLockHeld}) {
+		t.Errorf("blockers %v, want engine_unsupported and lock_held", blockerCodes(d))
+	}
+	// The registry decides: without etcd's entry an etcd cluster is
+	// refused the same way, and the refusal names the engines there are.
+	d := classifyWith(toyRegistry(toyRules{}), healthy(), replace1, now)
+	if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "acts on toy clusters only") {
+		t.Errorf("etcd without rules: verb %s, blockers %+v", d.Verb, d.Blockers)
+	}
+}
+
+// TestEtcdIsRegistered: etcd clusters are planned by etcd's rules.
+func TestEtcdIsRegistered(t *testing.T) {
+	if _, ok := engines[model.EngineEtcd].(etcdRules); !ok {
+		t.Fatalf("engines[%s] = %T, want etcdRules", model.EngineEtcd, engines[model.EngineEtcd])
+	}
+	if d := Classify(healthy(), replace1, now); d.Verb != VerbProceed || !slices.Equal(kinds(d), fullPlan) {
+		t.Errorf("verb %s, steps %v, want the learner flow", d.Verb, kinds(d))
+	}
+}

@@ -1,0 +1,222 @@
+package classify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// etcdRules are etcd's rules: membership changes through the member list
+// (learners, quorum of raft voters, the leader), the bootstrap shape of
+// the pod template, seed sources and restores of the whole cluster. They
+// live in the etcd*.go files.
+type etcdRules struct{}
+
+func (etcdRules) replace(c *classifier) { etcd{c}.membership() }
+func (etcdRules) seed(c *classifier)    { etcd{c}.seed() }
+func (etcdRules) restore(c *classifier) { etcd{c}.restore() }
+
+// holdsRecorded: an answering member still lists the member ID the entry
+// recorded, or what the action itself brings back (a learner or voter
+// with the recorded peer URL or the member's name), which is where a
+// normal resume stands.
+func (etcdRules) holdsRecorded(c *classifier, e *model.LedgerEntry) bool {
+	x, r := etcd{c}, e.Replaced
+	return (r.MemberID != "" && x.peerByIDIn(r.MemberID)) || x.peerHolding(e.Member, r.PeerURLs)
+}
+
+// etcd is a decision on an etcd cluster: the classifier with etcd's
+// rules and helpers.
+type etcd struct{ *classifier }
+
+// flow picks the flow from the shape, or blocks.
+func (c etcd) flow() Flow {
+	t := c.obs.Cluster.Template
+	switch c.obs.Cluster.Shape {
+	case model.ShapeStaticExisting:
+		return FlowLearner
+	case model.ShapeSelfRegistering:
+		if t.StartFromSnapshot {
+			c.block(CodeStartFromSnapshot, "", "", "the template sets ETCD_START_FROM_SNAPSHOT=yes: a recreated member would restore a snapshot of its own choosing instead of joining; hactl only diagnoses such clusters")
+			return FlowNone
+		}
+		c.note(CodeDelegated, "", "self-registering entrypoint: hactl removes the member and deletes its volume and pod; the entrypoint re-adds itself and hactl waits for a voting member with its peer URL (no learner is added or promoted)")
+		return FlowDelegate
+	case model.ShapeStaticNew:
+		c.block(CodeShapeStaticNew, "", "", "the template hard-codes --initial-cluster-state=new: a member recreated on an empty volume would either form a new one-member cluster or take back its removed ID and crash-loop with \"permanently removed from the cluster\". "+
+			"Switch the template to --initial-cluster-state=existing (ETCD_INITIAL_CLUSTER_STATE=existing) with updateStrategy: OnDelete, so running pods keep their arguments, then run this again")
+	case model.ShapeOperatorOwned:
+		owner := t.OperatorOwner
+		if owner == "" {
+			owner = "a backup/restore sidecar"
+		}
+		c.block(CodeShapeOperatorOwned, "", "", "the cluster is managed by %s, which owns its membership; hactl only diagnoses it: repair it through the operator", owner)
+	default:
+		c.block(CodeShapeUnknown, "", "", "hactl does not recognise how this template bootstraps (a shell wrapper, a preStop calling etcdctl, or no --initial-cluster-state): acting alongside it is unsafe; hactl only diagnoses it")
+	}
+	return FlowNone
+}
+
+// engineGates checks that the engine can take membership changes.
+func (c etcd) engineGates(target string) bool {
+	if !c.obs.EngineProbed {
+		c.block(CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
+		return false
+	}
+	if c.a.ClusterID == "" {
+		c.block(CodeClusterUnreachable, "", "", "no member answered for the cluster: membership cannot be changed%s", c.probeFailures())
+		return false
+	}
+	if c.a.MemberList == nil {
+		c.block(CodeMemberListUnknown, "", "", "no answering member reported the member list%s", c.peerFailures())
+		return false
+	}
+	if c.a.ClusterIDs > 1 {
+		c.splitGate(target)
+	}
+	if c.a.LeaderID == "" {
+		c.block(CodeLeaderUnknown, "", "", "no leader is agreed by a majority of the answering members (%s): membership changes need a leader", c.a.NoFrontierBecause)
+	}
+	return true
+}
+
+// splitGate refuses when members other than target answer for another
+// cluster than the reference.
+func (c etcd) splitGate(target string) {
+	var others []string
+	for i := range c.obs.Members {
+		m := &c.obs.Members[i]
+		if m.Engine != nil && m.Engine.Reachable && m.Engine.ClusterID != "" && m.Engine.ClusterID != c.a.ClusterID && m.Name != target {
+			others = append(others, fmt.Sprintf("%s answers for %s", m.Name, m.Engine.ClusterID))
+		}
+	}
+	if len(others) > 0 {
+		c.block(CodeClusterIDSplit, "", "", "members answer for more than one cluster (reference %s; %s): resolve that first", c.a.ClusterID, strings.Join(others, "; "))
+	}
+}
+
+// peerFailures says why each answering member gave no member list, with a
+// hint when deadlines ran out (a slow API server: every probe goes
+// through a port-forward).
+func (c etcd) peerFailures() string {
+	var parts []string
+	deadline := false
+	for _, m := range c.obs.Members {
+		if e := m.Engine; e != nil && e.Reachable && e.PeersErr != "" {
+			parts = append(parts, m.Name+": "+e.PeersErr)
+			deadline = deadline || strings.Contains(e.PeersErr, "deadline") || strings.Contains(e.PeersErr, "timeout")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	out := " (" + strings.Join(parts, "; ") + ")"
+	if deadline {
+		out += "; the probes ran out of time: through a slow API server, raise --probe-timeout"
+	}
+	return out
+}
+
+// onReference reports whether m answered for the reference cluster.
+func (c etcd) onReference(m *model.Member) bool {
+	return m.Engine != nil && m.Engine.Reachable && m.Engine.ClusterID != "" && m.Engine.ClusterID == c.a.ClusterID
+}
+
+// peerHolding reports whether any answering member lists a member named
+// name or holding one of urls.
+func (c etcd) peerHolding(name string, urls []string) bool {
+	for _, m := range c.obs.Members {
+		if e := m.Engine; e != nil && e.Reachable {
+			for _, p := range e.Peers {
+				if (name != "" && p.Name == name) || slices.ContainsFunc(p.PeerURLs, func(u string) bool { return slices.Contains(urls, u) }) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// peerByIDIn reports whether any answering member lists member id.
+func (c etcd) peerByIDIn(id string) bool {
+	for _, m := range c.obs.Members {
+		if e := m.Engine; e != nil && e.Reachable {
+			for _, p := range e.Peers {
+				if p.ID == id {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// peerByID finds a member list entry.
+func (c etcd) peerByID(id string) *model.Peer {
+	for i := range c.a.MemberList {
+		if c.a.MemberList[i].ID == id {
+			return &c.a.MemberList[i]
+		}
+	}
+	return nil
+}
+
+func (c etcd) peerByName(name string) *model.Peer {
+	for i := range c.a.MemberList {
+		if c.a.MemberList[i].Name == name {
+			return &c.a.MemberList[i]
+		}
+	}
+	return nil
+}
+
+// peerByURLs finds the entry holding one of urls, member name's peer
+// URLs, other than skipID.
+func (c etcd) peerByURLs(urls []string, name, skipID string) *model.Peer {
+	ev := c.evidence(name)
+	for i := range c.a.MemberList {
+		p := &c.a.MemberList[i]
+		if p.ID == skipID {
+			continue
+		}
+		if anyURLMatches(urls, *p, ev) || anyURLMatches(p.PeerURLs, model.Peer{ID: p.ID, Name: p.Name, PeerURLs: urls}, ev) {
+			return p
+		}
+	}
+	return nil
+}
+
+// evidence is what was observed of member name's own pod: its IPs, the
+// member ID its probe answered with (only while that ID is not claimed
+// by another pod too: a cloned volume identifies no one), and the member
+// ID the resumed action recorded for it. Like claimants it reads etcd's
+// member IDs; both are methods of the classifier itself so that they
+// need no etcd value around it.
+func (c *classifier) evidence(name string) Evidence {
+	ev := Evidence{Name: name}
+	if m := c.member(name); m != nil {
+		if m.Pod != nil {
+			ev.PodIPs = m.Pod.IPs
+		}
+		if e := m.Engine; e != nil && e.Reachable && e.MemberID != "" && len(c.claimants(e.MemberID)) == 1 {
+			ev.MemberIDs = append(ev.MemberIDs, e.MemberID)
+		}
+	}
+	if r := c.resume; r != nil && r.Member == name && r.Replaced.MemberID != "" {
+		ev.MemberIDs = append(ev.MemberIDs, r.Replaced.MemberID)
+	}
+	return ev
+}
+
+// claimants lists the members whose own probe answered with member ID id.
+func (c *classifier) claimants(id string) []string {
+	var out []string
+	for _, m := range c.obs.Members {
+		if e := m.Engine; e != nil && e.Reachable && e.MemberID == id {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package classify
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// healthyVoters returns the members that are voters within the lag
+// threshold of a real frontier, with ready, undeleted pods... as derived.
+func (c etcd) healthyVoters() []*model.Member {
+	var out []*model.Member
+	for i := range c.obs.Members {
+		m := &c.obs.Members[i]
+		if m.Phase != model.PhaseMember || m.Pod == nil || m.Pod.DeletionMarked || m.Engine == nil {
+			continue
+		}
+		if p := c.peerByID(m.Engine.MemberID); p == nil || p.IsLearner {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// quorumMath fills Decision.Quorum; cur is the target's member entry.
+func (c etcd) quorumMath(m *model.Member, cur *model.Peer) {
+	q := Quorum{Voters: c.a.Voters, Quorum: c.a.Quorum, HealthyVoters: []string{}, OK: true}
+	for _, h := range c.healthyVoters() {
+		q.HealthyVoters = append(q.HealthyVoters, h.Name)
+		if h.Name != m.Name {
+			q.HealthyWithout++
+		}
+	}
+	q.TargetVotes = cur != nil && !cur.IsLearner
+	c.d.Quorum = q
+}
+
+// leaderGate checks quorum and leadership before a voter is removed.
+func (c etcd) leaderGate(m *model.Member, cur *model.Peer) {
+	q := &c.d.Quorum
+	q.Checked = true
+	q.OK = q.HealthyWithout >= q.Quorum
+	if !q.OK {
+		c.quorumBlock(m)
+	}
+	if cur.ID != c.a.LeaderID || c.a.LeaderID == "" {
+		return
+	}
+	if !c.o.MoveLeader {
+		c.block(CodeTargetIsLeader, m.Name, FlagMoveLeader, "%s (member %s) leads the cluster; removing the leader forces an election", m.Name, cur.ID)
+		return
+	}
+	c.moveLeader(m)
+}
+
+// quorumBlock refuses removing m, naming the voters that are not healthy.
+func (c etcd) quorumBlock(m *model.Member) {
+	q := c.d.Quorum
+	var not []string
+	healthy := map[string]bool{}
+	for _, n := range q.HealthyVoters {
+		healthy[n] = true
+	}
+	for _, x := range c.obs.Members {
+		if x.Name != m.Name && !healthy[x.Name] {
+			not = append(not, fmt.Sprintf("%s (%s)", x.Name, x.Phase))
+		}
+	}
+	sort.Strings(not)
+	detail := fmt.Sprintf("removing %s would leave %d healthy voter(s) of %d; quorum needs %d", m.Name, q.HealthyWithout, q.Voters, q.Quorum)
+	if len(not) > 0 {
+		detail += "; not healthy: " + strings.Join(not, ", ")
+	}
+	c.block(CodeQuorumWouldBreak, m.Name, "", "%s; repair the unhealthy members first", detail)
+}
+
+// moveLeader plans moving leadership from m, which leads, to the least
+// lagging other healthy voter (lowest ordinal on a tie).
+func (c etcd) moveLeader(m *model.Member) {
+	var best *model.Member
+	for _, h := range c.healthyVoters() {
+		if h.Name == m.Name {
+			continue
+		}
+		if best == nil || lagOf(h) < lagOf(best) || (lagOf(h) == lagOf(best) && h.Ordinal < best.Ordinal) {
+			best = h
+		}
+	}
+	if best == nil {
+		c.block(CodeNoLeaderCandidate, m.Name, "", "%s leads and no other healthy voter can take over leadership", m.Name)
+		return
+	}
+	c.note(CodeLeaderMove, m.Name, "%s leads: leadership moves to %s (member %s) first", m.Name, best.Name, best.Engine.MemberID)
+	c.step(Step{Kind: model.StepMoveLeader, Member: best.Name, MemberID: best.Engine.MemberID,
+		Detail: fmt.Sprintf("move leadership from %s to %s (member %s)", m.Name, best.Name, best.Engine.MemberID)})
+}
+
+func lagOf(m *model.Member) int64 {
+	if m.Lag == nil {
+		return 1 << 62
+	}
+	return *m.Lag
+}

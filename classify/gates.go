@@ -1,0 +1,147 @@
+package classify
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// common applies the gates every action on every engine shares:
+// freshness, lock and ledger.
+func (c *classifier) common() {
+	c.freshnessGate()
+	c.lockGate()
+	c.ledgerGate()
+}
+
+// freshnessGate refuses an observation without a time or older than
+// MaxAge.
+func (c *classifier) freshnessGate() {
+	switch age := c.now.Sub(c.obs.At); {
+	case c.obs.At.IsZero():
+		c.block(CodeObservationStale, "", "", "the observation carries no time; observe again")
+	case age > c.o.MaxAge:
+		c.block(CodeObservationStale, "", "", "the observation is %s old, older than %s; observe again", age.Round(time.Second), c.o.MaxAge)
+	}
+}
+
+// lockGate refuses while another holder holds the cluster's lock, and
+// notes a stale lock that will be taken over.
+func (c *classifier) lockGate() {
+	l := c.obs.Lock
+	if l == nil || l.Holder == "" || l.Holder == c.o.LockHolder {
+		return
+	}
+	if l.Held(c.now) {
+		c.block(CodeLockHeld, "", "", "another hactl action holds lease %s: holder %s, acquired %s, renewed %s ago, lease %s; wait for it to finish",
+			l.Name, l.Holder, l.AcquiredAt.UTC().Format(time.RFC3339), c.now.Sub(l.RenewedAt).Round(time.Second), l.Duration)
+		return
+	}
+	why := fmt.Sprintf("not renewed for %s (lease %s)", c.now.Sub(l.RenewedAt).Round(time.Second), l.Duration)
+	if l.HolderGone {
+		why = "its process no longer runs"
+	}
+	c.note(CodeLockStale, "", "lease %s names holder %s, which is stale: %s; it will be taken over and the takeover recorded", l.Name, l.Holder, why)
+}
+
+// ledgerGate walks the in-progress ledger entries: the newest resumable
+// entry of the same action and member is continued, entries that may not
+// be continued and (with --supersede) every other one are superseded, and
+// any other action in progress refuses.
+func (c *classifier) ledgerGate() {
+	for i := range c.obs.Ledger {
+		e := &c.obs.Ledger[i]
+		if e.State != model.EntryInProgress {
+			continue
+		}
+		if e.Action == c.in.Action && e.Member == c.in.Member {
+			if why := c.notResumable(e); why != "" {
+				c.supersede(e)
+				c.note(CodeSuperseding, e.Member, "%s ledger entry %s (phase %s) will be marked superseded: %s", e.Action, e.ID, e.Phase, why)
+				continue
+			}
+			if c.resume == nil || e.StartedAt.After(c.resume.StartedAt) {
+				c.resume = e
+			}
+			continue
+		}
+		if c.o.Supersede {
+			c.supersede(e)
+			c.note(CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded", e.Action, e.Member, e.ID, e.Phase)
+			continue
+		}
+		c.block(CodeActionInProgress, e.Member, FlagSupersede, "%s of %s is recorded in progress (ledger entry %s, phase %s, by %s); finish it by running the same command again",
+			e.Action, e.Member, e.ID, e.Phase, e.Holder)
+	}
+	if c.resume != nil {
+		c.d.Resume = c.resume.ID
+		c.note(CodeResuming, c.resume.Member, "continuing ledger entry %s (phase %s), started %s by %s", c.resume.ID, c.resume.Phase,
+			c.resume.StartedAt.UTC().Format(time.RFC3339), c.resume.Holder)
+	}
+}
+
+func (c *classifier) supersede(e *model.LedgerEntry) {
+	c.d.Supersedes = append(c.d.Supersedes, e.ID)
+	c.superseded = append(c.superseded, e)
+}
+
+// notResumable says why an in-progress entry of the same action and
+// member must not be continued ("" when it may be): a restore continues
+// only the same generation with the same digest, taken from the same
+// cluster (a different one is a new action that passes every gate); an
+// entry is cleared by --supersede; a replace or reseed whose recorded
+// member, pod and volume are all gone and that nobody has touched for
+// StaleEntryAfter is stale.
+func (c *classifier) notResumable(e *model.LedgerEntry) string {
+	if c.o.Supersede {
+		return "--supersede starts the action anew"
+	}
+	switch e.Action {
+	case model.ActionRestore:
+		return c.restoreNotResumable(e)
+	case model.ActionReplace, model.ActionReseed:
+		return c.replaceNotResumable(e)
+	}
+	return ""
+}
+
+// restoreNotResumable: a restore continues only the same generation with
+// the same digest, taken from the same cluster.
+func (c *classifier) restoreNotResumable(e *model.LedgerEntry) string {
+	src := c.o.Source
+	switch {
+	case e.Generation != c.o.Generation:
+		return fmt.Sprintf("it restores generation %s, this restore generation %s: a new restore that passes every gate", orName(e.Generation, "(none)"), orName(c.o.Generation, "(none)"))
+	case src == nil:
+		return ""
+	case e.Digest != "" && e.Digest != src.Digest:
+		return fmt.Sprintf("it restores generation %s with digest %s, the store now holds digest %s: a new restore that passes every gate", e.Generation, orName(e.Digest, "(not recorded)"), orName(src.Digest, "(none)"))
+	case e.FromClusterID != "" && e.FromClusterID != src.ClusterID:
+		return fmt.Sprintf("it restores generation %s of cluster %s, the store's is of cluster %s: a new restore that passes every gate", e.Generation, e.FromClusterID, src.ClusterID)
+	}
+	return ""
+}
+
+// replaceNotResumable: a replace or reseed is stale once nobody touched it
+// for StaleEntryAfter and the member it recorded (as the engine lists it),
+// its pod and its volume are all gone.
+func (c *classifier) replaceNotResumable(e *model.LedgerEntry) string {
+	if age := c.now.Sub(e.UpdatedAt); e.UpdatedAt.IsZero() || age < c.o.StaleEntryAfter {
+		return ""
+	}
+	if c.rules.holdsRecorded(c, e) {
+		return ""
+	}
+	r := e.Replaced
+	if m := c.member(e.Member); m != nil {
+		if r.PodUID != "" && m.Pod != nil && m.Pod.UID == r.PodUID {
+			return ""
+		}
+		if r.PVCUID != "" && m.PVC != nil && m.PVC.UID == r.PVCUID {
+			return ""
+		}
+	}
+	return fmt.Sprintf("it was last updated %s ago and the member, pod and volume it recorded (member %s, pod uid %s, volume uid %s) are all gone: it is stale",
+		c.now.Sub(e.UpdatedAt).Round(time.Second), orName(r.MemberID, "-"), orName(r.PodUID, "-"), orName(r.PVCUID, "-"))
+}

@@ -1,0 +1,112 @@
+package classify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// The helpers below concern the Kubernetes objects every engine's
+// clusters are made of (a StatefulSet, its pods and volume claims): the
+// pod gates and the fenced deletes.
+
+// awaitForeignDelete turns the decision into await: the target's pod is
+// being deleted, not by this action.
+func (c *classifier) awaitForeignDelete(member string, pod *model.PodFacts) {
+	c.verb = VerbAwait
+	c.block(CodePodTerminating, member, "", "pod %s is being deleted (not by this action): hactl waits for it to disappear, then decides again", pod.Name)
+}
+
+// observeNeverStarted turns a fresh decision into observe, and reports
+// so, when the target's pod never started and was created from the
+// StatefulSet's current template: a recreated pod would wait the same way.
+func (c *classifier) observeNeverStarted(member string, pod *model.PodFacts) bool {
+	if c.resume != nil || pod == nil || !neverStarted(pod) || !revisionMatches(pod, c.obs.Cluster) {
+		return false
+	}
+	c.verb = VerbObserve
+	c.block(CodePodNeverStarted, member, "", "pod %s has never started and was created from the StatefulSet's current template: deleting it would not help (a recreated pod would wait the same way); hactl only observes it", pod.Name)
+	return true
+}
+
+func neverStarted(p *model.PodFacts) bool {
+	return !p.EverStarted && !p.Started && !p.Running
+}
+
+// revisionMatches reports whether the pod was created from the
+// StatefulSet's current template. An unknown revision counts as a match:
+// only positive evidence of a changed template allows replacing a pod
+// that never started.
+func revisionMatches(p *model.PodFacts, cl model.ClusterFacts) bool {
+	return p.Revision == "" || cl.UpdateRevision == "" || p.Revision == cl.UpdateRevision
+}
+
+func (c *classifier) deletePVC(member string, pvc *model.PVCFacts) {
+	f := model.Fence{Kind: "PersistentVolumeClaim", Namespace: c.obs.Cluster.Namespace, Name: pvc.Name, UID: pvc.UID,
+		ResourceVersion: pvc.ResourceVersion, Fingerprint: pvc.Fingerprint}
+	c.step(Step{Kind: model.StepDeletePVC, Member: member, Fence: &f,
+		Detail: fmt.Sprintf("delete PersistentVolumeClaim %s (uid %s, resourceVersion %s); it goes once its pod is gone", pvc.Name, pvc.UID, pvc.ResourceVersion)})
+}
+
+// deleteBoth deletes the volume (first, so the StatefulSet cannot bring
+// the pod back on it) and the pod, then waits for the pod to go.
+func (c *classifier) deleteBoth(m *model.Member, pvc *model.PVCFacts, pvcOrig bool) {
+	if pvc != nil && pvcOrig && !pvc.DeletionMarked {
+		c.deletePVC(m.Name, pvc)
+	}
+	if p := m.Pod; p != nil {
+		f := model.Fence{Kind: "Pod", Namespace: c.obs.Cluster.Namespace, Name: p.Name, UID: p.UID,
+			ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
+		c.step(Step{Kind: model.StepDeletePod, Member: m.Name, Fence: &f,
+			Detail: fmt.Sprintf("delete pod %s (uid %s, resourceVersion %s)", p.Name, p.UID, p.ResourceVersion)})
+		c.step(Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", p.Name)})
+	}
+}
+
+// memberName is the name of the StatefulSet's pod with ordinal i.
+func memberName(cluster string, i int) string { return fmt.Sprintf("%s-%d", cluster, i) }
+
+// restorePodFence fences the delete of restore pod p as observed.
+func restorePodFence(cl model.ClusterFacts, p model.RestorePodFacts) *model.Fence {
+	return &model.Fence{Kind: "Pod", Namespace: cl.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
+}
+
+// hasReceipt reports whether ledger entry e records step k as done.
+func hasReceipt(e *model.LedgerEntry, k model.StepKind) bool {
+	for _, r := range e.Receipts {
+		if r.Step == k && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready) {
+			return true
+		}
+	}
+	return false
+}
+
+// probeFailures summarises why members did not answer (the engine's
+// errors name hosts and steps, never credentials).
+func (c *classifier) probeFailures() string {
+	var parts []string
+	for _, m := range c.obs.Members {
+		e := m.Engine
+		switch {
+		case m.Pod == nil:
+			parts = append(parts, m.Name+": no pod")
+		case e == nil:
+			parts = append(parts, m.Name+": not probed (pod not running)")
+		case !e.Reachable:
+			kind := e.Failure.String()
+			if kind == "" {
+				kind = "no answer"
+			}
+			msg := e.Err
+			if len(msg) > 160 {
+				msg = msg[:160] + "…"
+			}
+			parts = append(parts, fmt.Sprintf("%s: %s (%s)", m.Name, kind, msg))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
+}

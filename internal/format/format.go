@@ -1,0 +1,76 @@
+// Package format renders the values every face of hactl shows the same
+// way: byte sizes (binary units), kubectl-style ages, lag ("?" when
+// unknown, never 0) and dashes for what is not known. The CLI, the status
+// printers, the TUI and the executor's receipts all use it, so one
+// database is "2.0 MiB" wherever it appears.
+package format
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// Dash is s, or "-" when s is empty.
+func Dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Bytes renders n in binary units with one decimal: "512 B", "2.0 MiB",
+// "1.2 GiB".
+func Bytes(n int64) string { return bytes(n, " ") }
+
+// Size is a size in a table cell: as Bytes but without the space, so that
+// a column stays one field for awk and cut ("2.0MiB"), and "-" for zero
+// or less (a size not reported).
+func Size(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return bytes(n, "")
+}
+
+func bytes(n int64, sep string) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d%sB", n, sep)
+	}
+	div, exp := int64(unit), 0
+	for x := n / unit; x >= unit; x /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%s%ciB", float64(n)/float64(div), sep, "KMGTPE"[exp])
+}
+
+// Rate renders bytes per second: "4.1 MiB/s".
+func Rate(bytesPerSecond float64) string {
+	return Bytes(int64(bytesPerSecond)) + "/s"
+}
+
+// Age is a kubectl-style age of t at now ("45s", "5m", "2d"); "-" for a
+// zero time. A time in the future is "0s".
+func Age(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		d = 0
+	}
+	return duration.HumanDuration(d)
+}
+
+// Lag is a lag in entries, "?" when unknown (nil): an unknown lag is
+// never shown as 0.
+func Lag(l *int64) string {
+	if l == nil {
+		return "?"
+	}
+	return strconv.FormatInt(*l, 10)
+}

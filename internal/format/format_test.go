@@ -1,0 +1,44 @@
+package format
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 2 << 20: "2.0 MiB", 2100000: "2.0 MiB",
+		1288490189: "1.2 GiB", 5 << 40: "5.0 TiB",
+	} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if Size(0) != "-" || Size(-1) != "-" || Size(2048) != "2.0KiB" || Size(2<<20) != "2.0MiB" {
+		t.Errorf("Size: %q %q %q", Size(0), Size(-1), Size(2048))
+	}
+	if got := Rate(4.3e6); got != "4.1 MiB/s" {
+		t.Errorf("Rate = %q", got)
+	}
+}
+
+func TestAgeLagDash(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for d, want := range map[time.Duration]string{
+		45 * time.Second: "45s", 5 * time.Minute: "5m", 36 * time.Hour: "36h", 72 * time.Hour: "3d", -time.Minute: "0s",
+	} {
+		if got := Age(now.Add(-d), now); got != want {
+			t.Errorf("Age(-%s) = %q, want %q", d, got, want)
+		}
+	}
+	if Age(time.Time{}, now) != "-" {
+		t.Error("a zero time has an age")
+	}
+	l := int64(0)
+	if Lag(nil) != "?" || Lag(&l) != "0" {
+		t.Errorf("Lag: %q %q", Lag(nil), Lag(&l))
+	}
+	if Dash("") != "-" || Dash("x") != "x" {
+		t.Error("Dash")
+	}
+}

@@ -1,0 +1,143 @@
+package status
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hactl-dev/hactl/model"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A restore's one-shot pods carry LabelRestoreOf (the cluster they
+// restore) and LabelMember (the member); the annotations
+// AnnotationGeneration and AnnotationActionID name the generation and the
+// ledger entry (annotations: their values need not be valid label
+// values).
+const (
+	LabelRestoreOf       = "hactl.dev/restore-of"
+	LabelMember          = "hactl.dev/member"
+	AnnotationGeneration = "hactl.dev/generation"
+	AnnotationActionID   = "hactl.dev/action-id"
+)
+
+// DecodeActionFacts adds to obs what status does not decode for its own
+// views and actions need, from sts and the objects the observation was
+// built from: the template's --initial-cluster, --initial-cluster-token
+// and data directory, the StatefulSet's update revision, fingerprint and
+// pod management policy, the restore pods, each pod's revision and
+// fingerprint and each volume's deletion mark and fingerprint.
+func DecodeActionFacts(obs *model.Observation, sts *appsv1.StatefulSet, objs *Objects) {
+	cl := &obs.Cluster
+	cl.UpdateRevision = sts.Status.UpdateRevision
+	cl.Fingerprint = StatefulSetFingerprint(sts)
+	cl.PodManagementPolicy = string(sts.Spec.PodManagementPolicy)
+	if cl.PodManagementPolicy == "" {
+		cl.PodManagementPolicy = string(appsv1.OrderedReadyPodManagement)
+	}
+	decodeTemplateFlags(&cl.Template, sts)
+	cl.RestorePods = restorePods(sts, objs.Pods)
+	decodeMemberObjects(obs.Members, sts.Namespace, objs)
+}
+
+// decodeMemberObjects adds each member's pod revision and fingerprint and
+// its volume's deletion mark and fingerprint, from the very objects
+// (matched by UID) the members were decoded from.
+func decodeMemberObjects(members []model.Member, namespace string, objs *Objects) {
+	pods := map[string]*corev1.Pod{}
+	for i := range objs.Pods {
+		if p := &objs.Pods[i]; p.Namespace == namespace {
+			pods[p.Name] = p
+		}
+	}
+	pvcs := map[string]*corev1.PersistentVolumeClaim{}
+	for i := range objs.PVCs {
+		if p := &objs.PVCs[i]; p.Namespace == namespace {
+			pvcs[p.Name] = p
+		}
+	}
+	for i := range members {
+		m := &members[i]
+		if m.Pod != nil {
+			if p, ok := pods[m.Pod.Name]; ok && string(p.UID) == m.Pod.UID {
+				cp := *m.Pod
+				cp.Revision = p.Labels[appsv1.ControllerRevisionHashLabelKey]
+				cp.Fingerprint = Fingerprint(&p.ObjectMeta, p.Spec)
+				m.Pod = &cp
+			}
+		}
+		if m.PVC != nil {
+			if p, ok := pvcs[m.PVC.Name]; ok && string(p.UID) == m.PVC.UID {
+				cp := *m.PVC
+				cp.DeletionMarked = p.DeletionTimestamp != nil
+				cp.Fingerprint = Fingerprint(&p.ObjectMeta, p.Spec)
+				m.PVC = &cp
+			}
+		}
+	}
+}
+
+// Fingerprint digests what a person or controller changes about an
+// object (labels, annotations, owner references, finalizers, deletion
+// mark, spec) and leaves out what the kubelet reports (status) and the
+// bookkeeping that moves with every write (resourceVersion, managed
+// fields).
+func Fingerprint(meta *metav1.ObjectMeta, spec any) string {
+	v := struct {
+		Labels      map[string]string       `json:"l,omitempty"`
+		Annotations map[string]string       `json:"a,omitempty"`
+		Owners      []metav1.OwnerReference `json:"o,omitempty"`
+		Finalizers  []string                `json:"f,omitempty"`
+		Deleting    bool                    `json:"d,omitempty"`
+		Spec        any                     `json:"s"`
+	}{meta.Labels, meta.Annotations, meta.OwnerReferences, meta.Finalizers, meta.DeletionTimestamp != nil, spec}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// StatefulSetFingerprint is the fingerprint of a StatefulSet's metadata and
+// spec without spec.replicas: a restore scales the StatefulSet itself, and
+// its own scaling must not read as an edit; whether someone else scaled
+// it is judged from the replicas (see docs/actions.md, Fences).
+func StatefulSetFingerprint(sts *appsv1.StatefulSet) string {
+	spec := sts.Spec
+	spec.Replicas = nil
+	return Fingerprint(&sts.ObjectMeta, spec)
+}
+
+// restorePods decodes the restore pods of sts, sorted by name.
+func restorePods(sts *appsv1.StatefulSet, pods []corev1.Pod) []model.RestorePodFacts {
+	var out []model.RestorePodFacts
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace != sts.Namespace || p.Labels[LabelRestoreOf] != sts.Name {
+			continue
+		}
+		f := model.RestorePodFacts{
+			Name: p.Name, UID: string(p.UID), ResourceVersion: p.ResourceVersion,
+			Member: p.Labels[LabelMember], Generation: p.Annotations[AnnotationGeneration], Action: p.Annotations[AnnotationActionID],
+			Phase: string(p.Status.Phase), DeletionMarked: p.DeletionTimestamp != nil,
+			Fingerprint: Fingerprint(&p.ObjectMeta, p.Spec),
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				f.Message = strings.TrimSpace(t.Message)
+				if f.Message == "" {
+					f.Message = fmt.Sprintf("exit code %d (%s)", t.ExitCode, t.Reason)
+				}
+			}
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

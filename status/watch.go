@@ -1,0 +1,278 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ErrCacheSync is returned by Watcher.Start when the watch caches did not
+// fill in time.
+var ErrCacheSync = errors.New("watch caches did not sync")
+
+// CacheSyncTimeout bounds Watcher.Start unless WatchOptions say otherwise.
+const CacheSyncTimeout = 30 * time.Second
+
+// WatchOptions configure a Watcher.
+type WatchOptions struct {
+	// Observer supplies the engines, the dialer (nil: no probes), the
+	// Secret reader, the probe timeout and the verdict options; its
+	// Source is replaced by the watch caches.
+	Observer Observer
+	// SyncTimeout bounds Start (CacheSyncTimeout when zero).
+	SyncTimeout time.Duration
+}
+
+// Watcher follows the API server with informers, for `status --watch`
+// and the TUI: Start fills the caches, Changes says when watched objects
+// changed, and Observe builds observations from the caches, so a read
+// costs no API call.
+//
+// Events are optional: a user who may not list or watch them still gets
+// every observation, and each observation's Warnings say that events are
+// not shown. Every other resource is required.
+type Watcher struct {
+	client    kubernetes.Interface
+	namespace string
+	opts      WatchOptions
+	factory   informers.SharedInformerFactory
+	source    CacheSource
+	events    cache.SharedIndexInformer
+
+	changes chan struct{}
+	errs    chan error
+	// refused carries RBAC and authentication refusals of required
+	// watches, so that Start fails at once with the reason.
+	refused chan error
+
+	mu        sync.Mutex
+	eventsErr error // the events watch's last failure
+	cancel    context.CancelFunc
+}
+
+// NewWatcher returns a watcher of the clusters in namespace ("" for all
+// namespaces). Nothing is watched before Start.
+func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions) *Watcher {
+	var fo []informers.SharedInformerOption
+	if namespace != "" {
+		fo = append(fo, informers.WithNamespace(namespace))
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = CacheSyncTimeout
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, fo...)
+	return &Watcher{
+		client:    client,
+		namespace: namespace,
+		opts:      opts,
+		factory:   f,
+		source:    NewCacheSource(f),
+		events:    f.Core().V1().Events().Informer(),
+		changes:   make(chan struct{}, 1),
+		errs:      make(chan error, 8),
+		refused:   make(chan error, 16),
+	}
+}
+
+// required are the informers without which there is no observation.
+func (w *Watcher) required() []cache.SharedIndexInformer {
+	f := w.factory
+	return []cache.SharedIndexInformer{
+		f.Apps().V1().StatefulSets().Informer(),
+		f.Core().V1().Pods().Informer(),
+		f.Core().V1().PersistentVolumeClaims().Informer(),
+		f.Policy().V1().PodDisruptionBudgets().Informer(),
+		f.Core().V1().Services().Informer(),
+		f.Discovery().V1().EndpointSlices().Informer(),
+	}
+}
+
+// Start runs the watches and returns once the required caches synced and
+// the events cache synced or failed; at once with the reason when a
+// required watch is forbidden; with the reason (or ErrCacheSync) after
+// the sync timeout. The watches run until ctx is done or Stop is called.
+// Call Start once.
+func (w *Watcher) Start(ctx context.Context) error {
+	required := w.required()
+	for _, inf := range required {
+		if err := w.hook(inf, true); err != nil {
+			return err
+		}
+	}
+	if err := w.hook(w.events, false); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	w.mu.Lock()
+	w.cancel = cancel
+	w.mu.Unlock()
+	w.factory.Start(runCtx.Done())
+	return w.waitForSync(ctx, required)
+}
+
+// hook registers the change notification and the watch error handler on
+// one informer.
+func (w *Watcher) hook(inf cache.SharedIndexInformer, required bool) error {
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { w.notify() },
+		UpdateFunc: func(any, any) { w.notify() },
+		DeleteFunc: func(any) { w.notify() },
+	}
+	if _, err := inf.AddEventHandler(handler); err != nil {
+		return fmt.Errorf("watching: %w", err)
+	}
+	return inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if !reportable(err) || ctx.Err() != nil {
+			return
+		}
+		if !required {
+			w.mu.Lock()
+			w.eventsErr = err
+			w.mu.Unlock()
+		}
+		err = fmt.Errorf("watch %s: %w", r.TypeDescription(), err)
+		if required && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
+			send(w.refused, err)
+		}
+		send(w.errs, err)
+	})
+}
+
+// waitForSync waits for the required caches and for the events cache to
+// sync or fail.
+func (w *Watcher) waitForSync(ctx context.Context, required []cache.SharedIndexInformer) error {
+	syncCtx, cancel := context.WithTimeout(ctx, w.opts.SyncTimeout)
+	defer cancel()
+	var synced []cache.InformerSynced
+	for _, inf := range required {
+		synced = append(synced, inf.HasSynced)
+	}
+	settled := append(slices.Clone(synced), func() bool { return w.events.HasSynced() || w.eventsFailure() != nil })
+	done := make(chan bool, 1)
+	go func() { done <- cache.WaitForCacheSync(syncCtx.Done(), settled...) }()
+	select {
+	case ok := <-done:
+		switch {
+		case ok:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case allSynced(synced):
+			// Only the events cache is late: go on without it.
+			return nil
+		}
+		return w.explain(ctx, fmt.Errorf("%w within %s", ErrCacheSync, w.opts.SyncTimeout))
+	case err := <-w.refused:
+		// Fail at once with the reason rather than at the timeout.
+		cancel()
+		<-done
+		return w.explain(ctx, err)
+	}
+}
+
+func allSynced(synced []cache.InformerSynced) bool {
+	for _, s := range synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// explain surfaces the real reason a sync failed (RBAC, connectivity) with
+// one list call, falling back to err.
+func (w *Watcher) explain(ctx context.Context, err error) error {
+	if _, lerr := (APISource{Client: w.client}).Read(ctx, w.namespace); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// reportable: a watch error worth showing (not the routine end of a watch
+// or an expired resource version, which the informer handles).
+func reportable(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return false
+	case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
+		return false
+	}
+	return true
+}
+
+// send delivers v on ch unless ch is full.
+func send[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
+func (w *Watcher) notify() { send(w.changes, struct{}{}) }
+
+// Changes delivers a value after watched objects changed; a burst of
+// changes may deliver one value.
+func (w *Watcher) Changes() <-chan struct{} { return w.changes }
+
+// Errors delivers watch failures (RBAC, connectivity) as they happen;
+// failures nobody receives are dropped.
+func (w *Watcher) Errors() <-chan error { return w.errs }
+
+// eventsFailure is why the events cache is empty: the events watch's
+// last failure while it has not synced, nil otherwise.
+func (w *Watcher) eventsFailure() error {
+	if w.events.HasSynced() {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eventsErr
+}
+
+// Observe reads every cluster in scope from the caches, or only the one
+// called name, and evaluates the verdict. With probe (and a dialer) it
+// also asks every member on its own.
+func (w *Watcher) Observe(ctx context.Context, name string, probe bool) ([]Result, Warnings, error) {
+	o := w.opts.Observer
+	o.Source = watchSource{w}
+	if !probe {
+		o.Dial = nil
+	}
+	return o.Observe(ctx, w.namespace, name)
+}
+
+// Stop ends the watches and waits for their goroutines.
+func (w *Watcher) Stop() {
+	w.mu.Lock()
+	cancel := w.cancel
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	w.factory.Shutdown()
+}
+
+// watchSource reads the watcher's caches and says when events are
+// missing from them.
+type watchSource struct{ w *Watcher }
+
+// Read implements Source.
+func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
+	objs, err := s.w.source.Read(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.w.eventsFailure(); err != nil {
+		objs.EventsErr = explainAPIError(err, "list and watch", "events", ns)
+	}
+	return objs, nil
+}

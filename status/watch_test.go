@@ -1,0 +1,181 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/internal/fixtures"
+	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// noEventsRules are what status needs, without events.
+var noEventsRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims", "services"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+}
+
+// startWatcher starts a watcher of ns for c and stops it when the test
+// ends.
+func startWatcher(t *testing.T, c kubernetes.Interface, ns string, opts WatchOptions) (*Watcher, context.Context) {
+	t.Helper()
+	w := NewWatcher(c, ns, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(func() { cancel(); w.Stop() })
+	if err := w.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return w, ctx
+}
+
+func hasReason(r Result, code model.ReasonCode, member string) bool {
+	for _, x := range r.Verdict.Reasons {
+		if x.Code == code && (member == "" || x.Member == member) {
+			return true
+		}
+	}
+	return false
+}
+
+// drain empties the changes channel.
+func drain(ch <-chan struct{}) {
+	for len(ch) > 0 {
+		<-ch
+	}
+}
+
+// waitChange fails the test unless ch delivers before timeout.
+func waitChange(t *testing.T, ch <-chan struct{}, timeout time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	select {
+	case <-ch:
+	case <-deadline.C:
+		t.Fatalf("no change notification within %s", timeout)
+	}
+}
+
+// TestWatcherDeliversChanges: the first read from the caches sees the
+// cluster; a pod status change written to the API server arrives on the
+// changes channel, and the next read shows it.
+func TestWatcherDeliversChanges(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-w"))
+	w, ctx := startWatcher(t, admin, ns, WatchOptions{})
+
+	rs, warn, err := w.Observe(ctx, "etcd-w", false)
+	if err != nil || len(rs) != 1 || rs[0].Observation.Cluster.Name != "etcd-w" {
+		t.Fatalf("observe: %v %+v", err, rs)
+	}
+	if len(warn) != 0 {
+		t.Errorf("warnings for an admin: %q", warn)
+	}
+	if hasReason(rs[0], model.ReasonPodNotReady, "") {
+		t.Fatal("fresh fixture already not ready")
+	}
+	drain(w.Changes())
+
+	fixtures.MarkNotReady(t, admin, ns, "etcd-w-1")
+	waitChange(t, w.Changes(), 30*time.Second)
+	testenv.Poll(t, 30*time.Second, func() (bool, error) {
+		rs, _, err := w.Observe(ctx, "etcd-w", false)
+		if err != nil {
+			return false, err
+		}
+		return len(rs) == 1 && hasReason(rs[0], model.ReasonPodNotReady, "etcd-w-1"), nil
+	})
+
+	_, _, err = w.Observe(ctx, "nope", false)
+	if !errors.Is(err, ErrClusterNotFound) {
+		t.Errorf("observe an unknown cluster: %v, want ErrClusterNotFound", err)
+	}
+}
+
+// TestWatcherWithoutEvents: a user who may not list or watch events still
+// gets observations and changes, each observation warns that events are
+// not shown, and the refused events watch is reported on Errors.
+func TestWatcherWithoutEvents(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-ev"))
+	_, cfg := testenv.RestrictedUser(t, cp, ns, noEventsRules)
+	w, ctx := startWatcher(t, testenv.Clientset(t, cfg), ns, WatchOptions{SyncTimeout: 10 * time.Minute})
+
+	rs, warn, err := w.Observe(ctx, "", false)
+	if err != nil || len(rs) != 1 || rs[0].Observation.Cluster.Name != "etcd-ev" {
+		t.Fatalf("observe without events: %v %+v", err, rs)
+	}
+	if s := strings.Join(warn, "\n"); !strings.Contains(s, "events not shown") || !strings.Contains(s, "forbidden") {
+		t.Errorf("warnings %q, want events not shown because forbidden", warn)
+	}
+
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	select {
+	case err := <-w.Errors():
+		if !strings.Contains(err.Error(), "Event") || !strings.Contains(err.Error(), "forbidden") {
+			t.Errorf("watch error %v, want events forbidden", err)
+		}
+	case <-deadline.C:
+		t.Error("the forbidden events watch was not reported")
+	}
+
+	drain(w.Changes())
+	fixtures.MarkNotReady(t, admin, ns, "etcd-ev-2")
+	waitChange(t, w.Changes(), 30*time.Second)
+	testenv.Poll(t, 30*time.Second, func() (bool, error) {
+		rs, _, err := w.Observe(ctx, "etcd-ev", false)
+		if err != nil {
+			return false, err
+		}
+		return len(rs) == 1 && hasReason(rs[0], model.ReasonPodNotReady, "etcd-ev-2"), nil
+	})
+}
+
+// TestWatcherRequiredForbidden: a user who may not list StatefulSets gets
+// the reason at once, not after the sync timeout.
+func TestWatcherRequiredForbidden(t *testing.T) {
+	testenv.SkipShort(t)
+	ns := testenv.Namespace(t, cp)
+	_, cfg := testenv.RestrictedUser(t, cp, ns, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}})
+	w := NewWatcher(testenv.Clientset(t, cfg), ns, WatchOptions{SyncTimeout: 10 * time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(func() { cancel(); w.Stop() })
+	err := w.Start(ctx)
+	if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "statefulsets") {
+		t.Fatalf("start as a restricted user: %v, want a forbidden error naming statefulsets", err)
+	}
+}
+
+// TestWatcherStopEndsTheWatches: Stop returns (its informers ended) while
+// the context Start was given is still live.
+func TestWatcherStopEndsTheWatches(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	w := NewWatcher(admin, ns, WatchOptions{})
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	stopped := make(chan struct{})
+	go func() { w.Stop(); close(stopped) }()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	select {
+	case <-stopped:
+	case <-deadline.C:
+		t.Fatal("Stop did not return")
+	}
+}

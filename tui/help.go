@@ -1,0 +1,56 @@
+package tui
+
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+)
+
+// helpView is the help screen (every binding, and why actions are off)
+// and the one-line help under the screen.
+type helpView struct {
+	model help.Model
+	keys  KeyMap
+	theme Theme
+	// note says why actions are disabled ("" when they are not).
+	note string
+}
+
+func newHelpView(th Theme, keys KeyMap, note string) helpView {
+	h := help.New()
+	h.Styles = th.Help
+	return helpView{model: h, keys: keys, theme: th, note: note}
+}
+
+// SetSize sets the width the help line is cut to.
+func (v *helpView) SetSize(w, _ int) { v.model.SetWidth(w) }
+
+// SetTheme sets the styles.
+func (v *helpView) SetTheme(th Theme) {
+	v.theme = th
+	v.model.Styles = th.Help
+}
+
+// View draws the help screen.
+func (v helpView) View() []string {
+	hm := v.model
+	hm.ShowAll = true
+	lines := []string{"", "  " + v.theme.Section.Render("Keys"), ""}
+	for _, l := range strings.Split(hm.FullHelpView(v.keys.FullHelp()), "\n") {
+		lines = append(lines, "  "+l)
+	}
+	lines = append(lines, "")
+	if v.note != "" {
+		lines = append(lines, "  "+v.theme.Dim.Render(v.note))
+	}
+	lines = append(lines, "  "+v.theme.Dim.Render("Every action is also a CLI verb: kubectl hactl replace|reseed|seed|explain."))
+	return append(lines, "  "+v.theme.Dim.Render("? or esc closes this help."))
+}
+
+// line draws the one-line help of bindings.
+func (v helpView) line(bindings []key.Binding) string {
+	hm := v.model
+	hm.ShowAll = false
+	return hm.ShortHelpView(bindings)
+}
