@@ -157,6 +157,9 @@ func (x *Executor) Execute(ctx context.Context, d classify.Decision, o ExecOptio
 	case classify.VerbAwait, classify.VerbObserve:
 		return r.res, fmt.Errorf("%w: the decision is %s (%s)", ErrNotActionable, d.Verb, firstBlocker(d))
 	}
+	if d.Intent.Action == model.ActionSeed && r.o.DryRun == DryRunServer {
+		return r.res, fmt.Errorf("%w: a seed has no server dry run (nothing it changes goes through the API server); use the client dry run", ErrUnsupported)
+	}
 	if r.o.DryRun == DryRunClient {
 		for _, s := range d.Steps {
 			r.receipt(s.Kind, s.Kind.PhaseOf(), model.OutcomeDryRun, s.Detail+" (dry run)", stepFences(s), s)

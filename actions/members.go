@@ -6,7 +6,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/engine"
-	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -21,9 +20,6 @@ var (
 	ErrNotYet         = engine.ErrNotYet
 	ErrOutcomeUnknown = engine.ErrOutcomeUnknown
 )
-
-// EtcdOps is etcd's MemberOps (engine/etcd.Ops).
-type EtcdOps = etcdengine.Ops
 
 // Credentials reads the client TLS material a cluster names with the
 // annotation hactl.dev/client-tls-secret; nil when it names none. Errors

@@ -87,9 +87,6 @@ var seeders = map[model.Engine]Seeder{model.EngineEtcd: etcdSeeder{}}
 
 // SeederFor returns engine e's Seeder.
 func SeederFor(e model.Engine) (Seeder, error) {
-	if e == "" {
-		e = model.EngineEtcd
-	}
 	s, ok := seeders[e]
 	if !ok {
 		return nil, fmt.Errorf("%w: seed generations of %s clusters", ErrUnsupported, e)
@@ -122,7 +119,7 @@ func verifySeed(confirmed, now classify.Decision) error {
 		return &RefusedError{Decision: now, While: "observed again under the lock"}
 	}
 	a, b := seedSource(confirmed), seedSource(now)
-	if a.Member != b.Member || a.MemberID != b.MemberID || (confirmed.ClusterID != "" && confirmed.ClusterID != now.ClusterID) {
+	if a.Member != b.Member || a.MemberID != b.MemberID || confirmed.ClusterID != now.ClusterID {
 		return &FenceConflictError{Detail: fmt.Sprintf("the seed source was %s (member %s, cluster %s), it is now %s (member %s, cluster %s)",
 			a.Member, a.MemberID, confirmed.ClusterID, b.Member, b.MemberID, now.ClusterID)}
 	}
@@ -166,7 +163,14 @@ func (r *run) seed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	closing := published != nil && now.Resume != ""
+	if published != nil && now.Resume == "" {
+		// Published before (by a seed that recorded it, or meanwhile):
+		// nothing to do and nothing to record.
+		r.res.Manifest, r.res.Already, r.res.Source = published, true, published.Source.Member
+		r.warn("generation %s is already published in %s for this cluster (%s): nothing to do", gen, store, published.Digest)
+		return nil
+	}
+	closing := published != nil
 	if !closing {
 		if err := verifySeed(r.confirmed, now); err != nil {
 			return err
@@ -238,13 +242,16 @@ func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder,
 	}
 	m := out.Manifest
 	r.res.Manifest, r.res.Already = m, out.Already
+	if out.Already {
+		// published by another seed between the check and the capture:
+		// nothing was captured or uploaded
+		r.receipt(model.StepPublish, model.ActionPhasePublished, model.OutcomeAlready,
+			fmt.Sprintf("generation %s was published meanwhile in %s (%s); nothing was captured", m.Identity.Generation, store, m.Digest), nil, src)
+		return nil
+	}
 	r.receipt(model.StepUpload, model.ActionPhaseUploading, model.OutcomeDone,
 		fmt.Sprintf("uploaded %s to %s (upload %s); stored sizes checked", format.Bytes(m.TotalSize), store, m.Upload), nil, src)
-	outcome := model.OutcomeDone
-	if out.Already {
-		outcome = model.OutcomeAlready
-	}
-	r.receipt(model.StepPublish, model.ActionPhasePublished, outcome, "published "+publishedDetail(m, out.Took), nil, src)
+	r.receipt(model.StepPublish, model.ActionPhasePublished, model.OutcomeDone, "published "+publishedDetail(m, out.Took), nil, src)
 	return nil
 }
 

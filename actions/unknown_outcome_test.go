@@ -11,6 +11,7 @@ import (
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/classify"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -117,7 +118,7 @@ func TestRemoveMemberThatTimesOutButCommits(t *testing.T) {
 	proxy := &latencyProxy{upstream: e.dialer.dial, delay: 3 * time.Second}
 	defer proxy.wg.Wait()
 	x := e.executor()
-	x.Members = actions.EtcdOps{Dial: proxy.dial, Timeout: 500 * time.Millisecond}
+	x.Members = etcdengine.Ops{Dial: proxy.dial, Timeout: 500 * time.Millisecond}
 	d := e.decide(x, target)
 	if d.Verb != classify.VerbProceed || d.MemberFence == nil {
 		t.Fatalf("decision:\n%s", strings.Join(classify.Describe(d), "\n"))

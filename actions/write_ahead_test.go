@@ -10,6 +10,7 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -17,7 +18,7 @@ import (
 // reads the ledger on its own and notes whether it already says the
 // request is being sent; then it sends it for real.
 type ledgerWitness struct {
-	actions.EtcdOps
+	etcdengine.Ops
 	e       *env
 	mu      sync.Mutex
 	missing []string
@@ -46,17 +47,17 @@ func (w *ledgerWitness) check(step model.StepKind, id string) {
 
 func (w *ledgerWitness) RemoveMember(ctx context.Context, via engine.Target, id string) error {
 	w.check(model.StepRemoveMember, id)
-	return w.EtcdOps.RemoveMember(ctx, via, id)
+	return w.Ops.RemoveMember(ctx, via, id)
 }
 
 func (w *ledgerWitness) AddLearner(ctx context.Context, via engine.Target, peerURLs []string) (model.Peer, error) {
 	w.check(model.StepAddLearner, "")
-	return w.EtcdOps.AddLearner(ctx, via, peerURLs)
+	return w.Ops.AddLearner(ctx, via, peerURLs)
 }
 
 func (w *ledgerWitness) PromoteLearner(ctx context.Context, via engine.Target, id string) error {
 	w.check(model.StepPromoteLearner, id)
-	return w.EtcdOps.PromoteLearner(ctx, via, id)
+	return w.Ops.PromoteLearner(ctx, via, id)
 }
 
 // Every member change is in the ledger (outcome sending) before the
@@ -67,7 +68,7 @@ func TestLedgerRecordsAChangeBeforeItIsSent(t *testing.T) {
 	e.startKubelet()
 	target := e.follower()
 	x := e.executor()
-	w := &ledgerWitness{EtcdOps: actions.EtcdOps{Dial: e.dialer.dial}, e: e}
+	w := &ledgerWitness{Ops: etcdengine.Ops{Dial: e.dialer.dial}, e: e}
 	x.Members = w
 	d := e.decide(x, target)
 	if d.Verb != classify.VerbProceed {

@@ -102,6 +102,10 @@ func (c *classifier) notResumable(e *model.LedgerEntry) string {
 		return c.restoreNotResumable(e)
 	case model.ActionReplace, model.ActionReseed:
 		return c.replaceNotResumable(e)
+	case model.ActionSeed:
+		if e.Generation != c.o.Generation {
+			return fmt.Sprintf("it seeds generation %s, this seed generation %s: a new seed that passes every gate", orName(e.Generation, "(none)"), orName(c.o.Generation, "(none)"))
+		}
 	}
 	return ""
 }

@@ -125,3 +125,21 @@ func TestStaleEntryIsSuperseded(t *testing.T) {
 		t.Errorf("--supersede: resume %q, supersedes %v, replaced %+v", d.Resume, d.Supersedes, d.Replaced)
 	}
 }
+
+// A seed in progress resumes only for the same generation: a seed of
+// another generation is a new seed, and the old entry is superseded.
+func TestSeedResumesOnlyTheSameGeneration(t *testing.T) {
+	in := withOpts(intentFor(model.ActionSeed, ""), func(o *Options) { o.SeedStore = "s3://b"; o.Generation = "g2" })
+	entry := model.LedgerEntry{ID: "seed.etcd-0.1", Action: model.ActionSeed, State: model.EntryInProgress,
+		Phase: model.ActionPhaseCapturing, Generation: "g1", StartedAt: now.Add(-time.Minute), UpdatedAt: now.Add(-time.Minute)}
+	obs := healthy()
+	obs.Ledger = []model.LedgerEntry{entry}
+	d := Classify(obs, in, now)
+	if d.Resume != "" || !slices.Equal(d.Supersedes, []string{entry.ID}) || d.Verb != VerbProceed {
+		t.Fatalf("a seed of g2 over g1's entry: resume %q, supersedes %v, verb %s\n%s", d.Resume, d.Supersedes, d.Verb, strings.Join(Describe(d), "\n"))
+	}
+	in.Options.Generation = "g1"
+	if d := Classify(obs, in, now); d.Resume != entry.ID || len(d.Supersedes) > 0 {
+		t.Fatalf("the same generation: resume %q, supersedes %v", d.Resume, d.Supersedes)
+	}
+}

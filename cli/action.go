@@ -330,9 +330,6 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 		OnReceipt: func(r model.Receipt) { printReceipt(w, r) },
 		Warn:      func(s string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", s) },
 	})
-	if res.TookOverFrom != "" {
-		fmt.Fprintf(o.ErrOut, "warning: took the lock over from stale holder %s\n", res.TookOverFrom)
-	}
 	if err == nil && dry == actions.DryRunNone {
 		fmt.Fprintf(w, "%s: done (ledger entry %s)\n", o.what(), res.EntryID)
 	}

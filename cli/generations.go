@@ -789,8 +789,12 @@ func (o *generationsGCOptions) apply(ctx context.Context, cs *actions.ClusterSto
 	if cs.StatefulSet != nil {
 		lo.Owner = &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: cs.StatefulSet.Name, UID: cs.StatefulSet.UID}
 	}
-	var res artifact.GCResult
+	var (
+		res    artifact.GCResult
+		locked bool
+	)
 	err := actions.WithLock(ctx, o.client, o.Namespace, o.Cluster, lo, func(ctx context.Context, lock *actions.Lock) error {
+		locked = true
 		// Before each deletion: the lock must still be ours (the
 		// renewal's verdict, and the Lease itself, read now), and the
 		// ledgers are read again: only what is still not in use goes (a
@@ -804,7 +808,8 @@ func (o *generationsGCOptions) apply(ctx context.Context, cs *actions.ClusterSto
 		res, err = cs.Store.RunGC(ctx, plan, artifact.GCApply{InUse: inUseNow, Continue: func() error { return o.stillHeld(ctx, lock, identity) }})
 		return err
 	})
-	if errors.Is(err, actions.ErrLockHeld) {
+	if !locked {
+		// nothing ran: the lock was not taken
 		return lockExit(err)
 	}
 	return o.report(cs, plan, res, err)

@@ -279,7 +279,8 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 func (o *SeedOptions) published(ctx context.Context, x *actions.Executor, cs *actions.ClusterStore, d classify.Decision, res status.Result, doc *seedDoc) (done bool, err error) {
 	seeder, err := actions.SeederFor(res.Observation.Cluster.Engine)
 	if err != nil {
-		return true, err
+		// no seeds of this engine: the decision refuses and says why
+		return false, nil
 	}
 	clusterID := res.Analysis.ClusterID
 	if clusterID == "" {

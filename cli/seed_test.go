@@ -860,3 +860,51 @@ func TestTUISeedRunsTheConfirmedPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestTUISeedOfAPublishedGenerationRecordsNothing: a seed started from
+// the TUI (the executor resolving the store itself) of a generation this
+// cluster already published is a no-op: no ledger entry, no Event, no
+// "uploaded" receipt; and a seed has no server dry run.
+func TestTUISeedOfAPublishedGenerationRecordsNothing(t *testing.T) {
+	e := newSeedEnv(t)
+	e.fill(50)
+	ctx := context.Background()
+	o, out, errOut := e.seedOptions(strings.NewReader(""), false, "g1")
+	o.Yes = true
+	if err := o.Run(ctx); err != nil {
+		t.Fatalf("seed: %v\n%s%s", err, out, errOut)
+	}
+	entries, events := len(e.ledger().Entries), len(e.events("SeedPublished"))+len(e.events("SeedStarted"))
+
+	st := NewStatusOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	st.client, st.dial, st.ProbeTimeout = e.cs, e.dial, 2*time.Second
+	x := (&TUIOptions{status: st, identity: actions.NewIdentity()}).executor()
+	a := tui.ExecutorActions(x)
+	req := tui.Request{Namespace: e.ns, Cluster: "etcd", Intent: classify.Intent{Action: model.ActionSeed, Options: classify.Options{Generation: "g1"}}}
+	d, err := a.Decide(ctx, req)
+	if err != nil || d.Verb != classify.VerbProceed {
+		t.Fatalf("decide: %v\n%s", err, strings.Join(classify.Describe(d), "\n"))
+	}
+	var receipts []model.Receipt
+	if err := a.Execute(ctx, req, d, func(r model.Receipt) { receipts = append(receipts, r) }); err != nil {
+		t.Fatalf("seed of a published generation: %v", err)
+	}
+	if len(receipts) != 0 {
+		t.Errorf("receipts for a no-op: %+v", receipts)
+	}
+	if n := len(e.ledger().Entries); n != entries {
+		t.Errorf("the no-op wrote the ledger: %d entries, was %d", n, entries)
+	}
+	if n := len(e.events("SeedPublished")) + len(e.events("SeedStarted")); n != events {
+		t.Errorf("the no-op recorded Events: %d, was %d", n, events)
+	}
+
+	d.Intent.Options.Generation = "g2"
+	_, err = x.Execute(ctx, d, actions.ExecOptions{DryRun: actions.DryRunServer})
+	if !errors.Is(err, actions.ErrUnsupported) {
+		t.Fatalf("a server dry run of a seed: %v, want ErrUnsupported", err)
+	}
+	if _, err := e.store().ReadManifest(ctx, "g2"); !errors.Is(err, artifact.ErrNoManifest) {
+		t.Fatalf("the server dry run published g2: %v", err)
+	}
+}

@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"artifact":            {"model", "internal/format"},
 	"artifact/etcdgen":    {"artifact", "engine", "engine/etcd", "model"},
 	"status":              {"model", "verdict", "classify", "engine", "engine/etcd", "internal/format"},
-	"actions":             {"model", "verdict", "classify", "status", "engine", "engine/etcd", "artifact", "artifact/etcdgen", "internal/buildinfo", "internal/format"},
+	"actions":             {"model", "verdict", "classify", "status", "engine", "artifact", "artifact/etcdgen", "internal/buildinfo", "internal/format"},
 	"tui":                 {"model", "verdict", "classify", "status", "actions", "tui/internal/remedy", "internal/format"},
 	"tui/internal/remedy": {"model"},
 	"cli": {"model", "verdict", "classify", "status", "actions", "engine", "artifact", "artifact/etcdgen", "tui",
@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 
 // testSupport are packages only tests import; no product package may.
 var testSupport = []string{
-	"internal/testenv", "internal/testbins", "internal/fixtures", "internal/e2esuite", "internal/poll", "internal/poll",
+	"internal/testenv", "internal/testbins", "internal/fixtures", "internal/e2esuite", "internal/poll",
 	"artifact/storetest", "internal/archtest", "sandbox",
 }
 
