@@ -113,7 +113,8 @@ func orDur(d, def time.Duration) time.Duration {
 // Decide observes the cluster and classifies intent, as this executor
 // would (its own lock does not block it).
 // A seed intent that names no store gets the one the StatefulSet's
-// annotations name.
+// annotations name; a restore intent that carries no generation facts is
+// pinned to the generation as that store holds it now.
 func (x *Executor) Decide(ctx context.Context, namespace, name string, in classify.Intent) (classify.Decision, status.Result, status.Warnings, error) {
 	in.Options.LockHolder = x.identity()
 	if in.Action == model.ActionSeed && in.Options.SeedStore == "" {
@@ -123,6 +124,13 @@ func (x *Executor) Decide(ctx context.Context, namespace, name string, in classi
 		}
 		in.Options.SeedStore = cs.Store.String()
 		_ = cs.Store.Close()
+	}
+	if in.Action == model.ActionRestore && in.Options.Source == nil && in.Options.Generation != "" {
+		src, err := ReadRestoreSource(ctx, x.client(), namespace, name, in.Options.Generation, StoreRef{})
+		if err != nil {
+			return classify.Decision{}, status.Result{}, nil, err
+		}
+		src.Pin(&in.Options)
 	}
 	return x.Observer.Decide(ctx, namespace, name, in)
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
-	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
@@ -128,13 +127,10 @@ func (o *ActionOptions) AddFlags(cmd *cobra.Command) {
 	if o.Action == model.ActionRestore {
 		f.StringVar(&o.Generation, "generation", "", "The seed generation to restore every member from (required).")
 		o.store.add(f)
-		f.StringVar(&o.AgentImage, "agent-image", defaultAgentImage(), "Image of the restore pods: any image with kubectl-hactl on its PATH.")
+		f.StringVar(&o.AgentImage, "agent-image", actions.DefaultAgentImage(), "Image of the restore pods: any image with kubectl-hactl on its PATH.")
 		f.BoolVar(&o.Force, "force", false, "Restore even though the cluster has quorum, or the generation names another cluster ID (an earlier incarnation of this one): every write after the generation is lost.")
 	}
 }
-
-// defaultAgentImage is hactl's own image at this build's version.
-func defaultAgentImage() string { return "ghcr.io/hactl-dev/hactl:" + buildinfo.Version }
 
 // Complete reads the kubeconfig and arguments.
 func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
@@ -181,25 +177,20 @@ func (o *ActionOptions) Validate() error {
 // keeps what the classifier and the restore pods need. The pods verify
 // every byte again before they touch a data directory.
 func (o *ActionOptions) prepareRestore(ctx context.Context) error {
-	cs, err := openStore(ctx, o.client, o.Namespace, o.Cluster, o.store, actions.StoreOpen{NeedStatefulSet: true})
-	if err != nil {
+	src, err := actions.ReadRestoreSource(ctx, o.client, o.Namespace, o.Cluster, o.Generation, o.store.ref())
+	switch {
+	case errors.Is(err, actions.ErrNoStore):
+		return withCode(ExitUsage, err)
+	case err != nil && refusedRestore(err):
+		return withCode(ExitRefused, fmt.Errorf("generation %s cannot be restored, nothing was changed: %w", o.Generation, err))
+	case err != nil:
 		return err
 	}
-	defer cs.Store.Close()
-	m, err := cs.Store.ReadManifest(ctx, o.Generation)
-	if err != nil {
-		if refusedRestore(err) {
-			return withCode(ExitRefused, fmt.Errorf("generation %s cannot be restored, nothing was changed: %w", o.Generation, err))
-		}
-		return err
-	}
-	id := m.Identity
-	o.source = &classify.GenerationFacts{Generation: id.Generation, Engine: id.Engine, ClusterID: id.ClusterID,
-		Revision: id.Revision, CapturedAt: m.CreatedAt, Digest: m.Digest}
-	o.storeURL, o.secretName = cs.URL, cs.Secret
-	fmt.Fprintf(o.human(), "generation %s in %s: %s cluster %s, revision %d, %d file(s), %s, created %s\n", id.Generation, cs.Store,
+	m, id := src.Manifest, src.Manifest.Identity
+	o.source, o.storeURL, o.secretName = src.Facts, src.StoreURL, src.StoreSecret
+	fmt.Fprintf(o.human(), "generation %s in %s: %s cluster %s, revision %d, %d file(s), %s, created %s\n", id.Generation, src.Store,
 		id.Engine, id.ClusterID, id.Revision, len(m.Files), format.Bytes(m.TotalSize), m.CreatedAt.UTC().Format(time.RFC3339))
-	if cs.Secret == "" && !strings.HasPrefix(cs.URL, "file://") {
+	if src.StoreSecret == "" && !strings.HasPrefix(src.StoreURL, "file://") {
 		fmt.Fprintf(o.ErrOut, "warning: no --store-secret (or %s annotation): the restore pods get no store credentials and rely on their own environment\n", artifact.AnnotationStoreSecret)
 	}
 	return nil

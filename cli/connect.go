@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -28,21 +30,52 @@ func userAgent() string {
 	return rest.DefaultKubernetesUserAgent() + " " + actions.ProcessIdentity()
 }
 
+// errNoKubeconfig: no kubeconfig names a cluster and no flag does.
+var errNoKubeconfig = errors.New("no configuration has been provided: no kubeconfig names a cluster")
+
+// restConfig is the connection the kubeconfig and the connection flags
+// name, with hactl's user agent and transport guard, and the namespace.
+// Without any configuration it says so and how to give one, rather than
+// dialling localhost:8080 as client-go's defaults would.
+func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, string, error) {
+	loader := flags.ToRawKubeConfigLoader()
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	server := flags.APIServer != nil && *flags.APIServer != ""
+	if len(raw.Clusters) == 0 && !server && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		where := "~/.kube/config"
+		if k := os.Getenv("KUBECONFIG"); k != "" {
+			where = "$KUBECONFIG (" + k + ")"
+		}
+		if flags.KubeConfig != nil && *flags.KubeConfig != "" {
+			where = "--kubeconfig " + *flags.KubeConfig
+		}
+		return nil, "", withCode(ExitError, fmt.Errorf("%w (read %s): set KUBECONFIG or give --kubeconfig FILE, or --server URL; 'kubectl config view' shows what kubectl sees", errNoKubeconfig, where))
+	}
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	cfg.UserAgent = userAgent()
+	cfg.Wrap(actions.GuardTransport)
+	return cfg, ns, nil
+}
+
 // connect reads the kubeconfig the connection flags name; withDial also
 // builds the port-forward dialer.
 func connect(flags *genericclioptions.ConfigFlags, withDial bool) (conn, error) {
 	var c conn
-	var err error
-	c.namespace, _, err = flags.ToRawKubeConfigLoader().Namespace()
+	cfg, ns, err := restConfig(flags)
 	if err != nil {
-		return c, fmt.Errorf("reading kubeconfig: %w", err)
+		return c, err
 	}
-	cfg, err := flags.ToRESTConfig()
-	if err != nil {
-		return c, fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	cfg.UserAgent = userAgent()
-	cfg.Wrap(actions.GuardTransport)
+	c.namespace = ns
 	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return c, err
 	}

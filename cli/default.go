@@ -6,11 +6,31 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// runDefault is `kubectl hactl` with no subcommand: the TUI on a terminal,
-// plain status otherwise (so it works in pipes and scripts).
-func runDefault(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) error {
-	if isTerminal(streams.In) && isTerminal(streams.Out) {
-		o := NewTUIOptions(flags, streams)
+// defaultOptions are the flags of `kubectl hactl` with no subcommand:
+// everything tui takes (-A, --readonly, --probe-interval, …) and what
+// only the printed status has (-o, --watch, --color), bound to one set of
+// options that serves both.
+type defaultOptions struct {
+	*TUIOptions
+}
+
+func newDefaultOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *defaultOptions {
+	return &defaultOptions{TUIOptions: NewTUIOptions(flags, streams)}
+}
+
+// AddFlags binds the bare command's flags.
+func (o *defaultOptions) AddFlags(cmd *cobra.Command) {
+	o.TUIOptions.AddFlags(cmd)
+	o.status.addOutputFlags(cmd)
+}
+
+// run is `kubectl hactl` with no subcommand: the TUI on a terminal, the
+// printed status otherwise, or when -o or --watch ask for it (so it works
+// in pipes and scripts).
+func (o *defaultOptions) run(cmd *cobra.Command) error {
+	s := o.status
+	printed := cmd.Flags().Changed("output") || s.Watch
+	if !printed && isTerminal(o.In) && isTerminal(o.Out) {
 		if err := o.Complete(cmd, nil); err != nil {
 			return err
 		}
@@ -19,9 +39,11 @@ func runDefault(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, stream
 		}
 		return o.Run(cmd.Context())
 	}
-	o := NewStatusOptions(flags, streams)
-	if err := o.Complete(cmd, nil); err != nil {
+	if err := s.Complete(cmd, nil); err != nil {
 		return err
 	}
-	return o.Run(cmd.Context())
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	return s.Run(cmd.Context())
 }

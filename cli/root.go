@@ -13,6 +13,7 @@ import (
 // NewRootCmd builds `kubectl hactl` with its subcommands.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
+	def := newDefaultOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "kubectl-hactl",
 		Short: "Health, verdicts and fenced repairs for HA stateful clusters (etcd, Patroni)",
@@ -20,8 +21,9 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 is this cluster healthy, would a failover succeed right now, and how do I
 repair a member without making it worse?
 
-Run on a terminal with no subcommand, it opens a live view; otherwise it
-prints status.`,
+Run on a terminal with no subcommand, it opens the live view and takes the
+flags of 'tui' (-A, --readonly, --probe-interval, ...); without a terminal,
+or with -o or --watch, it prints status and takes the flags of 'status'.`,
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl hactl",
 		},
@@ -29,9 +31,10 @@ prints status.`,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDefault(cmd, flags, streams)
+			return def.run(cmd)
 		},
 	}
+	def.AddFlags(cmd)
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)

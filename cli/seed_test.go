@@ -908,3 +908,39 @@ func TestTUISeedOfAPublishedGenerationRecordsNothing(t *testing.T) {
 		t.Fatalf("the server dry run published g2: %v", err)
 	}
 }
+
+// TestExecutorPinsARestoreToTheStoredGeneration: a restore intent that
+// names only a generation (the TUI's) is decided pinned to that
+// generation as the cluster's store holds it: its digest, cluster ID and
+// revision, the store's URL and the default agent image.
+func TestExecutorPinsARestoreToTheStoredGeneration(t *testing.T) {
+	e := newSeedEnv(t)
+	e.fill(20)
+	ctx := context.Background()
+	o, out, errOut := e.seedOptions(strings.NewReader(""), false, "g1")
+	o.Yes = true
+	if err := o.Run(ctx); err != nil {
+		t.Fatalf("seed: %v\n%s%s", err, out, errOut)
+	}
+	m, err := e.store().ReadManifest(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStatusOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	st.client, st.dial, st.ProbeTimeout = e.cs, e.dial, 2*time.Second
+	x := (&TUIOptions{status: st, identity: actions.NewIdentity()}).executor()
+	d, _, _, err := x.Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionRestore, Options: classify.Options{Generation: "g1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := d.Intent.Options
+	if opts.Source == nil || opts.Source.Digest != m.Digest || opts.Source.ClusterID != m.Identity.ClusterID || opts.Source.Revision != m.Identity.Revision {
+		t.Fatalf("the restore is not pinned to the stored generation: %+v, manifest %s", opts.Source, m.Digest)
+	}
+	if opts.AgentImage != actions.DefaultAgentImage() || opts.SeedStore == "" {
+		t.Fatalf("agent image %q, store %q", opts.AgentImage, opts.SeedStore)
+	}
+	if _, _, _, err := x.Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionRestore, Options: classify.Options{Generation: "nope"}}); !errors.Is(err, artifact.ErrNoManifest) {
+		t.Fatalf("a generation the store does not hold: %v, want ErrNoManifest", err)
+	}
+}

@@ -14,12 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/engine"
-	"github.com/hactl-dev/hactl/internal/portforward"
-	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +23,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/internal/portforward"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/verdict"
 )
 
 // StatusOptions holds the flags and state of `kubectl hactl status`.
@@ -117,16 +118,22 @@ runs etcd.
 
 // AddFlags binds the status flags.
 func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
-	o.PrintFlags.AddFlags(cmd)
-	_ = cmd.Flags().MarkHidden("show-managed-fields")
-	cmd.Flag("output").Usage = "Output format. One of: (wide, json, yaml, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...). JSON/YAML use the versioned schema hactl.dev/v1alpha1."
+	o.addOutputFlags(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show clusters in every namespace.")
-	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Keep running and print again on every change (from watches, plus a probe every --probe-interval). With -o json, one JSON document per line per change.")
-	cmd.Flags().StringVar(&o.Color, "color", o.Color, "Colour the verdict: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	cmd.Flags().DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member (all members are probed in parallel).")
 	cmd.Flags().DurationVar(&o.ProbeInterval, "probe-interval", o.ProbeInterval, "With --watch, how often members are probed again.")
 	cmd.Flags().BoolVar(&o.NoProbe, "no-probe", false, "Read the API server only; do not dial members (the verdict then cannot be failover-ready: lag is unknown).")
 	cmd.Flags().Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a voter may trail the leader frontier and still count as caught up.")
+}
+
+// addOutputFlags binds the flags only the printed status has: -o and its
+// templates, --watch and --color.
+func (o *StatusOptions) addOutputFlags(cmd *cobra.Command) {
+	o.PrintFlags.AddFlags(cmd)
+	_ = cmd.Flags().MarkHidden("show-managed-fields")
+	cmd.Flag("output").Usage = "Output format. One of: (wide, json, yaml, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...). JSON/YAML use the versioned schema hactl.dev/v1alpha1."
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Keep running and print again on every change (from watches, plus a probe every --probe-interval). With -o json, one JSON document per line per change.")
+	cmd.Flags().StringVar(&o.Color, "color", o.Color, "Colour the verdict: auto (on a terminal, unless NO_COLOR is set), always or never.")
 }
 
 // Complete reads the kubeconfig and arguments.
@@ -135,19 +142,13 @@ func (o *StatusOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.Name = args[0]
 	}
 	var err error
-	o.Namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
+	o.restConfig, o.Namespace, err = restConfig(o.configFlags)
 	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
+		return err
 	}
 	if o.AllNamespaces {
 		o.Namespace = ""
 	}
-	o.restConfig, err = o.configFlags.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
-	}
-	o.restConfig.UserAgent = userAgent()
-	o.restConfig.Wrap(actions.GuardTransport)
 	o.client, err = kubernetes.NewForConfig(o.restConfig)
 	if err != nil {
 		return err
