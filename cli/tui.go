@@ -89,12 +89,14 @@ own every --probe-interval, and shows:
   readiness   each member's lag against the leader frontier over time, and
               the learners' catch-up (key 3)
 
-Actions (r replace, R reseed, s seed) open a confirm dialog showing the
-classifier's decision — plan, fences, quorum arithmetic, blockers and
-overrides — exactly what the CLI verb would do; destructive ones ask you to
-type the member name. x explains a decision without acting. --readonly, or
-"readonly: true" in the context's hactl.dev kubeconfig extension, disables
-every action.
+Actions (r replace, R reseed, s seed, T restore) open a confirm dialog
+showing the classifier's decision — plan, fences, quorum arithmetic,
+blockers and overrides — exactly what the CLI verb would do; destructive
+ones ask you to type the member name. T restores every member from a seed
+generation picked from the cluster's published ones (newest first) and asks
+you to type the cluster name. x explains a decision without acting.
+--readonly, or "readonly: true" in the context's hactl.dev kubeconfig
+extension, disables every action.
 
 Keys: ? help, / filter, esc back, q quit.
 

@@ -44,6 +44,8 @@ func setOverride(o *classify.Options, flag string, on bool) bool {
 		o.MoveLeader = on
 	case classify.FlagSupersede:
 		o.Supersede = on
+	case classify.FlagForce:
+		o.Force = on
 	default:
 		return false
 	}
@@ -57,6 +59,8 @@ func overrideOn(o classify.Options, flag string) bool {
 		return o.MoveLeader
 	case classify.FlagSupersede:
 		return o.Supersede
+	case classify.FlagForce:
+		return o.Force
 	}
 	return false
 }
@@ -103,6 +107,9 @@ func (a *runningAction) title() string {
 	s := a.req.Intent.Action.String()
 	if a.req.Intent.Member != "" {
 		s += " " + a.req.Intent.Member
+	}
+	if a.req.Intent.Action == model.ActionRestore && a.req.Intent.Options.Generation != "" {
+		s += " from " + a.req.Intent.Options.Generation
 	}
 	return s
 }
@@ -181,8 +188,9 @@ func waitAction(ch <-chan tea.Msg) tea.Cmd {
 	}
 }
 
-// openDialog starts a dialog for action on the selected member (explain:
-// show the decision only).
+// openDialog starts a dialog for action on the selected member, or on the
+// cluster for a seed or a restore (explain: show the decision only). A
+// restore's dialog first lists the generations to pick from.
 func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 	switch {
 	case m.actions == nil:
@@ -196,9 +204,17 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		return m, nil
 	}
 	r, mem, ok := m.selectedMember()
-	if !ok && action != model.ActionSeed {
+	wholeCluster := action == model.ActionSeed || action == model.ActionRestore
+	if _, focused := m.focused(); !focused {
+		m.setStatus(true, "the cluster is not in scope")
+		return m, nil
+	}
+	if !ok && !wholeCluster {
 		m.setStatus(true, "select a member first")
 		return m, nil
+	}
+	if action == model.ActionRestore {
+		mem = model.Member{}
 	}
 	c := r.Observation.Cluster
 	req := Request{Namespace: c.Namespace, Cluster: c.Name, Intent: classify.Intent{
@@ -210,8 +226,12 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 	d.SetSize(m.width, bodyHeight(m.height))
 	m.dialog = &d
 	m.clearStatus()
-	if d.state == dialogAsking {
+	switch d.state {
+	case dialogAsking:
 		return m, d.ask(defaultGeneration(c.Name, m.cfg.Now()))
+	case dialogPicking:
+		d.pick(m.cfg.Now, m.seed.source == nil)
+		return m, m.loadGenerations()
 	}
 	return m, m.decide(d.id, req)
 }

@@ -391,3 +391,35 @@ func TestDialogOutcomesHaveNames(t *testing.T) {
 		}
 	}
 }
+
+func TestDialogRestoreNeedsClusterName(t *testing.T) {
+	req := Request{Namespace: "db", Cluster: "etcd-a", Intent: classify.Intent{Action: model.ActionRestore}}
+	d := newDialog(4, req, false, NewTheme(true))
+	if d.state != dialogPicking {
+		t.Fatalf("a restore without a generation starts %v, want picking", d.state)
+	}
+	d.pick(clock, false)
+	d.SetSize(80, 30)
+	d, _, _ = d.Update(generationsMsg{key: "db/other", gens: restoreGens()})
+	if d.picker.listed {
+		t.Fatal("the picker took another cluster's generations")
+	}
+	d, _, _ = d.Update(generationsMsg{key: "db/etcd-a", gens: restoreGens()})
+	d, out := dialogKeys(d, "j", "enter")
+	if out != dialogDecide || d.req.Intent.Options.Generation != "etcd-a-old" || d.state != dialogDeciding {
+		t.Fatalf("picking: outcome %v intent %+v state %v", out, d.req.Intent, d.state)
+	}
+	// A decision that deletes nothing still needs the cluster's name.
+	dec := classify.Decision{Intent: d.req.Intent, Verb: classify.VerbProceed, Flow: classify.FlowRestore,
+		Steps: []classify.Step{{Kind: model.StepScaleDown}}}
+	d, _, _ = d.Update(decidedMsg{id: 4, decision: dec})
+	if dec.Deletes() || !d.needsName() || d.confirmName() != "etcd-a" {
+		t.Fatalf("restore: needsName %v confirmName %q", d.needsName(), d.confirmName())
+	}
+	if d, out = dialogKeys(d, "enter"); out != dialogKeep || !strings.Contains(d.hint, "type etcd-a exactly") {
+		t.Fatalf("enter without the name: %v %q", out, d.hint)
+	}
+	if d, out = dialogKeys(typeInDialog(d, "etcd-a"), "enter"); out != dialogConfirm {
+		t.Errorf("the cluster name: outcome %v (hint %q)", out, d.hint)
+	}
+}

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
@@ -20,6 +21,9 @@ const (
 	// dialogAsking: the dialog asks for an input the intent needs (the
 	// generation ID of a seed) before the classifier runs.
 	dialogAsking dialogState = iota
+	// dialogPicking: the dialog lists the published seed generations for
+	// a restore to pick one before the classifier runs.
+	dialogPicking
 	dialogDeciding
 	dialogDecided
 	dialogFailed
@@ -29,6 +33,8 @@ func (s dialogState) String() string {
 	switch s {
 	case dialogAsking:
 		return "asking"
+	case dialogPicking:
+		return "picking"
 	case dialogDeciding:
 		return "deciding"
 	case dialogDecided:
@@ -51,7 +57,7 @@ const (
 	// seen).
 	dialogClose
 	// dialogDecide: classify the dialog's request (its generation ID was
-	// entered).
+	// entered or picked).
 	dialogDecide
 	// dialogRedecide: classify the dialog's new request (another intent,
 	// an override switched) under a new id.
@@ -80,8 +86,10 @@ func (o dialogOutcome) String() string {
 
 // dialog is the confirm dialog component: it shows the classifier's
 // Decision for a request and, for a runnable decision, asks the root to
-// start it once confirmed (typing the member name for a destructive one).
-// Classifying and running are the root's: Update says what it asks for.
+// start it once confirmed (typing the member name for a destructive one,
+// the cluster name for a restore). A restore first picks its generation
+// in the dialog's genPicker. Classifying and running are the root's:
+// Update says what it asks for.
 type dialog struct {
 	id       int
 	req      Request
@@ -90,6 +98,7 @@ type dialog struct {
 	decision classify.Decision
 	err      error
 	input    textinput.Model
+	picker   genPicker
 	scroll   int
 	hint     string
 	// width and height are the area the dialog is centred in.
@@ -102,8 +111,13 @@ func newDialog(id int, req Request, explain bool, th Theme) dialog {
 	in.Prompt = "> "
 	in.CharLimit = 253
 	d := dialog{id: id, req: req, explain: explain, state: dialogDeciding, input: in, theme: th}
-	if req.Intent.Action == model.ActionSeed && req.Intent.Options.Generation == "" && !explain {
-		d.state = dialogAsking
+	if req.Intent.Options.Generation == "" && !explain {
+		switch req.Intent.Action {
+		case model.ActionSeed:
+			d.state = dialogAsking
+		case model.ActionRestore:
+			d.state = dialogPicking
+		}
 	}
 	return d
 }
@@ -112,7 +126,19 @@ func newDialog(id int, req Request, explain bool, th Theme) dialog {
 func (d *dialog) SetSize(w, h int) { d.width, d.height = w, h }
 
 // SetTheme sets the styles.
-func (d *dialog) SetTheme(th Theme) { d.theme = th }
+func (d *dialog) SetTheme(th Theme) {
+	d.theme = th
+	d.picker.SetTheme(th)
+}
+
+// pick readies the generation picker of a picking dialog; unlisted: no
+// listing will come.
+func (d *dialog) pick(now func() time.Time, unlisted bool) {
+	d.picker = newGenPicker(d.theme, now, unlisted)
+}
+
+// clusterKey is the key of the dialog's cluster.
+func (d *dialog) clusterKey() string { return d.req.Namespace + "/" + d.req.Cluster }
 
 // ask proposes a generation ID in the input of an asking dialog.
 func (d *dialog) ask(generation string) tea.Cmd {
@@ -133,10 +159,22 @@ func (d *dialog) decided(dec classify.Decision, err error) {
 	d.input.SetValue("")
 }
 
-// needsName: the decision is runnable and deletes or removes something,
-// so the member name must be typed to confirm.
+// confirmName is the name to type to confirm the decision: the cluster's
+// for a restore (it stops and restores every member), the member's for a
+// decision that deletes or removes something, "" when none is needed.
+func (d *dialog) confirmName() string {
+	switch {
+	case d.req.Intent.Action == model.ActionRestore:
+		return d.req.Cluster
+	case d.decision.Deletes():
+		return d.req.Intent.Member
+	}
+	return ""
+}
+
+// needsName: the decision is runnable and needs a name typed to confirm.
 func (d *dialog) needsName() bool {
-	return !d.explain && d.state == dialogDecided && runnable(d.decision) && d.decision.Deletes()
+	return !d.explain && d.state == dialogDecided && runnable(d.decision) && d.confirmName() != ""
 }
 
 // typing: keys go to the text input.
@@ -151,6 +189,8 @@ func actionFor(k KeyMap, msg tea.KeyPressMsg) (model.Action, bool) {
 		return model.ActionReseed, true
 	case k.Seed.Keys()[0]:
 		return model.ActionSeed, true
+	case k.Restore.Keys()[0]:
+		return model.ActionRestore, true
 	}
 	return "", false
 }
@@ -169,6 +209,11 @@ func (d dialog) Update(msg tea.Msg) (dialog, dialogOutcome, tea.Cmd) {
 			return d, dialogKeep, d.input.Focus()
 		}
 		return d, dialogKeep, nil
+	case generationsMsg:
+		if d.state == dialogPicking && msg.key == d.clusterKey() {
+			d.picker.setGenerations(msg.gens, msg.err)
+		}
+		return d, dialogKeep, nil
 	case tea.KeyPressMsg:
 		return d.updateKey(msg)
 	}
@@ -185,6 +230,8 @@ func (d dialog) updateKey(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.Cmd) 
 	switch {
 	case s == "esc" || s == "ctrl+c":
 		return d, dialogCancel, nil
+	case d.state == dialogPicking:
+		return d.updatePicking(msg)
 	case s == "pgdown" || s == "ctrl+d" || s == "pgup" || s == "ctrl+u" || ((s == "down" || s == "up") && !d.typing()):
 		d.scrollBy(s)
 		return d, dialogKeep, nil
@@ -235,6 +282,23 @@ func (d dialog) updateAsking(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.Cm
 	return d, dialogKeep, cmd
 }
 
+// updatePicking moves the picker's cursor; enter picks the selected
+// generation for the classifier.
+func (d dialog) updatePicking(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.Cmd) {
+	if msg.String() != "enter" {
+		d.picker = d.picker.Update(msg)
+		return d, dialogKeep, nil
+	}
+	g, ok := d.picker.selected()
+	if !ok {
+		d.hint = "no generation to pick; esc closes"
+		return d, dialogKeep, nil
+	}
+	d.req.Intent.Options.Generation = g.ID
+	d.state, d.hint = dialogDeciding, ""
+	return d, dialogDecide, nil
+}
+
 // updateDecided handles keys on a decision: the next intent (explain),
 // an override switched, the name typed, enter.
 func (d dialog) updateDecided(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.Cmd) {
@@ -271,16 +335,18 @@ func (d dialog) updateDecided(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.C
 }
 
 // confirm answers enter on a decision: an explanation closes, a refusal
-// stays, a destructive decision needs the member's name typed exactly.
+// stays, a destructive decision or a restore needs its name (confirmName)
+// typed exactly.
 func (d dialog) confirm() (dialog, dialogOutcome, tea.Cmd) {
+	name := d.confirmName()
 	switch {
 	case d.explain:
 		return d, dialogClose, nil
 	case !runnable(d.decision):
 		d.hint = "this decision cannot run; esc closes"
 		return d, dialogKeep, nil
-	case d.decision.Deletes() && strings.TrimSpace(d.input.Value()) != d.req.Intent.Member:
-		d.hint = fmt.Sprintf("type %s exactly to confirm", d.req.Intent.Member)
+	case name != "" && strings.TrimSpace(d.input.Value()) != name:
+		d.hint = fmt.Sprintf("type %s exactly to confirm", name)
 		return d, dialogKeep, nil
 	}
 	return d, dialogConfirm, nil
@@ -299,14 +365,7 @@ func (d dialog) restart(req Request) dialog {
 // foot that always shows (the question, the input, the keys).
 func (d *dialog) parts(w int) (head, body, foot []string) {
 	t := d.theme
-	title := d.req.Intent.Action.String()
-	if d.explain {
-		title = "explain " + title
-	}
-	if d.req.Intent.Member != "" {
-		title += " " + d.req.Intent.Member
-	}
-	head = []string{t.DialogTitle.Render(title) + t.Dim.Render(fmt.Sprintf(" (%s/%s)", d.req.Namespace, d.req.Cluster)), ""}
+	head = []string{t.DialogTitle.Render(d.title()) + t.Dim.Render(fmt.Sprintf(" (%s/%s)", d.req.Namespace, d.req.Cluster)), ""}
 	hint := func(foot []string) []string {
 		if d.hint != "" {
 			foot = append(foot, t.Warn.Render(d.hint))
@@ -317,36 +376,69 @@ func (d *dialog) parts(w int) (head, body, foot []string) {
 	case dialogAsking:
 		body = []string{"Generation ID for the new seed generation:"}
 		return head, body, hint([]string{d.input.View(), "", t.Dim.Render("enter classifies · esc cancels")})
+	case dialogPicking:
+		foot = hint([]string{"", t.Dim.Render("↑/↓ select · enter picks · esc cancels")})
+		return head, d.picker.lines(w, d.height-2-len(head)-len(foot), d.req.Cluster), foot
 	case dialogDeciding:
 		return head, []string{t.Dim.Render("observing the cluster and classifying…")}, []string{"", t.Dim.Render("esc cancels")}
 	case dialogFailed:
 		body = append([]string{t.Bad.Render("The classifier could not decide:")}, wrap(d.err.Error(), w, "")...)
 		return head, body, []string{"", t.Dim.Render("esc closes · nothing was changed")}
 	}
-	body = decisionLines(t, d.decision, w)
-	foot = []string{""}
-	ov := d.req.Intent.Options
+	return head, decisionLines(t, d.decision, w), hint(d.decidedFoot(w))
+}
+
+// title names the dialog's intent: the action, its member, a restore's
+// generation.
+func (d *dialog) title() string {
+	in := d.req.Intent
+	title := in.Action.String()
+	if d.explain {
+		title = "explain " + title
+	}
+	if in.Member != "" {
+		title += " " + in.Member
+	}
+	if in.Action == model.ActionRestore && in.Options.Generation != "" {
+		title += " from " + in.Options.Generation
+	}
+	return title
+}
+
+// decidedFoot is the foot under a decision: the overrides on, then what
+// enter does (and the name to type first).
+func (d *dialog) decidedFoot(w int) []string {
+	t := d.theme
+	foot := []string{""}
 	var on []string
-	for _, f := range []string{classify.FlagMoveLeader, classify.FlagSupersede} {
-		if overrideOn(ov, f) {
+	for _, f := range []string{classify.FlagMoveLeader, classify.FlagSupersede, classify.FlagForce} {
+		if overrideOn(d.req.Intent.Options, f) {
 			on = append(on, f)
 		}
 	}
 	if len(on) > 0 {
 		foot = append(foot, t.Warn.Render("overrides on: "+strings.Join(on, " ")))
 	}
-	switch {
+	switch name := d.confirmName(); {
 	case d.explain:
 		foot = append(foot, t.Dim.Render("explain only: nothing runs · i next intent · esc closes"))
 	case !runnable(d.decision):
 		foot = append(foot, t.Bad.Render(refusal(d.decision)), t.Dim.Render("esc closes"+overrideHint(d.decision)))
-	case d.decision.Deletes():
-		foot = append(foot, wrap(t.Danger.Render("This removes the member and deletes its data. Type "+d.req.Intent.Member+" to confirm:"), w, "")...)
+	case name != "":
+		foot = append(foot, wrap(t.Danger.Render(d.danger()+" Type "+name+" to confirm:"), w, "")...)
 		foot = append(foot, d.input.View(), t.Dim.Render("enter runs · esc cancels"+overrideHint(d.decision)))
 	default:
 		foot = append(foot, t.Dim.Render("enter runs · esc cancels"+overrideHint(d.decision)))
 	}
-	return head, body, hint(foot)
+	return foot
+}
+
+// danger says what a confirmed decision destroys.
+func (d *dialog) danger() string {
+	if in := d.req.Intent; in.Action == model.ActionRestore {
+		return "This stops every member of " + d.req.Cluster + " and restores each from generation " + in.Options.Generation + ": every write after it is lost."
+	}
+	return "This removes the member and deletes its data."
 }
 
 // refusal says why a decision does not run.

@@ -4,7 +4,12 @@
 // recorded actions with their receipts), the readiness view (lag against
 // the leader frontier over time, learners' catch-up), and repairs through
 // confirm dialogs that show the classifier's decision exactly as the CLI
-// prints it.
+// prints it. The action keys are r (replace the selected member), R
+// (reseed it), s (seed a generation) and T (restore every member from a
+// seed generation, picked from the cluster's published ones, newest
+// first); x explains a decision without acting. A destructive decision
+// is confirmed by typing the member's name, a restore by typing the
+// cluster's.
 //
 // Data comes from a Backend: KubeBackend watches the API server through
 // status.Watcher (the watcher `status --watch` uses) and probes members through
@@ -24,8 +29,9 @@
 // backend plumbing and the action flow. The views are components, each
 // with its own state, Update, View and SetSize: clusterList (the clusters
 // screen), a cluster's memberView, seedView and readinessView tabs, the
-// table they list with, the confirm dialog and the helpView. Before each
-// frame and after each message the root hands every view the data it
-// shows (syncViews); the dialog's Update returns a dialogOutcome that
-// tells the root to close it, classify its request or run its decision.
+// table they list with, the confirm dialog (with the genPicker a restore
+// picks its generation in) and the helpView. Before each frame and after
+// each message the root hands every view the data it shows (syncViews);
+// the dialog's Update returns a dialogOutcome that tells the root to
+// close it, classify its request or run its decision.
 package tui

@@ -44,7 +44,7 @@ func (v helpView) View() []string {
 	if v.note != "" {
 		lines = append(lines, "  "+v.theme.Dim.Render(v.note))
 	}
-	lines = append(lines, "  "+v.theme.Dim.Render("Every action is also a CLI verb: kubectl hactl replace|reseed|seed|explain."))
+	lines = append(lines, "  "+v.theme.Dim.Render("Every action is a CLI verb: kubectl hactl replace|reseed|seed|restore|explain."))
 	return append(lines, "  "+v.theme.Dim.Render("? or esc closes this help."))
 }
 

@@ -17,6 +17,7 @@ type KeyMap struct {
 	Replace key.Binding
 	Reseed  key.Binding
 	Seed    key.Binding
+	Restore key.Binding
 	Explain key.Binding
 }
 
@@ -38,6 +39,7 @@ func DefaultKeyMap() KeyMap {
 		Replace:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "replace")),
 		Reseed:     key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "reseed")),
 		Seed:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "seed")),
+		Restore:    key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "restore")),
 		Explain:    key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "explain")),
 	}
 }
@@ -52,14 +54,14 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.Open, k.Back, k.NextTab, k.PrevTab},
 		{k.ScrollUp, k.ScrollDown, k.Filter, k.Probe, k.Help, k.Quit},
-		{k.Replace, k.Reseed, k.Seed, k.Explain},
+		{k.Replace, k.Reseed, k.Seed, k.Restore, k.Explain},
 	}
 }
 
 // withReadOnly disables every action binding (explain stays: it only
 // shows a decision).
 func (k KeyMap) withReadOnly(ro bool) KeyMap {
-	for _, b := range []*key.Binding{&k.Replace, &k.Reseed, &k.Seed} {
+	for _, b := range []*key.Binding{&k.Replace, &k.Reseed, &k.Seed, &k.Restore} {
 		b.SetEnabled(!ro)
 	}
 	return k
@@ -74,8 +76,16 @@ type screenHelp struct {
 func (h screenHelp) ShortHelp() []key.Binding  { return h.short }
 func (h screenHelp) FullHelp() [][]key.Binding { return h.full }
 
-// dialogHelp is the short help while a dialog is open.
-func dialogHelp() []key.Binding {
+// dialogHelp is the short help while a dialog is open (picking: while
+// it lists the generations to restore from).
+func dialogHelp(picking bool) []key.Binding {
+	if picking {
+		return []key.Binding{
+			key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "select")),
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "pick")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		}
+	}
 	return []key.Binding{
 		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
 		key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
@@ -89,6 +99,6 @@ func (k KeyMap) helpFor(s screen) screenHelp {
 	case screenClusters:
 		return screenHelp{short: []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Probe, k.Help, k.Quit}, full: k.FullHelp()}
 	default:
-		return screenHelp{short: []key.Binding{k.NextTab, k.Replace, k.Reseed, k.Seed, k.Explain, k.Back, k.Help, k.Quit}, full: k.FullHelp()}
+		return screenHelp{short: []key.Binding{k.NextTab, k.Replace, k.Reseed, k.Seed, k.Restore, k.Explain, k.Back, k.Help, k.Quit}, full: k.FullHelp()}
 	}
 }

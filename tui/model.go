@@ -205,6 +205,11 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 	case generationsMsg:
 		var cmd tea.Cmd
 		m.seed, cmd = m.seed.Update(msg)
+		if m.dialog != nil {
+			var dcmd tea.Cmd
+			m, dcmd = m.updateDialog(msg)
+			cmd = tea.Batch(cmd, dcmd)
+		}
 		return m, cmd
 	case decidedMsg:
 		if m.dialog != nil {

@@ -210,9 +210,11 @@ type stubActions struct {
 	mu       sync.Mutex
 	decide   func(Request) (classify.Decision, error)
 	executed []Request
-	receipts []model.Receipt
-	execErr  error
-	n        int
+	// confirmed are the decisions Execute was given, one per execution.
+	confirmed []classify.Decision
+	receipts  []model.Receipt
+	execErr   error
+	n         int
 }
 
 func (s *stubActions) calls() int { s.mu.Lock(); defer s.mu.Unlock(); return s.n }
@@ -227,9 +229,10 @@ func (s *stubActions) Decide(_ context.Context, req Request) (classify.Decision,
 	return s.decide(req)
 }
 
-func (s *stubActions) Execute(_ context.Context, req Request, _ classify.Decision, progress func(model.Receipt)) error {
+func (s *stubActions) Execute(_ context.Context, req Request, d classify.Decision, progress func(model.Receipt)) error {
 	s.mu.Lock()
 	s.executed = append(s.executed, req)
+	s.confirmed = append(s.confirmed, d)
 	rs := s.receipts
 	s.mu.Unlock()
 	for _, r := range rs {

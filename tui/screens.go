@@ -117,12 +117,12 @@ func (m Model) clusterKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.tab = (m.tab + numTabs - 1) % numTabs
 	case msg.String() == "1", msg.String() == "2", msg.String() == "3":
 		m.tab = tab(msg.String()[0] - '1')
-	case key.Matches(msg, k.Replace, k.Reseed, k.Seed):
+	case key.Matches(msg, k.Replace, k.Reseed, k.Seed, k.Restore):
 		a, _ := actionFor(k, msg)
 		return m.openDialog(a, false)
 	case key.Matches(msg, k.Explain):
 		return m.openDialog(model.ActionReplace, true)
-	case msg.String() == "r", msg.String() == "R", msg.String() == "s":
+	case isActionKey(k, msg):
 		// An action key while actions are disabled.
 		if m.cfg.ReadOnly {
 			m.setStatus(true, "read-only: actions are disabled (%s)", m.cfg.ReadOnlyReason)
@@ -133,6 +133,12 @@ func (m Model) clusterKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.updateTab(msg)
 	}
 	return m, nil
+}
+
+// isActionKey reports whether msg is an action's key, enabled or not.
+func isActionKey(k KeyMap, msg tea.KeyPressMsg) bool {
+	_, ok := actionFor(k, msg)
+	return ok
 }
 
 // updateTab passes a key to the view of the tab shown. The seed tab lists

@@ -138,7 +138,7 @@ func (m Model) statusLine(w int) string {
 // helpLine is the short help of what has the focus.
 func (m Model) helpLine() string {
 	if m.dialog != nil {
-		return m.help.line(dialogHelp())
+		return m.help.line(dialogHelp(m.dialog.state == dialogPicking))
 	}
 	return m.help.line(m.keys.helpFor(m.screen).short)
 }
