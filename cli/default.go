@@ -31,18 +31,12 @@ func (o *defaultOptions) run(cmd *cobra.Command) error {
 	s := o.status
 	printed := cmd.Flags().Changed("output") || s.Watch
 	if !printed && isTerminal(o.In) && isTerminal(o.Out) {
-		if err := o.Complete(cmd, nil); err != nil {
-			return err
-		}
-		if err := o.Validate(); err != nil {
+		if err := prepare(func() error { return o.Complete(cmd, nil) }, o.Validate); err != nil {
 			return err
 		}
 		return o.Run(cmd.Context())
 	}
-	if err := s.Complete(cmd, nil); err != nil {
-		return err
-	}
-	if err := s.Validate(); err != nil {
+	if err := prepare(func() error { return s.Complete(cmd, nil) }, s.Validate); err != nil {
 		return err
 	}
 	return s.Run(cmd.Context())

@@ -52,4 +52,9 @@ func TestNoKubeconfigSaysWhatToSet(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", args, code, msg)
 		}
 	}
+	// A wrong command line is still a usage error (exit 2).
+	var out, errOut bytes.Buffer
+	if code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"status", "--color", "purple"}); code != ExitUsage || !strings.Contains(errOut.String(), "--color") {
+		t.Errorf("status --color purple without a kubeconfig: exit %d, stderr %q; want 2 naming --color", code, errOut.String())
+	}
 }
