@@ -109,6 +109,28 @@ func TestStatusCommand(t *testing.T) {
 	})
 }
 
+// startWatch runs `status --watch --no-probe -o json` in namespace ns as
+// the user of kubeconfig, in the background until the test ends (then it
+// must stop within 30s); done receives its exit code.
+func startWatch(t *testing.T, kubeconfig, ns string, out, errOut io.Writer) (done <-chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan int, 1)
+	go func() {
+		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
+		ch <- RunContext(ctx, streams, []string{"--kubeconfig", kubeconfig, "-n", ns, "status", "--watch", "--no-probe", "-o", "json"})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Error("watch did not stop after cancel")
+		}
+	})
+	return ch
+}
+
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -136,20 +158,7 @@ func TestWatchJSONLines(t *testing.T) {
 	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-w"))
 
 	out := &syncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	go func() {
-		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard}
-		done <- RunContext(ctx, streams, []string{"--kubeconfig", cp.AdminKubeconfig, "-n", ns, "status", "--watch", "--no-probe", "-o", "json"})
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("watch did not stop after cancel")
-		}
-	}()
+	startWatch(t, cp.AdminKubeconfig, ns, out, io.Discard)
 	testenv.Poll(t, 30*time.Second, func() (bool, error) { return out.lines()[0] != "", nil })
 
 	fixtures.MarkNotReady(t, admin, ns, "etcd-w-1")
@@ -211,20 +220,7 @@ func TestWatchWithoutEvents(t *testing.T) {
 	})
 
 	out, errOut := &syncBuffer{}, &syncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
-		done <- RunContext(ctx, streams, []string{"--kubeconfig", kubeconfig, "-n", ns, "status", "--watch", "--no-probe", "-o", "json"})
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("watch did not stop after cancel")
-		}
-	}()
+	done := startWatch(t, kubeconfig, ns, out, errOut)
 	// The sync timeout is 30s: the first document must come well before.
 	testenv.Poll(t, 20*time.Second, func() (bool, error) {
 		select {
