@@ -4,17 +4,20 @@ VERSION ?= v0.1.0
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 PKG      = github.com/hactl-dev/hactl/internal/buildinfo
-LDFLAGS  = -X $(PKG).Version=$(VERSION) -X $(PKG).Commit=$(COMMIT) -X $(PKG).Date=$(DATE)
+LDFLAGS  = -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Commit=$(COMMIT) -X $(PKG).Date=$(DATE)
+# Release flags: a static binary (no cgo), without gRPC's /debug/requests
+# tracing (grpcnotrace), stripped (-s -w). docs/size.md says why.
+BUILDFLAGS = -trimpath -buildvcs=false -tags grpcnotrace
 GOTEST_FLAGS ?= -count=1 -timeout 40m
 
-.PHONY: all build test testbins lint dist demo bench clean
+.PHONY: all build test testbins lint dist manifest image demo bench clean
 
 all: build
 
 ## build: bin/kubectl-hactl and its completion helper
 build:
 	@mkdir -p bin
-	go build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-hactl ./cmd/kubectl-hactl
+	CGO_ENABLED=0 go build $(BUILDFLAGS) -ldflags "$(LDFLAGS)" -o bin/kubectl-hactl ./cmd/kubectl-hactl
 	@if [ -d cmd/hactl-sandbox ]; then go build -trimpath -o bin/hactl-sandbox ./cmd/hactl-sandbox; fi
 	cp kubectl_complete-hactl bin/
 
@@ -34,7 +37,31 @@ test: testbins lint build
 
 ## dist: cross-built archives and the krew manifest in dist/
 dist:
-	VERSION=$(VERSION) COMMIT=$(COMMIT) DATE=$(DATE) bash hack/dist.sh
+	VERSION=$(VERSION) bash hack/dist.sh
+
+## manifest: rewrite the top-level plugin.yaml from a fresh `make dist`
+manifest: dist
+	cp dist/plugin.yaml plugin.yaml
+
+# The agent image restore pods run (actions.DefaultAgentImage). With
+# SOURCE_DATE_EPOCH set, the binary's build date is that time too, so the
+# same commit gives the same image digest.
+IMAGE_PLATFORM ?= linux/amd64
+IMAGE_REPO     ?= ghcr.io/hactl-dev/hactl
+image: DATE := $(if $(SOURCE_DATE_EPOCH),$(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r $(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ),$(DATE))
+
+## image: the agent image without a Docker engine: dist/image/ (OCI layout), dist/hactl-image.tar
+# It holds bin/kubectl-hactl as `make build` makes it (cross-built with the
+# same flags when IMAGE_PLATFORM is not this machine's).
+HOST_PLATFORM := $(shell go env GOOS)/$(shell go env GOARCH)
+image: build
+	@mkdir -p dist/image-build
+	@if [ "$(IMAGE_PLATFORM)" = "$(HOST_PLATFORM)" ]; then cp bin/kubectl-hactl dist/image-build/kubectl-hactl; else \
+	  CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(IMAGE_PLATFORM))) GOARCH=$(word 2,$(subst /, ,$(IMAGE_PLATFORM))) \
+	  go build $(BUILDFLAGS) -ldflags "$(LDFLAGS)" -o dist/image-build/kubectl-hactl ./cmd/kubectl-hactl; fi
+	go run ./hack/image --binary dist/image-build/kubectl-hactl --platform $(IMAGE_PLATFORM) \
+	  --version $(VERSION) --commit $(COMMIT) --repo $(IMAGE_REPO) \
+	  --out dist/image --tarball dist/hactl-image.tar
 
 ## demo: a local sandbox with several HA clusters, then the live view
 demo: build testbins

@@ -62,6 +62,11 @@ type Executor struct {
 	WaitTimeout  time.Duration
 	MaxConflicts int
 	RefuseGrace  time.Duration
+	// Plan, when set, is a saved plan being applied (kubectl hactl
+	// apply): the decision made under the lock must not differ from it
+	// (PlanDiff), or the run stops with a *PlanConflictError before
+	// anything changes.
+	Plan *classify.Decision
 }
 
 // ExecOptions tune one Execute call.
@@ -478,6 +483,9 @@ func (r *run) underLock(ctx context.Context) error {
 	// Decide again under the lock and hold that against what was shown.
 	d2, err := r.decide(ctx)
 	if err != nil {
+		return err
+	}
+	if err := r.checkPlan(d2); err != nil {
 		return err
 	}
 	if err := verify(r.confirmed, d2); err != nil {

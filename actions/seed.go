@@ -172,6 +172,9 @@ func (r *run) seed(ctx context.Context) error {
 	}
 	closing := published != nil
 	if !closing {
+		if err := r.checkPlan(now); err != nil {
+			return err
+		}
 		if err := verifySeed(r.confirmed, now); err != nil {
 			return err
 		}

@@ -84,7 +84,7 @@ func OpenClusterStore(ctx context.Context, c kubernetes.Interface, ns, name stri
 	}
 	var creds *artifact.Credentials
 	if secret != "" {
-		creds, err = ReadStoreSecret(ctx, c, ns, secret)
+		creds, err = ReadStoreSecret(ctx, c, ns, secret, artifact.StoreScheme(url))
 		if err != nil {
 			return nil, err
 		}
@@ -98,9 +98,11 @@ func OpenClusterStore(ctx context.Context, c kubernetes.Interface, ns, name stri
 	return cs, nil
 }
 
-// ReadStoreSecret reads store credentials from a Secret; errors name the
-// Secret and the missing keys, never a value.
-func ReadStoreSecret(ctx context.Context, c kubernetes.Interface, ns, name string) (*artifact.Credentials, error) {
+// ReadStoreSecret reads the credentials of a store of scheme (s3, gs,
+// azblob; "" infers it from the keys) from a Secret
+// (artifact.CredentialsFromSecret); errors name the Secret and the missing
+// or wrong keys, never a value.
+func ReadStoreSecret(ctx context.Context, c kubernetes.Interface, ns, name, scheme string) (*artifact.Credentials, error) {
 	s, err := c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsForbidden(err):
@@ -110,7 +112,7 @@ func ReadStoreSecret(ctx context.Context, c kubernetes.Interface, ns, name strin
 	case err != nil:
 		return nil, fmt.Errorf("reading the seed store's credentials Secret %q: %w", name, err)
 	}
-	return artifact.CredentialsFromSecret(name, s.Data)
+	return artifact.CredentialsFromSecret(name, scheme, s.Data)
 }
 
 // InUseGenerations lists the generations named by in-progress actions of

@@ -15,3 +15,6 @@ func SetFreeSpace(f func(dir string) (int64, error)) (undo func()) {
 	freeSpace = f
 	return func() { freeSpace = old }
 }
+
+// CredentialSecrets is what a Store scrubs from errors for c.
+func CredentialSecrets(c *Credentials) []string { return c.secrets() }

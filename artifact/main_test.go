@@ -43,6 +43,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	stopAzurite()
 	if err := s3srv.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = max(code, 1)

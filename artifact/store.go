@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 
@@ -14,89 +13,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	gcaws "gocloud.dev/aws"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob:// stores
-	_ "gocloud.dev/blob/fileblob"  // file:// stores
-	"gocloud.dev/blob/gcsblob"
+	_ "gocloud.dev/blob/fileblob" // file:// stores
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
-	"gocloud.dev/gcp"
 )
-
-// Credentials are object-store credentials read from a Secret reference.
-// They are never printed: every formatting path (fmt verbs, JSON, slog)
-// yields "[redacted]", and a Store scrubs their values from every error it
-// returns. Only s3:// stores take them; gs:// and azblob:// stores use
-// their SDK's default chain (environment, workload identity).
-type Credentials struct {
-	AccessKeyID     string
-	SecretAccessKey string
-	SessionToken    string
-}
-
-const redacted = "[redacted]"
-
-// String implements fmt.Stringer.
-func (Credentials) String() string { return redacted }
-
-// GoString implements fmt.GoStringer (%#v).
-func (Credentials) GoString() string { return redacted }
-
-// Format implements fmt.Formatter so that every verb prints "[redacted]".
-func (Credentials) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redacted) }
-
-// MarshalJSON keeps the values out of JSON output.
-func (Credentials) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
-
-// LogValue keeps the values out of structured logs.
-func (Credentials) LogValue() slog.Value { return slog.StringValue(redacted) }
-
-func (c *Credentials) secrets() []string {
-	if c == nil {
-		return nil
-	}
-	var out []string
-	for _, s := range []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken} {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// Secret keys read by CredentialsFromSecret.
-const (
-	SecretKeyAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	SecretKeySecretAccessKey = "AWS_SECRET_ACCESS_KEY"
-	SecretKeySessionToken    = "AWS_SESSION_TOKEN"
-)
-
-// CredentialsFromSecret builds Credentials from a Secret's data (the
-// caller reads the Secret). It needs AWS_ACCESS_KEY_ID and
-// AWS_SECRET_ACCESS_KEY; AWS_SESSION_TOKEN is optional. Errors name the
-// missing key, never a value.
-func CredentialsFromSecret(name string, data map[string][]byte) (*Credentials, error) {
-	c := &Credentials{
-		AccessKeyID:     strings.TrimSpace(string(data[SecretKeyAccessKeyID])),
-		SecretAccessKey: strings.TrimSpace(string(data[SecretKeySecretAccessKey])),
-		SessionToken:    strings.TrimSpace(string(data[SecretKeySessionToken])),
-	}
-	var missing []string
-	if c.AccessKeyID == "" {
-		missing = append(missing, SecretKeyAccessKeyID)
-	}
-	if c.SecretAccessKey == "" {
-		missing = append(missing, SecretKeySecretAccessKey)
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("secret %q has no %s", name, strings.Join(missing, " or "))
-	}
-	return c, nil
-}
 
 // Options configure OpenStore.
 type Options struct {
-	// Credentials, when set, are used instead of the environment
-	// (s3:// only).
+	// Credentials, when set, are used instead of the environment; they
+	// must be for the URL's scheme (CredentialsFromSecret).
 	Credentials *Credentials
 	// CreateDir creates a missing file:// directory (writers set it;
 	// readers report a missing directory instead).
@@ -117,20 +42,31 @@ var schemes = []string{"s3", "gs", "azblob", "file"}
 // OpenStore opens the store at rawURL:
 //
 //	s3://bucket/prefix?endpoint=http://host:port&use_path_style=true&region=us-east-1
-//	gs://bucket/prefix
-//	azblob://container/prefix
+//	gs://bucket/prefix[?endpoint=http://host:port][&anonymous=true]
+//	azblob://container/prefix[?localemu=true&protocol=http&domain=127.0.0.1:10000]
 //	file:///absolute/dir
 //
 // The path of an s3, gs or azblob URL is the key prefix under which
-// generations live; the other query parameters are gocloud.dev's. A
-// file:// directory must exist unless o.CreateDir. Credentials come from o or,
-// when nil, from the environment.
+// generations live. The query parameters of s3:// and azblob:// are
+// gocloud.dev's (azblob: domain, protocol, cdn, localemu,
+// storage_account); gs:// takes endpoint (an http(s) URL, such as an
+// emulator's) and anonymous. A file:// directory must exist unless
+// o.CreateDir. Credentials come from o or, when nil, from the SDK's
+// defaults (environment, workload identity).
 func OpenStore(ctx context.Context, rawURL string, o Options) (*Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot parse %s", ErrInvalidStore, RedactURL(rawURL))
 	}
 	s := &Store{display: RedactURL(rawURL), secrets: o.Credentials.secrets()}
+	if o.Credentials == nil {
+		// The SDK's defaults may read a SAS token or a connection string
+		// from the environment; an error quoting a request URL must not
+		// show them either.
+		if env, _ := CredentialsFromEnv(StoreScheme(rawURL), os.Getenv); env != nil {
+			s.secrets = env.secrets()
+		}
+	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: %s carries user information; give credentials through the environment or --store-secret", ErrInvalidStore, s.display)
 	}
@@ -160,14 +96,19 @@ func OpenStore(ctx context.Context, rawURL string, o Options) (*Store, error) {
 		if perr != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidStore, s.display, perr)
 		}
+		if o.Credentials != nil {
+			if cerr := o.Credentials.forScheme(u.Scheme); cerr != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrInvalidStore, s.display, cerr)
+			}
+		}
 		u.Path, u.RawPath = "", ""
 		switch {
-		case o.Credentials != nil && u.Scheme == "s3":
-			b, err = openS3(ctx, u, o.Credentials)
-		case o.Credentials != nil:
-			return nil, fmt.Errorf("%w: %s: a Secret reference is supported for s3:// stores only; %s:// stores use their SDK's default credentials (environment or workload identity)", ErrInvalidStore, s.display, u.Scheme)
 		case u.Scheme == "gs":
-			b, err = openGCS(ctx, u)
+			b, err = openGCS(ctx, u, o.Credentials)
+		case u.Scheme == "azblob":
+			b, err = openAzure(ctx, u, o.Credentials)
+		case o.Credentials != nil:
+			b, err = openS3(ctx, u, o.Credentials)
 		default:
 			b, err = blob.OpenBucket(ctx, u.String())
 		}
@@ -259,22 +200,6 @@ func openS3(ctx context.Context, u *url.URL, c *Credentials) (*blob.Bucket, erro
 	return s3blob.OpenBucket(ctx, s3.NewFromConfig(cfg, opts...), u.Host, &bo)
 }
 
-// openGCS opens a gs:// bucket with Google's default credentials. (The
-// default URL opener prints a warning to stdout when there are none;
-// hactl's output may be JSON, so the error is returned instead.)
-func openGCS(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
-	creds, err := gcp.DefaultCredentials(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("no Google Cloud credentials (set GOOGLE_APPLICATION_CREDENTIALS or use workload identity): %w", err)
-	}
-	client, err := gcp.NewHTTPClient(gcp.DefaultTransport(), creds.TokenSource)
-	if err != nil {
-		return nil, err
-	}
-	o := &gcsblob.URLOpener{Client: client}
-	return o.OpenBucketURL(ctx, u)
-}
-
 func parseBool(key, v string) (bool, error) {
 	switch strings.ToLower(v) {
 	case "1", "t", "true":
@@ -331,10 +256,21 @@ func RedactURL(rawURL string) string {
 		return u.String()
 	}
 	changed := false
-	for k := range q {
+	for k, vs := range q {
 		if sensitiveParam(k) {
 			q[k] = []string{redacted}
 			changed = true
+			continue
+		}
+		// A URL-valued parameter (an endpoint) may carry user information.
+		for i, v := range vs {
+			if !strings.Contains(v, "@") {
+				continue
+			}
+			if pu, err := url.Parse(v); err != nil || pu.User != nil || pu.Opaque != "" {
+				vs[i] = redacted
+				changed = true
+			}
 		}
 	}
 	if changed {

@@ -429,7 +429,7 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 			t.Fatalf("credential value printed:\n%s", b.String())
 		}
 	}
-	if _, err := artifact.CredentialsFromSecret("s3-creds", map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("k")}); err == nil || !strings.Contains(err.Error(), "AWS_SECRET_ACCESS_KEY") || strings.Contains(err.Error(), "k\"") {
+	if _, err := artifact.CredentialsFromSecret("s3-creds", "s3", map[string][]byte{"AWS_ACCESS_KEY_ID": []byte("k")}); err == nil || !strings.Contains(err.Error(), "AWS_SECRET_ACCESS_KEY") || strings.Contains(err.Error(), "k\"") {
 		t.Fatalf("missing secret key: %v", err)
 	}
 }
@@ -439,6 +439,8 @@ func TestRedactURL(t *testing.T) {
 		"s3://b/p?endpoint=http://h:1&use_path_style=true": "s3://b/p?endpoint=http://h:1&use_path_style=true",
 		"s3://user:pass@b/p":                                 "s3://b/p",
 		"azblob://c/p?sas_token=abc&x=1":                     "azblob://c/p?sas_token=%5Bredacted%5D&x=1",
+		"gs://b/p?endpoint=http://u:pw@127.0.0.1:1":          "gs://b/p?endpoint=%5Bredacted%5D",
+		"s3://b/p?endpoint=https://s3.example/@x&region=r":   "s3://b/p?endpoint=https://s3.example/@x&region=r",
 		"s3://b/p?aws_secret_access_key=zzz&access_key_id=y": "s3://b/p?access_key_id=%5Bredacted%5D&aws_secret_access_key=%5Bredacted%5D",
 	} {
 		if got := artifact.RedactURL(in); got != want {
@@ -463,8 +465,8 @@ func TestOpenStoreRefusals(t *testing.T) {
 		}
 	}
 	_, err := artifact.OpenStore(ctx, "gs://b/p", artifact.Options{Credentials: &artifact.Credentials{AccessKeyID: "a", SecretAccessKey: "b"}})
-	if !errors.Is(err, artifact.ErrInvalidStore) || !strings.Contains(err.Error(), "s3:// stores only") {
-		t.Errorf("gs with a Secret: %v", err)
+	if !errors.Is(err, artifact.ErrInvalidStore) || !strings.Contains(err.Error(), "for s3:// stores") || !strings.Contains(err.Error(), "GOOGLE_APPLICATION_CREDENTIALS_JSON") {
+		t.Errorf("gs with s3 credentials: %v", err)
 	}
 }
 

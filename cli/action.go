@@ -65,12 +65,15 @@ type ActionOptions struct {
 	source       *classify.GenerationFacts
 	storeURL     string
 	secretName   string
+	restoreBytes int64
 	Timeout      time.Duration
 	LagThreshold uint64
 
-	client  kubernetes.Interface
-	dial    engine.DialFunc
-	inIsTTY bool
+	client   kubernetes.Interface
+	dial     engine.DialFunc
+	inIsTTY  bool
+	errIsTTY bool
+	saved    savedPlan
 
 	genericiooptions.IOStreams
 }
@@ -143,7 +146,7 @@ func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	o.Namespace, o.client, o.dial = c.namespace, c.client, c.dial
-	o.inIsTTY = isTerminal(o.In)
+	o.inIsTTY, o.errIsTTY = isTerminal(o.In), isTerminal(o.ErrOut)
 	return nil
 }
 
@@ -187,7 +190,7 @@ func (o *ActionOptions) prepareRestore(ctx context.Context) error {
 		return err
 	}
 	m, id := src.Manifest, src.Manifest.Identity
-	o.source, o.storeURL, o.secretName = src.Facts, src.StoreURL, src.StoreSecret
+	o.source, o.storeURL, o.secretName, o.restoreBytes = src.Facts, src.StoreURL, src.StoreSecret, m.TotalSize
 	fmt.Fprintf(o.human(), "generation %s in %s: %s cluster %s, revision %d, %d file(s), %s, created %s\n", id.Generation, src.Store,
 		id.Engine, id.ClusterID, id.Revision, len(m.Files), format.Bytes(m.TotalSize), m.CreatedAt.UTC().Format(time.RFC3339))
 	if src.StoreSecret == "" && !strings.HasPrefix(src.StoreURL, "file://") {
@@ -287,6 +290,7 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 			return err
 		}
 		printDecision(w, d, suffix)
+		o.saved.decision = &d
 		if d.Verb != classify.VerbAwait {
 			break
 		}
@@ -316,11 +320,13 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 			return o.finish(res, errors.New("not confirmed; nothing was changed"))
 		}
 	}
+	rp := o.restoreProgress(d, dry)
 	res, err = x.Execute(ctx, d, actions.ExecOptions{
 		DryRun:    dry,
-		OnReceipt: func(r model.Receipt) { printReceipt(w, r) },
+		OnReceipt: func(r model.Receipt) { rp.observe(ctx, r); printReceipt(w, r) },
 		Warn:      func(s string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", s) },
 	})
+	rp.stop()
 	if err == nil && dry == actions.DryRunNone {
 		fmt.Fprintf(w, "%s: done (ledger entry %s)\n", o.what(), res.EntryID)
 	}
@@ -346,7 +352,7 @@ func (o *ActionOptions) finish(res actions.Result, err error) error {
 		if doc.Receipts == nil {
 			doc.Receipts = []model.Receipt{}
 		}
-		if err := printDoc(o.Out, o.Output, doc); err != nil {
+		if err := printDoc(o.Out, o.Output, o.planOr(doc)); err != nil {
 			return err
 		}
 	}

@@ -320,7 +320,9 @@ func TestReplaceCommandRefusalsAndConfirmation(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 			t.Fatalf("--dry-run=%s -o json: %v\n%s", dry, err, out.String())
 		}
-		if doc.Kind != "ActionReceipts" || doc.Result != "done" || len(doc.Receipts) == 0 {
+		// A client dry run prints the saved plan (apply -f), which keeps
+		// the receipts document's fields.
+		if doc.Kind != map[string]string{"client": PlanKind, "server": "ActionReceipts"}[dry] || doc.Result != "done" || len(doc.Receipts) == 0 {
 			t.Fatalf("--dry-run=%s: %+v", dry, doc)
 		}
 		for _, r := range doc.Receipts {

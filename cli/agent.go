@@ -44,9 +44,11 @@ func NewCmdAgent(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Commands hactl runs inside a cluster's pods (init containers)",
 		Long: `Commands meant to run inside a cluster's pods, for example as an init
 container next to the engine container. They need no access to the API
-server: store credentials come from the environment (AWS_ACCESS_KEY_ID and
-AWS_SECRET_ACCESS_KEY, typically from a Secret through envFrom), and are
-never printed.`,
+server: store credentials come from the environment (typically from a Secret
+through envFrom: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for s3://,
+GOOGLE_APPLICATION_CREDENTIALS_JSON for gs://, AZURE_STORAGE_ACCOUNT with
+AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or
+AZURE_STORAGE_CONNECTION_STRING, for azblob://), and are never printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageError("agent needs a subcommand: restore\nSee '%s --help'.", cmd.CommandPath())
@@ -136,9 +138,15 @@ ETCD_INITIAL_CLUSTER_TOKEN), so an init container can share its env.
 --store and --generation default to HACTL_SEED_STORE and
 HACTL_SEED_GENERATION.
 
-Store credentials come from the environment only (AWS_ACCESS_KEY_ID,
-AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN for s3://; the SDK defaults for
-gs:// and azblob://); they are never printed.
+Store credentials come from the environment only, under the key names of
+a store Secret (hactl's restore pods get the Secret's keys through
+envFrom): AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN for
+s3:// (the AWS SDK's default chain); GOOGLE_APPLICATION_CREDENTIALS_JSON
+(a service account's JSON key) for gs://; AZURE_STORAGE_ACCOUNT with
+AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or
+AZURE_STORAGE_CONNECTION_STRING, for azblob://. Without them the SDK's
+defaults apply (GOOGLE_APPLICATION_CREDENTIALS, workload identity). They
+are never printed.
 
 Exit codes:
   0  restored, or DIR already held this generation
@@ -339,7 +347,11 @@ func (o *AgentRestoreOptions) Run(ctx context.Context) error {
 }
 
 func (o *AgentRestoreOptions) restore(ctx context.Context, doc *agentRestoreResult, say func(string, string, ...any)) error {
-	store, err := artifact.OpenStore(ctx, o.Store, artifact.Options{})
+	creds, err := artifact.CredentialsFromEnv(artifact.StoreScheme(o.Store), o.getenv)
+	if err != nil {
+		return err
+	}
+	store, err := artifact.OpenStore(ctx, o.Store, artifact.Options{Credentials: creds})
 	if err != nil {
 		return err
 	}
@@ -361,7 +373,7 @@ func (o *AgentRestoreOptions) restore(ctx context.Context, doc *agentRestoreResu
 	}
 	say("verifying", "generation %s: %s cluster %s, member %s, revision %d, term %d, %d file(s), %d bytes", o.Generation,
 		m.Identity.Engine, m.Identity.ClusterID, m.Identity.SourceMemberID, m.Identity.Revision, m.Identity.RaftTerm, len(m.Files), m.TotalSize)
-	p := newLineProgress(o.ErrOut, o.Output == "", m.TotalSize)
+	p := newLineProgress(o.ErrOut, o.Output, m.TotalSize)
 	res, err := artifact.Restore(ctx, store, o.Generation, artifact.RestoreOptions{
 		DataDir:        o.DataDir,
 		Expect:         artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision},
@@ -439,11 +451,14 @@ func refusedRestore(err error) bool {
 	return false
 }
 
-// lineProgress prints a transfer's progress as occasional text lines (the
-// agent runs in a pod: its log is not a terminal).
+// lineProgress prints a transfer's progress as occasional lines on
+// stderr (the agent runs in a pod: its log is not a terminal): text every
+// 5 s, or with -o json a JSON line (AgentProgress) every 2 s, which
+// `kubectl hactl restore` reads from the restore pods' logs for its
+// progress bar.
 type lineProgress struct {
 	w       io.Writer
-	on      bool
+	output  string
 	total   int64
 	start   time.Time
 	mu      sync.Mutex
@@ -451,19 +466,51 @@ type lineProgress struct {
 	current int64
 }
 
-func newLineProgress(w io.Writer, on bool, total int64) *lineProgress {
-	return &lineProgress{w: w, on: on, total: total, start: time.Now()}
+// AgentProgress is the progress line `agent restore -o json` writes to
+// stderr while it downloads.
+type AgentProgress struct {
+	Kind  string `json:"kind"`
+	Bytes int64  `json:"bytes"`
+	Total int64  `json:"total"`
+}
+
+// agentProgressKind is AgentProgress's kind.
+const agentProgressKind = "SeedRestoreProgress"
+
+func newLineProgress(w io.Writer, output string, total int64) *lineProgress {
+	return &lineProgress{w: w, output: output, total: total, start: time.Now()}
 }
 
 func (p *lineProgress) update(n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.current = n
-	if !p.on || time.Since(p.last) < 5*time.Second {
+	every := 5 * time.Second
+	if p.output == "json" {
+		every = 2 * time.Second
+	}
+	if time.Since(p.last) < every {
 		return
 	}
-	p.last = time.Now()
-	fmt.Fprintf(p.w, "%s  %-10s %s\n", p.last.UTC().Format(time.RFC3339), "transfer", progressText(n, p.total, time.Since(p.start)))
+	p.print()
 }
 
-func (p *lineProgress) done() {}
+func (p *lineProgress) print() {
+	p.last = time.Now()
+	switch p.output {
+	case "":
+		fmt.Fprintf(p.w, "%s  %-10s %s\n", p.last.UTC().Format(time.RFC3339), "transfer", progressText(p.current, p.total, time.Since(p.start)))
+	case "json":
+		b, _ := json.Marshal(AgentProgress{Kind: agentProgressKind, Bytes: p.current, Total: p.total})
+		fmt.Fprintf(p.w, "%s\n", b)
+	}
+}
+
+// done prints the last count (JSON only: the text log has its phases).
+func (p *lineProgress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.output == "json" {
+		p.print()
+	}
+}

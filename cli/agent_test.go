@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -242,5 +243,51 @@ func TestAgentRestoreTimeoutAndFlags(t *testing.T) {
 	}
 	if dirDigest(t, dir) != before {
 		t.Fatal("a usage error changed the data directory")
+	}
+}
+
+// With -o json the agent writes its transfer progress to stderr as
+// AgentProgress lines (what `kubectl hactl restore` reads from the
+// restore pods' logs for its bar), the last one counting every byte, and
+// keeps stdout to the one result document.
+func TestAgentRestoreProgressLines(t *testing.T) {
+	ctx := context.Background()
+	storeDir := t.TempDir()
+	s, err := artifact.OpenStore(ctx, "file://"+storeDir, artifact.Options{CreateDir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := publishFiles(t, s, "g1", 10, map[string]string{"member/data": strings.Repeat("generation data ", 4096)})
+	dir := filepath.Join(t.TempDir(), "volume", "data")
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		[]string{"agent", "restore", "--store", "file://" + storeDir, "--generation", "g1", "--data-dir", dir, "-o", "json"})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out.String())
+	}
+	if got := lastAgentProgress(errOut.Bytes()); got != m.TotalSize || m.TotalSize == 0 {
+		t.Fatalf("last progress line counts %d bytes, want the generation's %d\nstderr:\n%s", got, m.TotalSize, errOut.String())
+	}
+}
+
+func TestLastAgentProgress(t *testing.T) {
+	log := `{"kind":"SeedRestoreProgress","bytes":10,"total":100}
+some other line {"kind":"SeedRestoreProgress","bytes":99,"total":100}
+{"kind":"SeedRestoreProgress","bytes":42,"total":100}
+{"kind":"SeedRestore","bytes":77}
+{"kind":"SeedRestoreProgress","bytes":`
+	if got := lastAgentProgress([]byte(log)); got != 42 {
+		t.Fatalf("lastAgentProgress = %d, want 42 (the last whole progress line)", got)
+	}
+	if got := lastAgentProgress(nil); got != 0 {
+		t.Fatalf("empty log: %d, want 0", got)
 	}
 }

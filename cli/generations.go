@@ -39,7 +39,7 @@ type storeFlags struct {
 
 func (f *storeFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.URL, "store", "", "Store URL of the cluster's seed generations (default: the StatefulSet's annotation "+artifact.AnnotationStore+"): s3://bucket/prefix?endpoint=…&use_path_style=true, gs://bucket/prefix, azblob://container/prefix or file:///dir.")
-	fs.StringVar(&f.Secret, "store-secret", "", "Secret in the cluster's namespace holding the store credentials, keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (default: the annotation "+artifact.AnnotationStoreSecret+"; without either, the environment's credentials are used). Values are never printed.")
+	fs.StringVar(&f.Secret, "store-secret", "", "Secret in the cluster's namespace holding the store credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (s3://), GOOGLE_APPLICATION_CREDENTIALS_JSON (gs://), AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or AZURE_STORAGE_CONNECTION_STRING (azblob://) (default: the annotation "+artifact.AnnotationStoreSecret+"; without either, the environment's credentials are used). Values are never printed.")
 }
 
 func (f storeFlags) ref() actions.StoreRef { return actions.StoreRef{URL: f.URL, Secret: f.Secret} }

@@ -38,6 +38,9 @@ podManagementPolicy: Parallel. The plan:
   4. delete the restore pods
 
 The plan is printed and confirmed (y/N, or --yes) before anything changes.
+While the restore pods run, a progress bar on a terminal shows the bytes
+they have verified, the rate and an ETA (read from their logs; quiet when
+stderr is not a terminal or with -o json).
 The store is --store or the StatefulSet's annotation hactl.dev/seed-store;
 the restore pods get their credentials only through envFrom of the
 --store-secret Secret (or the hactl.dev/seed-store-secret annotation).

@@ -53,6 +53,7 @@ or with -o or --watch, it prints status and takes the flags of 'status'.`,
 		NewCmdTUI(flags, streams),
 		NewCmdSeed(flags, streams),
 		NewCmdGenerations(flags, streams),
+		NewCmdApply(flags, streams),
 		NewCmdAgent(streams),
 		newCmdCompletion(streams),
 	)

@@ -48,6 +48,7 @@ type SeedOptions struct {
 	inIsTTY  bool
 	errIsTTY bool
 	identity string
+	saved    savedPlan
 
 	genericiooptions.IOStreams
 }
@@ -93,7 +94,10 @@ immutable.
 
 The store is --store or the StatefulSet's annotation ` + artifact.AnnotationStore + `;
 credentials come from --store-secret or the annotation ` + artifact.AnnotationStoreSecret + `
-(a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), else from the
+(a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for s3://,
+GOOGLE_APPLICATION_CREDENTIALS_JSON for gs://, AZURE_STORAGE_ACCOUNT with
+AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or
+AZURE_STORAGE_CONNECTION_STRING, for azblob://), else from the
 environment. They never appear in output, events or the ledger.
 
 ` + strings.Replace(actionExitHelp, "  0  done (or nothing left to do)", "  0  published (or already published for this cluster)", 1),
@@ -224,7 +228,7 @@ func (o *SeedOptions) Run(ctx context.Context) error {
 		doc.Phase = model.ActionPhaseFailed
 	}
 	if o.Output != "" {
-		if perr := printDoc(o.Out, o.Output, doc); perr != nil {
+		if perr := printDoc(o.Out, o.Output, o.planOr(doc)); perr != nil {
 			return perr
 		}
 	}
@@ -243,6 +247,7 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 	}
 	defer cs.Store.Close()
 	doc.Store = cs.Store.String()
+	o.saved.storeURL, o.saved.storeSecret = cs.URL, cs.Secret
 
 	x := o.executor()
 	d, res, warn, err := x.Decide(ctx, o.Namespace, o.Cluster, o.intent(cs))
@@ -250,6 +255,7 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 	if err != nil {
 		return err
 	}
+	o.saved.decision = &d
 	if done, err := o.published(ctx, x, cs, d, res, doc); done || err != nil {
 		return err
 	}

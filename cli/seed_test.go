@@ -690,7 +690,9 @@ func TestSeedThenAgentRestore10kKeysOnEveryMember(t *testing.T) {
 			t.Fatalf("agent restore %s: exit %d\n%s", m.Name, code, text)
 		}
 		var doc agentRestoreResult
-		if err := json.Unmarshal([]byte(text[strings.Index(text, "{"):]), &doc); err != nil || doc.Previous == "" || doc.Keys == nil || *doc.Keys != keys {
+		// The result document follows the agent's one-line progress
+		// records (stderr) in the combined output.
+		if err := json.Unmarshal([]byte(text[strings.Index(text, "{\n  \"apiVersion\""):]), &doc); err != nil || doc.Previous == "" || doc.Keys == nil || *doc.Keys != keys {
 			t.Fatalf("agent restore %s -o json: %v\n%s", m.Name, err, text)
 		}
 		// Run again, as an init container does on every start: a no-op.

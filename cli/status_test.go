@@ -89,6 +89,24 @@ func TestStatusCommand(t *testing.T) {
 		if out != "false client_endpoints_missing" {
 			t.Errorf("jsonpath = %q (%s)", out, errOut)
 		}
+		out, errOut, code := run(t, "-n", ns, "status", "etcd-noep", "--no-probe", "-o", "jsonpath-as-json={.verdict.controlReady}")
+		if code == ExitUsage || !strings.Contains(out, "false") {
+			t.Errorf("jsonpath-as-json: exit %d out %q (%s)", code, out, errOut)
+		}
+	})
+	// Go templates are not offered (docs/size.md): a usage error that
+	// names the way that works, before anything is read.
+	t.Run("go-template refused", func(t *testing.T) {
+		for _, o := range []string{"go-template={{.kind}}", "go-template-file=/x", "template={{.kind}}", "bogus"} {
+			out, errOut, code := run(t, "-n", ns, "status", "--no-probe", "-o", o)
+			want := "jsonpath"
+			if o != "bogus" {
+				want = "-o go-template is not supported: use -o jsonpath="
+			}
+			if code != ExitUsage || out != "" || !strings.Contains(errOut, want) {
+				t.Errorf("-o %s: exit %d out %q err %q; want exit %d saying %q", o, code, out, errOut, ExitUsage, want)
+			}
+		}
 	})
 	t.Run("no clusters", func(t *testing.T) {
 		empty := testenv.Namespace(t, cp)

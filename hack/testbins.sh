@@ -6,7 +6,13 @@
 #   kwok                             ($KWOK_VERSION, plus its CRDs and stages)
 #   versitygw                        ($VERSITYGW_VERSION, S3-compatible store)
 #   kubectl-krew, validate-krew-manifest (krew $KREW_VERSION)
+#   azurite-blob                     (Azurite $AZURITE_VERSION, the Azure Blob
+#                                     emulator, from npm: hack/azurite/)
 # into ~/.cache/hactl/bin/<versions>/ and prints that directory on stdout.
+# Azurite is a Node.js program: npm installs it (exactly the versions of
+# hack/azurite/package-lock.json, integrity-checked) into
+# ~/.cache/hactl/azurite-<version>/, and azurite-blob in the directory is
+# a link to it; running it needs node (>= 20) on PATH.
 # It is idempotent (each component has a completion marker), safe to run
 # twice at once (flock), prints progress on stderr and fails loudly.
 set -euo pipefail
@@ -16,12 +22,15 @@ K8S_VERSION=${K8S_VERSION:-v1.37.2}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
 KREW_VERSION=${KREW_VERSION:-v0.5.0}
+# 3.35.0 is the last Azurite release that runs on Node 20.
+AZURITE_VERSION=3.35.0
 
 CACHE=${HACTL_CACHE:-$HOME/.cache/hactl}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN="$CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-vgw-$VERSITYGW_VERSION-krew-$KREW_VERSION"
 # Bump when the set of components changes: existing caches then build only
 # what they lack (each component keeps its own marker).
-RECIPE=2
+RECIPE=3
 COMPLETE="$BIN/.complete-$RECIPE"
 SRC="$CACHE/src"
 mkdir -p "$BIN" "$SRC"
@@ -167,12 +176,29 @@ build_krew() {
   mv "$d/krew" "$BIN/kubectl-krew"
 }
 
+build_azurite() {
+  command -v npm >/dev/null || { log "npm is not on PATH (Azurite is installed from npm; Debian: apt-get install nodejs npm)"; return 1; }
+  command -v node >/dev/null || { log "node is not on PATH"; return 1; }
+  local lock="$ROOT/hack/azurite/package-lock.json"
+  grep -q "\"azurite\": \"$AZURITE_VERSION\"" "$ROOT/hack/azurite/package.json" ||
+    { log "hack/azurite/package.json does not pin azurite $AZURITE_VERSION"; return 1; }
+  local d="$CACHE/azurite-$AZURITE_VERSION"
+  rm -rf "$d"
+  mkdir -p "$d"
+  cp "$ROOT/hack/azurite/package.json" "$lock" "$d/"
+  (cd "$d" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2) || return 1
+  [ -x "$d/node_modules/.bin/azurite-blob" ] || { log "npm installed no azurite-blob in $d"; return 1; }
+  "$d/node_modules/.bin/azurite-blob" --version >/dev/null || { log "azurite-blob does not run (node too old?)"; return 1; }
+  ln -sfn "$d/node_modules/.bin/azurite-blob" "$BIN/azurite-blob"
+}
+
 total=$SECONDS
 step etcd build_etcd
 step krew2 build_krew
 step kwok build_kwok
 step versitygw build_versitygw
 step k8s build_k8s
+step "azurite-$AZURITE_VERSION" build_azurite
 touch "$COMPLETE"
 log "all test binaries ready in $BIN ($((SECONDS - total))s)"
 echo "$BIN"

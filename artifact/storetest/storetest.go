@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,8 +32,7 @@ type Server struct {
 	// Dir holds the server's data (Dir/data) and log (Dir/versitygw.log).
 	Dir string
 
-	cmd  *exec.Cmd
-	done chan error
+	proc *Process
 }
 
 // Start runs versitygw from binDir with its data under dir and waits until
@@ -64,62 +61,35 @@ func start(ctx context.Context, binDir, dir string) (*Server, error) {
 		AccessKey: "hactltest" + randHex(8),
 		SecretKey: randHex(24),
 		Dir:       dir,
-		done:      make(chan error, 1),
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, "versitygw.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	s.cmd = exec.Command(filepath.Join(binDir, "versitygw"), "--port", addr, "--region", Region, "--quiet", "posix", data)
-	s.cmd.Env = []string{
+	cmd := exec.Command(filepath.Join(binDir, "versitygw"), "--port", addr, "--region", Region, "--quiet", "posix", data)
+	cmd.Env = []string{
 		"ROOT_ACCESS_KEY=" + s.AccessKey,
 		"ROOT_SECRET_KEY=" + s.SecretKey,
 		"HOME=" + dir,
 		"PATH=" + os.Getenv("PATH"),
 	}
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting versitygw: %w", err)
+	if s.proc, err = StartProcess("versitygw", filepath.Join(dir, "versitygw.log"), cmd); err != nil {
+		return nil, err
 	}
-	go func() { s.done <- s.cmd.Wait() }()
-
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		probe, pcancel := context.WithTimeout(wctx, 2*time.Second)
+	err = s.proc.AwaitServing(ctx, 30*time.Second, func(ctx context.Context) error {
+		probe, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, err := s.Client().ListBuckets(probe, &s3.ListBucketsInput{})
-		pcancel()
-		if err == nil {
-			return s, nil
-		}
-		select {
-		case werr := <-s.done:
-			s.done <- werr
-			return nil, fmt.Errorf("versitygw exited before serving: %v (log: %s)", werr, filepath.Join(dir, "versitygw.log"))
-		case <-wctx.Done():
-			_ = s.Stop()
-			return nil, fmt.Errorf("versitygw did not answer within 30s: %w", err)
-		case <-time.After(50 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return s, nil
 }
 
 // Stop terminates the server and waits for it.
 func (s *Server) Stop() error {
-	if s == nil || s.cmd == nil || s.cmd.Process == nil {
+	if s == nil {
 		return nil
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-		return errors.New("versitygw ignored SIGTERM for 10s")
-	}
+	return s.proc.Stop()
 }
 
 // Client is an S3 client for the server with its root credentials (for

@@ -22,7 +22,8 @@ var allowed = map[string][]string{
 	"classify":            {"model", "verdict"},
 	"engine":              {"model"},
 	"engine/etcd":         {"engine", "model"},
-	"artifact":            {"model", "internal/format"},
+	"artifact":            {"model", "internal/format", "artifact/gcs"},
+	"artifact/gcs":        {},
 	"artifact/etcdgen":    {"artifact", "engine", "engine/etcd", "model"},
 	"status":              {"model", "verdict", "classify", "engine", "engine/etcd", "internal/format"},
 	"actions":             {"model", "verdict", "classify", "status", "engine", "artifact", "artifact/etcdgen", "internal/buildinfo", "internal/format"},
@@ -34,6 +35,16 @@ var allowed = map[string][]string{
 	"internal/portforward": {"engine"},
 	"internal/format":      {},
 	"internal/buildinfo":   {},
+	"internal/image":       {},
+	"hack/image":           {"internal/image"},
+}
+
+// external limits what a package may import from outside the module and
+// the standard library: import-path prefixes. Packages not named here are
+// not limited.
+var external = map[string][]string{
+	// The agent image builder: the standard library and go-containerregistry.
+	"internal/image": {"github.com/google/go-containerregistry/"},
 }
 
 // testSupport are packages only tests import; no product package may.
@@ -145,6 +156,20 @@ func violations(pkgs map[string]pkg) []string {
 			}
 		}
 	}
+	for name, prefixes := range external {
+		for _, imp := range pkgs[name].Imports {
+			if _, own := ours(imp); own || !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+				continue
+			}
+			permitted := false
+			for _, pre := range prefixes {
+				permitted = permitted || strings.HasPrefix(imp, pre)
+			}
+			if !permitted {
+				out = append(out, fmt.Sprintf("%s imports %s; outside the standard library it may import only %v", name, imp, prefixes))
+			}
+		}
+	}
 	for _, name := range pure {
 		p := pkgs[name]
 		for _, d := range p.Deps {
@@ -219,6 +244,8 @@ func TestAForbiddenImportFails(t *testing.T) {
 		{"classify", "zz_forbidden.go", "package classify\n\nimport _ \"net/http\"\n", "classify imports net/http"},
 		{"verdict", "zz_forbidden.go", "package verdict\n\nimport _ \"k8s.io/apimachinery/pkg/types\"\n", "verdict depends on k8s.io/apimachinery/pkg/types"},
 		{"status", "zz_forbidden.go", "package status\n\nimport _ \"" + module + "/internal/fixtures\"\n", "status imports internal/fixtures, which is test support"},
+		{"internal/image", "zz_forbidden.go", "package image\n\nimport _ \"k8s.io/apimachinery/pkg/types\"\n", "internal/image imports k8s.io/apimachinery/pkg/types"},
+		{"internal/image", "zz_forbidden.go", "package image\n\nimport _ \"" + module + "/internal/buildinfo\"\n", "internal/image imports internal/buildinfo"},
 	}
 	for _, c := range cases {
 		t.Run(c.pkg+"/"+c.want, func(t *testing.T) {

@@ -30,10 +30,12 @@
 // Containers of hactl's agent image run hactl's own binary: the runner
 // links Options.AgentPath as kubectl-hactl in a directory on their PATH,
 // right after the pinned binaries. Object store URLs (s3://, gs://,
-// azblob://) and AWS_* variables are passed as written — never address-
-// translated — so a store at the sandbox's versitygw
-// (s3://...?endpoint=http://127.0.0.1:PORT) is reached on this host's
-// loopback, with credentials from a Secret through env or envFrom.
+// azblob://) and the store variables (AWS_*, AZURE_STORAGE_*,
+// GOOGLE_APPLICATION_CREDENTIALS_JSON) are passed as written — never
+// address-translated — so a store at the sandbox's versitygw
+// (s3://...?endpoint=http://127.0.0.1:PORT), or an emulator on this host's
+// loopback, is reached as written, with credentials from a Secret through
+// env or envFrom.
 //
 // Each member listens for peers on a second, hidden address (127.x.2.n);
 // the runner's peer proxy forwards the member's advertised peer address to

@@ -178,9 +178,7 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 	order := []string{"PATH", "HOSTNAME", "HOME"}
 	for _, e := range env {
 		v := e.value
-		if !strings.HasPrefix(e.name, "AWS_") {
-			// AWS_* (an object store's credentials, region, endpoint)
-			// name nothing of the pod's: they pass unchanged.
+		if !storeEnv(e.name) {
 			v = s.apply(v, e.name == "ETCD_LISTEN_PEER_URLS")
 		}
 		if e.name == "PATH" {
@@ -211,6 +209,16 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 		}
 	}
 	return l, nil
+}
+
+// storeEnv reports whether an environment variable belongs to an object
+// store (hactl's store Secret keys and the SDKs' settings: AWS_*,
+// AZURE_STORAGE_*, GOOGLE_APPLICATION_CREDENTIALS_JSON). They name nothing
+// of the pod's (a connection string's or a key's token_uri's 127.0.0.1 is
+// the host's emulator, not the pod) and pass unchanged.
+func storeEnv(name string) bool {
+	return strings.HasPrefix(name, "AWS_") || strings.HasPrefix(name, "AZURE_STORAGE_") ||
+		name == "GOOGLE_APPLICATION_CREDENTIALS_JSON"
 }
 
 func translateProbe(pe PodEnv, c *corev1.Container, p *corev1.Probe, lookup func(string) (string, bool), s *substituter, l Launch) (*Probe, error) {

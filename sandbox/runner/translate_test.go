@@ -366,6 +366,12 @@ func restorePod(store string) *corev1.Pod {
 	}
 }
 
+// Store credentials that look like addresses and mount paths.
+const (
+	gcsKeyJSON      = `{"type": "service_account", "client_email": "seeds@p.iam.gserviceaccount.com", "token_uri": "http://127.0.0.1:39998/token", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIB/var/run/etcd\n-----END PRIVATE KEY-----\n"}`
+	azureConnString = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5/var/run/etcd==;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+)
+
 func TestTranslateRestorePod(t *testing.T) {
 	bin := fakeBin(t)
 	agentDir := t.TempDir()
@@ -390,6 +396,8 @@ func TestTranslateRestorePod(t *testing.T) {
 		},
 		Objects: fakeObjects{secret: map[string]map[string]string{"store-creds": {
 			"AWS_ACCESS_KEY_ID": "hactl0123", "AWS_SECRET_ACCESS_KEY": "s3cr3t/localhost.example+0.0.0.0",
+			"GOOGLE_APPLICATION_CREDENTIALS_JSON": gcsKeyJSON,
+			"AZURE_STORAGE_CONNECTION_STRING":     azureConnString,
 		}}},
 		PathEnv: bin + ":" + agentDir + ":/usr/bin:/bin",
 		Home:    "/host/home",
@@ -416,6 +424,10 @@ func TestTranslateRestorePod(t *testing.T) {
 		// Credentials pass byte for byte, whatever they look like.
 		"AWS_SECRET_ACCESS_KEY=s3cr3t/localhost.example+0.0.0.0\n",
 		"AWS_REGION=us-east-1\n",
+		// So do gs:// and azblob:// credentials, whose 127.0.0.1 is the
+		// host's emulator, not the pod's address.
+		"GOOGLE_APPLICATION_CREDENTIALS_JSON=" + gcsKeyJSON + "\n",
+		"AZURE_STORAGE_CONNECTION_STRING=" + azureConnString + "\n",
 	} {
 		if !strings.Contains(env, kv) {
 			t.Errorf("env lacks %q:\n%s", kv, env)

@@ -1,0 +1,351 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// A saved plan ("plan now, apply later, exactly this") is a decision
+// printed by `--dry-run=client -o json` and applied by `kubectl hactl
+// apply`. The document itself is the CLI's; what a plan is held against is
+// here: the cluster it names (PlanTarget, TargetDiff) and the decision made
+// again under the lock (PlanDiff, Executor.Plan).
+
+// PlanTarget names the cluster a saved plan was made for.
+type PlanTarget struct {
+	Namespace      string `json:"namespace"`
+	StatefulSet    string `json:"statefulSet"`
+	StatefulSetUID string `json:"statefulSetUID"`
+	// KubeSystemUID is the UID of the Kubernetes cluster's kube-system
+	// namespace: made once, when the cluster's API server first starts,
+	// and never renamed, it identifies the Kubernetes cluster however it
+	// is reached (another server URL, a proxy, another context name) and
+	// tells it from a new cluster at the same URL. "" when the planner
+	// may not read that namespace.
+	KubeSystemUID string `json:"kubeSystemUID,omitempty"`
+	// Server is the API server URL the plan was made through. It is shown,
+	// never compared: one cluster has many URLs, and one URL (localhost
+	// through a tunnel, a load balancer) can reach different clusters.
+	Server string `json:"server,omitempty"`
+}
+
+// KubeSystemNamespace is the namespace whose UID identifies a Kubernetes
+// cluster.
+const KubeSystemNamespace = "kube-system"
+
+// ReadPlanTarget reads what identifies cluster ns/name now: its
+// StatefulSet's UID and the kube-system namespace's UID. A kube-system
+// namespace this user may not read (a namespaced role) leaves
+// KubeSystemUID empty; the StatefulSet's UID, random and unique, still
+// tells one cluster's StatefulSet from any other's.
+func ReadPlanTarget(ctx context.Context, c kubernetes.Interface, ns, name string) (PlanTarget, error) {
+	t := PlanTarget{Namespace: ns, StatefulSet: name}
+	sts, err := c.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		// no UID: TargetDiff reports the StatefulSet gone
+	case err != nil:
+		return t, fmt.Errorf("reading statefulset %s/%s: %w", ns, name, err)
+	default:
+		t.StatefulSetUID = string(sts.UID)
+	}
+	k, err := c.CoreV1().Namespaces().Get(ctx, KubeSystemNamespace, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsNotFound(err):
+	case err != nil:
+		return t, fmt.Errorf("reading namespace %s (the Kubernetes cluster's identity): %w", KubeSystemNamespace, err)
+	default:
+		t.KubeSystemUID = string(k.UID)
+	}
+	return t, nil
+}
+
+// TargetDiff lists how the cluster found now differs from the one a plan
+// was made for, empty when it is the same: the same Kubernetes cluster
+// (kube-system UID, compared when both are known) and the same
+// StatefulSet (namespace, name, UID).
+func TargetDiff(plan, now PlanTarget) []string {
+	var out []string
+	if plan.KubeSystemUID != "" && now.KubeSystemUID != "" && plan.KubeSystemUID != now.KubeSystemUID {
+		out = append(out, fmt.Sprintf("the plan was made against another Kubernetes cluster (kube-system uid %s%s, this one %s%s): check your kubeconfig context",
+			plan.KubeSystemUID, via(plan.Server), now.KubeSystemUID, via(now.Server)))
+	}
+	if plan.Namespace != now.Namespace || plan.StatefulSet != now.StatefulSet {
+		out = append(out, fmt.Sprintf("the plan is for StatefulSet %s/%s, not %s/%s", plan.Namespace, plan.StatefulSet, now.Namespace, now.StatefulSet))
+		return out
+	}
+	switch {
+	case now.StatefulSetUID == "":
+		out = append(out, fmt.Sprintf("StatefulSet %s/%s (uid %s) no longer exists", plan.Namespace, plan.StatefulSet, plan.StatefulSetUID))
+	case plan.StatefulSetUID != now.StatefulSetUID:
+		out = append(out, fmt.Sprintf("StatefulSet %s/%s is another one now: uid %s, the plan's %s (deleted and created again, or another cluster)",
+			plan.Namespace, plan.StatefulSet, now.StatefulSetUID, plan.StatefulSetUID))
+	}
+	return out
+}
+
+func via(server string) string {
+	if server == "" {
+		return ""
+	}
+	return " via " + server
+}
+
+// PlanDiff lists, in words and sorted, what a decision made now would do
+// differently from a saved plan's decision; empty when it would do
+// exactly what the plan says. What counts:
+//
+//   - the verb (a plan that proceeded and now refuses, awaits or is done);
+//   - the intent: action, member and every option (the lock holder
+//     identity aside), and for a restore the generation's identity and
+//     manifest digest;
+//   - the cluster (namespace, name, StatefulSet UID, engine), its shape
+//     and flow;
+//   - every fence: an object to delete or scale by kind and name, with
+//     its UID, and its resourceVersion unless only its status moved on
+//     (the same fingerprint of metadata and spec, as the executor holds
+//     fences: a crash-looping pod's status moves all the time);
+//   - the engine member to remove (ID, name, peer URLs, cluster ID,
+//     learner), the members the steps name and their member IDs;
+//   - the steps, in order, with the member, member ID, peer URLs and
+//     replicas each one names;
+//   - the leader, the engine cluster ID, what is replaced (pod, volume,
+//     member), the target's peer URLs, the ledger entry resumed or
+//     superseded, the replicas a restore scales back to, and the quorum's
+//     size (voters, quorum, whether the target votes, whether the check
+//     applies and holds).
+//
+// What does not count: when the decision was made and observed, the
+// step details' wording (a seed source's applied index, say), notes, the
+// status reasons, which voters are healthy when the quorum check still
+// holds, and a fence's resourceVersion moved by status alone.
+func PlanDiff(plan, now classify.Decision) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+
+	if plan.Verb != now.Verb {
+		why := ""
+		var parts []string
+		for _, b := range now.Blockers {
+			parts = append(parts, fmt.Sprintf("%s: %s", b.Code, b.Detail))
+		}
+		if len(parts) > 0 {
+			why = ": " + strings.Join(parts, "; ")
+		}
+		add("the decision is now %s, the plan's was %s%s", now.Verb, plan.Verb, why)
+	}
+	intentDiff(add, plan.Intent, now.Intent)
+
+	if a, b := plan.Cluster, now.Cluster; a != b {
+		add("the cluster is now %s/%s (uid %s, %s), the plan's was %s/%s (uid %s, %s)", b.Namespace, b.Name, b.UID, b.Engine, a.Namespace, a.Name, a.UID, a.Engine)
+	}
+	if plan.Shape != now.Shape {
+		add("the bootstrap shape is now %s, the plan's was %s", now.Shape, plan.Shape)
+	}
+	if plan.Flow != now.Flow {
+		add("the flow is now %s, the plan's was %s", now.Flow, plan.Flow)
+	}
+	if plan.Leader != now.Leader {
+		add("the leader is now %s, the plan's was %s", orNone(now.Leader), orNone(plan.Leader))
+	}
+	if plan.ClusterID != now.ClusterID {
+		add("the engine cluster ID is now %s, the plan's was %s", orNone(now.ClusterID), orNone(plan.ClusterID))
+	}
+	memberFenceDiff(add, plan.MemberFence, now.MemberFence)
+	fencesDiff(add, plan, now)
+	stepsDiff(add, plan.Steps, now.Steps)
+
+	if a, b := plan.Replaced, now.Replaced; a.PodUID != b.PodUID || a.PVCUID != b.PVCUID || a.MemberID != b.MemberID || !sameSet(a.PeerURLs, b.PeerURLs) {
+		add("what is replaced is now pod uid %s, volume uid %s, member %s (%s); the plan's was pod uid %s, volume uid %s, member %s (%s)",
+			orNone(b.PodUID), orNone(b.PVCUID), orNone(b.MemberID), strings.Join(b.PeerURLs, ","),
+			orNone(a.PodUID), orNone(a.PVCUID), orNone(a.MemberID), strings.Join(a.PeerURLs, ","))
+	}
+	if !sameSet(plan.PeerURLs, now.PeerURLs) {
+		add("the member's peer URLs are now %v, the plan's were %v", now.PeerURLs, plan.PeerURLs)
+	}
+	if plan.Resume != now.Resume {
+		add("the decision now resumes ledger entry %s, the plan's resumed %s", orNone(now.Resume), orNone(plan.Resume))
+	}
+	if !sameSet(plan.Supersedes, now.Supersedes) {
+		add("the decision now supersedes %v, the plan's superseded %v", now.Supersedes, plan.Supersedes)
+	}
+	if plan.Replicas != now.Replicas {
+		add("the restore now scales back to %d replicas, the plan's to %d", now.Replicas, plan.Replicas)
+	}
+	if a, b := plan.Quorum, now.Quorum; a.Voters != b.Voters || a.Quorum != b.Quorum || a.TargetVotes != b.TargetVotes || a.Checked != b.Checked || a.OK != b.OK {
+		add("the quorum is now %d voters, quorum %d (target votes %v, check %v, ok %v); the plan's was %d voters, quorum %d (target votes %v, check %v, ok %v)",
+			b.Voters, b.Quorum, b.TargetVotes, b.Checked, b.OK, a.Voters, a.Quorum, a.TargetVotes, a.Checked, a.OK)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// intentDiff compares what was asked for, the caller's lock identity
+// aside (apply runs as another process than the one that planned).
+func intentDiff(add func(string, ...any), a, b classify.Intent) {
+	if a.Action != b.Action {
+		add("the action is now %s, the plan's was %s", b.Action, a.Action)
+	}
+	if a.Member != b.Member {
+		add("the member is now %s, the plan's was %s", orNone(b.Member), orNone(a.Member))
+	}
+	x, y := a.Options, b.Options
+	for _, o := range []struct {
+		name string
+		a, b any
+	}{
+		{"--move-leader", x.MoveLeader, y.MoveLeader},
+		{"--supersede", x.Supersede, y.Supersede},
+		{"--force", x.Force, y.Force},
+		{"--generation", x.Generation, y.Generation},
+		{"the seed store", x.SeedStore, y.SeedStore},
+		{"--agent-image", x.AgentImage, y.AgentImage},
+		{"--store-secret", x.StoreSecret, y.StoreSecret},
+		{"the observation age bound", x.MaxAge, y.MaxAge},
+		{"the stale entry bound", x.StaleEntryAfter, y.StaleEntryAfter},
+	} {
+		if o.a != o.b {
+			add("option %s is now %v, the plan's was %v", o.name, o.b, o.a)
+		}
+	}
+	s, t := x.Source, y.Source
+	switch {
+	case s == nil && t == nil:
+	case s == nil || t == nil:
+		add("the generation to restore is now %s, the plan's was %s", genFacts(t), genFacts(s))
+	case s.Digest != t.Digest:
+		add("generation %s's manifest digest is now %s, the plan's was %s (deleted and published again?)", t.Generation, orNone(t.Digest), orNone(s.Digest))
+	case s.Generation != t.Generation || s.Engine != t.Engine || s.ClusterID != t.ClusterID || s.Revision != t.Revision || !s.CapturedAt.Equal(t.CapturedAt):
+		add("the generation to restore is now %s, the plan's was %s", genFacts(t), genFacts(s))
+	}
+}
+
+func genFacts(g *classify.GenerationFacts) string {
+	if g == nil {
+		return "not read"
+	}
+	return fmt.Sprintf("%s (%s cluster %s, revision %d, digest %s)", g.Generation, g.Engine, g.ClusterID, g.Revision, orNone(g.Digest))
+}
+
+func memberFenceDiff(add func(string, ...any), a, b *model.MemberFence) {
+	switch {
+	case a == nil && b == nil:
+	case a == nil:
+		add("member %s (%s) would now be removed too", b.ID, orNone(b.Name))
+	case b == nil:
+		add("member %s (%s) would no longer be removed (it is no longer listed?)", a.ID, orNone(a.Name))
+	case a.ID != b.ID || a.Name != b.Name || a.ClusterID != b.ClusterID || a.IsLearner != b.IsLearner || !sameSet(a.PeerURLs, b.PeerURLs):
+		add("the member to remove is now %s (%s, peer %s, cluster %s, learner %v); the plan's was %s (%s, peer %s, cluster %s, learner %v)",
+			b.ID, orNone(b.Name), strings.Join(b.PeerURLs, ","), orNone(b.ClusterID), b.IsLearner,
+			a.ID, orNone(a.Name), strings.Join(a.PeerURLs, ","), orNone(a.ClusterID), a.IsLearner)
+	}
+}
+
+// planFences are every fence a decision carries: its deletes and its
+// steps' fences (a restore's scale steps fence the StatefulSet), by kind,
+// namespace and name.
+func planFences(d classify.Decision) map[string]model.Fence {
+	out := map[string]model.Fence{}
+	for _, f := range d.Fences {
+		out[fenceKey(f)] = f
+	}
+	for _, s := range d.Steps {
+		if s.Fence != nil {
+			out[fenceKey(*s.Fence)] = *s.Fence
+		}
+	}
+	return out
+}
+
+func fenceKey(f model.Fence) string { return f.Kind + " " + f.Namespace + "/" + f.Name }
+
+func fencesDiff(add func(string, ...any), plan, now classify.Decision) {
+	was, is := planFences(plan), planFences(now)
+	for k, f := range was {
+		g, ok := is[k]
+		switch {
+		case !ok:
+			add("%s (uid %s) is no longer fenced by the plan: it is gone, or no longer to be changed", k, f.UID)
+		case g.UID != f.UID:
+			add("%s was replaced: uid %s, the plan's %s", k, g.UID, f.UID)
+		case g.ResourceVersion != f.ResourceVersion && !statusOnly(f, g):
+			add("%s changed: resourceVersion %s, the plan's %s (its labels, annotations, owners or spec changed)", k, g.ResourceVersion, f.ResourceVersion)
+		}
+	}
+	for k, g := range is {
+		if _, ok := was[k]; !ok {
+			add("%s (uid %s) would now be changed too", k, g.UID)
+		}
+	}
+}
+
+func stepsDiff(add func(string, ...any), a, b []classify.Step) {
+	kinds := func(ss []classify.Step) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, string(s.Kind))
+		}
+		return out
+	}
+	if !slices.Equal(kinds(a), kinds(b)) {
+		add("the steps are now %s; the plan's were %s", strings.Join(kinds(b), " → "), strings.Join(kinds(a), " → "))
+		return
+	}
+	for i := range a {
+		s, t := a[i], b[i]
+		if s.Member != t.Member || s.MemberID != t.MemberID || !sameSet(s.PeerURLs, t.PeerURLs) || s.Replicas != t.Replicas || (s.Fence == nil) != (t.Fence == nil) {
+			add("step %d (%s) now names member %s (id %s, peer %s, replicas %d, fenced %v); the plan's named %s (id %s, peer %s, replicas %d, fenced %v)", i+1, s.Kind,
+				orNone(t.Member), orNone(t.MemberID), strings.Join(t.PeerURLs, ","), t.Replicas, t.Fence != nil,
+				orNone(s.Member), orNone(s.MemberID), strings.Join(s.PeerURLs, ","), s.Replicas, s.Fence != nil)
+		}
+	}
+}
+
+// PlanConflictError says how the cluster no longer matches a saved plan.
+// It matches ErrFenceConflict (CLI exit 6).
+type PlanConflictError struct {
+	Changes []string
+	// Replan is the command that makes the plan again ("" for: the same
+	// command with --dry-run=client -o json).
+	Replan string
+}
+
+func (e *PlanConflictError) Error() string {
+	replan := e.Replan
+	if replan == "" {
+		replan = "the same command with --dry-run=client -o json"
+	}
+	return "fence conflict: the cluster no longer matches the plan: " + strings.Join(e.Changes, "; ") +
+		"; nothing was changed: make a new plan (" + replan + "), review it and apply that"
+}
+
+func (e *PlanConflictError) Is(target error) bool { return target == ErrFenceConflict }
+
+// checkPlan holds the decision made under the lock against the saved
+// plan the executor applies (Executor.Plan), before anything changes.
+func (r *run) checkPlan(now classify.Decision) error {
+	if r.x.Plan == nil {
+		return nil
+	}
+	if c := PlanDiff(*r.x.Plan, now); len(c) > 0 {
+		return &PlanConflictError{Changes: c}
+	}
+	return nil
+}
