@@ -21,9 +21,11 @@ build:
 	@if [ -d cmd/hactl-sandbox ]; then go build -trimpath -o bin/hactl-sandbox ./cmd/hactl-sandbox; fi
 	cp kubectl_complete-hactl bin/
 
-## testbins: build the pinned real components the tests run (cached)
+## testbins: build the pinned real components the tests run (cached), and
+## install Debian's Patroni and PostgreSQL 15 for the Patroni members
 testbins:
 	bash hack/testbins.sh >/dev/null
+	bash hack/patroni.sh >/dev/null
 
 ## lint: gofmt and go vet
 lint:

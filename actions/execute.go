@@ -355,7 +355,7 @@ func (r *run) writeAhead(s classify.Step) error {
 	rc := model.Receipt{
 		ActionID: r.entryID, Action: r.confirmed.Intent.Action, Cluster: r.ns + "/" + r.name,
 		Member: member, Phase: s.Phase, Step: s.Kind, Outcome: model.OutcomeSending, At: time.Now().UTC(),
-		Holder: r.x.identity(), Detail: s.Detail + ": sending", Fences: stepFences(s), MemberID: s.MemberID, PeerURLs: s.PeerURLs,
+		Holder: r.x.identity(), Detail: s.Detail + ": sending", Fences: stepFences(s), MemberID: s.MemberID, PeerURLs: s.PeerURLs, From: s.From, Since: s.Since,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -371,7 +371,7 @@ func (r *run) writeAhead(s classify.Step) error {
 
 // aheadKey names one changing request for writeAhead.
 func aheadKey(s classify.Step) string {
-	key := string(s.Kind) + "/" + s.Member + "/" + s.MemberID + "/" + strings.Join(s.PeerURLs, ",")
+	key := string(s.Kind) + "/" + s.Member + "/" + s.MemberID + "/" + s.From + "/" + strings.Join(s.PeerURLs, ",")
 	for _, f := range stepFences(s) {
 		key += "/" + f.UID
 	}
@@ -385,7 +385,7 @@ func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Ou
 	rc := model.Receipt{
 		ActionID: r.entryID, Action: r.confirmed.Intent.Action, Cluster: r.ns + "/" + r.name,
 		Member: member, Phase: phase, Step: kind, Outcome: out, At: time.Now().UTC(),
-		Holder: r.x.identity(), Detail: detail, Fences: fences, MemberID: s.MemberID, PeerURLs: s.PeerURLs,
+		Holder: r.x.identity(), Detail: detail, Fences: fences, MemberID: s.MemberID, PeerURLs: s.PeerURLs, From: s.From, Since: s.Since,
 	}
 	if r.o.DryRun != DryRunNone {
 		rc.DryRun = string(r.o.DryRun)
@@ -703,6 +703,22 @@ func covered(confirmed classify.Decision, s classify.Step) error {
 			if sameSet(c.PeerURLs, s.PeerURLs) {
 				return nil
 			}
+		case model.StepSwitchover:
+			// The same handover: from the same observed primary to the
+			// same candidate.
+			if c.From == s.From && c.MemberID == s.MemberID {
+				return nil
+			}
+		case model.StepReinitialize:
+			// The same member, on the pod as confirmed.
+			if c.Member != s.Member || (c.Fence == nil) != (s.Fence == nil) {
+				continue
+			}
+			if c.Fence != nil && (c.Fence.UID != s.Fence.UID || !sameSpec(*c.Fence, *s.Fence)) {
+				return fmt.Errorf("pod %s changed since the plan was confirmed (uid %s, now %s; or its labels, annotations, owners or spec): the plan now wants to %s, and only the member as confirmed may be reinitialized",
+					s.Fence.Name, c.Fence.UID, s.Fence.UID, s.Detail)
+			}
+			return nil
 		case model.StepDeletePod, model.StepDeletePVC, model.StepDeleteRestorePod, model.StepScaleDown, model.StepScaleUp:
 			if c.Fence == nil {
 				if s.Fence == nil {
@@ -785,7 +801,7 @@ func (r *run) preflight(ctx context.Context, d classify.Decision) error {
 		return r.restorePreflight(ctx, d)
 	}
 	for _, s := range d.Steps {
-		if s.Fence == nil {
+		if s.Fence == nil || (s.Kind != model.StepDeletePod && s.Kind != model.StepDeletePVC) {
 			continue
 		}
 		out, _, err := DeleteFenced(ctx, r.x.client(), *s.Fence, true)
@@ -836,6 +852,12 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 // done records the end of an action the classifier says is done.
 func (r *run) done(ctx context.Context, d classify.Decision) {
 	detail := fmt.Sprintf("%s is ready: a healthy voter again; lock released", d.Intent.Member)
+	if d.Cluster.Engine == model.EnginePatroni {
+		detail = fmt.Sprintf("%s is ready: streaming from the primary %s within the lag threshold; lock released", d.Intent.Member, d.Leader)
+	}
+	if d.Intent.Action == model.ActionSwitchover {
+		detail = fmt.Sprintf("%s is the writable primary, as the members themselves answer; lock released", d.Leader)
+	}
 	if d.Intent.Action == model.ActionRestore {
 		id := r.last.Analysis.ClusterID
 		detail = fmt.Sprintf("restored from generation %s: every member a healthy voter of cluster %s; lock released", d.Intent.Options.Generation, id)
@@ -889,7 +911,20 @@ func (r *run) next(ctx context.Context, d classify.Decision) error {
 	if !errors.Is(err, ErrNotYet) {
 		delete(r.notYet, s.Kind)
 	}
+	if errors.Is(err, engine.ErrPrecondition) && r.sentUnanswered(s.Kind) {
+		// Refused now, but an earlier request of this action went
+		// unanswered: it may be what changed the world (Patroni's 412
+		// after our own switchover took effect). Observe; never report
+		// "nothing changed".
+		err = fmt.Errorf("%w: refused now, but an earlier %s request of this action went unanswered and may have taken effect: %w", ErrOutcomeUnknown, s.Kind, err)
+	}
 	switch {
+	case errors.Is(err, engine.ErrPrecondition):
+		// The engine refused: the world is not as observed (Patroni's
+		// 412: another member leads). Nothing was changed by it.
+		ferr := &FenceConflictError{Detail: fmt.Sprintf("%s: the engine refused it, the cluster is not as observed: %v", s.Detail, err)}
+		r.receipt(s.Kind, s.Phase, model.OutcomeConflict, ferr.Error(), stepFences(s), s)
+		return ferr
 	case errors.Is(err, ErrOutcomeUnknown):
 		return r.unanswered(ctx, s, err)
 	case errors.Is(err, ErrNotYet):
@@ -941,6 +976,26 @@ func (r *run) mayRun(s classify.Step) error {
 		r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
 	}
 	return err
+}
+
+// sentUnanswered reports whether this action sent a step of kind k
+// before without learning its outcome: in this run, or as the ledger entry
+// it continues records (an unknown outcome, or a write-ahead "sending"
+// record: the last observation was read before the request just sent was
+// written ahead, so any such record is an earlier one's).
+func (r *run) sentUnanswered(k model.StepKind) bool {
+	if r.unknown[k] > 0 {
+		return true
+	}
+	for _, e := range r.last.Observation.Ledger {
+		if e.ID != r.entryID {
+			continue
+		}
+		return slices.ContainsFunc(e.Receipts, func(rc model.Receipt) bool {
+			return rc.Step == k && (rc.Outcome == model.OutcomeUnknown || rc.Outcome == model.OutcomeSending)
+		})
+	}
+	return false
 }
 
 // unanswered handles a change sent without an answer: it may have been
@@ -1093,11 +1148,38 @@ func (r *run) do(ctx context.Context, s classify.Step) (model.Outcome, string, e
 	if err != nil {
 		return "", "", err
 	}
+	cl := r.last.Observation.Cluster
+	switch s.Kind {
+	case model.StepSwitchover:
+		// Sent to the primary the step names, as observed: the engine
+		// refuses it if that member no longer leads.
+		err := ops.MoveLeader(ctx, target(cl, s.From), s.MemberID)
+		switch {
+		case errors.Is(err, ErrAlready):
+			return model.OutcomeAlready, fmt.Sprintf("%s: already so (%v)", s.Detail, err), nil
+		case err != nil:
+			return "", "", err
+		}
+		return model.OutcomeDone, fmt.Sprintf("%s: the engine accepted it; the members' answers tell when it is done", s.Detail), nil
+	case model.StepReinitialize:
+		ri, ok := ops.(engine.Reinitializer)
+		if !ok {
+			return "", "", fmt.Errorf("%w: %s clusters cannot reinitialize a member", ErrUnsupported, cl.Engine)
+		}
+		err := ri.Reinitialize(ctx, target(cl, s.Member))
+		switch {
+		case errors.Is(err, ErrAlready):
+			return model.OutcomeAlready, fmt.Sprintf("%s: already rebuilding (%v)", s.Detail, err), nil
+		case err != nil:
+			return "", "", err
+		}
+		return model.OutcomeDone, fmt.Sprintf("%s: started", s.Detail), nil
+	}
 	leader := r.cur.Leader
 	if leader == "" {
 		return "", "", fmt.Errorf("%w: no leader to send the change to", ErrNotYet)
 	}
-	via := target(r.last.Observation.Cluster, leader)
+	via := target(cl, leader)
 	var opErr error
 	detail := s.Detail
 	switch s.Kind {
@@ -1146,7 +1228,12 @@ func (r *run) memberOps(ctx context.Context) (MemberOps, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.ops = eng.Members(engine.ProbeOptions{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds})
+	po := engine.ProbeOptions{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds}
+	if a, ok := eng.(engine.Actioner); ok {
+		r.ops = a.Actions(po)
+	} else {
+		r.ops = eng.Members(po)
+	}
 	return r.ops, nil
 }
 

@@ -212,6 +212,7 @@ func intentDiff(add func(string, ...any), a, b classify.Intent) {
 		a, b any
 	}{
 		{"--move-leader", x.MoveLeader, y.MoveLeader},
+		{"--switchover-first", x.SwitchoverFirst, y.SwitchoverFirst},
 		{"--supersede", x.Supersede, y.Supersede},
 		{"--force", x.Force, y.Force},
 		{"--generation", x.Generation, y.Generation},
@@ -314,6 +315,9 @@ func stepsDiff(add func(string, ...any), a, b []classify.Step) {
 			add("step %d (%s) now names member %s (id %s, peer %s, replicas %d, fenced %v); the plan's named %s (id %s, peer %s, replicas %d, fenced %v)", i+1, s.Kind,
 				orNone(t.Member), orNone(t.MemberID), strings.Join(t.PeerURLs, ","), t.Replicas, t.Fence != nil,
 				orNone(s.Member), orNone(s.MemberID), strings.Join(s.PeerURLs, ","), s.Replicas, s.Fence != nil)
+		}
+		if s.From != t.From {
+			add("step %d (%s) now hands over from %s; the plan's from %s", i+1, s.Kind, orNone(t.From), orNone(s.From))
 		}
 	}
 }

@@ -83,6 +83,8 @@ func TestPlanDiffEveryFieldThatMatters(t *testing.T) {
 		{"member", planned, func(d *classify.Decision) { d.Intent.Member = "etcd-2" }, "member is now etcd-2"},
 		{"move-leader", planned, func(d *classify.Decision) { d.Intent.Options.MoveLeader = true }, "--move-leader"},
 		{"supersede", planned, func(d *classify.Decision) { d.Intent.Options.Supersede = true }, "--supersede"},
+		{"switchover-first", planned, func(d *classify.Decision) { d.Intent.Options.SwitchoverFirst = true }, "--switchover-first"},
+		{"switchover from another primary", planned, func(d *classify.Decision) { d.Steps[0].From = "etcd-2" }, "now hands over from etcd-2"},
 		{"force", planned, func(d *classify.Decision) { d.Intent.Options.Force = true }, "--force"},
 		{"generation option", planned, func(d *classify.Decision) { d.Intent.Options.Generation = "g2" }, "--generation"},
 		{"store", planned, func(d *classify.Decision) { d.Intent.Options.SeedStore = "s3://other" }, "seed store"},

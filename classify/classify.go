@@ -116,8 +116,10 @@ func (c *classifier) plan() {
 		c.rules.seed(c)
 	case model.ActionRestore:
 		c.rules.restore(c)
+	case model.ActionSwitchover:
+		c.rules.switchover(c)
 	default:
-		c.block(CodeEngineUnsupported, "", "", "hactl knows no action %q (known: replace, reseed, seed, restore)", c.in.Action)
+		c.block(CodeEngineUnsupported, "", "", "hactl knows no action %q (known: replace, reseed, seed, restore, switchover)", c.in.Action)
 	}
 }
 

@@ -20,6 +20,8 @@ type row struct {
 	notes   []Code           // notes expected among the notes
 	check   func(*testing.T, Decision)
 	noSteps bool
+	// base is the observation the row starts from (healthy() when nil).
+	base func() model.Observation
 }
 
 var (
@@ -191,7 +193,7 @@ func rows() []row {
 		{name: "no such member", intent: intentFor(model.ActionReplace, "etcd-9"), verb: VerbRefuse, codes: []Code{CodeMemberNotFound}},
 		{name: "member beyond replicas", intent: intentFor(model.ActionReplace, "etcd-2"),
 			mutate: func(o *model.Observation) { o.Cluster.Replicas = 2 }, verb: VerbRefuse, codes: []Code{CodeMemberNotWanted}},
-		{name: "non-etcd engine", intent: replace1, mutate: func(o *model.Observation) { o.Cluster.Engine = model.EnginePatroni },
+		{name: "engine without rules", intent: replace1, mutate: func(o *model.Observation) { o.Cluster.Engine = engineToy },
 			verb: VerbRefuse, codes: []Code{CodeEngineUnsupported}},
 		{name: "unknown action", intent: intentFor(model.Action("explode"), "etcd-1"), verb: VerbRefuse, codes: []Code{CodeEngineUnsupported}},
 		{name: "template lists fewer members than the cluster", intent: replace1,
@@ -467,9 +469,12 @@ func neverStartedPod(o *model.Observation, i int) {
 func TestClassify(t *testing.T) {
 	seenVerb := map[Verb]bool{}
 	seenCode := map[Code]bool{}
-	for _, r := range rows() {
+	for _, r := range append(rows(), patroniRows()...) {
 		t.Run(r.name, func(t *testing.T) {
 			obs := healthy()
+			if r.base != nil {
+				obs = r.base()
+			}
 			if r.mutate != nil {
 				r.mutate(&obs)
 			}

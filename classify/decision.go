@@ -29,6 +29,10 @@ type Options struct {
 	// MoveLeader allows acting on the leader by moving leadership to a
 	// healthy follower first (--move-leader).
 	MoveLeader bool `json:"moveLeader,omitempty"`
+	// SwitchoverFirst allows reseed and replace of a Patroni cluster's
+	// primary by switching over to a healthy replica first
+	// (--switchover-first).
+	SwitchoverFirst bool `json:"switchoverFirst,omitempty"`
 	// Supersede allows starting while another action is recorded in
 	// progress; that action is marked superseded (--supersede).
 	Supersede bool `json:"supersede,omitempty"`
@@ -184,6 +188,12 @@ const (
 	CodeMemberIDDuplicate     Code = "member_id_duplicate"
 	CodeClusterHasQuorum      Code = "cluster_has_quorum"
 	CodeRestoreFailed         Code = "restore_failed"
+	// Patroni.
+	CodePrimaryUnknown        Code = "primary_unknown"
+	CodeTargetIsPrimary       Code = "target_is_primary"
+	CodeNoSwitchoverCandidate Code = "no_switchover_candidate"
+	CodeMemberUnreachable     Code = "member_unreachable"
+	CodeActionUnsupported     Code = "action_unsupported"
 )
 
 // Note codes: information about the decision that blocks nothing.
@@ -195,6 +205,7 @@ const (
 	CodeDelegated       Code = "delegated"
 	CodeSuperseding     Code = "superseding"
 	CodeWritesDiscarded Code = "writes_discarded"
+	CodeSwitchoverFirst Code = "switchover_first"
 )
 
 // AllBlockerCodes lists every blocker code.
@@ -208,12 +219,13 @@ var AllBlockerCodes = []Code{
 	CodeSeedStoreMissing, CodeNoSeedSource, CodePodTerminating, CodePodNeverStarted,
 	CodeRestoreUnsupported, CodeGenerationUnverified, CodeGenerationForeign, CodeClusterHasQuorum,
 	CodeRestoreFailed, CodeMemberIDDuplicate,
+	CodePrimaryUnknown, CodeTargetIsPrimary, CodeNoSwitchoverCandidate, CodeMemberUnreachable, CodeActionUnsupported,
 }
 
 // AllNoteCodes lists every note code.
 var AllNoteCodes = []Code{
 	CodeResuming, CodeLockStale, CodeLeaderMove, CodeMemberRemoved, CodeDelegated,
-	CodeSuperseding, CodeWritesDiscarded,
+	CodeSuperseding, CodeWritesDiscarded, CodeSwitchoverFirst,
 }
 
 // Override flags, named as the CLI spells them.
@@ -221,6 +233,9 @@ const (
 	FlagMoveLeader = "--move-leader"
 	FlagSupersede  = "--supersede"
 	FlagForce      = "--force"
+	// FlagSwitchoverFirst lets reseed and replace act on a Patroni
+	// cluster's primary by switching over to a healthy replica first.
+	FlagSwitchoverFirst = "--switchover-first"
 )
 
 // Blocker is one reason the action may not go ahead. Override names the
@@ -248,6 +263,13 @@ type Step struct {
 	// MemberID is the engine member removed, promoted, or (for
 	// move-leader) handed leadership.
 	MemberID string `json:"memberID,omitempty"`
+	// From is the member a switchover hands over from: the primary as
+	// observed, which Patroni checks (its compare-and-swap).
+	From string `json:"from,omitempty"`
+	// Since is, for a reinitialize, the member's PostgreSQL start time as
+	// observed when it was decided: a different start time later shows
+	// the rebuild happened.
+	Since string `json:"since,omitempty"`
 	// PeerURLs are the learner's peer URLs (add-learner) or the peer URLs
 	// awaited.
 	PeerURLs []string `json:"peerURLs,omitempty"`

@@ -31,6 +31,9 @@ type engineRules interface {
 	// restore plans restoring the whole cluster from generation
 	// c.o.Generation.
 	restore(c *classifier)
+	// switchover plans handing the primary role to member c.in.Member,
+	// or to a member the rules choose when it is empty.
+	switchover(c *classifier)
 	// holdsRecorded reports whether the engine still lists what the
 	// in-progress replace or reseed e recorded: the member it replaces,
 	// or the replacement it brings back. Such an entry is never stale
@@ -40,7 +43,8 @@ type engineRules interface {
 
 // engines maps each engine hactl acts on to its rules.
 var engines = map[model.Engine]engineRules{
-	model.EngineEtcd: etcdRules{},
+	model.EngineEtcd:    etcdRules{},
+	model.EnginePatroni: patroniRules{},
 }
 
 // engineGate picks the rules of the cluster's engine from registry, or
@@ -71,6 +75,8 @@ type noRules struct{}
 func (noRules) replace(*classifier) {}
 func (noRules) seed(*classifier)    {}
 func (noRules) restore(*classifier) {}
+
+func (noRules) switchover(*classifier) {}
 
 // holdsRecorded: without rules nothing can be read from the engine, so an
 // entry is kept (the decision is refused anyway).

@@ -47,6 +47,10 @@ func (toyRules) restore(c *classifier) {
 	c.block(CodeRestoreUnsupported, "", "", "toy clusters are not restored")
 }
 
+func (toyRules) switchover(c *classifier) {
+	c.block(CodeActionUnsupported, "", "", "toy clusters have no switchover")
+}
+
 func (r toyRules) holdsRecorded(*classifier, *model.LedgerEntry) bool { return r.holds }
 
 // toyRegistry holds the toy engine's rules and no others.
@@ -223,7 +227,7 @@ func wantResume(id string) func(*testing.T, Decision) {
 // refused with engine_unsupported (documented in docs/actions.md), plans
 // nothing and still passes through the common gates.
 func TestEngineWithoutRulesIsRefused(t *testing.T) {
-	for _, engine := range []model.Engine{model.EnginePatroni, engineToy, ""} {
+	for _, engine := range []model.Engine{engineToy, ""} {
 		for _, action := range model.AllActions {
 			obs := healthy()
 			obs.Cluster.Engine = engine
@@ -237,14 +241,14 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 				t.Errorf("%s: verb %s, blockers %v, flow %s, steps %v\n%s", name, d.Verb, blockerCodes(d), d.Flow, kinds(d), strings.Join(Describe(d), "\n"))
 				continue
 			}
-			if want := fmt.Sprintf("hactl acts on etcd clusters only; db/etcd runs %q (diagnose with status)", engine); d.Blockers[0].Detail != want {
+			if want := fmt.Sprintf("hactl acts on etcd, patroni clusters only; db/etcd runs %q (diagnose with status)", engine); d.Blockers[0].Detail != want {
 				t.Errorf("%s: detail %q, want %q", name, d.Blockers[0].Detail, want)
 			}
 		}
 	}
 	// The common gates still apply: the lock is reported too.
 	obs := healthy()
-	obs.Cluster.Engine = model.EnginePatroni
+	obs.Cluster.Engine = engineToy
 	obs.Lock = lockStates[1].lock
 	if d := Classify(obs, replace1, now); !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported, CodeLockHeld}) {
 		t.Errorf("blockers %v, want engine_unsupported and lock_held", blockerCodes(d))

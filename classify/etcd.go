@@ -18,6 +18,12 @@ func (etcdRules) replace(c *classifier) { etcd{c}.membership() }
 func (etcdRules) seed(c *classifier)    { etcd{c}.seed() }
 func (etcdRules) restore(c *classifier) { etcd{c}.restore() }
 
+// switchover is Patroni's: etcd moves leadership as part of replace and
+// reseed (--move-leader).
+func (etcdRules) switchover(c *classifier) {
+	c.block(CodeActionUnsupported, c.in.Member, "", "switchover applies to Patroni clusters; an etcd cluster's leadership moves with --move-leader as part of replace and reseed")
+}
+
 // holdsRecorded: an answering member still lists the member ID the entry
 // recorded, or what the action itself brings back (a learner or voter
 // with the recorded peer URL or the member's name), which is where a

@@ -46,17 +46,23 @@ const actionExitHelp = `Exit codes:
 type ActionOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 
-	Action       model.Action
-	Cluster      string
-	Member       string
-	Namespace    string
-	Yes          bool
-	DryRun       string
-	Output       string
-	MoveLeader   bool
-	Supersede    bool
-	Generation   string
-	ProbeTimeout time.Duration
+	Action     model.Action
+	Cluster    string
+	Member     string
+	Namespace  string
+	Yes        bool
+	DryRun     string
+	Output     string
+	MoveLeader bool
+	Supersede  bool
+	// SwitchoverFirst: reseed or replace a Patroni primary after
+	// switching over (--switchover-first).
+	SwitchoverFirst bool
+	// WALLagThreshold is a Patroni replica's replay lag in bytes that
+	// still counts as caught up (0: the cluster's own bound).
+	WALLagThreshold uint64
+	Generation      string
+	ProbeTimeout    time.Duration
 
 	// restore only.
 	store        storeFlags
@@ -124,6 +130,10 @@ func (o *ActionOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each wait (pod gone, pod recreated, member started, caught up, ready) may take before the command stops; run it again to resume.")
 	f.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member.")
 	f.Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a member may trail the leader frontier and count as caught up (and be promoted).")
+	if o.Action == model.ActionReplace || o.Action == model.ActionReseed {
+		f.BoolVar(&o.SwitchoverFirst, "switchover-first", false, "Patroni: if the member is the primary, switch over to the healthiest replica first (otherwise acting on the primary is refused).")
+		f.Uint64Var(&o.WALLagThreshold, "wal-lag-threshold", 0, "Patroni: bytes of WAL a replica's replay may trail the primary's position and count as caught up (default: the cluster's maximum_lag_on_failover, else 1 MiB).")
+	}
 	if o.Action == model.ActionReseed {
 		f.StringVar(&o.Generation, "generation", "", "Reseed from this seed generation instead of from the member's peers (not supported for etcd yet: refused).")
 	}
@@ -236,7 +246,7 @@ func validateOutput(s string) error {
 func (o *ActionOptions) executor() *actions.Executor {
 	return &actions.Executor{
 		Observer: &actions.Observer{Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
-			Verdict: verdict.Options{LagThreshold: o.LagThreshold}},
+			Verdict: verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold}},
 		WaitTimeout: o.Timeout,
 		// the identity the API requests name in their user agent
 		Identity: actions.ProcessIdentity(),
@@ -245,8 +255,8 @@ func (o *ActionOptions) executor() *actions.Executor {
 
 func (o *ActionOptions) intent() classify.Intent {
 	return classify.Intent{Action: o.Action, Member: o.Member, Options: classify.Options{
-		MoveLeader: o.MoveLeader, Supersede: o.Supersede, Generation: o.Generation,
-		Verdict: verdict.Options{LagThreshold: o.LagThreshold},
+		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Generation: o.Generation,
+		Verdict: verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold},
 		Source:  o.source, Force: o.Force, SeedStore: o.storeURL, StoreSecret: o.secretName, AgentImage: o.AgentImage,
 	}}
 }

@@ -94,6 +94,37 @@ func TestActionHelpDocumentsExitCodesAndExamples(t *testing.T) {
 	}
 }
 
+// TestSwitchoverHelpAndUsage: switchover documents its flag, exit codes
+// and examples in the style of the other verbs, takes exactly CLUSTER
+// (the candidate with --to), and replace and reseed take
+// --switchover-first.
+func TestSwitchoverHelpAndUsage(t *testing.T) {
+	var out bytes.Buffer
+	code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, []string{"switchover", "--help"})
+	if code != 0 {
+		t.Fatalf("switchover --help exited %d", code)
+	}
+	for _, want := range []string{"kubectl hactl switchover CLUSTER [--to MEMBER]", "Exit codes:", "Examples:", "--to", "--yes", "--dry-run",
+		"5  refused", "6  fence conflict", "7  lock held", "kubectl hactl switchover pg-main -n db --to pg-main-2", "412"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("switchover --help lacks %q", want)
+		}
+	}
+	for _, verb := range []string{"replace", "reseed"} {
+		out.Reset()
+		Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, []string{verb, "--help"})
+		if !strings.Contains(out.String(), "--switchover-first") {
+			t.Errorf("%s --help lacks --switchover-first", verb)
+		}
+	}
+	for _, args := range [][]string{{"switchover"}, {"switchover", "c", "m"}, {"switchover", "c", "--dry-run=maybe"}, {"switchover", "c", "-o", "table"}} {
+		out.Reset()
+		if code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, args); code != ExitUsage {
+			t.Errorf("%v: exit %d (%s), want %d", args, code, out.String(), ExitUsage)
+		}
+	}
+}
+
 // Every verb reads --dry-run alike, as kubectl does: "true" is client,
 // "false" is none; only verbs with a server dry run take "server".
 func TestDryRunIsReadAlike(t *testing.T) {

@@ -315,7 +315,7 @@ func (o *ApplyOptions) actionOptions() *ActionOptions {
 	ao.Cluster, ao.Member, ao.Namespace = p.Target.StatefulSet, p.Member, p.Target.Namespace
 	ao.Yes, ao.DryRun, ao.Output = o.Yes, o.DryRun, o.Output
 	ao.MoveLeader, ao.Supersede, ao.Force, ao.Generation, ao.AgentImage = p.Options.MoveLeader, p.Options.Supersede, p.Options.Force, p.Options.Generation, p.Options.AgentImage
-	ao.LagThreshold = p.Options.LagThreshold
+	ao.LagThreshold, ao.WALLagThreshold, ao.SwitchoverFirst = p.Options.LagThreshold, p.Options.WALLagThreshold, p.Options.SwitchoverFirst
 	ao.ProbeTimeout, ao.Timeout = o.durations()
 	ao.client, ao.dial, ao.inIsTTY = o.client, o.dial, o.inIsTTY
 	return ao

@@ -21,16 +21,17 @@ import (
 type ExplainOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 
-	Cluster      string
-	Member       string
-	Namespace    string
-	Intent       string
-	MoveLeader   bool
-	Supersede    bool
-	Generation   string
-	Output       string
-	ProbeTimeout time.Duration
-	LagThreshold uint64
+	Cluster         string
+	Member          string
+	Namespace       string
+	Intent          string
+	MoveLeader      bool
+	SwitchoverFirst bool
+	Supersede       bool
+	Generation      string
+	Output          string
+	ProbeTimeout    time.Duration
+	LagThreshold    uint64
 
 	client kubernetes.Interface
 	dial   engine.DialFunc
@@ -44,7 +45,7 @@ func NewCmdExplain(flags *genericclioptions.ConfigFlags, streams genericiooption
 		LagThreshold: verdict.DefaultLagThreshold, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "explain CLUSTER MEMBER",
-		Short: "Show what replace, reseed or seed would do to a member, and why (changes nothing)",
+		Short: "Show what replace, reseed, seed or switchover would do, and why (changes nothing)",
 		Long: `Observe CLUSTER and print the decision the classifier takes for an intent
 on MEMBER, exactly as 'kubectl hactl replace' (or reseed, seed) and the
 TUI's confirm dialog would show it: the verb (proceed, await, observe,
@@ -54,7 +55,9 @@ ID it would remove), the plan step by step, notes, and every blocker with
 the flag that overrides it where one may.
 
 Nothing is changed and no lock is taken. For --intent seed, MEMBER names
-the source member and may be omitted to let the classifier choose.
+the source member and may be omitted to let the classifier choose; for
+--intent switchover (Patroni), MEMBER names the candidate and may be
+omitted likewise.
 
 Exit codes:
   0  the decision was printed (whatever it decided)
@@ -67,7 +70,10 @@ Exit codes:
   kubectl hactl explain etcd-main etcd-main-0 -n db --move-leader -o json
 
   # what a reseed would do
-  kubectl hactl explain etcd-main etcd-main-1 --intent reseed`,
+  kubectl hactl explain etcd-main etcd-main-1 --intent reseed
+
+  # which replica a Patroni switchover would hand the primary role to
+  kubectl hactl explain pg-main --intent switchover -n db`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usageError("explain takes CLUSTER and MEMBER, got %d argument(s)\nSee '%s --help'.", len(args), cmd.CommandPath())
@@ -78,8 +84,9 @@ Exit codes:
 		RunE:              runVerb(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Intent, "intent", o.Intent, "The action to explain: replace, reseed or seed.")
+	f.StringVar(&o.Intent, "intent", o.Intent, "The action to explain: replace, reseed, seed, restore or switchover.")
 	f.BoolVar(&o.MoveLeader, "move-leader", false, "Explain as if --move-leader were given.")
+	f.BoolVar(&o.SwitchoverFirst, "switchover-first", false, "Explain as if --switchover-first were given (Patroni).")
 	f.BoolVar(&o.Supersede, "supersede", false, "Explain as if --supersede were given.")
 	f.StringVar(&o.Generation, "generation", "", "Seed generation to reseed from (reseed only).")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints the decision.")
@@ -110,7 +117,7 @@ func (o *ExplainOptions) Validate() error {
 	if !known {
 		return usageError("--intent must be one of %s, got %q", strings.Join(names, ", "), o.Intent)
 	}
-	if o.Member == "" && o.Intent != string(model.ActionSeed) {
+	if o.Member == "" && o.Intent != string(model.ActionSeed) && o.Intent != string(model.ActionSwitchover) {
 		return usageError("explain --intent %s needs a MEMBER", o.Intent)
 	}
 	if o.Generation != "" && o.Intent != string(model.ActionReseed) {
@@ -130,7 +137,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	obs := &actions.Observer{Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
 		Verdict: verdict.Options{LagThreshold: o.LagThreshold}}
 	in := classify.Intent{Action: model.Action(o.Intent), Member: o.Member, Options: classify.Options{
-		MoveLeader: o.MoveLeader, Supersede: o.Supersede, Generation: o.Generation,
+		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Generation: o.Generation,
 	}}
 	d, _, warn, err := obs.Decide(ctx, o.Namespace, o.Cluster, in)
 	printWarnings(o.ErrOut, warn)

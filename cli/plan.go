@@ -72,10 +72,11 @@ type planDoc struct {
 
 // planOptions are the options a plan was made with.
 type planOptions struct {
-	MoveLeader bool   `json:"moveLeader,omitempty"`
-	Supersede  bool   `json:"supersede,omitempty"`
-	Force      bool   `json:"force,omitempty"`
-	Generation string `json:"generation,omitempty"`
+	MoveLeader      bool   `json:"moveLeader,omitempty"`
+	SwitchoverFirst bool   `json:"switchoverFirst,omitempty"`
+	Supersede       bool   `json:"supersede,omitempty"`
+	Force           bool   `json:"force,omitempty"`
+	Generation      string `json:"generation,omitempty"`
 	// Store is the store URL (restore: the one the restore pods read;
 	// seed: the one published to; a credential in it is redacted) and
 	// StoreSecret the Secret holding its credentials.
@@ -83,6 +84,9 @@ type planOptions struct {
 	StoreSecret  string `json:"storeSecret,omitempty"`
 	AgentImage   string `json:"agentImage,omitempty"`
 	LagThreshold uint64 `json:"lagThreshold"`
+	// WALLagThreshold is Patroni's replay lag bound in bytes (0: the
+	// cluster's own).
+	WALLagThreshold uint64 `json:"walLagThreshold,omitempty"`
 	// ProbeTimeout and Timeout are durations ("2s", "10m0s"); apply's
 	// own flags override them.
 	ProbeTimeout string `json:"probeTimeout"`
@@ -153,8 +157,8 @@ func (o *ActionOptions) planOr(doc receiptsDoc) any {
 	d := *o.saved.decision
 	in := d.Intent.Options
 	p := newPlanDoc(context.Background(), o.connFacts(), d, planOptions{
-		MoveLeader: o.MoveLeader, Supersede: o.Supersede, Force: o.Force, Generation: o.Generation,
-		Store: in.SeedStore, StoreSecret: in.StoreSecret, AgentImage: in.AgentImage,
+		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Force: o.Force, Generation: o.Generation,
+		WALLagThreshold: o.WALLagThreshold, Store: in.SeedStore, StoreSecret: in.StoreSecret, AgentImage: in.AgentImage,
 		LagThreshold: o.LagThreshold, ProbeTimeout: o.ProbeTimeout.String(), Timeout: o.Timeout.String(),
 	}, o.ErrOut)
 	p.Action, p.Cluster, p.Member, p.EntryID, p.Result, p.Receipts = doc.Action, doc.Cluster, doc.Member, doc.EntryID, doc.Result, doc.Receipts
@@ -294,6 +298,7 @@ func (p *planDoc) validate() error {
 		{"decision.intent.action", d.Intent.Action, p.Action},
 		{"decision.intent.member", d.Intent.Member, p.Member},
 		{"decision.intent.options.moveLeader", d.Intent.Options.MoveLeader, p.Options.MoveLeader},
+		{"decision.intent.options.switchoverFirst", d.Intent.Options.SwitchoverFirst, p.Options.SwitchoverFirst},
 		{"decision.intent.options.supersede", d.Intent.Options.Supersede, p.Options.Supersede},
 		{"decision.intent.options.force", d.Intent.Options.Force, p.Options.Force},
 		{"decision.intent.options.generation", d.Intent.Options.Generation, p.Options.Generation},
@@ -376,13 +381,16 @@ func (p *planDoc) command(extra ...string) string {
 	if p.Options.Generation != "" {
 		args = append(args, "--generation", p.Options.Generation)
 	}
+	if p.Action == model.ActionSwitchover && p.Member != "" {
+		args = append(args, "--to", p.Member)
+	}
 	if p.Action == model.ActionSeed && p.Member != "" {
 		args = append(args, "--member", p.Member)
 	}
 	for _, f := range []struct {
 		on   bool
 		flag string
-	}{{p.Options.MoveLeader, "--move-leader"}, {p.Options.Supersede, "--supersede"}, {p.Options.Force, "--force"}} {
+	}{{p.Options.MoveLeader, "--move-leader"}, {p.Options.SwitchoverFirst, "--switchover-first"}, {p.Options.Supersede, "--supersede"}, {p.Options.Force, "--force"}} {
 		if f.on {
 			args = append(args, f.flag)
 		}

@@ -47,6 +47,9 @@ type StatusOptions struct {
 	ProbeInterval time.Duration
 	NoProbe       bool
 	LagThreshold  uint64
+	// WALLagThreshold is the Patroni replay lag threshold in bytes (0:
+	// each cluster's maximum_lag_on_failover).
+	WALLagThreshold uint64
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
@@ -125,6 +128,7 @@ func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&o.ProbeInterval, "probe-interval", o.ProbeInterval, "With --watch, how often members are probed again.")
 	cmd.Flags().BoolVar(&o.NoProbe, "no-probe", false, "Read the API server only; do not dial members (the verdict then cannot be failover-ready: lag is unknown).")
 	cmd.Flags().Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a voter may trail the leader frontier and still count as caught up.")
+	cmd.Flags().Uint64Var(&o.WALLagThreshold, "wal-lag-threshold", 0, "Patroni: bytes of WAL a replica's replay may trail the primary and still count as a failover candidate (default: the cluster's maximum_lag_on_failover, else 1 MiB).")
 }
 
 // addOutputFlags binds the flags only the printed status has: -o and its
@@ -211,7 +215,7 @@ func (o *StatusOptions) observer(src status.Source) *status.Observer {
 		Engines:      status.DefaultEngines(),
 		Secrets:      status.SecretsFrom(o.client),
 		ProbeTimeout: o.ProbeTimeout,
-		Verdict:      verdict.Options{LagThreshold: o.LagThreshold},
+		Verdict:      verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold},
 	}
 	if !o.NoProbe {
 		obs.Dial = o.dial

@@ -141,6 +141,7 @@ func (o *TUIOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&s.ProbeInterval, "probe-interval", s.ProbeInterval, "How often members are probed (watches update the view in between).")
 	f.BoolVar(&s.NoProbe, "no-probe", false, "Read the API server only; do not dial members.")
 	f.Uint64Var(&s.LagThreshold, "lag-threshold", s.LagThreshold, "Raft entries a voter may trail the leader frontier and still count as caught up.")
+	f.Uint64Var(&s.WALLagThreshold, "wal-lag-threshold", 0, "Patroni: bytes of WAL a replica's replay may trail the primary and still count as a failover candidate (default: the cluster's maximum_lag_on_failover, else 1 MiB).")
 	f.BoolVar(&o.ReadOnly, "readonly", false, "Disable every action (replace, reseed, seed); explain still works.")
 	f.StringVar(&o.LogFile, "log-file", "", "Append client-go's log lines to this file while the view runs (default: discard them).")
 }
@@ -296,7 +297,7 @@ func (o *TUIOptions) executor() *actions.Executor {
 			Client:       s.client,
 			Dial:         s.dial,
 			ProbeTimeout: s.ProbeTimeout,
-			Verdict:      verdict.Options{LagThreshold: s.LagThreshold},
+			Verdict:      verdict.Options{LagThreshold: s.LagThreshold, WALLagThreshold: s.WALLagThreshold},
 		},
 		Identity: o.identity,
 	}

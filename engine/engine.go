@@ -78,7 +78,30 @@ type MemberOps interface {
 	RemoveMember(ctx context.Context, via Target, id string) error
 	AddLearner(ctx context.Context, via Target, peerURLs []string) (model.Peer, error)
 	PromoteLearner(ctx context.Context, via Target, id string) error
+	// MoveLeader hands leadership to member toID through via, the
+	// leader as observed (for Patroni: a switchover from via.Member to
+	// toID, sent to via, refused with ErrPrecondition when via.Member no
+	// longer leads).
 	MoveLeader(ctx context.Context, via Target, toID string) error
+}
+
+// Actioner is implemented by an engine whose repairs are actions of its
+// own rather than membership changes (Patroni: a switchover, a
+// reinitialize). The executor takes its member operations from Actions
+// when the engine offers it, else from Engine.Members.
+type Actioner interface {
+	Actions(o ProbeOptions) MemberOps
+}
+
+// Reinitializer is implemented by the member operations of an engine
+// whose replicas can rebuild their data from the primary in place
+// (Patroni's POST /reinitialize). Reinitialize is sent to the member
+// itself and returns once the engine started the work (not when it is
+// done): observe until the member streams again. It reports a member
+// already rebuilding as ErrAlready, one not ready for it as ErrNotYet and
+// a request sent without an answer as ErrOutcomeUnknown.
+type Reinitializer interface {
+	Reinitialize(ctx context.Context, member Target) error
 }
 
 // Outcomes of member operations.
@@ -93,6 +116,11 @@ var (
 	// The caller observes to find out; it never reads it as "nothing
 	// changed".
 	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrPrecondition: the engine refused the operation because the
+	// world is not as the caller observed it (Patroni's 412 on a
+	// switchover naming a leader that no longer leads). Nothing was
+	// changed; the caller reports a fence conflict.
+	ErrPrecondition = errors.New("engine precondition failed")
 )
 
 // ErrForward marks a connection that reached its transport but not the

@@ -19,12 +19,15 @@ const (
 	// etcd, the quorum-loss recovery (the restored cluster has a new
 	// cluster ID, and every write after the generation is gone).
 	ActionRestore Action = "restore"
+	// ActionSwitchover hands a Patroni cluster's primary role to a healthy
+	// replica (Patroni's own switchover, fenced by the observed primary).
+	ActionSwitchover Action = "switchover"
 )
 
 func (a Action) String() string { return string(a) }
 
 // AllActions lists every Action.
-var AllActions = []Action{ActionReplace, ActionReseed, ActionSeed, ActionRestore}
+var AllActions = []Action{ActionReplace, ActionReseed, ActionSeed, ActionRestore, ActionSwitchover}
 
 // ActionPhase is where an action stands. Like member phases it is derived
 // from what is observed; the ledger only records which phases were
@@ -97,6 +100,26 @@ const (
 	StepDeleteRestorePod    StepKind = "delete-restore-pod"
 	StepScaleUp             StepKind = "scale-up"
 	StepAwaitRestored       StepKind = "await-restored"
+
+	// Patroni steps.
+	//
+	// StepSwitchover asks the observed primary to hand the leader lock to
+	// a candidate (POST /switchover, which Patroni refuses with 412 when
+	// the primary named is no longer the primary); StepAwaitSwitchover
+	// waits until the members' own answers show the candidate as the
+	// writable primary and the old primary as a replica.
+	StepSwitchover      StepKind = "switchover"
+	StepAwaitSwitchover StepKind = "await-switchover"
+	// StepReinitialize asks a replica to throw its data away and copy it
+	// again from the primary (POST /reinitialize); StepAwaitRebuild waits
+	// until the member is seen rebuilding (no longer streaming), so that
+	// a member that has not even stopped yet is never taken for rebuilt.
+	StepReinitialize StepKind = "reinitialize"
+	StepAwaitRebuild StepKind = "await-rebuild"
+	// StepAwaitStreaming waits until the member streams from the primary
+	// (in its replication list) with its replay within the WAL lag
+	// threshold of the primary's position, and its pod is ready.
+	StepAwaitStreaming StepKind = "await-streaming"
 )
 
 func (s StepKind) String() string { return string(s) }
@@ -109,6 +132,7 @@ var AllStepKinds = []StepKind{
 	StepPromoteLearner, StepAwaitVoterReady, StepCaptureSnapshot, StepUpload, StepPublish,
 	StepScaleDown, StepAwaitMembersStopped, StepRunRestore, StepAwaitRestore, StepDeleteRestorePod,
 	StepScaleUp, StepAwaitRestored,
+	StepSwitchover, StepAwaitSwitchover, StepReinitialize, StepAwaitRebuild, StepAwaitStreaming,
 }
 
 // PhaseOf is the action phase a step belongs to.
@@ -116,15 +140,15 @@ func (s StepKind) PhaseOf() ActionPhase {
 	switch s {
 	case StepAcquireLock:
 		return ActionPhaseRequested
-	case StepVerifyFences, StepMoveLeader:
+	case StepVerifyFences, StepMoveLeader, StepSwitchover, StepAwaitSwitchover:
 		return ActionPhaseFencing
-	case StepRemoveMember, StepDeletePVC, StepDeletePod, StepAwaitPodGone, StepScaleDown, StepAwaitMembersStopped:
+	case StepRemoveMember, StepDeletePVC, StepDeletePod, StepAwaitPodGone, StepScaleDown, StepAwaitMembersStopped, StepReinitialize:
 		return ActionPhaseRemoving
-	case StepAddLearner, StepAwaitPodRecreated, StepRunRestore, StepAwaitRestore:
+	case StepAddLearner, StepAwaitPodRecreated, StepRunRestore, StepAwaitRestore, StepAwaitRebuild:
 		return ActionPhaseRestoring
 	case StepAwaitMemberStarted, StepScaleUp, StepAwaitRestored, StepDeleteRestorePod:
 		return ActionPhaseBootstrapping
-	case StepAwaitCaughtUp, StepPromoteLearner, StepAwaitVoterReady:
+	case StepAwaitCaughtUp, StepPromoteLearner, StepAwaitVoterReady, StepAwaitStreaming:
 		return ActionPhaseCatchingUp
 	case StepCaptureSnapshot:
 		return ActionPhaseCapturing
@@ -144,7 +168,8 @@ func (s StepKind) Mutates() bool {
 	switch s {
 	case StepMoveLeader, StepRemoveMember, StepAddLearner, StepDeletePVC, StepDeletePod,
 		StepPromoteLearner, StepCaptureSnapshot, StepUpload, StepPublish,
-		StepScaleDown, StepRunRestore, StepDeleteRestorePod, StepScaleUp:
+		StepScaleDown, StepRunRestore, StepDeleteRestorePod, StepScaleUp,
+		StepSwitchover, StepReinitialize:
 		return true
 	}
 	return false
@@ -242,6 +267,12 @@ type Receipt struct {
 	Fences   []Fence     `json:"fences,omitempty"`
 	MemberID string      `json:"memberID,omitempty"`
 	PeerURLs []string    `json:"peerURLs,omitempty"`
+	// From is the member a switchover was sent to as the primary (the
+	// leader Patroni was asked to hand over from); "" for other steps.
+	From string `json:"from,omitempty"`
+	// Since is, for a reinitialize, the member's PostgreSQL start time
+	// (its postmaster_start_time) observed before it was sent.
+	Since string `json:"since,omitempty"`
 	// DryRun is "client" or "server" for a dry run.
 	DryRun string `json:"dryRun,omitempty"`
 }

@@ -69,7 +69,10 @@ type ClusterFacts struct {
 	// RestorePods are the one-shot pods a restore runs, one per member
 	// (label hactl.dev/restore-of=<cluster>).
 	RestorePods []RestorePodFacts `json:"restorePods,omitempty"`
-	ObservedAt  time.Time         `json:"-"`
+	// Patroni is what the API server holds for a Patroni cluster (nil for
+	// other engines).
+	Patroni    *PatroniClusterFacts `json:"patroni,omitempty"`
+	ObservedAt time.Time            `json:"-"`
 }
 
 // TemplateFacts are the engine-relevant settings of the pod template.
@@ -182,6 +185,9 @@ type PodFacts struct {
 	// Revision is the template revision the pod was created from (label
 	// controller-revision-hash), "" when not read.
 	Revision string `json:"revision,omitempty"`
+	// RoleLabel is the role a Patroni member's pod is labelled with
+	// (master, primary, replica; "" when none or another engine).
+	RoleLabel string `json:"roleLabel,omitempty"`
 	// Fingerprint digests the pod's metadata (labels, annotations, owners,
 	// finalizers) and spec, not its status; "" when not computed.
 	Fingerprint string    `json:"fingerprint,omitempty"`
@@ -217,6 +223,9 @@ type EndpointFacts struct {
 	Service string `json:"service"`
 	Ready   int    `json:"ready"`
 	Total   int    `json:"total"`
+	// Pods names the pods behind the ready endpoints, when read (for a
+	// Patroni cluster: the primary's Service must point at the primary).
+	Pods []string `json:"pods,omitempty"`
 }
 
 // EventFacts is one Kubernetes event about the cluster.
@@ -265,7 +274,11 @@ type EngineFacts struct {
 	// PeersErr says why Peers is empty although the member was reachable
 	// (a learner does not serve the member list; the call may time out).
 	// Peers is then unknown, not empty.
-	PeersErr string        `json:"peersError,omitempty"`
+	PeersErr string `json:"peersError,omitempty"`
+	// Patroni holds what a Patroni member reported (nil for other
+	// engines). MemberID is then its name, ClusterID its system
+	// identifier and LeaderID the leader its own view names.
+	Patroni  *PatroniFacts `json:"patroni,omitempty"`
 	ProbedAt time.Time     `json:"probedAt"`
 	Took     time.Duration `json:"took"`
 }

@@ -70,6 +70,24 @@ const (
 	ReasonCredentialsUnavailable ReasonCode = "credentials_unavailable"
 )
 
+// Patroni reason codes: read from the leader lock and configuration the
+// API server holds (Kubernetes DCS) and from each member's own REST API.
+const (
+	ReasonPrimaryMissing         ReasonCode = "primary_missing"
+	ReasonPrimarySplit           ReasonCode = "primary_split"
+	ReasonLeaderLockStale        ReasonCode = "leader_lock_stale"
+	ReasonLeaderLockUnknown      ReasonCode = "leader_lock_unknown"
+	ReasonLeaderMismatch         ReasonCode = "leader_mismatch"
+	ReasonReplicaNotStreaming    ReasonCode = "replica_not_streaming"
+	ReasonReplicaLagging         ReasonCode = "replica_lagging"
+	ReasonReplicaDiverged        ReasonCode = "replica_diverged"
+	ReasonSystemIDSplit          ReasonCode = "system_id_split"
+	ReasonMaintenancePaused      ReasonCode = "maintenance_paused"
+	ReasonSyncStandbyMissing     ReasonCode = "sync_standby_missing"
+	ReasonFailoverCandidatesNone ReasonCode = "failover_candidates_none"
+	ReasonPendingRestart         ReasonCode = "pending_restart"
+)
+
 var reasonImpact = map[ReasonCode]Impact{
 	ReasonPodMissing:             ImpactFailover,
 	ReasonPodNotReady:            ImpactFailover,
@@ -99,6 +117,20 @@ var reasonImpact = map[ReasonCode]Impact{
 	ReasonAlarmCorrupt:           ImpactControl,
 	ReasonDBNearQuota:            ImpactFailover,
 	ReasonCredentialsUnavailable: ImpactControl,
+
+	ReasonPrimaryMissing:         ImpactControl,
+	ReasonPrimarySplit:           ImpactControl,
+	ReasonLeaderLockStale:        ImpactControl,
+	ReasonLeaderLockUnknown:      ImpactControl,
+	ReasonLeaderMismatch:         ImpactControl,
+	ReasonReplicaNotStreaming:    ImpactFailover,
+	ReasonReplicaLagging:         ImpactFailover,
+	ReasonReplicaDiverged:        ImpactFailover,
+	ReasonSystemIDSplit:          ImpactControl,
+	ReasonMaintenancePaused:      ImpactFailover,
+	ReasonSyncStandbyMissing:     ImpactFailover,
+	ReasonFailoverCandidatesNone: ImpactFailover,
+	ReasonPendingRestart:         ImpactInfo,
 }
 
 // Impact reports which verdict the code defeats. Unknown codes defeat

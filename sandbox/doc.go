@@ -19,7 +19,8 @@
 //   - a static volume provisioner (sandbox/volumes) behind the default
 //     StorageClass "hactl-sandbox";
 //   - the member runner (sandbox/runner): every pod labelled
-//     hactl.dev/engine runs as a real etcd process;
+//     hactl.dev/engine runs as real processes (etcd, or Patroni with
+//     PostgreSQL under it);
 //   - the scenarios (sandbox/scenario): clusters set up through the API
 //     and fault injection only.
 //
@@ -46,7 +47,12 @@
 // SIGKILLs whatever is left of the supervisor's session (every process it
 // started, and every process those started, carries its session id even
 // when orphaned) and every process recorded in a pid file under DIR
-// (pid plus start time, so a reused pid is never hit). Every child also
+// (pid plus start time, so a reused pid is never hit), with every
+// descendant of those (the runner records the processes that leave their
+// container's session, such as PostgreSQL's postmaster; their children
+// left it too). Pid files inside volume directories (DIR/volumes/, a
+// pod's volumes/) are the members' own (postmaster.pid) and never read.
+// Every child also
 // gets SIGKILL from the kernel when the supervisor dies (parent-death
 // signal). Down then removes DIR, which must hold the .hactl-sandbox
 // marker (Down and Start refuse to touch a directory without it);
@@ -67,7 +73,12 @@
 // two sandboxes (the demo and a test run) never share addresses. Member n
 // of the sandbox serves clients at 127.b.1.n:2379 and advertises
 // 127.b.1.n:2380 for peers, where the runner's peer proxy forwards to its
-// real peer listener at 127.b.2.n:2380; the pod's status reports pod IP
+// real peer listener at 127.b.2.n:2380 (a Patroni member: REST API at
+// 127.b.1.n:8008, PostgreSQL at 127.b.1.n:5432); kwok's port-forward
+// reaches a member through the runner's forward proxy at 127.b.3.n, which
+// relays each declared port while the container runs and gives
+// close-delimited HTTP answers (Patroni's) a Content-Length, since kwok
+// never passes a server's close on to the client; the pod's status reports pod IP
 // 10.244.b.n, which EndpointSlices publish (they refuse loopback) and
 // nothing ever dials. Addresses are kept per namespace/pod name, like DNS
 // names, so a recreated pod gets the same ones.
@@ -82,7 +93,12 @@
 // heal (cut or restore the member's raft traffic both ways; clients still
 // reach it), colocate (pin the member's StatefulSet to its node; when the
 // pods carry required anti-affinity, which no rolling update can get past,
-// all pods are recreated at once).
+// all pods are recreated at once). Pause, kill and stop reach every
+// process of the member, PostgreSQL's too. For Patroni members:
+// freeze-patroni (SIGSTOP Patroni only; PostgreSQL runs on),
+// stall-replay and stall-receive (SIGSTOP a replica's startup or
+// walreceiver process), crash-postgres (SIGKILL the postmaster), promote
+// (pg_ctl promote as the pod's user); resume undoes the freezes.
 //
 // # Scenarios
 //
@@ -94,7 +110,9 @@
 // # Where the sandbox deliberately differs from a cluster
 //
 //   - No images: containers run the host's pinned etcd/etcdctl (first on
-//     PATH) and /bin/sh. An absolute command path missing on the host
+//     PATH), /bin/sh, and Patroni and PostgreSQL as installed on the host
+//     (Debian's patroni and postgresql-15: /usr/bin/patroni,
+//     /usr/lib/postgresql/15/bin). An absolute command path missing on the host
 //     (/usr/local/bin/etcd) is looked up by base name; an image without a
 //     command runs its known entrypoint (only etcd images are known).
 //   - Only addresses and volume mount paths are substituted in args, env
@@ -110,6 +128,21 @@
 //   - Restart back-off is the kubelet's, scaled down: the first restart is
 //     immediate, then 2 s doubling to 30 s, reset after a minute of
 //     running.
+//   - runAsUser/runAsGroup are honoured only when the sandbox runs as
+//     root (PostgreSQL refuses root; run unprivileged, everything runs as
+//     the sandbox's user); such a process keeps CAP_DAC_READ_SEARCH when
+//     the sandbox's directory is not searchable for its user (under
+//     /root). Every container gets its own TMPDIR and, instead of a
+//     mounted ServiceAccount token, KUBECONFIG with a token of its
+//     ServiceAccount (context "hactl-sandbox"); no KUBERNETES_SERVICE_*
+//     variables.
+//   - `kubectl port-forward` goes through kwok, which ends a forwarded
+//     connection only once both sides have closed: a server's close does
+//     not reach the client (a kubelet passes it on). The runner's forward
+//     proxy makes up for it for HTTP answers delimited by the close
+//     (Patroni's REST API answers HTTP/1.0 without Content-Length) by
+//     adding a Content-Length; any other protocol that ends a response by
+//     closing would still hang a client that waits for EOF.
 //   - PersistentVolumes are hostPath directories with no node affinity:
 //     a member may move between fake nodes and keep its data.
 package sandbox

@@ -414,9 +414,12 @@ func Down(ctx context.Context, dir string, o DownOptions) error {
 			}
 		}
 	}
+	// Recorded processes and all they started: the runner records
+	// processes that left their container's session (a postmaster that
+	// called setsid), whose own children left it too.
 	if left, err := reap.Recorded(dir); err != nil {
 		errs = append(errs, err)
-	} else if err := reap.Kill(left, 30*time.Second); err != nil {
+	} else if err := reap.Kill(reap.Descendants(left), 30*time.Second); err != nil {
 		errs = append(errs, err)
 	}
 	if err := controlplane.KillRecorded(dir); err != nil {

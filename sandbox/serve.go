@@ -221,7 +221,7 @@ func (s *supervisor) start(ctx context.Context) error {
 	go func() { provErr <- s.prov.Run(ctx) }()
 	s.run = runner.New(runner.Options{
 		Kube: s.kc, Dynamic: s.dyn, BinDir: s.cfg.BinDir, AgentPath: agent, Dir: s.l.runner(), Block: block,
-		HostDir: s.prov.HostDir, Logf: s.logf,
+		HostDir: s.prov.HostDir, Logf: s.logf, Server: s.cp.Server, CA: s.cp.CAData,
 	})
 	if err := s.run.Start(ctx); err != nil {
 		return err
@@ -325,6 +325,9 @@ func (s *supervisor) runScenarios(ctx context.Context) error {
 		Address: func(pod string) (string, error) {
 			a, err := s.run.Addresses(ns, pod)
 			return a.Address, err
+		},
+		Exec: func(ctx context.Context, pod string, argv []string) (string, error) {
+			return s.run.Exec(ctx, ns, pod, "", argv)
 		},
 		Logf: s.logf,
 	}

@@ -42,13 +42,15 @@ func DecodeActionFacts(obs *model.Observation, sts *appsv1.StatefulSet, objs *Ob
 	}
 	decodeTemplateFlags(&cl.Template, sts)
 	cl.RestorePods = restorePods(sts, objs.Pods)
-	decodeMemberObjects(obs.Members, sts.Namespace, objs)
+	decodeMemberObjects(obs.Members, sts.Namespace, objs, obs.Cluster.Patroni)
 }
 
 // decodeMemberObjects adds each member's pod revision and fingerprint and
 // its volume's deletion mark and fingerprint, from the very objects
-// (matched by UID) the members were decoded from.
-func decodeMemberObjects(members []model.Member, namespace string, objs *Objects) {
+// (matched by UID) the members were decoded from. pc is the cluster's
+// Patroni facts (nil for other engines): Patroni's own keys stay out of
+// its pods' fingerprints (see PodFingerprint).
+func decodeMemberObjects(members []model.Member, namespace string, objs *Objects, pc *model.PatroniClusterFacts) {
 	pods := map[string]*corev1.Pod{}
 	for i := range objs.Pods {
 		if p := &objs.Pods[i]; p.Namespace == namespace {
@@ -67,7 +69,7 @@ func decodeMemberObjects(members []model.Member, namespace string, objs *Objects
 			if p, ok := pods[m.Pod.Name]; ok && string(p.UID) == m.Pod.UID {
 				cp := *m.Pod
 				cp.Revision = p.Labels[appsv1.ControllerRevisionHashLabelKey]
-				cp.Fingerprint = Fingerprint(&p.ObjectMeta, p.Spec)
+				cp.Fingerprint = PodFingerprint(p, pc)
 				m.Pod = &cp
 			}
 		}
@@ -102,6 +104,47 @@ func Fingerprint(meta *metav1.ObjectMeta, spec any) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// PatroniStatusAnnotation is the pod annotation a Patroni member rewrites
+// with its state on every loop (the Kubernetes DCS's member record).
+const PatroniStatusAnnotation = "status"
+
+// PodFingerprint is the fingerprint of a member's pod. For a Patroni
+// cluster (pc not nil) it leaves out exactly what Patroni itself rewrites
+// on every loop: the annotation "status" and the role label
+// (pc.RoleLabel, "role" when unset). Otherwise every fence on a Patroni
+// pod would read as changed by someone. Other engines' pods are
+// fingerprinted whole.
+func PodFingerprint(p *corev1.Pod, pc *model.PatroniClusterFacts) string {
+	if pc == nil {
+		return Fingerprint(&p.ObjectMeta, p.Spec)
+	}
+	role := pc.RoleLabel
+	if role == "" {
+		role = "role"
+	}
+	meta := p.ObjectMeta
+	meta.Labels = without(p.Labels, role)
+	meta.Annotations = without(p.Annotations, PatroniStatusAnnotation)
+	return Fingerprint(&meta, p.Spec)
+}
+
+// without is m without key (m itself when it has no such key).
+func without(m map[string]string, key string) map[string]string {
+	if _, ok := m[key]; !ok {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // StatefulSetFingerprint is the fingerprint of a StatefulSet's metadata and

@@ -38,6 +38,9 @@ type ClusterStatus struct {
 	// Actions are hactl actions on this cluster from its ledger: every
 	// one in progress and the latest finished one.
 	Actions []ActionStatus `json:"actions,omitempty"`
+	// Patroni is what the API server holds for a Patroni cluster: the
+	// leader lock, the dynamic configuration, the sync standby.
+	Patroni *model.PatroniClusterFacts `json:"patroni,omitempty"`
 }
 
 // ActionStatus is one hactl action (replace, reseed, seed) as its ledger
@@ -129,7 +132,10 @@ type MemberStatus struct {
 	DBSize           int64    `json:"dbSize,omitempty"`
 	IsLearner        bool     `json:"isLearner,omitempty"`
 	Alarms           []string `json:"alarms,omitempty"`
-	Reasons          []string `json:"reasons,omitempty"`
+	// Patroni is what a Patroni member's REST API said (role, state,
+	// timeline, WAL positions, replication).
+	Patroni *model.PatroniFacts `json:"patroni,omitempty"`
+	Reasons []string            `json:"reasons,omitempty"`
 }
 
 // ClusterStatusList holds several ClusterStatus documents.
@@ -170,6 +176,7 @@ func ToAPI(r Result) *ClusterStatus {
 		ClientEndpoints: o.ClientEndpoints,
 		Events:          o.Events,
 		EngineProbed:    o.EngineProbed,
+		Patroni:         o.Cluster.Patroni,
 		ObservedAt:      o.At.UTC(),
 		Verdict:         VerdictStatus{ControlReady: v.ControlReady, FailoverReady: v.FailoverReady, Reasons: []ReasonStatus{}},
 		Members:         []MemberStatus{},
@@ -203,11 +210,30 @@ func ToAPI(r Result) *ClusterStatus {
 			for _, a := range e.Alarms {
 				ms.Alarms = appendUnique(ms.Alarms, a.Type)
 			}
+			if e.Patroni != nil {
+				ms.Patroni = e.Patroni
+				ms.Role = PatroniRole(e.Patroni)
+			}
 		}
 		cs.Members = append(cs.Members, ms)
 	}
 	cs.ClusterID, cs.Leader = r.Analysis.ClusterID, r.Analysis.LeaderMember
 	return cs
+}
+
+// PatroniRole is the role a Patroni member shows in the table: primary
+// (for master or primary), sync-standby, replica, or what the member said
+// (demoted, uninitialized, standby_leader).
+func PatroniRole(p *model.PatroniFacts) string {
+	switch {
+	case p.Writable():
+		return "primary"
+	case p.Role == "replica" && p.SyncStandby:
+		return "sync-standby"
+	case p.Role == "":
+		return model.RoleUnknown.String()
+	}
+	return p.Role
 }
 
 func appendUnique(s []string, v string) []string {

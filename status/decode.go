@@ -173,7 +173,11 @@ type index struct {
 	pdbs   map[string][]*policyv1.PodDisruptionBudget
 	svcs   map[string][]*corev1.Service
 	slices map[string][]*discoveryv1.EndpointSlice // ns/service
-	events map[string][]*corev1.Event              // ns/kind/name
+	// configMaps are read only when a Patroni cluster is present.
+	configMaps map[string]*corev1.ConfigMap // ns/name
+	// configMapsErr says why they were not read.
+	configMapsErr error
+	events        map[string][]*corev1.Event // ns/kind/name
 }
 
 func newIndex(o *Objects) *index {
@@ -181,6 +185,11 @@ func newIndex(o *Objects) *index {
 		pods: map[string][]*corev1.Pod{}, pvcs: map[string]*corev1.PersistentVolumeClaim{},
 		pdbs: map[string][]*policyv1.PodDisruptionBudget{}, svcs: map[string][]*corev1.Service{},
 		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
+		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: o.ConfigMapsErr,
+	}
+	for i := range o.ConfigMaps {
+		c := &o.ConfigMaps[i]
+		ix.configMaps[c.Namespace+"/"+c.Name] = c
 	}
 	for i := range o.Pods {
 		p := &o.Pods[i]
@@ -219,6 +228,9 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 		replicas = int(*sts.Spec.Replicas)
 	}
 	tf := decodeTemplate(sts)
+	if eng == model.EnginePatroni {
+		tf = decodePatroniTemplate(sts)
+	}
 	obs := model.Observation{
 		At: at,
 		Cluster: model.ClusterFacts{
@@ -241,6 +253,17 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 		break
 	}
 	obs.ClientEndpoints = clientEndpoints(sts, ix, podLabels)
+	if eng == model.EnginePatroni {
+		// A Patroni member on an empty volume bootstraps itself from the
+		// leader (or initialises the cluster): it registers on its own.
+		obs.Cluster.Shape = model.ShapeSelfRegistering
+		if tf.OperatorOwner != "" {
+			obs.Cluster.Shape = model.ShapeOperatorOwned
+		}
+		obs.Cluster.Patroni = decodePatroniCluster(sts, ix)
+		patroniRoleLabels(&obs, ix)
+		obs.ClientEndpoints = patroniPrimaryEndpoints(sts, ix, obs.Cluster.Patroni.RoleLabel)
+	}
 	obs.Events = clusterEvents(sts, ix, obs.Members)
 	return obs
 }

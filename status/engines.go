@@ -3,6 +3,7 @@ package status
 import (
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -12,7 +13,7 @@ import (
 // affecting others.
 func DefaultEngines() map[model.Engine]engine.Engine {
 	out := map[model.Engine]engine.Engine{}
-	for _, e := range []engine.Engine{etcdengine.New()} {
+	for _, e := range []engine.Engine{etcdengine.New(), patroniengine.New()} {
 		out[e.Name()] = e
 	}
 	return out

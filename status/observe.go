@@ -70,6 +70,9 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	if objs.EventsErr != nil {
 		warn = append(warn, fmt.Sprintf("events not shown: %v", objs.EventsErr))
 	}
+	if objs.ConfigMapsErr != nil {
+		warn = append(warn, fmt.Sprintf("Patroni leader locks not read: %v", objs.ConfigMapsErr))
+	}
 	all := clusters(objs)
 	var picked = all
 	if name != "" {

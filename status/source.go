@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,12 @@ type Objects struct {
 	// EventsErr is set when events could not be read; events are
 	// optional, everything else is required.
 	EventsErr error
+	// ConfigMaps hold Patroni's leader lock and configuration; they are
+	// listed only when a Patroni cluster is present. ConfigMapsErr is set
+	// when they could not be read (the verdict then cannot judge the
+	// lock).
+	ConfigMaps    []corev1.ConfigMap
+	ConfigMapsErr error
 }
 
 // Source reads Objects.
@@ -34,7 +41,8 @@ type Source interface {
 }
 
 // APISource reads with one list call per resource type: seven calls,
-// however many clusters and members there are.
+// however many clusters and members there are (eight when a Patroni
+// cluster is present: its ConfigMaps).
 type APISource struct {
 	Client kubernetes.Interface
 }
@@ -83,6 +91,14 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	} else {
 		o.Events = evs.Items
 	}
+	if anyPatroni(o.StatefulSets) {
+		cms, err := c.CoreV1().ConfigMaps(ns).List(ctx, lo)
+		if err != nil {
+			o.ConfigMapsErr = explainAPIError(err, "list", "configmaps", ns)
+		} else {
+			o.ConfigMaps = cms.Items
+		}
+	}
 	return o, nil
 }
 
@@ -102,6 +118,7 @@ func NewCacheSource(f informers.SharedInformerFactory) CacheSource {
 	f.Core().V1().Services().Informer()
 	f.Discovery().V1().EndpointSlices().Informer()
 	f.Core().V1().Events().Informer()
+	f.Core().V1().ConfigMaps().Informer()
 	return CacheSource{Factory: f}
 }
 
@@ -140,6 +157,16 @@ func (s CacheSource) Read(_ context.Context, ns string) (*Objects, error) {
 	evs, _ := f.Core().V1().Events().Lister().Events(ns).List(all)
 	for _, x := range evs {
 		o.Events = append(o.Events, *x)
+	}
+	if anyPatroni(o.StatefulSets) {
+		if !f.Core().V1().ConfigMaps().Informer().HasSynced() {
+			o.ConfigMapsErr = errors.New("the ConfigMaps watch has not synced yet")
+			return o, nil
+		}
+		cms, _ := f.Core().V1().ConfigMaps().Lister().ConfigMaps(ns).List(all)
+		for _, x := range cms {
+			o.ConfigMaps = append(o.ConfigMaps, *x)
+		}
 	}
 	return o, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/hactl-dev/hactl/internal/format"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // TableOptions tune the human table.
@@ -65,9 +66,13 @@ func printCluster(w io.Writer, cs *ClusterStatus, o TableOptions) error {
 	if o.Wide {
 		cols = append(cols, "PVC", "CLUSTER ID", "TERM", "INDEX", "APPLIED", "DB SIZE", "PROBE")
 	}
+	row := memberRow
+	if cs.Patroni != nil {
+		cols, row = patroniColumns(o), patroniRow
+	}
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, m := range cs.Members {
-		fmt.Fprintln(tw, strings.Join(memberRow(m, o), "\t"))
+		fmt.Fprintln(tw, strings.Join(row(m, o), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -119,19 +124,8 @@ func memberRow(m MemberStatus, o TableOptions) []string {
 	if !o.Wide {
 		return row
 	}
-	pvc := "-"
-	if m.PVC != "" {
-		pvc = m.PVC + "(" + m.PVCPhase + ")"
-	}
-	probe := "-"
-	if m.Reachable != nil {
-		probe = "ok"
-		if !*m.Reachable {
-			probe = m.ProbeError
-		}
-	}
-	return append(row, pvc, format.Dash(m.ClusterID), num(m.RaftTerm), num(m.RaftIndex), num(m.RaftAppliedIndex),
-		format.Size(m.DBSize), probe)
+	return append(row, pvcCell(m), format.Dash(m.ClusterID), num(m.RaftTerm), num(m.RaftIndex), num(m.RaftAppliedIndex),
+		format.Size(m.DBSize), probeCell(m))
 }
 
 // clusterFooter lists the actions in progress and the verdict's reasons.
@@ -159,6 +153,56 @@ func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string)
 		out = append(out, line)
 	}
 	return out
+}
+
+// patroniColumns are a Patroni cluster's member columns: the role and
+// state each member's PostgreSQL reported, its timeline, and its lag in
+// bytes of WAL behind the primary (with -o wide, its WAL positions).
+func patroniColumns(o TableOptions) []string {
+	cols := []string{"ORD", "POD", "NODE", "ROLE", "STATE", "TL", "PHASE", "READY", "LAG", "VERSION", "RESTARTS", "AGE", "REASONS"}
+	if o.Wide {
+		cols = append(cols, "PVC", "SYSTEM ID", "WAL", "RECEIVED", "REPLAYED", "PROBE")
+	}
+	return cols
+}
+
+func patroniRow(m MemberStatus, o TableOptions) []string {
+	p := m.Patroni
+	if p == nil {
+		p = &model.PatroniFacts{}
+	}
+	row := []string{
+		strconv.Itoa(m.Ordinal), format.Dash(m.Pod), format.Dash(m.Node), m.Role, format.Dash(p.State), num(uint64(max(p.Timeline, 0))), m.Phase,
+		strconv.FormatBool(m.Ready), format.WALLag(m.Lag), format.Dash(m.Version), strconv.Itoa(m.Restarts),
+		format.Age(ptrTime(m.CreatedAt), o.Now), format.Dash(strings.Join(m.Reasons, ",")),
+	}
+	if !o.Wide {
+		return row
+	}
+	pos := func(l *int64) string {
+		if l == nil {
+			return "-"
+		}
+		return strconv.FormatInt(*l, 10)
+	}
+	return append(row, pvcCell(m), format.Dash(m.ClusterID), pos(p.WALLocation), pos(p.ReceivedLocation), pos(p.ReplayedLocation), probeCell(m))
+}
+
+func pvcCell(m MemberStatus) string {
+	if m.PVC == "" {
+		return "-"
+	}
+	return m.PVC + "(" + m.PVCPhase + ")"
+}
+
+func probeCell(m MemberStatus) string {
+	switch {
+	case m.Reachable == nil:
+		return "-"
+	case !*m.Reachable:
+		return m.ProbeError
+	}
+	return "ok"
 }
 
 func num(n uint64) string {

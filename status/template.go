@@ -31,17 +31,7 @@ func engineContainer(sts *appsv1.StatefulSet) (*corev1.Container, bool) {
 	return nil, false
 }
 
-func imageIsEtcd(image string) bool {
-	repo := image
-	if i := strings.IndexAny(repo, "@"); i >= 0 {
-		repo = repo[:i]
-	}
-	base := path.Base(repo)
-	if i := strings.Index(base, ":"); i >= 0 {
-		base = base[:i]
-	}
-	return base == "etcd"
-}
+func imageIsEtcd(image string) bool { return imageBase(image) == "etcd" }
 
 // flagPattern matches the command-line flag --name with its value,
 // written --name=value or --name value and optionally quoted; the value

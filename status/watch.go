@@ -47,6 +47,8 @@ type Watcher struct {
 	factory   informers.SharedInformerFactory
 	source    CacheSource
 	events    cache.SharedIndexInformer
+	// configMaps hold Patroni's leader locks: optional, like events.
+	configMaps cache.SharedIndexInformer
 
 	changes chan struct{}
 	errs    chan error
@@ -71,15 +73,16 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, fo...)
 	return &Watcher{
-		client:    client,
-		namespace: namespace,
-		opts:      opts,
-		factory:   f,
-		source:    NewCacheSource(f),
-		events:    f.Core().V1().Events().Informer(),
-		changes:   make(chan struct{}, 1),
-		errs:      make(chan error, 8),
-		refused:   make(chan error, 16),
+		client:     client,
+		namespace:  namespace,
+		opts:       opts,
+		factory:    f,
+		source:     NewCacheSource(f),
+		events:     f.Core().V1().Events().Informer(),
+		configMaps: f.Core().V1().ConfigMaps().Informer(),
+		changes:    make(chan struct{}, 1),
+		errs:       make(chan error, 8),
+		refused:    make(chan error, 16),
 	}
 }
 
@@ -111,6 +114,9 @@ func (w *Watcher) Start(ctx context.Context) error {
 	if err := w.hook(w.events, false); err != nil {
 		return err
 	}
+	if err := w.hook(w.configMaps, false); err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	w.mu.Lock()
 	w.cancel = cancel
@@ -134,7 +140,7 @@ func (w *Watcher) hook(inf cache.SharedIndexInformer, required bool) error {
 		if !reportable(err) || ctx.Err() != nil {
 			return
 		}
-		if !required {
+		if inf == w.events {
 			w.mu.Lock()
 			w.eventsErr = err
 			w.mu.Unlock()

@@ -42,6 +42,8 @@ func setOverride(o *classify.Options, flag string, on bool) bool {
 	switch flag {
 	case classify.FlagMoveLeader:
 		o.MoveLeader = on
+	case classify.FlagSwitchoverFirst:
+		o.SwitchoverFirst = on
 	case classify.FlagSupersede:
 		o.Supersede = on
 	case classify.FlagForce:
@@ -57,12 +59,24 @@ func overrideOn(o classify.Options, flag string) bool {
 	switch flag {
 	case classify.FlagMoveLeader:
 		return o.MoveLeader
+	case classify.FlagSwitchoverFirst:
+		return o.SwitchoverFirst
 	case classify.FlagSupersede:
 		return o.Supersede
 	case classify.FlagForce:
 		return o.Force
 	}
 	return false
+}
+
+// switchoverCandidate reports whether the selected member may be named
+// as a switchover's candidate: a member that does not answer as the
+// primary. On the primary (or nothing selected) the classifier chooses.
+func switchoverCandidate(m model.Member) bool {
+	if m.Name == "" || m.Engine == nil || m.Engine.Patroni == nil {
+		return false
+	}
+	return !m.Engine.Patroni.Writable()
 }
 
 // decidedMsg carries a decision for the open dialog.
@@ -204,7 +218,7 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		return m, nil
 	}
 	r, mem, ok := m.selectedMember()
-	wholeCluster := action == model.ActionSeed || action == model.ActionRestore
+	wholeCluster := action == model.ActionSeed || action == model.ActionRestore || action == model.ActionSwitchover
 	if _, focused := m.focused(); !focused {
 		m.setStatus(true, "the cluster is not in scope")
 		return m, nil
@@ -213,7 +227,7 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		m.setStatus(true, "select a member first")
 		return m, nil
 	}
-	if action == model.ActionRestore {
+	if action == model.ActionRestore || (action == model.ActionSwitchover && !switchoverCandidate(mem)) {
 		mem = model.Member{}
 	}
 	c := r.Observation.Cluster

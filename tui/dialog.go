@@ -191,6 +191,8 @@ func actionFor(k KeyMap, msg tea.KeyPressMsg) (model.Action, bool) {
 		return model.ActionSeed, true
 	case k.Restore.Keys()[0]:
 		return model.ActionRestore, true
+	case k.Switchover.Keys()[0]:
+		return model.ActionSwitchover, true
 	}
 	return "", false
 }
@@ -304,7 +306,8 @@ func (d dialog) updatePicking(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.C
 func (d dialog) updateDecided(msg tea.KeyPressMsg) (dialog, dialogOutcome, tea.Cmd) {
 	s := msg.String()
 	if d.explain && s == "i" {
-		next := map[model.Action]model.Action{model.ActionReplace: model.ActionReseed, model.ActionReseed: model.ActionSeed, model.ActionSeed: model.ActionReplace}
+		next := map[model.Action]model.Action{model.ActionReplace: model.ActionReseed, model.ActionReseed: model.ActionSeed,
+			model.ActionSeed: model.ActionSwitchover, model.ActionSwitchover: model.ActionReplace}
 		req := d.req
 		req.Intent.Action = next[req.Intent.Action]
 		return d.restart(req), dialogRedecide, nil
@@ -411,7 +414,7 @@ func (d *dialog) decidedFoot(w int) []string {
 	t := d.theme
 	foot := []string{""}
 	var on []string
-	for _, f := range []string{classify.FlagMoveLeader, classify.FlagSupersede, classify.FlagForce} {
+	for _, f := range []string{classify.FlagMoveLeader, classify.FlagSwitchoverFirst, classify.FlagSupersede, classify.FlagForce} {
 		if overrideOn(d.req.Intent.Options, f) {
 			on = append(on, f)
 		}

@@ -18,7 +18,9 @@ type KeyMap struct {
 	Reseed  key.Binding
 	Seed    key.Binding
 	Restore key.Binding
-	Explain key.Binding
+	// Switchover hands a Patroni cluster's primary role over.
+	Switchover key.Binding
+	Explain    key.Binding
 }
 
 // DefaultKeyMap returns the standard bindings.
@@ -40,6 +42,7 @@ func DefaultKeyMap() KeyMap {
 		Reseed:     key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "reseed")),
 		Seed:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "seed")),
 		Restore:    key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "restore")),
+		Switchover: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "switchover")),
 		Explain:    key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "explain")),
 	}
 }
@@ -54,14 +57,14 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.Open, k.Back, k.NextTab, k.PrevTab},
 		{k.ScrollUp, k.ScrollDown, k.Filter, k.Probe, k.Help, k.Quit},
-		{k.Replace, k.Reseed, k.Seed, k.Restore, k.Explain},
+		{k.Replace, k.Reseed, k.Seed, k.Restore, k.Switchover, k.Explain},
 	}
 }
 
 // withReadOnly disables every action binding (explain stays: it only
 // shows a decision).
 func (k KeyMap) withReadOnly(ro bool) KeyMap {
-	for _, b := range []*key.Binding{&k.Replace, &k.Reseed, &k.Seed, &k.Restore} {
+	for _, b := range []*key.Binding{&k.Replace, &k.Reseed, &k.Seed, &k.Restore, &k.Switchover} {
 		b.SetEnabled(!ro)
 	}
 	return k

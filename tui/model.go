@@ -142,6 +142,7 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 		readiness:    newReadinessView(th, keys, lagThreshold(cfg.Verdict), cfg.ProbeInterval),
 		seed:         newSeedView(th, keys, cfg.Now, deps.Generations),
 	}
+	m.readiness.verdict = cfg.Verdict
 	m.resize(80, 24)
 	if cfg.Cluster != "" {
 		m.screen = screenCluster

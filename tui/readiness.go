@@ -21,7 +21,9 @@ type readinessView struct {
 	// threshold is the verdict's lag threshold, interval the time between
 	// probes.
 	threshold uint64
-	interval  time.Duration
+	// verdict are the verdict's thresholds (Patroni's are per cluster).
+	verdict  verdict.Options
+	interval time.Duration
 	// result is the cluster shown, members its members the filter keeps,
 	// history the lag of the recent probes.
 	result  status.Result
@@ -43,6 +45,15 @@ func newReadinessView(th Theme, keys KeyMap, threshold uint64, interval time.Dur
 		column{title: "HISTORY", min: 10, grow: true},
 	)
 	return readinessView{table: tb, threshold: threshold, interval: interval}
+}
+
+// thresholdOf is the lag threshold for cluster c: the view's (raft
+// entries) for etcd, the WAL bytes the verdict uses for Patroni.
+func (v *readinessView) thresholdOf(c model.ClusterFacts) uint64 {
+	if c.Engine == model.EnginePatroni {
+		return thresholdFor(v.verdict, c)
+	}
+	return v.threshold
 }
 
 // lagThreshold is the verdict's lag threshold in effect.
@@ -83,8 +94,8 @@ func (v readinessView) Update(msg tea.Msg) (readinessView, tea.Cmd) {
 // refresh rebuilds the rows, then draws each member's lag history to the
 // width its column got.
 func (v *readinessView) refresh() {
-	t, thr := v.theme, v.threshold
 	c := v.result.Observation.Cluster
+	t, thr := v.theme, v.thresholdOf(c)
 	rows := make([][]cell, 0, len(v.members))
 	series := make([][]*int64, 0, len(v.members))
 	for _, mem := range v.members {
@@ -103,8 +114,8 @@ func (v *readinessView) refresh() {
 			vsCell = styled(vs, t.Good)
 		}
 		rows = append(rows, []cell{
-			plain(mem.Name), plain(mem.Engine.Role().String()), styled(mem.Phase.String(), t.phase(mem.Phase)),
-			plain(format.Lag(mem.Lag)), vsCell, plain(""),
+			plain(mem.Name), plain(roleText(mem)), styled(mem.Phase.String(), t.phase(mem.Phase)),
+			plain(lagText(c, mem.Lag)), vsCell, plain(""),
 		})
 	}
 	v.SetRows(rows)
@@ -121,21 +132,33 @@ func (v *readinessView) refresh() {
 
 // View draws the frontier, the table and the learners.
 func (v readinessView) View() []string {
-	t, r, thr := v.theme, v.result, v.threshold
+	t, r := v.theme, v.result
+	c := r.Observation.Cluster
+	thr := v.thresholdOf(c)
 	a := r.Analysis
 	head := "frontier unknown: lag cannot be judged (never read as caught up)"
-	if a.Frontier != nil {
+	switch {
+	case a.Frontier != nil && c.Engine == model.EnginePatroni:
+		head = fmt.Sprintf("frontier: WAL position %d of primary %s", *a.Frontier, format.Dash(a.LeaderMember))
+	case a.Frontier != nil:
 		head = fmt.Sprintf("frontier %d from leader %s", *a.Frontier, format.Dash(a.LeaderMember))
-	} else if a.NoFrontierBecause != "" {
+	case a.NoFrontierBecause != "":
 		head = "frontier unknown: " + a.NoFrontierBecause
 	}
 	n := len(v.history[memberHistoryKey(r.Observation.Cluster, firstMemberName(r))])
 	lines := []string{
 		" " + head,
-		" " + t.Dim.Render(fmt.Sprintf("lag threshold %d entries · %s shown, every %s", thr, plural(n, "probe"), v.interval)),
+		" " + t.Dim.Render(fmt.Sprintf("lag threshold %d %s · %s shown, every %s", thr, lagUnit(c), plural(n, "probe"), v.interval)),
 		"",
 	}
 	lines = append(lines, v.table.View()...)
+	if c.Engine == model.EnginePatroni {
+		lines = append(lines, "", t.Section.Render("Replication"))
+		for _, l := range replicationLines(r) {
+			lines = append(lines, wrap(l, v.width, "  ")...)
+		}
+		return append(lines, "  "+t.Dim.Render("▁…█ lag per probe, scaled to the threshold or the largest lag; · no frontier"))
+	}
 	lines = append(lines, "", t.Section.Render("Learners"))
 	learners := 0
 	for _, mem := range r.Observation.Members {
@@ -173,4 +196,35 @@ func learnerLine(mem model.Member, thr uint64, trend string) string {
 		s += " (" + trend + ")"
 	}
 	return s
+}
+
+// replicationLines say, for each replica of a Patroni cluster, whether the
+// primary lists it as streaming (its pg_stat_replication, as Patroni
+// reports it).
+func replicationLines(r status.Result) []string {
+	var primary *model.PatroniFacts
+	for _, mem := range r.Observation.Members {
+		if e := mem.Engine; e != nil && e.Reachable && e.Patroni.Writable() {
+			primary = e.Patroni
+		}
+	}
+	if primary == nil {
+		return []string{"no primary answered: replication unknown"}
+	}
+	var out []string
+	for _, mem := range r.Observation.Members {
+		e := mem.Engine
+		if e != nil && e.Reachable && e.Patroni.Writable() {
+			continue
+		}
+		if rep, ok := primary.Streaming(mem.Name); ok {
+			out = append(out, fmt.Sprintf("%s: streaming from the primary (%s)", mem.Name, format.Dash(rep.SyncState)))
+		} else {
+			out = append(out, mem.Name+": not streaming from the primary")
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "no replicas")
+	}
+	return out
 }

@@ -117,7 +117,7 @@ func (m Model) clusterKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.tab = (m.tab + numTabs - 1) % numTabs
 	case msg.String() == "1", msg.String() == "2", msg.String() == "3":
 		m.tab = tab(msg.String()[0] - '1')
-	case key.Matches(msg, k.Replace, k.Reseed, k.Seed, k.Restore):
+	case key.Matches(msg, k.Replace, k.Reseed, k.Seed, k.Restore, k.Switchover):
 		a, _ := actionFor(k, msg)
 		return m.openDialog(a, false)
 	case key.Matches(msg, k.Explain):

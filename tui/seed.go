@@ -53,10 +53,11 @@ type genState struct {
 // actionPhases are the phases each action passes, in order
 // (ARCHITECTURE.md).
 var actionPhases = map[model.Action][]model.ActionPhase{
-	model.ActionReplace: {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseRemoving, model.ActionPhaseRestoring, model.ActionPhaseBootstrapping, model.ActionPhaseCatchingUp, model.ActionPhaseReady},
-	model.ActionReseed:  {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseRemoving, model.ActionPhaseRestoring, model.ActionPhaseBootstrapping, model.ActionPhaseCatchingUp, model.ActionPhaseReady},
-	model.ActionSeed:    {model.ActionPhaseRequested, model.ActionPhaseCapturing, model.ActionPhaseUploading, model.ActionPhasePublished},
-	model.ActionRestore: {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseRemoving, model.ActionPhaseRestoring, model.ActionPhaseBootstrapping, model.ActionPhaseReady},
+	model.ActionReplace:    {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseRemoving, model.ActionPhaseRestoring, model.ActionPhaseBootstrapping, model.ActionPhaseCatchingUp, model.ActionPhaseReady},
+	model.ActionReseed:     {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseRemoving, model.ActionPhaseRestoring, model.ActionPhaseBootstrapping, model.ActionPhaseCatchingUp, model.ActionPhaseReady},
+	model.ActionSeed:       {model.ActionPhaseRequested, model.ActionPhaseCapturing, model.ActionPhaseUploading, model.ActionPhasePublished},
+	model.ActionRestore:    {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseRemoving, model.ActionPhaseRestoring, model.ActionPhaseBootstrapping, model.ActionPhaseReady},
+	model.ActionSwitchover: {model.ActionPhaseRequested, model.ActionPhaseFencing, model.ActionPhaseReady},
 }
 
 // phaseFraction places phase in action's sequence, 0 to 1.

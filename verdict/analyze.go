@@ -142,6 +142,10 @@ func analyze(obs model.Observation, now time.Time, opts Options) *state {
 		s.views = append(s.views, v)
 	}
 
+	if s.isPatroni() {
+		s.analyzePatroni()
+		return s
+	}
 	s.referenceClusterID()
 	s.referenceMemberList()
 	s.formed()

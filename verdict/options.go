@@ -41,6 +41,11 @@ type Options struct {
 	// this is bootstrapping; an older one is presumed formed (its members
 	// are unknown, and a template that says "new" is stale). Default 10m.
 	BootstrapWindow time.Duration
+	// WALLagThreshold: a Patroni replica whose replay is more than this
+	// many bytes behind the primary's WAL position is lagging
+	// (replica_lagging). Zero means the cluster's maximum_lag_on_failover,
+	// else DefaultWALLagThreshold.
+	WALLagThreshold uint64
 }
 
 // DefaultOptions returns Options with every default filled in.

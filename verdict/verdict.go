@@ -49,6 +49,16 @@ func (s *state) verdict() model.Verdict {
 	s.freshness(&r)
 	s.pods(&r)
 	s.endpoints(&r)
+	if s.isPatroni() {
+		s.patroniPDB(&r)
+		s.patroniColocation(&r)
+		if s.a.Probed {
+			s.patroniReasons(&r)
+		} else {
+			s.patroniUnprobed(&r)
+		}
+		return s.finish(r)
+	}
 	s.pdb(&r)
 	s.colocation(&r)
 	s.bootstrapFlag(&r)
@@ -64,7 +74,11 @@ func (s *state) verdict() model.Verdict {
 		s.dbSize(&r)
 	}
 	s.lagReasons(&r)
+	return s.finish(r)
+}
 
+// finish sorts the reasons and derives the two verdicts from them.
+func (s *state) finish(r reasons) model.Verdict {
 	v := model.Verdict{ControlReady: true, FailoverReady: true, Reasons: r.list}
 	if v.Reasons == nil {
 		v.Reasons = []model.Reason{}
@@ -429,16 +443,22 @@ func (s *state) versions(r *reasons) {
 	if len(byVersion) < 2 {
 		return
 	}
-	vs := make([]string, 0, len(byVersion))
-	for ver := range byVersion {
-		vs = append(vs, ver)
+	r.add(model.ReasonVersionMismatch, "", "%s", onWhich(byVersion))
+}
+
+// onWhich renders members grouped by a value, "v1 on a, b; v2 on c",
+// sorted by value.
+func onWhich(by map[string][]string) string {
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
 	}
-	sort.Strings(vs)
-	parts := make([]string, 0, len(vs))
-	for _, ver := range vs {
-		parts = append(parts, fmt.Sprintf("%s on %s", ver, strings.Join(byVersion[ver], ", ")))
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s on %s", k, strings.Join(by[k], ", ")))
 	}
-	r.add(model.ReasonVersionMismatch, "", "%s", strings.Join(parts, "; "))
+	return strings.Join(parts, "; ")
 }
 
 func (s *state) alarms(r *reasons) {

@@ -2,15 +2,11 @@ package etcd
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"strconv"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -40,7 +36,7 @@ func init() {
 type Client struct {
 	target engine.Target
 	cli    *clientv3.Client
-	state  *dialState
+	state  *engine.DialState
 	hasTLS bool
 }
 
@@ -59,10 +55,10 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 	if t.Member == "" {
 		t.Member = t.Pod
 	}
-	st := &dialState{}
+	st := &engine.DialState{}
 	var creds credentials.TransportCredentials = insecure.NewCredentials()
 	if o.Credentials != nil {
-		tc, err := tlsConfig(o.Credentials, t)
+		tc, err := engine.TLSConfig(o.Credentials, t)
 		if err != nil {
 			return nil, &credentialsError{err: err}
 		}
@@ -85,9 +81,9 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 		}
 		stop := context.AfterFunc(gctx, cancel)
 		defer stop()
-		st.dialStarted()
+		st.DialStarted()
 		conn, err := dial(dctx, t.Namespace, t.Pod, t.Port)
-		st.dialDone(err)
+		st.DialDone(err)
 		return conn, err
 	}
 
@@ -97,7 +93,7 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 		// (gRPC overrides tls.Config.ServerName with it). The scheme
 		// keeps clientv3 from substituting credentials of its own; ours
 		// are set below and win because DialOptions are applied last.
-		Endpoints:   []string{"http://" + placeholderHost(t, o.Credentials)},
+		Endpoints:   []string{"http://" + engine.PlaceholderHost(t, o.Credentials)},
 		DialTimeout: o.Timeout,
 		// AutoSyncInterval stays zero: never follow advertised URLs.
 		AutoSyncInterval: 0,
@@ -137,67 +133,6 @@ func (c *Client) Close() error {
 	return err
 }
 
-func placeholderHost(t engine.Target, cr *engine.Credentials) string {
-	host := t.Member
-	if cr != nil {
-		host = serverName(cr, t)
-	}
-	if host == "" || !validHost(host) {
-		host = "member"
-	}
-	return net.JoinHostPort(host, strconv.Itoa(t.Port))
-}
-
-// serverName is the name a member's serving certificate must carry.
-func serverName(cr *engine.Credentials, t engine.Target) string {
-	switch {
-	case cr.ServerName != "":
-		return cr.ServerName
-	case t.ServerName != "":
-		return t.ServerName
-	default:
-		return t.Pod
-	}
-}
-
-func validHost(s string) bool {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-// tlsConfig turns Credentials into a client TLS config. Errors name what
-// is wrong, never the material.
-func tlsConfig(cr *engine.Credentials, t engine.Target) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	switch {
-	case len(cr.CertPEM) > 0 && len(cr.KeyPEM) > 0:
-		pair, err := tls.X509KeyPair(cr.CertPEM, cr.KeyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("client certificate and key do not load: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
-	case len(cr.CertPEM) > 0 || len(cr.KeyPEM) > 0:
-		return nil, errors.New("client certificate and key must be given together")
-	}
-	if len(cr.CAPEM) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(cr.CAPEM) {
-			return nil, errors.New("CA bundle holds no PEM certificate")
-		}
-		tc.RootCAs = pool
-	}
-	if sn := serverName(cr, t); validHost(sn) {
-		tc.ServerName = sn
-	} else {
-		return nil, fmt.Errorf("server name %q is not a host name", sn)
-	}
-	return tc, nil
-}
-
 // credentialsError marks a failure caused by the client's TLS material or
 // the member rejecting it.
 type credentialsError struct{ err error }
@@ -205,121 +140,20 @@ type credentialsError struct{ err error }
 func (e *credentialsError) Error() string { return "TLS credentials: " + e.err.Error() }
 func (e *credentialsError) Unwrap() error { return e.err }
 
-// dialState remembers how the connection attempts went, so that a
-// deadline can be explained ("dialing" versus "connected, no reply").
-type dialState struct {
-	mu           sync.Mutex
-	dials        int
-	connected    bool
-	lastDialErr  error
-	handshakeErr error
-	forwardErr   error
-}
-
-// connError records what a connection's Read or Write failure says about
-// the transport (the tunnel could not reach the pod) or the member (it
-// rejected our certificate after the handshake).
-func (s *dialState) connError(err error) {
-	switch {
-	case err == nil:
-	case errors.Is(err, engine.ErrForward):
-		s.mu.Lock()
-		s.forwardErr = err
-		s.mu.Unlock()
-	case isTLSAlert(err):
-		s.handshakeDone(err)
-	}
-}
-
-func (s *dialState) dialStarted() {
-	s.mu.Lock()
-	s.dials++
-	s.mu.Unlock()
-}
-
-func (s *dialState) dialDone(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case err == nil:
-		s.connected = true
-	case isGaveUp(err):
-		// The dial ran out of time: that is the deadline's story, not
-		// a refused connection.
-	default:
-		s.lastDialErr = err
-	}
-}
-
-// isGaveUp reports whether a dial ended because its context or a
-// deadline did.
-func isGaveUp(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		(errors.As(err, &ne) && ne.Timeout())
-}
-
-func (s *dialState) handshakeDone(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil {
-		s.handshakeErr = err
-	}
-}
-
-func (s *dialState) snapshot() (dials int, connected bool, lastDialErr, handshakeErr, forwardErr error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dials, s.connected, s.lastDialErr, s.handshakeErr, s.forwardErr
-}
-
 // observedCreds records handshake failures so that a rejected certificate
 // is reported as a credentials problem from a typed error, not from text.
 type observedCreds struct {
 	credentials.TransportCredentials
-	state *dialState
+	state *engine.DialState
 }
 
 func (c observedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
-	c.state.handshakeDone(err)
+	c.state.HandshakeDone(err)
 	if err != nil {
 		return conn, info, err
 	}
-	return observedConn{Conn: conn, state: c.state}, info, nil
-}
-
-// observedConn records a TLS alert that arrives after the handshake: with
-// TLS 1.3 the server checks the client certificate only after the client
-// considers the handshake done, so a rejected certificate surfaces on the
-// first read.
-type observedConn struct {
-	net.Conn
-	state *dialState
-}
-
-func (c observedConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.state.connError(err)
-	return n, err
-}
-
-func (c observedConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	c.state.connError(err)
-	return n, err
-}
-
-// isTLSAlert reports whether err is a TLS alert: crypto/tls reports an
-// alert received from the peer as a *net.OpError with Op "remote error",
-// and one it raised itself as a tls.AlertError.
-func isTLSAlert(err error) bool {
-	var alert tls.AlertError
-	if errors.As(err, &alert) {
-		return true
-	}
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "remote error"
+	return c.state.Observe(conn), info, nil
 }
 
 func (c observedCreds) Clone() credentials.TransportCredentials {

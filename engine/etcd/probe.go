@@ -2,15 +2,12 @@ package etcd
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -34,73 +31,26 @@ func New() Engine { return Engine{} }
 // Name implements engine.Engine.
 func (Engine) Name() model.Engine { return model.EngineEtcd }
 
-// stragglerGrace is how long Probe waits past a member's deadline for its
-// probe to wind down before reporting it unanswered regardless. Client
-// code honours the deadline; this only guards against a dialer that does
-// not.
-const stragglerGrace = 500 * time.Millisecond
-
 // Probe implements engine.Engine: one client per target, all in parallel,
 // each bounded by o.Timeout. Every client is closed before Probe returns,
 // unless a dialer ignored its deadline, in which case that member is
 // reported unanswered and its client closes in the background.
 func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.ProbeOptions) []model.EngineFacts {
 	o = o.WithDefaults()
-	out := make([]model.EngineFacts, len(targets))
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		wg.Go(func() { out[i] = probeMember(ctx, t, o) })
-	}
-	wg.Wait()
-	return out
-}
-
-func probeMember(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.EngineFacts {
-	start := time.Now()
-	mctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	if t.Member == "" {
-		t.Member = t.Pod
-	}
-
-	done := make(chan model.EngineFacts, 1)
-	go func() {
-		c, err := Open(mctx, t, o)
+	return engine.ProbeEach(ctx, targets, o, func(ctx context.Context, t engine.Target, start time.Time) model.EngineFacts {
+		c, err := Open(ctx, t, o)
 		if err != nil {
-			f := model.EngineFacts{ProbedAt: start, Took: time.Since(start)}
+			f := model.EngineFacts{ProbedAt: start, Took: time.Since(start), Failure: model.ProbeFailureOther}
 			f.Err = fmt.Sprintf("%s: %v", t.Member, err)
-			f.Failure = model.ProbeFailureOther
 			var ce *credentialsError
 			if errors.As(err, &ce) {
 				f.Failure = model.ProbeFailureCredentials
 			}
-			done <- f
-			return
+			return f
 		}
-		f := c.Facts(mctx)
-		_ = c.Close()
-		done <- f
-	}()
-
-	guard := time.NewTimer(time.Until(deadlineOf(mctx)) + stragglerGrace)
-	defer guard.Stop()
-	select {
-	case f := <-done:
-		return f
-	case <-guard.C:
-		took := time.Since(start)
-		return model.EngineFacts{
-			ProbedAt: start,
-			Took:     took,
-			Failure:  model.ProbeFailureTimeout,
-			Err:      fmt.Sprintf("deadline exceeded after %s probing %s (the dial did not give up in time)", roundDur(took), t.Member),
-		}
-	}
-}
-
-func deadlineOf(ctx context.Context) time.Time {
-	d, _ := ctx.Deadline()
-	return d
+		defer c.Close()
+		return c.Facts(ctx)
+	})
 }
 
 // Facts asks this client's member about itself, bounded by ctx. It never
@@ -208,11 +158,12 @@ func mergeAlarms(a, b []model.Alarm) []model.Alarm {
 // connection reported. It never includes credentials: dial and TLS errors
 // name hosts and certificate subjects at most.
 func (c *Client) explain(ctx context.Context, start time.Time, call string, err error) (model.ProbeFailure, string) {
-	took := roundDur(time.Since(start))
-	dials, connected, dialErr, hsErr, fwdErr := c.state.snapshot()
+	took := engine.RoundDuration(time.Since(start))
+	st := c.state.Snapshot()
+	dials, connected, dialErr, hsErr, fwdErr := st.Dials, st.Connected, st.DialErr, st.HandshakeErr, st.ForwardErr
 	member := c.target.Member
 
-	if hsErr != nil && isCredentialsError(hsErr) {
+	if hsErr != nil && engine.IsCredentialsError(hsErr) {
 		return model.ProbeFailureCredentials, fmt.Sprintf("TLS handshake with %s failed: %v", member, hsErr)
 	}
 	if code := status.Code(err); code == codes.Unauthenticated || code == codes.PermissionDenied {
@@ -252,34 +203,9 @@ func (c *Client) explain(ctx context.Context, start time.Time, call string, err 
 	return model.ProbeFailureOther, fmt.Sprintf("%s: %s: %s", member, call, grpcDesc(err))
 }
 
-// isCredentialsError reports whether a handshake failed because of
-// certificates or protocol mismatch, rather than a timeout or a dropped
-// connection.
-func isCredentialsError(err error) bool {
-	if isTLSAlert(err) {
-		return true
-	}
-	var (
-		verify    *tls.CertificateVerificationError
-		header    tls.RecordHeaderError
-		unknownCA x509.UnknownAuthorityError
-		invalid   x509.CertificateInvalidError
-		host      x509.HostnameError
-	)
-	return errors.As(err, &verify) || errors.As(err, &header) ||
-		errors.As(err, &unknownCA) || errors.As(err, &invalid) || errors.As(err, &host)
-}
-
 func grpcDesc(err error) string {
 	if s, ok := status.FromError(err); ok {
 		return s.Message()
 	}
 	return err.Error()
-}
-
-func roundDur(d time.Duration) time.Duration {
-	if d > time.Second {
-		return d.Round(100 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
 }

@@ -125,21 +125,3 @@ func TestProbeWithoutMembersAnswering(t *testing.T) {
 		t.Errorf("probe with a cancelled context: %+v", got[0])
 	}
 }
-
-func TestTLSConfigErrorsNameNoMaterial(t *testing.T) {
-	key := []byte("-----BEGIN EC PRIVATE KEY-----\nbm90IGEga2V5\n-----END EC PRIVATE KEY-----\n")
-	for _, cr := range []engine.Credentials{
-		{CertPEM: key, KeyPEM: key},
-		{KeyPEM: key},
-		{CAPEM: key},
-	} {
-		_, err := tlsConfig(&cr, engine.Target{Pod: "etcd-0"})
-		if err == nil {
-			t.Errorf("bad credentials accepted")
-			continue
-		}
-		if strings.Contains(err.Error(), "bm90") || strings.Contains(err.Error(), "PRIVATE") {
-			t.Errorf("error leaks material: %v", err)
-		}
-	}
-}

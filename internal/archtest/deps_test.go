@@ -22,10 +22,11 @@ var allowed = map[string][]string{
 	"classify":            {"model", "verdict"},
 	"engine":              {"model"},
 	"engine/etcd":         {"engine", "model"},
+	"engine/patroni":      {"engine", "model"},
 	"artifact":            {"model", "internal/format", "artifact/gcs"},
 	"artifact/gcs":        {},
 	"artifact/etcdgen":    {"artifact", "engine", "engine/etcd", "model"},
-	"status":              {"model", "verdict", "classify", "engine", "engine/etcd", "internal/format"},
+	"status":              {"model", "verdict", "classify", "engine", "engine/etcd", "engine/patroni", "internal/format"},
 	"actions":             {"model", "verdict", "classify", "status", "engine", "artifact", "artifact/etcdgen", "internal/buildinfo", "internal/format"},
 	"tui":                 {"model", "verdict", "classify", "status", "actions", "tui/internal/remedy", "internal/format"},
 	"tui/internal/remedy": {"model"},
@@ -67,7 +68,9 @@ func notProduct(p string) bool {
 			return true
 		}
 	}
-	return strings.HasSuffix(p, "/e2e") || strings.HasSuffix(p, "/adversarial")
+	// End-to-end test packages: …/e2e, actions/pge2e (Patroni's), and the
+	// adversarial runs.
+	return strings.HasSuffix(p, "e2e") || strings.HasSuffix(p, "/adversarial")
 }
 
 // frameworks are import-path prefixes the pure packages (model, verdict,

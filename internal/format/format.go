@@ -74,3 +74,16 @@ func Lag(l *int64) string {
 	}
 	return strconv.FormatInt(*l, 10)
 }
+
+// WALLag is a lag in bytes of WAL in a table cell ("0B", "6.4MiB"), "?"
+// when unknown (nil); a negative lag (a member ahead of the leader, a
+// forked history) keeps its sign.
+func WALLag(l *int64) string {
+	switch {
+	case l == nil:
+		return "?"
+	case *l < 0:
+		return "-" + bytes(-*l, "")
+	}
+	return bytes(*l, "")
+}

@@ -155,6 +155,7 @@ Use it:
   kubectl hactl status -n %[2]s
   kubectl port-forward -n %[2]s pod/<member> 12379:2379   # reaches that member's real etcd
 Break a member:   go run ./cmd/hactl-sandbox break --dir %[3]s <member> stop|pause|resume|kill|wipe|rebootstrap|fill-quota|isolate|heal|colocate
+                  (Patroni members also: freeze-patroni|stall-replay|stall-receive|crash-postgres|promote)
 S3 store:         %[4]s (bucket %[5]s; credentials in %[6]s, mode 0600)
 Logs:             %[7]s
 Stop it:          go run ./cmd/hactl-sandbox down --dir %[3]s
@@ -206,16 +207,23 @@ func newCmdBreak(streams genericiooptions.IOStreams) *cobra.Command {
 the sandbox's). KIND is one of: ` + strings.Join(kinds, ", ") + `.
 
   stop         stop the member's process and keep it stopped (until resume)
-  pause        freeze it (SIGSTOP); resume thaws it
-  resume       undo pause or stop
-  kill         SIGKILL it; it is restarted as a kubelet would (restart count +1)
+  pause        freeze it (SIGSTOP), every process of it: PostgreSQL's too; resume thaws it
+  resume       undo pause, stop, freeze-patroni, stall-replay or stall-receive
+  kill         SIGKILL it (all its processes); it is restarted as a kubelet would (restart count +1)
   wipe         empty its data dir (the PVC stays bound) and restart it with its pod's flags
   rebootstrap  wipe, then start with chosen etcd flags (after --); by default the seed
                000 ones: --initial-cluster-state=new and an initial cluster of itself
   fill-quota   write through it until the backend quota is full (NOSPACE alarm)
   isolate      cut its peer (raft) traffic, both ways; clients still reach it
   heal         undo isolate
-  colocate     move every member of its cluster to its node (rolling update)`,
+  colocate     move every member of its cluster to its node (rolling update)
+
+Patroni members (PostgreSQL under Patroni):
+  freeze-patroni  freeze Patroni only (SIGSTOP); PostgreSQL keeps running and writable
+  stall-replay    freeze a replica's startup process: WAL arrives, nothing is replayed
+  stall-receive   freeze a replica's walreceiver: no WAL arrives
+  crash-postgres  SIGKILL the postmaster (Patroni restarts it)
+  promote         pg_ctl promote its PostgreSQL, as the pod's user, behind Patroni's back`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args, cmd.ArgsLenAtDash()); err != nil {

@@ -42,6 +42,24 @@ const (
 	// Colocate puts every member of the member's cluster on the member's
 	// node (a rolling update of the StatefulSet with a nodeSelector).
 	Colocate
+	// FreezePatroni freezes (SIGSTOP) only the container's main process —
+	// Patroni — leaving PostgreSQL, which Patroni started in a session of
+	// its own, running and writable: the split-brain generator. Resume
+	// thaws it.
+	FreezePatroni
+	// StallReplay freezes (SIGSTOP) a PostgreSQL replica's startup
+	// process: WAL still arrives but is no longer replayed (Patroni
+	// 3.0.2 undoes pg_wal_replay_pause(), not this). Resume thaws it.
+	StallReplay
+	// StallReceive freezes a replica's walreceiver: no WAL arrives.
+	// Resume thaws it.
+	StallReceive
+	// CrashPostgres SIGKILLs the member's postmaster (Patroni stays up
+	// and restarts it).
+	CrashPostgres
+	// Promote runs `pg_ctl promote` on the member's PostgreSQL data
+	// directory, as the pod's user, behind Patroni's back.
+	Promote
 )
 
 var names = map[Kind]string{
@@ -55,6 +73,12 @@ var names = map[Kind]string{
 	Isolate:     "isolate",
 	Heal:        "heal",
 	Colocate:    "colocate",
+
+	FreezePatroni: "freeze-patroni",
+	StallReplay:   "stall-replay",
+	StallReceive:  "stall-receive",
+	CrashPostgres: "crash-postgres",
+	Promote:       "promote",
 }
 
 func (k Kind) String() string {
@@ -67,7 +91,7 @@ func (k Kind) String() string {
 // All returns every fault kind in declaration order.
 func All() []Kind {
 	out := make([]Kind, 0, len(names))
-	for k := Stop; k <= Colocate; k++ {
+	for k := Stop; k <= Promote; k++ {
 		out = append(out, k)
 	}
 	return out

@@ -7,8 +7,9 @@ import (
 
 // Addresses hands out each member's addresses within the sandbox's block
 // b: member n (1…254) listens for clients and advertises at 127.b.1.n,
-// really listens for peers at 127.b.2.n behind the peer proxy, and reports
-// pod IP 10.244.b.n. Members are keyed by namespace/pod name, so a
+// really listens for peers at 127.b.2.n behind the peer proxy, is reached
+// by port-forwards at 127.b.3.n (the forward proxy), and reports pod IP
+// 10.244.b.n. Members are keyed by namespace/pod name, so a
 // recreated pod (same DNS name) keeps its addresses.
 type Addresses struct {
 	block int
@@ -26,6 +27,9 @@ type MemberAddrs struct {
 	PeerAddress string
 	// PodIP is the pod IP its status reports (never dialled).
 	PodIP string
+	// ForwardAddress is where kwok's port-forward reaches the member:
+	// the runner's forward proxy, relaying to Address.
+	ForwardAddress string
 }
 
 // NewAddresses allocates within block b (1…254).
@@ -51,5 +55,7 @@ func (a *Addresses) For(ns, name string) (MemberAddrs, error) {
 		Address:     fmt.Sprintf("127.%d.1.%d", a.block, n),
 		PeerAddress: fmt.Sprintf("127.%d.2.%d", a.block, n),
 		PodIP:       fmt.Sprintf("10.244.%d.%d", a.block, n),
+
+		ForwardAddress: fmt.Sprintf("127.%d.3.%d", a.block, n),
 	}, nil
 }

@@ -37,6 +37,42 @@
 // loopback, is reached as written, with credentials from a Secret through
 // env or envFrom.
 //
+// A container's securityContext runAsUser/runAsGroup (the container's
+// over the pod's; fsGroup and supplementalGroups as extra groups) is
+// honoured when the runner runs as root: the process runs as that user,
+// and the directories it writes (its PVCs' and emptyDirs' host
+// directories, its home and TMPDIR) are made the user's, as a kubelet
+// makes volumes writable. When the user cannot search its way to them
+// (the sandbox under /root, mode 0700), the process keeps
+// CAP_DAC_READ_SEARCH as an ambient capability. A runner that is not root
+// runs every container as itself.
+//
+// Each container gets its own TMPDIR (a directory of the pod's) and,
+// unless the pod sets automountServiceAccountToken: false, KUBECONFIG:
+// a kubeconfig whose context (KubeContext) holds a token of the pod's
+// ServiceAccount from the TokenRequest API, bound to the pod, so the
+// container acts with the ServiceAccount's RBAC. A container setting
+// TMPDIR or KUBECONFIG itself keeps its own.
+//
+// A container is its whole process tree, as with a cgroup: processes
+// that leave its session (PostgreSQL's postmaster, started by Patroni
+// through a short-lived process, and every postmaster child call setsid)
+// are found — as descendants, or as orphans the runner adopts as child
+// subreaper, by the HACTL_SANDBOX_CONTAINER marker in their environment —
+// and recorded in pid files of their own (pid and start time), so that
+// stop, kill and pause reach them, they end with the container, and the
+// sandbox's `down` kills them even after the supervisor was SIGKILLed.
+// Faults that act on part of a container: freeze-patroni (the main
+// process only), stall-replay and stall-receive (a PostgreSQL replica's
+// startup or walreceiver process), crash-postgres (the postmaster) and
+// promote (pg_ctl promote, run as the container's user: see Exec).
+//
+// kwok's port-forward reaches a member through the runner's forward proxy
+// (127.x.3.n, relaying to the member's address while the container
+// runs): kwok never passes a server's close on to the client, so the
+// proxy gives HTTP answers that end with the connection (Patroni's
+// HTTP/1.0 REST API) a Content-Length.
+//
 // Each member listens for peers on a second, hidden address (127.x.2.n);
 // the runner's peer proxy forwards the member's advertised peer address to
 // it and can cut a member off from its peers (fault.Isolate) while clients

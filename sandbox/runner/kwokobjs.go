@@ -17,12 +17,9 @@ var (
 	logsGVR        = schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "logs"}
 )
 
-// portForwardObject is the kwok PortForward that makes `kubectl
-// port-forward pod/<name> <port>` reach the member: every port the pod's
-// containers declare forwards to the same port at address (the member's
-// own address; for the peer port that is the peer proxy).
-func portForwardObject(pod *corev1.Pod, address string) *unstructured.Unstructured {
-	var forwards []any
+// containerPorts lists the TCP ports the pod's containers declare.
+func containerPorts(pod *corev1.Pod) []int {
+	var out []int
 	seen := map[int32]bool{}
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
@@ -30,11 +27,24 @@ func portForwardObject(pod *corev1.Pod, address string) *unstructured.Unstructur
 				continue
 			}
 			seen[p.ContainerPort] = true
-			forwards = append(forwards, map[string]any{
-				"ports":  []any{int64(p.ContainerPort)},
-				"target": map[string]any{"address": address, "port": int64(p.ContainerPort)},
-			})
+			out = append(out, int(p.ContainerPort))
 		}
+	}
+	return out
+}
+
+// portForwardObject is the kwok PortForward that makes `kubectl
+// port-forward pod/<name> <port>` reach the member: every port the pod's
+// containers declare forwards to the same port at address (the member's
+// forward address, where the forward proxy relays to its own address;
+// for the peer port that is the peer proxy).
+func portForwardObject(pod *corev1.Pod, address string) *unstructured.Unstructured {
+	var forwards []any
+	for _, p := range containerPorts(pod) {
+		forwards = append(forwards, map[string]any{
+			"ports":  []any{int64(p)},
+			"target": map[string]any{"address": address, "port": int64(p)},
+		})
 	}
 	if forwards == nil {
 		forwards = []any{}

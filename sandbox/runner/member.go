@@ -33,14 +33,16 @@ type member struct {
 	done        chan struct{}
 	termOnce    sync.Once
 
-	mu         sync.Mutex
-	pod        *corev1.Pod
-	gone       bool // removed from the API
-	volumes    map[string]string
-	claimDirs  []string
-	containers []*container
-	logFiles   map[string][2]string
-	patched    *corev1.PodStatus
+	mu            sync.Mutex
+	pod           *corev1.Pod
+	gone          bool // removed from the API
+	volumes       map[string]string
+	claimDirs     []string
+	writable      []string // host dirs of volumes the containers write (claims, emptyDirs)
+	identityNoted bool
+	containers    []*container
+	logFiles      map[string][2]string
+	patched       *corev1.PodStatus
 }
 
 func newMember(r *Runner, pod *corev1.Pod, addrs MemberAddrs, prev *member) *member {
@@ -180,10 +182,10 @@ func (m *member) prepare(stop <-chan struct{}) bool {
 	for {
 		pod := m.latest()
 		if pod.Spec.NodeName != "" {
-			vols, claims, missing := m.resolveVolumes(pod)
+			vols, claims, writable, missing := m.resolveVolumes(pod)
 			if missing == "" {
 				m.mu.Lock()
-				m.volumes, m.claimDirs = vols, claims
+				m.volumes, m.claimDirs, m.writable = vols, claims, writable
 				m.mu.Unlock()
 				return true
 			}
@@ -200,18 +202,20 @@ func (m *member) prepare(stop <-chan struct{}) bool {
 
 // resolveVolumes maps the pod's volumes to host directories: a claim to
 // its volume's directory, everything else to a directory of the pod's own
-// (ConfigMaps and Secrets filled with their keys). missing names a claim
-// that is not bound yet.
-func (m *member) resolveVolumes(pod *corev1.Pod) (vols map[string]string, claims []string, missing string) {
+// (ConfigMaps and Secrets filled with their keys). writable are the
+// directories of claims and of every other volume but ConfigMaps and
+// Secrets. missing names a claim that is not bound yet.
+func (m *member) resolveVolumes(pod *corev1.Pod) (vols map[string]string, claims, writable []string, missing string) {
 	vols = map[string]string{}
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil {
 			d := m.r.o.HostDir(pod.Namespace, v.PersistentVolumeClaim.ClaimName)
 			if d == "" {
-				return nil, nil, v.PersistentVolumeClaim.ClaimName
+				return nil, nil, nil, v.PersistentVolumeClaim.ClaimName
 			}
 			vols[v.Name] = d
 			claims = append(claims, d)
+			writable = append(writable, d)
 			continue
 		}
 		d := filepath.Join(m.podDir, "volumes", v.Name)
@@ -227,9 +231,12 @@ func (m *member) resolveVolumes(pod *corev1.Pod) (vols map[string]string, claims
 		for k, val := range data {
 			_ = os.WriteFile(filepath.Join(d, filepath.Base(k)), []byte(val), 0o644)
 		}
+		if v.ConfigMap == nil && v.Secret == nil {
+			writable = append(writable, d)
+		}
 		vols[v.Name] = d
 	}
-	return vols, claims, ""
+	return vols, claims, writable, ""
 }
 
 // finish deletes the pod for good once its processes are gone (as the
@@ -264,7 +271,7 @@ func (m *member) ensureKwokObjects() {
 	pod := m.latest()
 	ctx, cancel := context.WithTimeout(m.r.ctx, 10*time.Second)
 	defer cancel()
-	if err := ensureObject(ctx, m.r.o.Dynamic, portForwardGVR, portForwardObject(pod, m.addrs.Address)); err != nil {
+	if err := ensureObject(ctx, m.r.o.Dynamic, portForwardGVR, portForwardObject(pod, m.addrs.ForwardAddress)); err != nil {
 		m.logf("port-forward: %v", err)
 	}
 	m.mu.Lock()
@@ -325,8 +332,16 @@ func (m *member) writeStatus() {
 	m.mu.Unlock()
 }
 
-// each sends msg to every container and waits for their replies.
-func (m *member) each(ctx context.Context, msg ctlMsg) error {
+// each sends msg to every container and waits for their replies: it
+// fails if any container did.
+func (m *member) each(ctx context.Context, msg ctlMsg) error { return m.send(ctx, msg, false) }
+
+// any sends msg to every container and succeeds if one of them did.
+func (m *member) any(ctx context.Context, msg ctlMsg) error { return m.send(ctx, msg, true) }
+
+// send sends msg to every container in turn and waits for each reply;
+// with firstOK it stops at the first container that succeeds.
+func (m *member) send(ctx context.Context, msg ctlMsg, firstOK bool) error {
 	m.mu.Lock()
 	cs := append([]*container(nil), m.containers...)
 	m.mu.Unlock()
@@ -346,7 +361,10 @@ func (m *member) each(ctx context.Context, msg ctlMsg) error {
 		}
 		select {
 		case err := <-msg.reply:
-			if err != nil {
+			switch {
+			case err == nil && firstOK:
+				return nil
+			case err != nil:
 				errs = append(errs, fmt.Errorf("%s: container %s: %w", m.key, c.spec.Name, err))
 			}
 		case <-ctx.Done():
@@ -410,13 +428,21 @@ const (
 	// opRelease releases a hold (optionally setting flag overrides) and
 	// starts at once.
 	opRelease
+	// opSignal sends sig to the container's processes that match (by
+	// command line), or to its main process alone when match is nil; a
+	// SIGSTOP counts as a pause (opResume thaws everything).
+	opSignal
 )
 
 type ctlMsg struct {
 	op          ctlOp
 	setOverride bool
 	override    *override
-	reply       chan error
+	// sig and match (opSignal); what names the processes in errors.
+	sig   syscall.Signal
+	match func(cmdline string) bool
+	what  string
+	reply chan error
 }
 
 // override replaces flags of the container's etcd until the pod is
@@ -440,6 +466,9 @@ type container struct {
 	mu  sync.Mutex
 	v   containerView
 	cur *process
+	// pe, launch: how the current process was started (for exec).
+	pe     PodEnv
+	launch Launch
 }
 
 func newContainer(m *member, spec corev1.Container) *container {
@@ -453,6 +482,17 @@ func (c *container) view() containerView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.v
+}
+
+// ports are the TCP ports the container declares.
+func (c *container) ports() []int {
+	var out []int
+	for _, p := range c.spec.Ports {
+		if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
+			out = append(out, int(p.ContainerPort))
+		}
+	}
+	return out
 }
 
 func (c *container) pid() int {
@@ -607,12 +647,12 @@ func (c *container) run(stop <-chan struct{}) {
 				if p == nil {
 					err = errors.New("not running")
 				} else {
-					p.signalGroup(syscall.SIGSTOP)
+					p.signalAll(syscall.SIGSTOP)
 					paused = true
 				}
 			case opResume:
 				if paused && p != nil {
-					p.signalGroup(syscall.SIGCONT)
+					p.signalAll(syscall.SIGCONT)
 					paused = false
 				}
 				if held {
@@ -622,8 +662,26 @@ func (c *container) run(stop <-chan struct{}) {
 				if p == nil {
 					err = errors.New("not running")
 				} else {
-					p.signalGroup(syscall.SIGKILL)
-					p.signalGroup(syscall.SIGCONT)
+					p.signalAll(syscall.SIGKILL)
+					p.signalAll(syscall.SIGCONT)
+				}
+			case opSignal:
+				switch {
+				case p == nil:
+					err = errors.New("not running")
+				case msg.match == nil:
+					p.signalMain(msg.sig)
+				default:
+					procs := p.find(msg.match)
+					if len(procs) == 0 {
+						err = fmt.Errorf("no %s process", msg.what)
+					}
+					for _, s := range procs {
+						_ = syscall.Kill(s.Pid, msg.sig)
+					}
+				}
+				if err == nil && msg.sig == syscall.SIGSTOP {
+					paused = true
 				}
 			case opRelease:
 				held, wait, restartAt = false, 0, time.Time{}
@@ -679,6 +737,7 @@ func (c *container) exited(p *process, how exitHow, wait time.Duration) {
 	c.mu.Lock()
 	c.cur = nil
 	c.mu.Unlock()
+	c.m.r.fwd.drop(c.m.addrs.ForwardAddress, c.ports())
 	c.set(func(v *containerView) {
 		v.Ready = false
 		v.Running = nil
@@ -723,23 +782,59 @@ func (c *container) start(ov *override, restarts int32) (*process, Launch, error
 	pod := m.latest()
 	m.mu.Lock()
 	vols := m.volumes
+	writable := append([]string(nil), m.writable...)
 	m.mu.Unlock()
 	home := filepath.Join(m.podDir, "home")
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return nil, Launch{}, err
+	tmp := filepath.Join(m.podDir, "tmp")
+	for _, d := range []string{home, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, Launch{}, err
+		}
+	}
+	var kubeconfig string
+	if m.r.o.Server != "" && automounts(pod) {
+		kubeconfig = filepath.Join(m.podDir, "serviceaccount", "kubeconfig")
+		if err := m.r.writeKubeconfig(m.r.ctx, pod, kubeconfig); err != nil {
+			return nil, Launch{}, err
+		}
 	}
 	pe := PodEnv{
 		Pod: pod, Address: m.addrs.Address, PeerAddress: m.addrs.PeerAddress,
 		PodIP: m.addrs.PodIP, HostIP: HostIP, Volumes: vols,
-		Resolve: m.r.resolve(pod.Namespace),
-		Objects: objects{ctx: m.r.ctx, kc: m.r.o.Kube, ns: pod.Namespace},
-		PathEnv: m.r.pathEnv,
-		Home:    home,
+		Resolve:    m.r.resolve(pod.Namespace),
+		Objects:    objects{ctx: m.r.ctx, kc: m.r.o.Kube, ns: pod.Namespace},
+		PathEnv:    m.r.pathEnv,
+		Home:       home,
+		TmpDir:     tmp,
+		Kubeconfig: kubeconfig,
 	}
 	spec := c.spec
 	l, err := Translate(pe, &spec)
 	if err != nil {
 		return nil, l, err
+	}
+	l.Env = append(l.Env, MarkerEnv+"="+m.key+"/"+string(m.uid)+"/"+c.spec.Name+"/"+strconv.Itoa(int(restarts)))
+	if id, ok := containerIdentity(pod, &spec); ok && os.Geteuid() == 0 {
+		own := append(writable, home, tmp)
+		if kubeconfig != "" {
+			own = append(own, filepath.Dir(kubeconfig))
+		}
+		if err := id.own(own...); err != nil {
+			return nil, l, fmt.Errorf("making its directories uid %d's: %w", id.uid, err)
+		}
+		reach := append([]string{m.podDir}, own...)
+		for _, d := range vols {
+			reach = append(reach, d)
+		}
+		if note := launchAs(&l, id, reach...); note != "" {
+			m.mu.Lock()
+			first := !m.identityNoted
+			m.identityNoted = true
+			m.mu.Unlock()
+			if first {
+				m.logf("container %s runs as uid %d gid %d; %s", c.spec.Name, id.uid, id.gid, note)
+			}
+		}
 	}
 	if ov != nil {
 		flags := ov.flags
@@ -772,6 +867,12 @@ func (c *container) start(ov *override, restarts int32) (*process, Launch, error
 	m.mu.Lock()
 	m.logFiles[c.spec.Name] = [2]string{logPath, prevLog}
 	m.mu.Unlock()
+	c.mu.Lock()
+	c.pe, c.launch = pe, l
+	c.mu.Unlock()
+	if err := m.r.fwd.ensure(m.addrs.ForwardAddress, m.addrs.Address, c.ports()); err != nil {
+		m.logf("container %s: port-forward proxy: %v", c.spec.Name, err)
+	}
 	go m.ensureKwokObjects()
 	return p, l, nil
 }

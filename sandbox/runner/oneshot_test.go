@@ -56,7 +56,10 @@ type runnerEnv struct {
 // startRunner runs a Runner (with the fake agent) against the package's
 // control plane, in a namespace of its own; cleanup deletes the
 // namespace's pods, stops the runner and checks no process is left.
-func startRunner(t *testing.T) *runnerEnv {
+func startRunner(t *testing.T) *runnerEnv { return startRunnerWith(t, nil) }
+
+// startRunnerWith is startRunner with the runner's options changed by mod.
+func startRunnerWith(t *testing.T, mod func(*Options)) *runnerEnv {
 	t.Helper()
 	testenv.SkipShort(t)
 	kc := testenv.Clientset(t, cp.Admin)
@@ -106,6 +109,9 @@ func startRunner(t *testing.T) *runnerEnv {
 			}
 		},
 	})
+	if mod != nil {
+		mod(&r.o)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.Start(ctx); err != nil {
 		cancel()

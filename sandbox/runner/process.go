@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,8 +22,18 @@ import (
 // group (so signals reach everything a wrapper script started), with its
 // output in a CRI-format log file (what kwok serves to `kubectl logs`) and
 // a pid file so the sandbox can end it after a crash.
+//
+// A process of the container may leave its group and session (setsid):
+// PostgreSQL's postmaster under Patroni does, and so does every child of
+// the postmaster. The runner finds such escapees among the container's
+// descendants (see track), records each in a pid file of its own (pid and
+// start time, beside the container's) and signals them, and everything
+// they started, with the container: a container's stop, kill or pause
+// reaches its whole tree, as a cgroup would, and nothing it started
+// outlives it.
 type process struct {
 	pid       int
+	sid       int // the session the container runs in
 	startedAt time.Time
 	pidFile   string
 	logPath   string
@@ -30,6 +42,15 @@ type process struct {
 	exitCode int
 	signal   syscall.Signal
 	finished time.Time
+
+	// marker is the value of MarkerEnv in the process's environment,
+	// which its descendants inherit: it tells the container's orphans
+	// the runner adopted (as child subreaper) from anyone else's.
+	marker string
+
+	escMu   sync.Mutex
+	escaped map[int]reap.Stat // escapees by pid, each recorded in escapeeFile
+	ended   bool              // the main process exited: record no more escapees
 }
 
 // startProcess starts l, appending its output to logPath.
@@ -59,8 +80,9 @@ func startProcess(l Launch, logPath, pidFile, name string) (*process, error) {
 		outW.Close()
 		return nil, err
 	}
-	cmd := &exec.Cmd{Path: l.Path, Args: l.Argv, Env: l.Env, Dir: l.Dir, Stdout: outW, Stderr: errW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	path, args, dir := l.command()
+	cmd := &exec.Cmd{Path: path, Args: args, Env: l.Env, Dir: dir, Stdout: outW, Stderr: errW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: l.Credential, AmbientCaps: l.AmbientCaps}
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
@@ -70,7 +92,11 @@ func startProcess(l Launch, logPath, pidFile, name string) (*process, error) {
 		errR.Close()
 		return nil, err
 	}
-	p := &process{pid: cmd.Process.Pid, startedAt: time.Now(), pidFile: pidFile, logPath: logPath, done: make(chan struct{})}
+	p := &process{pid: cmd.Process.Pid, startedAt: time.Now(), pidFile: pidFile, logPath: logPath, done: make(chan struct{}),
+		escaped: map[int]reap.Stat{}, marker: envValue(l.Env, MarkerEnv)}
+	if st, err := reap.ReadStat(p.pid); err == nil {
+		p.sid = st.Session
+	}
 	if err := reap.WritePidFile(pidFile, p.pid, name); err != nil {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
@@ -97,9 +123,12 @@ func startProcess(l Launch, logPath, pidFile, name string) (*process, error) {
 		} else if err != nil {
 			p.exitCode = 1
 		}
-		// The container is gone: so is everything it left in its group,
-		// which closes the last writers of its output pipes.
+		// The container is gone: so is everything it left in its group
+		// and every escapee, which closes the last writers of its output
+		// pipes (and keeps a restarted container from adopting an old
+		// postmaster).
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.killEscapees()
 		drained := make(chan struct{})
 		go func() { copying.Wait(); close(drained) }()
 		select {
@@ -115,6 +144,19 @@ func startProcess(l Launch, logPath, pidFile, name string) (*process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// command returns the executable, argument vector and working directory
+// that start l. A process that keeps ambient capabilities gets them only
+// at exec, after the kernel would have had to enter its working
+// directory: it then starts as /bin/sh, which enters the directory and
+// execs the container's command (same pid; argv[0] becomes l.Path).
+func (l Launch) command() (path string, args []string, dir string) {
+	if len(l.AmbientCaps) == 0 || l.Dir == "" {
+		return l.Path, l.Argv, l.Dir
+	}
+	args = append([]string{"sh", "-c", `cd -- "$0" && exec "$@"`, l.Dir, l.Path}, l.Argv[1:]...)
+	return "/bin/sh", args, ""
 }
 
 // exited reports whether the process has ended.
@@ -134,11 +176,210 @@ func (p *process) signalGroup(sig syscall.Signal) {
 	}
 }
 
-// stop sends SIGTERM (and SIGCONT, in case it is paused), waits up to
-// grace, then SIGKILLs the group and waits for the exit.
+// signalMain sends sig to the container's main process only.
+func (p *process) signalMain(sig syscall.Signal) {
+	if !p.exited() {
+		_ = syscall.Kill(p.pid, sig)
+	}
+}
+
+// signalAll sends sig to every process of the container: its group, its
+// descendants and its escapees with theirs (the main process first).
+func (p *process) signalAll(sig syscall.Signal) {
+	all := reap.All()
+	if !p.exited() {
+		p.track(all)
+		_ = syscall.Kill(p.pid, sig)
+		_ = syscall.Kill(-p.pid, sig)
+	}
+	for _, s := range p.tree(all) {
+		if s.Pid != p.pid {
+			_ = syscall.Kill(s.Pid, sig)
+		}
+	}
+}
+
+// tree lists the container's live processes in all: the main process's
+// group and descendants, and the escapees and theirs.
+func (p *process) tree(all []reap.Stat) []reap.Stat {
+	var roots []reap.Stat
+	alive := !p.exited()
+	for _, s := range all {
+		if alive && (s.Pid == p.pid || s.PGid == p.pid) {
+			roots = append(roots, s)
+		}
+	}
+	p.escMu.Lock()
+	for _, e := range p.escaped {
+		for _, s := range all {
+			if s.Pid == e.Pid && s.Start == e.Start {
+				roots = append(roots, s)
+			}
+		}
+	}
+	p.escMu.Unlock()
+	return reap.DescendantsIn(all, roots)
+}
+
+// find returns the container's live processes whose command line (the
+// process title PostgreSQL sets, such as "postgres: c: startup recovering
+// 0000…") satisfies match.
+func (p *process) find(match func(cmdline string) bool) []reap.Stat {
+	all := reap.All()
+	if !p.exited() {
+		p.track(all)
+	}
+	var out []reap.Stat
+	for _, s := range p.tree(all) {
+		if match(reap.Cmdline(s.Pid)) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// MarkerEnv is set in every container's environment to a value unique to
+// the container's run (namespace/pod/uid/container/restart). Processes
+// keep it when they leave the container's session, and the runner tells
+// by it which container an orphan it adopted came from.
+const MarkerEnv = "HACTL_SANDBOX_CONTAINER"
+
+// mySession is the runner's own session.
+var mySession = func() int {
+	s, err := reap.ReadStat(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	return s.Session
+}()
+
+// adoptees lists the processes in all the runner adopted as child
+// subreaper whose environment carries marker: a container's processes
+// whose parent left them behind (Patroni starts the postmaster through a
+// short-lived process, so it is the runner's child at once).
+func adoptees(all []reap.Stat, marker string) []reap.Stat {
+	if marker == "" {
+		return nil
+	}
+	self := os.Getpid()
+	var out []reap.Stat
+	for _, s := range all {
+		if s.PPid != self || s.Session == mySession || !s.Alive() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(s.Pid) + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(b), "\x00") {
+			if kv == MarkerEnv+"="+marker {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// track records the container's new escapees found in all — descendants
+// of the main process that left its session (whose parent had not), and
+// orphans the runner adopted that carry the container's marker — and
+// forgets those that are gone.
+func (p *process) track(all []reap.Stat) {
+	if p.sid == 0 {
+		return
+	}
+	var main []reap.Stat
+	for _, s := range all {
+		if s.Pid == p.pid {
+			main = append(main, s)
+		}
+	}
+	sessions := map[int]int{}
+	for _, s := range all {
+		sessions[s.Pid] = s.Session
+	}
+	var found []reap.Stat
+	if len(main) > 0 && !p.exited() {
+		for _, s := range reap.DescendantsIn(all, main) {
+			if s.Session != p.sid && sessions[s.PPid] == p.sid {
+				found = append(found, s)
+			}
+		}
+		found = append(found, adoptees(all, p.marker)...)
+	}
+	p.escMu.Lock()
+	defer p.escMu.Unlock()
+	if p.ended {
+		return
+	}
+	for _, s := range found {
+		if e, ok := p.escaped[s.Pid]; ok && e.Start == s.Start {
+			continue
+		}
+		if err := reap.WritePidFile(p.escapeeFile(s.Pid), s.Pid, "escaped from "+filepath.Base(p.pidFile)); err == nil {
+			p.escaped[s.Pid] = s
+		}
+	}
+	for pid, e := range p.escaped {
+		live := false
+		for _, s := range all {
+			if s.Pid == pid && s.Start == e.Start && s.Alive() {
+				live = true
+				break
+			}
+		}
+		if !live {
+			delete(p.escaped, pid)
+			_ = os.Remove(p.escapeeFile(pid))
+		}
+	}
+}
+
+// escapeeFile is the pid file of escapee pid: beside the container's.
+func (p *process) escapeeFile(pid int) string {
+	return strings.TrimSuffix(p.pidFile, reap.PidFileSuffix) + ".escaped-" + strconv.Itoa(pid) + reap.PidFileSuffix
+}
+
+// killEscapees SIGKILLs the escapees and everything they started, waits
+// (briefly) for them to be gone and removes their pid files.
+func (p *process) killEscapees() {
+	all := reap.All()
+	p.escMu.Lock()
+	p.ended = true
+	// Orphans not tracked yet (the main process's children became the
+	// runner's when it died) carry the container's marker.
+	for _, s := range adoptees(all, p.marker) {
+		p.escaped[s.Pid] = s
+	}
+	p.escMu.Unlock()
+	left := p.tree(all)
+	if len(left) == 0 {
+		p.escMu.Lock()
+		for pid := range p.escaped {
+			_ = os.Remove(p.escapeeFile(pid))
+		}
+		p.escaped = map[int]reap.Stat{}
+		p.escMu.Unlock()
+		return
+	}
+	_ = reap.Kill(left, 5*time.Second)
+	p.escMu.Lock()
+	for pid := range p.escaped {
+		_ = os.Remove(p.escapeeFile(pid))
+	}
+	p.escaped = map[int]reap.Stat{}
+	p.escMu.Unlock()
+}
+
+// stop sends SIGTERM to the group (and SIGCONT to the whole tree, in case
+// it is paused), waits up to grace, then SIGKILLs every process of the
+// container and waits for the exit.
 func (p *process) stop(grace time.Duration) {
+	// SIGCONT first: it also records escapees the runner has not seen
+	// yet, while the main process still links them to the container.
+	p.signalAll(syscall.SIGCONT)
 	p.signalGroup(syscall.SIGTERM)
-	p.signalGroup(syscall.SIGCONT)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -146,7 +387,7 @@ func (p *process) stop(grace time.Duration) {
 		return
 	case <-t.C:
 	}
-	p.signalGroup(syscall.SIGKILL)
+	p.signalAll(syscall.SIGKILL)
 	<-p.done
 }
 

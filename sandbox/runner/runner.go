@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hactl-dev/hactl/sandbox/fault"
+	"github.com/hactl-dev/hactl/sandbox/internal/reap"
 )
 
 // EngineLabel marks the pods (and StatefulSets) the runner runs.
@@ -63,6 +67,12 @@ type Options struct {
 	HostDir func(ns, claim string) string
 	// Logf receives the runner's own log lines.
 	Logf func(format string, args ...any)
+	// Server and CA are the API server's URL and CA certificate (PEM).
+	// With Server set, every container of a pod that automounts its
+	// ServiceAccount token gets KUBECONFIG: a kubeconfig (context
+	// KubeContext) with a token of the pod's ServiceAccount.
+	Server string
+	CA     []byte
 }
 
 // Runner runs the members of the sandbox's HA clusters.
@@ -70,6 +80,7 @@ type Runner struct {
 	o     Options
 	addrs *Addresses
 	proxy *peerProxy
+	fwd   *forwardProxy
 
 	factory informers.SharedInformerFactory
 	pods    cache.SharedIndexInformer
@@ -98,6 +109,7 @@ func New(o Options) *Runner {
 		o:        o,
 		addrs:    NewAddresses(o.Block),
 		proxy:    newPeerProxy(o.Logf),
+		fwd:      newForwardProxy(o.Logf),
 		factory:  f,
 		pods:     f.Core().V1().Pods().Informer(),
 		sets:     f.Apps().V1().StatefulSets().Informer(),
@@ -139,6 +151,13 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Processes that escape their container's session (a postmaster
+	// under Patroni) become the runner's children when their parent
+	// dies, instead of init's: the runner reaps them (see trackLoop).
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		r.o.Logf("runner: cannot become a child subreaper: %v", err)
+	}
+	go r.trackLoop()
 	r.factory.Start(r.shutdown)
 	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced) {
 		return fmt.Errorf("runner: caches did not sync: %w", ctx.Err())
@@ -192,6 +211,7 @@ func (r *Runner) Stop() {
 	r.mu.Unlock()
 	r.wg.Wait()
 	r.proxy.close()
+	r.fwd.close()
 	r.factory.Shutdown()
 }
 
@@ -363,10 +383,77 @@ func (r *Runner) Addresses(ns, name string) (MemberAddrs, error) { return r.addr
 // ErrNoMember says the named pod is not a running sandbox member.
 var ErrNoMember = errors.New("no such sandbox member")
 
+// trackPeriod is how often the runner looks for processes that escaped
+// their container's session.
+const trackPeriod = time.Second
+
+// trackLoop records, once a trackPeriod, the processes that escaped each
+// running container's session, and reaps those (and their descendants)
+// that died as the runner's children.
+func (r *Runner) trackLoop() {
+	t := time.NewTicker(trackPeriod)
+	defer t.Stop()
+	adopted := map[int]uint64{} // pid → start time of every escapee tree process seen
+	self := os.Getpid()
+	for {
+		select {
+		case <-r.shutdown:
+			return
+		case <-t.C:
+		}
+		all := reap.All()
+		r.mu.Lock()
+		var procs []*process
+		for _, m := range r.members {
+			m.mu.Lock()
+			for _, c := range m.containers {
+				c.mu.Lock()
+				if c.cur != nil {
+					procs = append(procs, c.cur)
+				}
+				c.mu.Unlock()
+			}
+			m.mu.Unlock()
+		}
+		r.mu.Unlock()
+		live := map[int]uint64{}
+		for _, p := range procs {
+			p.track(all)
+			p.escMu.Lock()
+			var roots []reap.Stat
+			for _, e := range p.escaped {
+				roots = append(roots, e)
+			}
+			p.escMu.Unlock()
+			for _, s := range reap.DescendantsIn(all, roots) {
+				adopted[s.Pid] = s.Start
+			}
+		}
+		for _, s := range all {
+			live[s.Pid] = s.Start
+			if s.PPid == self && !s.Alive() {
+				if st, ok := adopted[s.Pid]; ok && st == s.Start {
+					var ws unix.WaitStatus
+					_, _ = unix.Wait4(s.Pid, &ws, unix.WNOHANG, nil)
+				}
+			}
+		}
+		for pid, st := range adopted {
+			if live[pid] != st {
+				delete(adopted, pid)
+			}
+		}
+	}
+}
+
 // Break injects a member fault into pod ns/name. Stop, Wipe and
 // Rebootstrap return once the member's process has stopped (and, for the
 // last two, its data is gone and a new process was asked to start); Pause,
-// Resume and Kill once the signal is sent; Isolate and Heal at once. args
+// Resume, Kill, FreezePatroni, StallReplay, StallReceive and CrashPostgres
+// once the signal is sent; Promote once pg_ctl promote returned; Isolate
+// and Heal at once. Pause, Kill and Stop reach every process of the
+// member's containers, those that left their session (a postmaster) too;
+// Resume thaws them all. args
 // are the flags a Rebootstrap starts etcd with (default: the seed 000
 // flags, a new one-member cluster of the member itself).
 func (r *Runner) Break(ctx context.Context, ns, name string, kind fault.Kind, args []string) error {
@@ -391,6 +478,16 @@ func (r *Runner) Break(ctx context.Context, ns, name string, kind fault.Kind, ar
 		return m.each(ctx, ctlMsg{op: opResume})
 	case fault.Kill:
 		return m.each(ctx, ctlMsg{op: opKill})
+	case fault.FreezePatroni:
+		return m.any(ctx, ctlMsg{op: opSignal, sig: syscall.SIGSTOP, what: "main"})
+	case fault.StallReplay:
+		return m.any(ctx, ctlMsg{op: opSignal, sig: syscall.SIGSTOP, what: "PostgreSQL startup (replay)", match: postgresTitle("startup")})
+	case fault.StallReceive:
+		return m.any(ctx, ctlMsg{op: opSignal, sig: syscall.SIGSTOP, what: "PostgreSQL walreceiver", match: postgresTitle("walreceiver")})
+	case fault.CrashPostgres:
+		return m.any(ctx, ctlMsg{op: opSignal, sig: syscall.SIGKILL, what: "PostgreSQL postmaster", match: isPostmaster})
+	case fault.Promote:
+		return r.promote(ctx, m)
 	case fault.Wipe, fault.Rebootstrap:
 		if err := m.each(ctx, ctlMsg{op: opHold}); err != nil {
 			return err

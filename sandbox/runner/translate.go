@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,14 @@ type PodEnv struct {
 	PathEnv string
 	// Home is the container's HOME and default working directory.
 	Home string
+	// TmpDir, when set, is the container's TMPDIR (unless the container
+	// sets TMPDIR itself): a directory of the pod's own.
+	TmpDir string
+	// Kubeconfig, when set, is a kubeconfig holding a token of the pod's
+	// ServiceAccount: the container gets it as KUBECONFIG unless it sets
+	// KUBECONFIG itself (the sandbox's stand-in for the token a kubelet
+	// mounts; its context is KubeContext).
+	Kubeconfig string
 }
 
 // Objects reads the data of ConfigMaps and Secrets in the pod's namespace.
@@ -80,6 +89,11 @@ type Launch struct {
 	// Readiness is the container's readiness probe, translated; nil means
 	// ready as soon as the process runs.
 	Readiness *Probe
+	// Credential, when set, is the user the process runs as (the pod's
+	// runAsUser/runAsGroup, honoured when the runner runs as root), and
+	// AmbientCaps the capabilities it keeps (see identity).
+	Credential  *syscall.Credential
+	AmbientCaps []uintptr
 }
 
 // ProbeKind says how a probe checks.
@@ -188,6 +202,12 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 			order = append(order, e.name)
 		}
 		vars[e.name] = v
+	}
+	for _, extra := range [][2]string{{"TMPDIR", pe.TmpDir}, {"KUBECONFIG", pe.Kubeconfig}} {
+		if _, set := vars[extra[0]]; !set && extra[1] != "" {
+			vars[extra[0]] = extra[1]
+			order = append(order, extra[0])
+		}
 	}
 	for _, k := range order {
 		l.Env = append(l.Env, k+"="+vars[k])

@@ -1,7 +1,8 @@
 // Package scenario holds the sandbox's HA clusters: pod templates for the
-// three etcd bootstrap shapes, written as a real chart would ship them,
-// and the named scenarios that set a cluster up in a given state through
-// the Kubernetes API and the sandbox's fault injection only.
+// three etcd bootstrap shapes and for Patroni, written as a real chart
+// would ship them, and the named scenarios that set a cluster up in a
+// given state through the Kubernetes API and the sandbox's fault
+// injection (and, for Patroni, its REST API and exec in a pod) only.
 //
 // Shapes (templates/*.yaml, rendered by Render):
 //
@@ -15,8 +16,20 @@
 //   - static-new: --initial-cluster-state=new hard-coded, as the upstream
 //     etcd-on-Kubernetes guide and kamaji-etcd ship it (the seed 000
 //     hazard).
+//   - patroni: PostgreSQL under Patroni (the host's /usr/bin/patroni and
+//     newest /usr/lib/postgresql/N, Debian's packages) with Patroni's
+//     Kubernetes DCS on ConfigMaps (<name>-leader, -config, -sync): a
+//     StatefulSet (Parallel, required anti-affinity, runAsUser the host's
+//     postgres user), a ServiceAccount with a Role for the DCS, a Secret
+//     with the credentials, a ConfigMap with patroni.yml (bootstrap.dcs
+//     ttl 20, loop_wait 5, retry_timeout 5, maximum_lag_on_failover
+//     1 MiB, use_pg_rewind, use_slots; basebackup checkpoint fast), the
+//     primary's Service <name> (selector cluster-name, role=master), a
+//     headless <name>-headless and a PodDisruptionBudget. Everything else
+//     is in PATRONI_* variables; the runner gives the pods KUBECONFIG with
+//     their ServiceAccount's token (context KubeContext).
 //
-// Every cluster has a headless Service (<name>-headless, giving members
+// Every etcd cluster has a headless Service (<name>-headless, giving members
 // their DNS names), a client Service (<name>-client) and, unless the
 // scenario says otherwise, a PodDisruptionBudget (maxUnavailable 1); its
 // StatefulSet, pods and PVCs carry hactl.dev/engine=etcd. Templates use
@@ -50,4 +63,36 @@
 //     pod_not_ready (member_lagging or lag_unknown may show too). Its
 //     voters run with --strict-reconfig-check=false so the learner can be
 //     added at once instead of 5 s after the members connected.
+//
+// Patroni scenarios (shape patroni, 3 members; each waits until one
+// member is a running primary with the others streaming from it, judged
+// from the members' own GET /patroni, before it breaks anything):
+//
+//   - pg-healthy: None: failover-ready.
+//   - pg-paused: maintenance mode (PATCH /config {"pause": true}, as
+//     patronictl pause does). maintenance_paused.
+//   - pg-replica-lagging: the first replica's startup process is
+//     SIGSTOPped (stall-replay; Patroni 3.0.2 undoes
+//     pg_wal_replay_pause()) and the primary writes 8 MiB of WAL: the
+//     replica receives it and replays none. replica_lagging.
+//   - pg-lock-stale: maintenance mode, then the primary's Patroni frozen
+//     (freeze-patroni): PostgreSQL keeps running, nobody renews the lock,
+//     renewTime + ttl stays in the past (in maintenance mode no replica
+//     takes the lock). leader_lock_stale, maintenance_paused,
+//     member_unreachable (pod_not_ready may show too: its readiness probe
+//     times out).
+//   - pg-split-primary: maintenance mode, then pg_ctl promote on a
+//     replica: two primaries answering role master (TL1 and TL2).
+//     primary_split, maintenance_paused (replica_not_streaming and
+//     replica_diverged may show too).
+//   - pg-no-sync-standby: synchronous_mode on, both replicas stopped
+//     (break stop): the primary runs with no replication and the sync
+//     ConfigMap names no standby. sync_standby_missing,
+//     member_unreachable (replica_not_streaming, pod_not_ready may show
+//     too).
+//   - pg-diverged: use_pg_rewind off; maintenance mode, promote a
+//     replica, write on it, end maintenance mode: Patroni demotes it but
+//     cannot rewind, so it runs as a replica ahead of the leader on a
+//     timeline of its own (its reported timeline is stale) and streams
+//     nothing. replica_diverged (replica_not_streaming may show too).
 package scenario

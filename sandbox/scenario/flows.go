@@ -32,6 +32,31 @@ func apply(ctx context.Context, env Env, shape Shape, p Params) error {
 		return err
 	}
 	core := env.Kube.CoreV1()
+	for _, x := range o.ServiceAccounts {
+		if _, err := core.ServiceAccounts(env.Namespace).Create(ctx, x, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ServiceAccount %s: %w", x.Name, err)
+		}
+	}
+	for _, x := range o.Roles {
+		if _, err := env.Kube.RbacV1().Roles(env.Namespace).Create(ctx, x, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Role %s: %w", x.Name, err)
+		}
+	}
+	for _, x := range o.RoleBindings {
+		if _, err := env.Kube.RbacV1().RoleBindings(env.Namespace).Create(ctx, x, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating RoleBinding %s: %w", x.Name, err)
+		}
+	}
+	for _, x := range o.Secrets {
+		if _, err := core.Secrets(env.Namespace).Create(ctx, x, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Secret %s: %w", x.Name, err)
+		}
+	}
+	for _, x := range o.ConfigMaps {
+		if _, err := core.ConfigMaps(env.Namespace).Create(ctx, x, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ConfigMap %s: %w", x.Name, err)
+		}
+	}
 	for _, svc := range o.Services {
 		if _, err := core.Services(env.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating Service %s: %w", svc.Name, err)

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,12 +30,23 @@ const (
 	// StaticNew runs etcd directly with --initial-cluster-state=new
 	// hard-coded (the seed 000 hazard).
 	StaticNew
+	// Patroni runs PostgreSQL under Patroni with Patroni's Kubernetes
+	// DCS (ConfigMaps): Patroni bootstraps the first member to take the
+	// leader lock and every other one from it (pg_basebackup).
+	Patroni
 )
 
 var shapeNames = map[Shape]string{
 	StaticExisting:  "static-existing",
 	SelfRegistering: "self-registering",
 	StaticNew:       "static-new",
+	Patroni:         "patroni",
+}
+
+// shapeTemplates are the templates each shape renders (default: its own
+// and common.yaml, the etcd clusters' Services and PDB).
+var shapeTemplates = map[Shape][]string{
+	Patroni: {"patroni.yaml"},
 }
 
 func (s Shape) String() string {
@@ -45,11 +57,16 @@ func (s Shape) String() string {
 }
 
 // Shapes lists every shape.
-func Shapes() []Shape { return []Shape{StaticExisting, SelfRegistering, StaticNew} }
+func Shapes() []Shape { return []Shape{StaticExisting, SelfRegistering, StaticNew, Patroni} }
 
 // DefaultImage is the image the templates name. The runner never pulls it:
 // it runs the pinned etcd from the sandbox's bin dir.
 const DefaultImage = "gcr.io/etcd-development/etcd:v3.6.16"
+
+// PatroniImage is the image the Patroni template names (Patroni and
+// PostgreSQL 15). The runner never pulls it: it runs the host's
+// /usr/bin/patroni and PostgreSQL (Debian's patroni and postgresql-15).
+const PatroniImage = "ghcr.io/zalando/spilo-15:3.0-p1"
 
 // Params fill a template.
 type Params struct {
@@ -80,6 +97,21 @@ type Params struct {
 	// ExtraArgs are further etcd flags (static-existing only), as a
 	// chart's extraArgs value would add them.
 	ExtraArgs []string
+
+	// Patroni only.
+	//
+	// RunAsUser and RunAsGroup are the pod's securityContext (PostgreSQL
+	// refuses to run as root): the host's postgres user, see PostgresUser.
+	RunAsUser, RunAsGroup int64
+	// PGBinDir holds PostgreSQL's binaries (PATRONI_POSTGRESQL_BIN_DIR).
+	PGBinDir string
+	// KubeContext is PATRONI_KUBERNETES_CONTEXT: the context of the
+	// kubeconfig the runner gives the pods.
+	KubeContext string
+	// SynchronousMode is bootstrap.dcs synchronous_mode.
+	SynchronousMode bool
+	// NoRewind turns use_pg_rewind off.
+	NoRewind bool
 }
 
 // Objects are a rendered cluster.
@@ -87,6 +119,13 @@ type Objects struct {
 	StatefulSet *appsv1.StatefulSet
 	Services    []*corev1.Service
 	PDB         *policyv1.PodDisruptionBudget
+	// Patroni's: its ServiceAccount with a Role for the DCS, the
+	// credentials' Secret and the configuration's ConfigMap.
+	ServiceAccounts []*corev1.ServiceAccount
+	Roles           []*rbacv1.Role
+	RoleBindings    []*rbacv1.RoleBinding
+	Secrets         []*corev1.Secret
+	ConfigMaps      []*corev1.ConfigMap
 }
 
 //go:embed templates/*.yaml
@@ -97,6 +136,7 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"initialClusterShort": func(p Params) string { return initialCluster(p, false) },
 	"clientEndpoints":     clientEndpoints,
 	"labels":              labels,
+	"patroniLabels":       patroniLabels,
 	"voterOrdinals":       voterOrdinals,
 }).ParseFS(templateFS, "templates/*.yaml"))
 
@@ -131,6 +171,13 @@ func labels(p Params, n int) string {
 	return pad + "app.kubernetes.io/name: etcd" +
 		pad + "app.kubernetes.io/instance: " + p.Name +
 		pad + "hactl.dev/engine: etcd"
+}
+
+// patroniLabels renders the labels of a Patroni cluster's objects (as
+// Patroni's kubernetes.labels plus its scope label), indented by n.
+func patroniLabels(p Params, n int) string {
+	pad := "\n" + strings.Repeat(" ", n)
+	return pad + "application: patroni" + pad + "cluster-name: " + p.Name
 }
 
 func clientEndpoints(p Params) string {
@@ -171,8 +218,20 @@ func Render(shape Shape, p Params) (*Objects, error) {
 	if !ok {
 		return nil, fmt.Errorf("render: unknown shape %v", shape)
 	}
+	if shape == Patroni {
+		if p.Image == DefaultImage {
+			p.Image = PatroniImage
+		}
+		if p.RunAsUser == 0 || p.PGBinDir == "" || p.KubeContext == "" {
+			return nil, fmt.Errorf("render %s: runAsUser (non-root), PostgreSQL's bin dir and the kube context are required", name)
+		}
+	}
+	files := shapeTemplates[shape]
+	if files == nil {
+		files = []string{name + ".yaml", "common.yaml"}
+	}
 	var buf bytes.Buffer
-	for _, t := range []string{name + ".yaml", "common.yaml"} {
+	for _, t := range files {
 		if err := templates.ExecuteTemplate(&buf, t, p); err != nil {
 			return nil, fmt.Errorf("render %s: %w", t, err)
 		}
@@ -199,6 +258,26 @@ func Render(shape Shape, p Params) (*Objects, error) {
 		case "PodDisruptionBudget":
 			out.PDB = &policyv1.PodDisruptionBudget{}
 			err = yaml.UnmarshalStrict([]byte(doc), out.PDB)
+		case "ServiceAccount":
+			o := &corev1.ServiceAccount{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			out.ServiceAccounts = append(out.ServiceAccounts, o)
+		case "Role":
+			o := &rbacv1.Role{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			out.Roles = append(out.Roles, o)
+		case "RoleBinding":
+			o := &rbacv1.RoleBinding{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			out.RoleBindings = append(out.RoleBindings, o)
+		case "Secret":
+			o := &corev1.Secret{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			out.Secrets = append(out.Secrets, o)
+		case "ConfigMap":
+			o := &corev1.ConfigMap{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			out.ConfigMaps = append(out.ConfigMaps, o)
 		default:
 			err = fmt.Errorf("unexpected kind %q", meta.Kind)
 		}

@@ -6,7 +6,7 @@ import (
 )
 
 func TestRenderEveryShape(t *testing.T) {
-	for _, shape := range Shapes() {
+	for _, shape := range []Shape{StaticExisting, SelfRegistering, StaticNew} {
 		for _, pdb := range []bool{true, false} {
 			o, err := Render(shape, Params{Name: "c", Namespace: "ns", Replicas: 3, PDB: pdb, AntiAffinity: "required", Node: "node-1"})
 			if err != nil {
@@ -83,5 +83,41 @@ func TestRenderSpreadVoters(t *testing.T) {
 	e := c.LabelSelector.MatchExpressions[0]
 	if e.Key != "apps.kubernetes.io/pod-index" || e.Operator != "In" || strings.Join(e.Values, ",") != "0,1,2" {
 		t.Fatalf("expression %+v", e)
+	}
+}
+
+func TestRenderPatroni(t *testing.T) {
+	if _, err := Render(Patroni, Params{Name: "pg", Namespace: "ns", Replicas: 3}); err == nil {
+		t.Fatal("rendered Patroni without a runAsUser")
+	}
+	o, err := Render(Patroni, Params{Name: "pg", Namespace: "ns", Replicas: 3, PDB: true, RunAsUser: 101, RunAsGroup: 104,
+		PGBinDir: "/usr/lib/postgresql/15/bin", KubeContext: "ctx", SynchronousMode: true, NoRewind: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts := o.StatefulSet
+	if sts.Labels["hactl.dev/engine"] != "patroni" || sts.Spec.Template.Labels["cluster-name"] != "pg" ||
+		sts.Spec.PodManagementPolicy != "Parallel" || *sts.Spec.Template.Spec.SecurityContext.RunAsUser != 101 {
+		t.Fatalf("StatefulSet %+v", sts.ObjectMeta)
+	}
+	env := map[string]string{}
+	for _, e := range sts.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["PATRONI_SCOPE"] != "pg" || env["PATRONI_KUBERNETES_CONTEXT"] != "ctx" || env["PATRONI_POSTGRESQL_BIN_DIR"] != "/usr/lib/postgresql/15/bin" {
+		t.Fatalf("env %v", env)
+	}
+	if len(o.Services) != 2 || o.PDB == nil || len(o.ServiceAccounts) != 1 || len(o.Roles) != 1 || len(o.RoleBindings) != 1 ||
+		len(o.Secrets) != 1 || len(o.ConfigMaps) != 1 {
+		t.Fatalf("objects %+v", o)
+	}
+	if sel := o.Services[0].Spec.Selector; o.Services[0].Name != "pg" || sel["role"] != "master" || sel["cluster-name"] != "pg" {
+		t.Fatalf("primary Service %+v", o.Services[0])
+	}
+	conf := o.ConfigMaps[0].Data["patroni.yml"]
+	for _, want := range []string{"synchronous_mode: true", "use_pg_rewind: false", "ttl: 20", "checkpoint: fast", "unix_socket_directories: ''"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("patroni.yml lacks %q:\n%s", want, conf)
+		}
 	}
 }

@@ -26,6 +26,10 @@ type Env struct {
 	// will have: a pod that does not exist yet is allocated one), where
 	// its client port (2379) and advertised peer port (2380) listen.
 	Address func(pod string) (string, error)
+	// Exec runs argv in the first container of pod name, as `kubectl
+	// exec` would (as the container's user, with its environment), and
+	// returns its output.
+	Exec func(ctx context.Context, pod string, argv []string) (string, error)
 	// Logf reports progress.
 	Logf func(format string, args ...any)
 }
@@ -92,6 +96,8 @@ var Demo = []string{
 	"crashloop",
 	"colocated",
 	"no-pdb",
+	"pg-healthy",
+	"pg-replica-lagging",
 }
 
 // DefaultNamespace is where scenarios' clusters go unless told otherwise.

@@ -287,8 +287,10 @@ func Wait(ctx context.Context, interval time.Duration, procs []*Process, check f
 }
 
 // KillRecorded SIGKILLs every process recorded in a pid file anywhere under
-// dir whose pid still belongs to the recorded process (same kernel start
-// time), waits for them to disappear and removes the pid files.
+// dir (outside directories named "volumes", which hold members' data)
+// whose pid still belongs to the recorded process (same kernel start
+// time), waits for them to disappear and removes the pid files. Files
+// that do not parse as pid records are left alone.
 func KillRecorded(dir string) error {
 	var errs []error
 	var waitFor []int
@@ -299,12 +301,20 @@ func KillRecorded(dir string) error {
 			}
 			return err
 		}
-		if d.IsDir() || !strings.HasSuffix(path, PidFileSuffix) {
+		if d.IsDir() {
+			// Volume directories hold members' data: a .pid file there
+			// (PostgreSQL's postmaster.pid) is not a record of ours.
+			if path != dir && d.Name() == "volumes" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, PidFileSuffix) {
 			return nil
 		}
 		pid, st, err := readPidFile(path)
 		if err != nil {
-			errs = append(errs, err)
+			// Not a pid record (of ours): leave it alone.
 			return nil
 		}
 		if cur, err := startTime(pid); err == nil && cur == st {

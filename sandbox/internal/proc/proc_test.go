@@ -185,3 +185,46 @@ func TestParentDeath(t *testing.T) {
 		})
 	}
 }
+
+// TestKillRecordedSkipsVolumes: a member's own pid files (PostgreSQL's
+// postmaster.pid in a volume, even one in our format naming a live
+// process) are neither signalled nor removed, and files that are no pid
+// record are no error.
+func TestKillRecordedSkipsVolumes(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	st, err := startTime(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inVolume := filepath.Join(dir, "volumes", "ns", "data-pg-0", "live.pid")
+	postmaster := filepath.Join(dir, "volumes", "ns", "data-pg-0", "postmaster.pid")
+	stray := filepath.Join(dir, "runner", "stray.pid")
+	for path, body := range map[string]string{
+		inVolume:   fmt.Sprintf("%d %d member\n", cmd.Process.Pid, st),
+		postmaster: fmt.Sprintf("%d\n%s\n", cmd.Process.Pid, filepath.Dir(postmaster)),
+		stray:      "not a pid\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := KillRecorded(dir); err != nil {
+		t.Fatal(err)
+	}
+	if !Alive(cmd.Process.Pid) {
+		t.Fatal("KillRecorded killed a process recorded inside a volume")
+	}
+	for _, p := range []string{inVolume, postmaster, stray} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}

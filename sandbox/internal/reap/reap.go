@@ -202,8 +202,17 @@ func ReadPidFile(path string) (Stat, error) {
 	return s, nil
 }
 
-// Recorded reads every pid file under dir and returns the processes that
-// are still alive as recorded.
+// DataDirName names the directories pid-file walks never enter: volume
+// directories (DIR/volumes/ with every PVC, a pod's DIR/runner/pods/*/
+// volumes/) hold the members' own data, where a file ending in .pid is
+// the member's business (PostgreSQL's postmaster.pid), never a record of
+// the sandbox's.
+const DataDirName = "volumes"
+
+// Recorded reads every pid file under dir (outside volume directories,
+// see DataDirName) and returns the processes that are still alive as
+// recorded. A file that does not parse as a pid record is not one and is
+// skipped.
 func Recorded(dir string) ([]Stat, error) {
 	var out []Stat
 	var errs []error
@@ -214,12 +223,17 @@ func Recorded(dir string) ([]Stat, error) {
 			}
 			return err
 		}
-		if d.IsDir() || !strings.HasSuffix(path, PidFileSuffix) {
+		if d.IsDir() {
+			if path != dir && d.Name() == DataDirName {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, PidFileSuffix) {
 			return nil
 		}
 		s, err := ReadPidFile(path)
 		if err != nil {
-			errs = append(errs, err)
 			return nil
 		}
 		if Same(s) {
@@ -231,4 +245,37 @@ func Recorded(dir string) ([]Stat, error) {
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
+}
+
+// Descendants returns procs followed by every live process descending
+// from one of them (by parent pid, as /proc says now), each once. A
+// process that called setsid (PostgreSQL's postmaster and its children)
+// has left its parent's session and process group but is still its
+// descendant until its parent dies.
+func Descendants(procs []Stat) []Stat {
+	return DescendantsIn(All(), procs)
+}
+
+// DescendantsIn is Descendants over the process list all.
+func DescendantsIn(all []Stat, procs []Stat) []Stat {
+	children := map[int][]Stat{}
+	for _, s := range all {
+		if s.Alive() {
+			children[s.PPid] = append(children[s.PPid], s)
+		}
+	}
+	seen := map[int]bool{}
+	var out []Stat
+	queue := append([]Stat(nil), procs...)
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if seen[s.Pid] {
+			continue
+		}
+		seen[s.Pid] = true
+		out = append(out, s)
+		queue = append(queue, children[s.Pid]...)
+	}
+	return out
 }

@@ -1,0 +1,68 @@
+package actions
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// TestVerifyPatroniSteps: under the lock, a switchover is covered only
+// from the same observed primary to the same candidate, and a
+// reinitialize only of the same member on the pod as confirmed (same UID
+// and fingerprint; its resourceVersion may move, as Patroni patches the
+// pod every loop). Anything else is a fence conflict before any change.
+func TestVerifyPatroniSteps(t *testing.T) {
+	pod := func(uid, rv, fp string) *model.Fence {
+		return &model.Fence{Kind: "Pod", Namespace: "db", Name: "pg-1", UID: uid, ResourceVersion: rv, Fingerprint: fp}
+	}
+	dec := func(steps ...classify.Step) classify.Decision {
+		d := classify.Decision{Verb: classify.VerbProceed, Steps: steps}
+		for _, s := range steps {
+			if s.Fence != nil {
+				d.Fences = append(d.Fences, *s.Fence)
+			}
+		}
+		return d
+	}
+	sw := func(from, to string) classify.Step {
+		return classify.Step{Kind: model.StepSwitchover, Member: to, MemberID: to, From: from, Detail: "switch over from " + from + " to " + to}
+	}
+	ri := func(f *model.Fence) classify.Step {
+		return classify.Step{Kind: model.StepReinitialize, Member: "pg-1", MemberID: "pg-1", Fence: f, Detail: "reinitialize pg-1"}
+	}
+	confirmedSw := dec(sw("pg-0", "pg-1"), classify.Step{Kind: model.StepAwaitSwitchover, Detail: "wait"})
+	confirmedRi := dec(ri(pod("u1", "10", "fp")), classify.Step{Kind: model.StepAwaitRebuild, Detail: "wait"})
+	cases := []struct {
+		name      string
+		confirmed classify.Decision
+		now       classify.Decision
+		conflict  string // "" when it verifies
+	}{
+		{"same switchover", confirmedSw, dec(sw("pg-0", "pg-1")), ""},
+		{"another primary", confirmedSw, dec(sw("pg-2", "pg-1")), "switch over from pg-2 to pg-1, which the confirmed plan did not show"},
+		{"another candidate", confirmedSw, dec(sw("pg-0", "pg-2")), "which the confirmed plan did not show"},
+		{"same pod, Patroni patched it", confirmedRi, dec(ri(pod("u1", "11", "fp"))), ""},
+		{"pod recreated", confirmedRi, dec(ri(pod("u2", "12", "fp2"))), "was replaced"},
+		{"pod edited", confirmedRi, dec(ri(pod("u1", "13", "fp-edited"))), "changed"},
+	}
+	for _, tc := range cases {
+		err := verify(tc.confirmed, tc.now)
+		switch {
+		case tc.conflict == "" && err != nil:
+			t.Errorf("%s: %v, want verified", tc.name, err)
+		case tc.conflict != "" && (!errors.Is(err, ErrFenceConflict) || !strings.Contains(err.Error(), tc.conflict)):
+			t.Errorf("%s: %v, want a fence conflict saying %q", tc.name, err, tc.conflict)
+		}
+	}
+	// A later decision after the first change: a reinitialize of a pod
+	// the confirmed plan did not show is not covered.
+	if err := covered(confirmedRi, ri(pod("u1", "14", "fp-edited"))); err == nil || !strings.Contains(err.Error(), "only the member as confirmed") {
+		t.Errorf("covered an edited pod: %v", err)
+	}
+	if err := covered(confirmedRi, ri(pod("u1", "15", "fp"))); err != nil {
+		t.Errorf("the same pod, status moved: %v", err)
+	}
+}

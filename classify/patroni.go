@@ -1,0 +1,597 @@
+package classify
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
+)
+
+// patroniRules are Patroni's rules. A Patroni cluster has no membership
+// to edit: a member is a pod running Patroni, which bootstraps from the
+// primary by itself on an empty volume. The repairs are Patroni's own:
+//
+//   - reseed: POST /reinitialize on a replica (the member wipes its data
+//     and copies it again from the primary), then wait until it streams
+//     within the WAL lag threshold of the primary's position;
+//   - replace: the fenced delete of the member's volume and pod; the
+//     StatefulSet recreates both and Patroni copies the data from the
+//     primary (basebackup); then the same wait;
+//   - switchover: POST /switchover {"leader": observed primary,
+//     "candidate": chosen} sent to the observed primary, which Patroni
+//     refuses (412) when the primary changed; done when the members' own
+//     answers show the candidate as the writable primary and the old one
+//     as a replica.
+//
+// Every action needs exactly one writable primary, agreed by the leader
+// lock; reseed and replace of the primary need --switchover-first. They
+// live in the patroni*.go files.
+type patroniRules struct{}
+
+func (patroniRules) replace(c *classifier)    { patroni{c}.replace() }
+func (patroniRules) switchover(c *classifier) { patroni{c}.switchover() }
+
+func (patroniRules) seed(c *classifier) {
+	c.block(CodeActionUnsupported, c.in.Member, "", "seed generations of Patroni clusters are not supported yet (Patroni copies replicas from the primary by itself)")
+}
+
+func (patroniRules) restore(c *classifier) {
+	c.block(CodeActionUnsupported, c.in.Member, "", "restore of Patroni clusters is not supported yet")
+}
+
+// holdsRecorded: a Patroni member is its pod; the recorded pod and volume
+// are checked by replaceNotResumable itself. A member that answers under
+// the recorded name is the replacement a resume waits for.
+func (patroniRules) holdsRecorded(c *classifier, e *model.LedgerEntry) bool {
+	m := c.member(e.Member)
+	return m != nil && m.Engine != nil && m.Engine.Reachable && m.Engine.Patroni != nil
+}
+
+// patroni is a decision on a Patroni cluster: the classifier with
+// Patroni's rules and helpers.
+type patroni struct{ *classifier }
+
+// pg is what member m's Patroni reported, nil when it did not answer.
+func pg(m *model.Member) *model.PatroniFacts {
+	if m == nil || m.Engine == nil || !m.Engine.Reachable {
+		return nil
+	}
+	return m.Engine.Patroni
+}
+
+// threshold is the replay lag in bytes a replica may have and count as
+// caught up.
+func (c patroni) threshold() uint64 {
+	return verdict.WALLagThreshold(c.o.Verdict, c.obs.Cluster.Patroni)
+}
+
+// primaries are the members that answer as a running, writable primary.
+func (c patroni) primaries() []*model.Member {
+	var out []*model.Member
+	for i := range c.obs.Members {
+		m := &c.obs.Members[i]
+		if p := pg(m); p.Writable() && p.State == "running" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// primary is the one writable primary, nil when there is not exactly one.
+func (c patroni) primary() *model.Member {
+	if p := c.primaries(); len(p) == 1 {
+		return p[0]
+	}
+	return nil
+}
+
+// gates refuse a cluster hactl cannot act on: not probed, no answer,
+// more than one system identifier (other than target's own: reseeding or
+// replacing the member that diverged is the repair), not exactly one
+// writable primary agreed by the leader lock. It returns the primary, nil
+// when refused.
+func (c patroni) gates(target string) *model.Member {
+	if !c.obs.EngineProbed {
+		c.block(CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
+		return nil
+	}
+	answered := false
+	for i := range c.obs.Members {
+		answered = answered || pg(&c.obs.Members[i]) != nil
+	}
+	if !answered {
+		c.block(CodeClusterUnreachable, "", "", "no member's Patroni answered%s", c.probeFailures())
+		return nil
+	}
+	c.systemIDGate(target)
+	if cl := c.obs.Cluster.Patroni; cl != nil && cl.FailoverPending {
+		c.block(CodeActionInProgress, "", "", "a switchover or failover is pending in ConfigMap %s-failover (someone else asked Patroni for one): wait until Patroni has carried it out or it is cancelled (patronictl flush %s switchover)", cl.Scope, cl.Scope)
+	}
+	prim := c.primary()
+	var why []string
+	for _, r := range c.d.Verdict {
+		switch r.Code {
+		case model.ReasonPrimarySplit, model.ReasonPrimaryMissing, model.ReasonLeaderLockStale, model.ReasonLeaderMismatch, model.ReasonLeaderLockUnknown:
+			why = append(why, fmt.Sprintf("%s: %s", r.Code, r.Detail))
+		}
+	}
+	if prim == nil && len(why) == 0 {
+		why = append(why, fmt.Sprintf("%d members answer as a running writable primary", len(c.primaries())))
+	}
+	if cl := c.obs.Cluster.Patroni; prim != nil && cl != nil && cl.ObjectsErr == "" && cl.LockFound && cl.LockHolder != prim.Name && len(why) == 0 {
+		why = append(why, fmt.Sprintf("the leader lock names %q, %s answers as the primary", cl.LockHolder, prim.Name))
+	}
+	if len(why) > 0 {
+		c.block(CodePrimaryUnknown, "", "", "there is not exactly one writable primary agreed by the leader lock (%s): hactl acts only on a cluster whose primary is known; wait for Patroni to settle, or repair that first", strings.Join(why, "; "))
+		return nil
+	}
+	c.d.Leader = prim.Name
+	return prim
+}
+
+// systemIDGate refuses members answering for another system identifier
+// than the cluster's, target excepted.
+func (c patroni) systemIDGate(target string) {
+	var others []string
+	for i := range c.obs.Members {
+		m := &c.obs.Members[i]
+		if p := pg(m); p != nil && p.SystemID != "" && c.a.ClusterID != "" && p.SystemID != c.a.ClusterID && m.Name != target {
+			others = append(others, fmt.Sprintf("%s answers for %s", m.Name, p.SystemID))
+		}
+	}
+	if len(others) > 0 {
+		c.block(CodeClusterIDSplit, "", "", "members answer for more than one PostgreSQL system identifier (the cluster's is %s; %s): resolve that first", c.a.ClusterID, strings.Join(others, "; "))
+	}
+}
+
+// streamingWell says why m is not a replica streaming from prim within
+// the threshold with a ready pod ("" when it is).
+func (c patroni) streamingWell(m, prim *model.Member) string {
+	p := pg(m)
+	switch {
+	case m.Pod == nil:
+		return "it has no pod"
+	case m.Pod.DeletionMarked:
+		return "its pod is being deleted"
+	case p == nil:
+		return "its Patroni did not answer"
+	case prim == nil:
+		return "no primary is known"
+	case m.Name == prim.Name:
+		return "it is the primary"
+	case p.Writable():
+		return "it answers as a writable primary"
+	case p.State != "running":
+		return fmt.Sprintf("its state is %q", p.State)
+	case m.Phase == model.PhaseDiverged:
+		return "its history diverged from the primary's"
+	}
+	if _, ok := pg(prim).Streaming(m.Name); !ok {
+		return "it is not streaming from the primary " + prim.Name
+	}
+	switch {
+	case m.Lag == nil:
+		return "its replay position is unknown"
+	case *m.Lag > 0 && uint64(*m.Lag) > c.threshold():
+		return fmt.Sprintf("its replay is %d bytes behind the primary, more than the threshold of %d", *m.Lag, c.threshold())
+	case !m.Pod.Ready:
+		return "its pod is not ready"
+	}
+	return ""
+}
+
+// candidateWhyNot says why m cannot take over from prim ("" when it can):
+// a running replica streaming within the threshold, not tagged
+// nofailover, not diverged.
+func (c patroni) candidateWhyNot(m, prim *model.Member) string {
+	if why := c.streamingWell(m, prim); why != "" {
+		return why
+	}
+	if pg(m).NoFailover {
+		return "it is tagged nofailover"
+	}
+	return ""
+}
+
+// isSync reports whether m is the synchronous standby.
+func (c patroni) isSync(m, prim *model.Member) bool {
+	if p := pg(m); p != nil && p.SyncStandby {
+		return true
+	}
+	if cl := c.obs.Cluster.Patroni; cl != nil && cl.SyncStandby == m.Name {
+		return true
+	}
+	r, ok := pg(prim).Streaming(m.Name)
+	return ok && (r.SyncState == "sync" || r.SyncState == "quorum")
+}
+
+// candidate chooses who takes over from prim: the named member (which
+// must be a healthy candidate), else the healthy candidate other than
+// exclude with the least lag, the synchronous standby first in
+// synchronous mode, the lowest ordinal on a tie. It blocks and returns
+// nil when there is none.
+func (c patroni) candidate(prim *model.Member, named, exclude string) *model.Member {
+	if named != "" {
+		m := c.member(named)
+		if m == nil {
+			c.block(CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, named, c.memberNames())
+			return nil
+		}
+		if why := c.candidateWhyNot(m, prim); why != "" {
+			c.block(CodeNoSwitchoverCandidate, named, "", "%s cannot take over from the primary %s: %s", named, prim.Name, why)
+			return nil
+		}
+		return m
+	}
+	var ok []*model.Member
+	var not []string
+	for i := range c.obs.Members {
+		m := &c.obs.Members[i]
+		if m.Name == prim.Name || m.Name == exclude {
+			continue
+		}
+		if why := c.candidateWhyNot(m, prim); why != "" {
+			not = append(not, m.Name+": "+why)
+			continue
+		}
+		ok = append(ok, m)
+	}
+	if len(ok) == 0 {
+		detail := "no replica is running, streaming from the primary " + prim.Name + " within the lag threshold, without nofailover"
+		if len(not) > 0 {
+			detail += " (" + strings.Join(not, "; ") + ")"
+		}
+		c.block(CodeNoSwitchoverCandidate, "", "", "%s", detail)
+		return nil
+	}
+	syncMode := c.obs.Cluster.Patroni != nil && c.obs.Cluster.Patroni.SynchronousMode
+	sort.SliceStable(ok, func(i, j int) bool {
+		a, b := ok[i], ok[j]
+		if syncMode && c.isSync(a, prim) != c.isSync(b, prim) {
+			return c.isSync(a, prim)
+		}
+		if lagOf(a) != lagOf(b) {
+			return lagOf(a) < lagOf(b)
+		}
+		return a.Ordinal < b.Ordinal
+	})
+	return ok[0]
+}
+
+// switchoverSteps plans handing the primary role from prim to cand.
+func (c patroni) switchoverSteps(prim, cand *model.Member) {
+	c.step(Step{Kind: model.StepSwitchover, Member: cand.Name, MemberID: cand.Name, From: prim.Name,
+		Detail: fmt.Sprintf("switch over from the primary %s to %s (POST /switchover to %s; Patroni refuses it if %s no longer leads)", prim.Name, cand.Name, prim.Name, prim.Name)})
+	c.awaitSwitchover(prim.Name, cand.Name)
+}
+
+func (c patroni) awaitSwitchover(from, to string) {
+	c.step(Step{Kind: model.StepAwaitSwitchover, Member: to, MemberID: to, From: from,
+		Detail: fmt.Sprintf("wait until %s answers as the writable primary and %s as a running replica", to, from)})
+}
+
+// switchedOver reports whether to answers as the one writable primary and
+// from as a running replica.
+func (c patroni) switchedOver(from, to string) bool {
+	prim := c.primary()
+	if prim == nil || prim.Name != to {
+		return false
+	}
+	p := pg(c.member(from))
+	return p != nil && !p.Writable() && p.Role == "replica" && p.State == "running"
+}
+
+// recordedSwitchover is the switchover the resumed entry sent (its
+// receipt done, already or unanswered), nil when none.
+func (c patroni) recordedSwitchover() *model.Receipt {
+	if c.resume == nil {
+		return nil
+	}
+	var out *model.Receipt
+	for i := range c.resume.Receipts {
+		r := &c.resume.Receipts[i]
+		if r.Step == model.StepSwitchover && r.DryRun == "" && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready || r.Outcome == model.OutcomeUnknown || r.Outcome == model.OutcomeSending) {
+			out = r
+		}
+	}
+	return out
+}
+
+// switchover plans the switchover action: c.in.Member names the
+// candidate (--to), or is empty to let the rules choose.
+func (c patroni) switchover() {
+	if rec := c.recordedSwitchover(); rec != nil && rec.MemberID != "" && rec.From != "" {
+		// Resume: the request was sent; judge by the members' answers.
+		if c.switchedOver(rec.From, rec.MemberID) {
+			c.d.Leader = rec.MemberID
+			c.done = true
+			return
+		}
+		if prim := c.primary(); prim != nil && prim.Name == rec.From && !c.awaitingSent(rec) {
+			// Still the old primary, and the request took no effect:
+			// ask again, through the gates.
+			c.freshSwitchover()
+			return
+		}
+		c.awaitSwitchover(rec.From, rec.MemberID)
+		return
+	}
+	c.freshSwitchover()
+}
+
+// awaitingSent reports whether the recorded switchover was answered (done
+// or already): Patroni moved the lock, the members follow.
+func (c patroni) awaitingSent(rec *model.Receipt) bool {
+	return rec.Outcome == model.OutcomeDone || rec.Outcome == model.OutcomeAlready
+}
+
+func (c patroni) freshSwitchover() {
+	named := c.in.Member
+	if named != "" && c.member(named) == nil {
+		c.block(CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, named, c.memberNames())
+		return
+	}
+	prim := c.gates("")
+	if prim == nil {
+		return
+	}
+	if named == prim.Name {
+		c.done = true // already the primary: nothing to do
+		return
+	}
+	cand := c.candidate(prim, named, "")
+	if cand == nil {
+		return
+	}
+	c.switchoverSteps(prim, cand)
+}
+
+// replace plans replace and reseed of c.in.Member.
+func (c patroni) replace() {
+	name := c.in.Member
+	m := c.member(name)
+	if m == nil {
+		c.block(CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, name, c.memberNames())
+		return
+	}
+	if m.Ordinal >= c.obs.Cluster.Replicas {
+		c.block(CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, c.obs.Cluster.Replicas)
+	}
+	if c.in.Action == model.ActionReseed && c.o.Generation != "" {
+		c.block(CodeGenerationUnsupported, name, "", "reseeding a Patroni member from seed generation %q is not supported; reseed without a generation copies the data from the primary", c.o.Generation)
+	}
+	if t := c.obs.Cluster.Template; c.in.Action == model.ActionReplace && c.obs.Cluster.Shape == model.ShapeOperatorOwned {
+		c.block(CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", orName(t.OperatorOwner, "an operator"))
+	}
+	c.d.Replaced = c.replaced(m)
+	if c.in.Action == model.ActionReplace && c.replaceResume(m) {
+		return
+	}
+	if c.in.Action == model.ActionReseed && c.reseedResume(m) {
+		return
+	}
+	if pod := m.Pod; pod != nil && pod.DeletionMarked {
+		c.awaitForeignDelete(name, pod)
+		return
+	}
+	if c.observeNeverStarted(name, m.Pod) {
+		return
+	}
+	prim := c.gates(name)
+	if prim == nil {
+		return
+	}
+	if prim.Name == name {
+		if !c.o.SwitchoverFirst {
+			c.block(CodeTargetIsPrimary, name, FlagSwitchoverFirst, "%s is the primary: %s it would stop the cluster's writes", name, map[model.Action]string{model.ActionReseed: "reinitializing", model.ActionReplace: "replacing"}[c.in.Action])
+			return
+		}
+		cand := c.candidate(prim, "", name)
+		if cand == nil {
+			return
+		}
+		c.note(CodeSwitchoverFirst, name, "%s is the primary: it hands over to %s first", name, cand.Name)
+		c.switchoverSteps(prim, cand)
+	} else if rec := c.recordedSwitchover(); rec != nil && rec.From == name && !c.switchedOver(name, rec.MemberID) {
+		// The switchover this action made has not settled yet.
+		c.awaitSwitchover(name, rec.MemberID)
+	}
+	if c.in.Action == model.ActionReseed {
+		if pg(m) == nil && prim.Name != name {
+			c.block(CodeMemberUnreachable, name, "", "%s's Patroni did not answer: a reinitialize is sent to the member itself; replace it instead", name)
+			return
+		}
+		c.reinitialize(m)
+		return
+	}
+	c.deleteBoth(m, m.PVC, m.PVC != nil)
+	c.recreated(name)
+}
+
+// replaced is what the action replaces: recorded by the resumed entry, or
+// the target's pod and volume now.
+func (c patroni) replaced(m *model.Member) model.Replaced {
+	if c.resume != nil {
+		return c.resume.Replaced
+	}
+	r := model.Replaced{MemberID: m.Name}
+	if m.Pod != nil {
+		r.PodUID = m.Pod.UID
+	}
+	if m.PVC != nil {
+		r.PVCUID = m.PVC.UID
+	}
+	return r
+}
+
+// reinitialize plans the reinitialize of m and the waits after it.
+func (c patroni) reinitialize(m *model.Member) {
+	var f *model.Fence
+	if p := m.Pod; p != nil {
+		f = &model.Fence{Kind: "Pod", Namespace: c.obs.Cluster.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
+	}
+	since := ""
+	if p := pg(m); p != nil {
+		since = p.PostmasterStart
+	}
+	c.step(Step{Kind: model.StepReinitialize, Member: m.Name, MemberID: m.Name, Fence: f, Since: since,
+		Detail: fmt.Sprintf("reinitialize %s: it throws its data away and copies it again from the primary (POST /reinitialize to %s)", m.Name, m.Name)})
+	c.step(Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
+		Detail: fmt.Sprintf("wait until %s is seen rebuilding (no longer streaming)", m.Name)})
+	c.awaitStreaming(m.Name)
+}
+
+func (c patroni) awaitStreaming(name string) {
+	c.step(Step{Kind: model.StepAwaitStreaming, Member: name, MemberID: name,
+		Detail: fmt.Sprintf("wait until %s streams from the primary with its replay within %d bytes of the primary's WAL position and its pod is ready", name, c.threshold())})
+}
+
+// recreated appends the steps after the pod was deleted.
+func (c patroni) recreated(name string) {
+	c.step(Step{Kind: model.StepAwaitPodRecreated, Member: name,
+		Detail: fmt.Sprintf("wait for the StatefulSet to recreate pod %s with a new volume (Patroni copies the data from the primary)", name)})
+	c.awaitStreaming(name)
+}
+
+// streamingNow reports whether m streams from the one primary within the
+// threshold with a ready pod.
+func (c patroni) streamingNow(m *model.Member) bool {
+	prim := c.primary()
+	return prim != nil && c.streamingWell(m, prim) == ""
+}
+
+// RebuildSeenAfter is how long after a reinitialize was answered the
+// member counts as having rebuilt even when no wait saw it down: Patroni
+// stops the member within a second of answering, so a member streaming
+// that long after is its rebuilt self (a rerun after a crash may come
+// after the whole rebuild).
+const RebuildSeenAfter = 30 * time.Second
+
+// lastReceiptAt is when e last recorded step k as done (zero when never).
+func lastReceiptAt(e *model.LedgerEntry, k model.StepKind) time.Time {
+	var at time.Time
+	for _, r := range e.Receipts {
+		if r.Step == k && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready) && r.At.After(at) {
+			at = r.At
+		}
+	}
+	return at
+}
+
+// reseedResume plans a resumed reseed whose reinitialize was recorded as
+// sent: it only waits. It reports whether it planned.
+func (c patroni) reseedResume(m *model.Member) bool {
+	e := c.resume
+	if e == nil {
+		return false
+	}
+	// The member's own PostgreSQL start time, against the one observed
+	// before the reinitialize, tells whether it restarted (the rebuild)
+	// whatever the clocks say; without both, fall back to the waits seen
+	// and the time since the answer.
+	since, now := reinitSince(e), ""
+	if p := pg(m); p != nil {
+		now = p.PostmasterStart
+	}
+	known := since != "" && now != ""
+	restarted := known && now != since
+	if !hasReceipt(e, model.StepReinitialize) && !restarted {
+		return false
+	}
+	if known {
+		c.d.Leader = c.primaryName()
+		switch {
+		case restarted && c.streamingNow(m):
+			c.done = true
+		case restarted:
+			c.awaitStreaming(m.Name)
+		default:
+			c.step(Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
+				Detail: fmt.Sprintf("wait until %s's PostgreSQL restarts (it started %s before the reinitialize)", m.Name, since)})
+			c.awaitStreaming(m.Name)
+		}
+		return true
+	}
+	rebuilding := hasReceipt(e, model.StepAwaitRebuild) || c.now.Sub(lastReceiptAt(e, model.StepReinitialize)) > RebuildSeenAfter
+	switch {
+	case rebuilding && c.streamingNow(m):
+		c.d.Leader = c.primaryName()
+		c.done = true
+	case rebuilding || !c.streamingNow(m):
+		// Seen rebuilding (now, or by an earlier wait): streaming is next.
+		c.d.Leader = c.primaryName()
+		c.awaitStreaming(m.Name)
+	default:
+		c.d.Leader = c.primaryName()
+		c.step(Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
+			Detail: fmt.Sprintf("wait until %s is seen rebuilding (no longer streaming)", m.Name)})
+		c.awaitStreaming(m.Name)
+	}
+	return true
+}
+
+// reinitSince is the PostgreSQL start time the reinitialize of e observed
+// before it was sent ("" when none was recorded).
+func reinitSince(e *model.LedgerEntry) string {
+	for _, r := range e.Receipts {
+		if r.Step == model.StepReinitialize && r.Since != "" {
+			return r.Since
+		}
+	}
+	return ""
+}
+
+func (c patroni) primaryName() string {
+	if p := c.primary(); p != nil {
+		return p.Name
+	}
+	return c.a.LeaderMember
+}
+
+// replaceResume plans a resumed replace once its first delete was
+// recorded or its pod or volume is no longer the original: it never
+// names an object already deleted. It reports whether it planned.
+func (c patroni) replaceResume(m *model.Member) bool {
+	e := c.resume
+	if e == nil {
+		return false
+	}
+	r := e.Replaced
+	podOrig := m.Pod != nil && m.Pod.UID == r.PodUID
+	pvcOrig := m.PVC != nil && r.PVCUID != "" && m.PVC.UID == r.PVCUID
+	deleted := hasReceipt(e, model.StepDeletePVC) || hasReceipt(e, model.StepDeletePod)
+	if !deleted && podOrig && (pvcOrig || m.PVC == nil) {
+		return false // nothing deleted yet: plan afresh
+	}
+	c.d.Leader = c.primaryName()
+	switch {
+	case podOrig:
+		// The original pod is still there (maybe going).
+		if pvcOrig && !m.PVC.DeletionMarked {
+			c.deletePVC(m.Name, m.PVC)
+		}
+		if m.Pod.DeletionMarked {
+			c.step(Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Name)})
+		} else {
+			c.deleteBoth(m, nil, false)
+		}
+		c.recreated(m.Name)
+	case m.Pod == nil:
+		if pvcOrig && !m.PVC.DeletionMarked {
+			c.deletePVC(m.Name, m.PVC)
+		}
+		c.recreated(m.Name)
+	case pvcOrig && !m.PVC.DeletionMarked:
+		// A new pod came back on the old volume: that volume must go.
+		c.deleteBoth(m, m.PVC, true)
+		c.recreated(m.Name)
+	case c.streamingNow(m):
+		c.done = true
+	default:
+		c.awaitStreaming(m.Name)
+	}
+	return true
+}

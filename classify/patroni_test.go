@@ -1,0 +1,497 @@
+package classify
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+const (
+	pgSystemID = "7714413371406231513"
+	pgFrontier = int64(67108864)
+)
+
+// pgHealthy is a failover-ready three-member Patroni cluster pg led by
+// pg-0, observed at now: pg-1 replays 100 bytes behind, pg-2 200.
+func pgHealthy() model.Observation {
+	obs := model.Observation{
+		At: now,
+		Cluster: model.ClusterFacts{
+			Namespace: "db", Name: "pg", Engine: model.EnginePatroni, UID: "pg-sts-uid", ResourceVersion: "700",
+			Replicas: 3, ReadyReplicas: 3, CreatedAt: now.Add(-24 * time.Hour),
+			Template: model.TemplateFacts{ClientPort: 8008}, Shape: model.ShapeSelfRegistering,
+			Patroni: &model.PatroniClusterFacts{
+				Scope: "pg", RoleLabel: "role", RESTPort: 8008,
+				LockFound: true, LockHolder: "pg-0", LockRenew: now.Add(-3 * time.Second), LockTTL: 30 * time.Second,
+				ConfigFound: true, MaximumLagOnFailover: 1 << 20, Initialize: pgSystemID,
+			},
+		},
+		PDB:             &model.PDBFacts{Name: "pg", MinAvailable: -1, MaxUnavailable: 1},
+		ClientEndpoints: &model.EndpointFacts{Service: "pg", Ready: 1, Total: 1, Pods: []string{"pg-0"}},
+		EngineProbed:    true,
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("pg-%d", i)
+		p := &model.PatroniFacts{Name: name, Scope: "pg", Role: "replica", State: "running", Timeline: 1,
+			ReceivedLocation: ptr(pgFrontier), ReplayedLocation: ptr(pgFrontier - int64(100*i)),
+			SystemID: pgSystemID, ServerVersion: 150018, PatroniVersion: "3.0.2", ViewLeader: "pg-0"}
+		role := "replica"
+		if i == 0 {
+			role = "master"
+			p.Role, p.ReceivedLocation, p.ReplayedLocation, p.WALLocation = "master", nil, nil, ptr(pgFrontier)
+			p.Replication = []model.PatroniReplication{{Name: "pg-1", State: "streaming", SyncState: "async"}, {Name: "pg-2", State: "streaming", SyncState: "async"}}
+		}
+		obs.Members = append(obs.Members, model.Member{
+			Name: name, Ordinal: i,
+			Pod: &model.PodFacts{Name: name, UID: "pod-uid-" + name, ResourceVersion: fmt.Sprintf("30%d", i),
+				Node: fmt.Sprintf("node-%d", i), Phase: "Running", Started: true, Running: true, Ready: true, EverStarted: true,
+				CreatedAt: now.Add(-24 * time.Hour), RoleLabel: role, Fingerprint: "pgfp-" + name},
+			PVC: &model.PVCFacts{Name: "pgdata-" + name, UID: "pvc-uid-" + name, ResourceVersion: fmt.Sprintf("40%d", i), Phase: "Bound", Fingerprint: "pvcfp-" + name},
+			Engine: &model.EngineFacts{Reachable: true, MemberID: name, ClusterID: pgSystemID, LeaderID: "pg-0",
+				Version: "15.18", Patroni: p, ProbedAt: now},
+		})
+	}
+	return obs
+}
+
+func pgf(o *model.Observation, i int) *model.PatroniFacts { return o.Members[i].Engine.Patroni }
+
+// notStreaming takes pg-i out of the primary's replication list.
+func notStreaming(o *model.Observation, i int) {
+	name := fmt.Sprintf("pg-%d", i)
+	p := pgf(o, 0)
+	p.Replication = slices.DeleteFunc(slices.Clone(p.Replication), func(r model.PatroniReplication) bool { return r.Name == name })
+}
+
+// promoted makes pg-to the primary and pg-from a running replica.
+func promoted(o *model.Observation, from, to int) {
+	a, b := pgf(o, from), pgf(o, to)
+	a.Role, a.WALLocation, a.Replication, a.ReceivedLocation, a.ReplayedLocation = "replica", nil, nil, ptr(pgFrontier+500), ptr(pgFrontier+500)
+	b.Role, b.WALLocation, b.ReceivedLocation, b.ReplayedLocation = "master", ptr(pgFrontier+500), nil, nil
+	b.Replication = nil
+	for i := range o.Members {
+		if i != to {
+			b.Replication = append(b.Replication, model.PatroniReplication{Name: fmt.Sprintf("pg-%d", i), State: "streaming", SyncState: "async"})
+			if i != from {
+				pgf(o, i).ReplayedLocation = ptr(pgFrontier + 500)
+			}
+		}
+	}
+	o.Cluster.Patroni.LockHolder = fmt.Sprintf("pg-%d", to)
+	o.Members[from].Pod.RoleLabel, o.Members[to].Pod.RoleLabel = "replica", "master"
+	o.ClientEndpoints.Pods = []string{fmt.Sprintf("pg-%d", to)}
+}
+
+func pgEntry(a model.Action, member string, receipts ...model.Receipt) model.LedgerEntry {
+	e := model.LedgerEntry{ID: string(a) + "." + member + ".20261129t115900z.ef56", Action: a, Member: member,
+		Holder: "hactl/host/9/ef56", State: model.EntryInProgress, Phase: model.ActionPhaseRemoving,
+		StartedAt: now.Add(-time.Minute), UpdatedAt: now.Add(-10 * time.Second),
+		Replaced: model.Replaced{PodUID: "pod-uid-" + member, PVCUID: "pvc-uid-" + member, MemberID: member}}
+	for i, r := range receipts {
+		r.Seq = i + 1
+		e.Receipts = append(e.Receipts, r)
+	}
+	return e
+}
+
+func done(k model.StepKind) model.Receipt {
+	return model.Receipt{Step: k, Outcome: model.OutcomeDone, At: now.Add(-5 * time.Second)}
+}
+
+var (
+	reseedPlan  = []model.StepKind{model.StepReinitialize, model.StepAwaitRebuild, model.StepAwaitStreaming}
+	pgReplace   = []model.StepKind{model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone, model.StepAwaitPodRecreated, model.StepAwaitStreaming}
+	switchPlan  = []model.StepKind{model.StepSwitchover, model.StepAwaitSwitchover}
+	pgReseed1   = Intent{Action: model.ActionReseed, Member: "pg-1"}
+	pgReplace1  = Intent{Action: model.ActionReplace, Member: "pg-1"}
+	pgSwitch    = Intent{Action: model.ActionSwitchover}
+	pgSwitchTo2 = Intent{Action: model.ActionSwitchover, Member: "pg-2"}
+)
+
+// switchStep checks the first switchover step: from the primary, to.
+func switchStep(from, to string) func(*testing.T, Decision) {
+	return func(t *testing.T, d Decision) {
+		t.Helper()
+		for _, s := range d.Steps {
+			if s.Kind == model.StepSwitchover {
+				if s.From != from || s.MemberID != to || s.Member != to {
+					t.Errorf("switchover step %+v, want from %s to %s", s, from, to)
+				}
+				return
+			}
+		}
+		t.Errorf("no switchover step: %v", kinds(d))
+	}
+}
+
+func blockDetail(code Code, sub string) func(*testing.T, Decision) {
+	return func(t *testing.T, d Decision) {
+		t.Helper()
+		for _, b := range d.Blockers {
+			if b.Code == code && strings.Contains(b.Detail, sub) {
+				return
+			}
+		}
+		t.Errorf("no %s blocker saying %q: %+v", code, sub, d.Blockers)
+	}
+}
+
+func patroniRows() []row {
+	pgRow := func(r row) row { r.base = pgHealthy; return r }
+	return []row{
+		pgRow(row{name: "patroni: reseed a replica", intent: pgReseed1, verb: VerbProceed, steps: reseedPlan,
+			check: func(t *testing.T, d Decision) {
+				want := []model.Fence{{Kind: "Pod", Namespace: "db", Name: "pg-1", UID: "pod-uid-pg-1", ResourceVersion: "301", Fingerprint: "pgfp-pg-1"}}
+				if !reflect.DeepEqual(d.Fences, want) || d.Leader != "pg-0" {
+					t.Errorf("fences %+v leader %s", d.Fences, d.Leader)
+				}
+				if d.Replaced.PodUID != "pod-uid-pg-1" || d.Replaced.PVCUID != "pvc-uid-pg-1" {
+					t.Errorf("replaced %+v", d.Replaced)
+				}
+			}}),
+		pgRow(row{name: "patroni: reseed the primary", intent: intentFor(model.ActionReseed, "pg-0"), verb: VerbRefuse, codes: []Code{CodeTargetIsPrimary},
+			check: func(t *testing.T, d Decision) {
+				if d.Blockers[0].Override != FlagSwitchoverFirst || d.Deletes() {
+					t.Errorf("blocker %+v, deletes %v", d.Blockers[0], d.Deletes())
+				}
+			}}),
+		pgRow(row{name: "patroni: reseed the primary, switching over first", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+			verb: VerbProceed, steps: append(slices.Clone(switchPlan), reseedPlan...), notes: []Code{CodeSwitchoverFirst}, check: switchStep("pg-0", "pg-1")}),
+		pgRow(row{name: "patroni: replace the primary, switching over first, pg-1 lagging", intent: withOpts(intentFor(model.ActionReplace, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+			mutate: func(o *model.Observation) { pgf(o, 1).ReplayedLocation = ptr(pgFrontier - 5<<20) },
+			verb:   VerbProceed, steps: append(slices.Clone(switchPlan), pgReplace...), check: switchStep("pg-0", "pg-2")}),
+		pgRow(row{name: "patroni: reseed the primary, no candidate", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+			mutate: func(o *model.Observation) { notStreaming(o, 1); notStreaming(o, 2) },
+			verb:   VerbRefuse, codes: []Code{CodeNoSwitchoverCandidate}, check: blockDetail(CodeNoSwitchoverCandidate, "pg-1: it is not streaming from the primary pg-0")}),
+		pgRow(row{name: "patroni: replace a replica", intent: pgReplace1, verb: VerbProceed, steps: pgReplace,
+			check: func(t *testing.T, d Decision) {
+				if len(d.Fences) != 2 || d.Fences[0].UID != "pvc-uid-pg-1" || d.Fences[1].UID != "pod-uid-pg-1" || d.Fences[1].Fingerprint != "pgfp-pg-1" {
+					t.Errorf("fences %+v", d.Fences)
+				}
+			}}),
+		pgRow(row{name: "patroni: replace on an operator-owned cluster", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Shape, o.Cluster.Template.OperatorOwner = model.ShapeOperatorOwned, "postgresql/pg"
+			}, verb: VerbRefuse, codes: []Code{CodeShapeOperatorOwned}}),
+		pgRow(row{name: "patroni: reseed on an operator-owned cluster", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Shape, o.Cluster.Template.OperatorOwner = model.ShapeOperatorOwned, "postgresql/pg"
+			}, verb: VerbProceed, steps: reseedPlan}),
+		pgRow(row{name: "patroni: replace the primary", intent: intentFor(model.ActionReplace, "pg-0"), verb: VerbRefuse, codes: []Code{CodeTargetIsPrimary}}),
+		pgRow(row{name: "patroni: replace a diverged replica (the repair)", intent: pgReplace1,
+			mutate: func(o *model.Observation) { pgf(o, 1).SystemID = "1234"; o.Members[1].Engine.ClusterID = "1234" },
+			verb:   VerbProceed, steps: pgReplace}),
+		pgRow(row{name: "patroni: another member on another system", intent: pgReplace1,
+			mutate: func(o *model.Observation) { pgf(o, 2).SystemID = "1234"; o.Members[2].Engine.ClusterID = "1234" },
+			verb:   VerbRefuse, codes: []Code{CodeClusterIDSplit}}),
+		pgRow(row{name: "patroni: switchover to the least lagging", intent: pgSwitch, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-1")}),
+		pgRow(row{name: "patroni: switchover --to pg-2", intent: pgSwitchTo2, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
+		pgRow(row{name: "patroni: switchover in synchronous mode prefers the sync standby", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Patroni.SynchronousMode = true
+				pgf(o, 0).Replication[1].SyncState = "sync"
+			}, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
+		pgRow(row{name: "patroni: switchover skips nofailover", intent: pgSwitch,
+			mutate: func(o *model.Observation) { pgf(o, 1).NoFailover = true }, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
+		pgRow(row{name: "patroni: switchover --to a lagging replica", intent: pgSwitchTo2,
+			mutate: func(o *model.Observation) { pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 2<<20) },
+			verb:   VerbRefuse, codes: []Code{CodeNoSwitchoverCandidate}, check: blockDetail(CodeNoSwitchoverCandidate, "more than the threshold")}),
+		pgRow(row{name: "patroni: switchover --to a diverged replica", intent: pgSwitchTo2,
+			mutate: func(o *model.Observation) { pgf(o, 2).Timeline = 2 },
+			verb:   VerbRefuse, codes: []Code{CodeNoSwitchoverCandidate}, check: blockDetail(CodeNoSwitchoverCandidate, "diverged")}),
+		pgRow(row{name: "patroni: switchover, no healthy replica", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				notStreaming(o, 1)
+				pgf(o, 2).State = "starting"
+			}, verb: VerbRefuse, codes: []Code{CodeNoSwitchoverCandidate}}),
+		pgRow(row{name: "patroni: switchover --to the primary", intent: intentFor(model.ActionSwitchover, "pg-0"), verb: VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni: switchover --to no member", intent: intentFor(model.ActionSwitchover, "pg-9"), verb: VerbRefuse, codes: []Code{CodeMemberNotFound}}),
+		pgRow(row{name: "patroni: two writable primaries", intent: pgSwitch,
+			mutate: func(o *model.Observation) { pgf(o, 2).Role, pgf(o, 2).WALLocation = "master", ptr(pgFrontier) },
+			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "primary_split")}),
+		pgRow(row{name: "patroni: two pods labelled master", intent: pgReseed1,
+			mutate: func(o *model.Observation) { o.Members[2].Pod.RoleLabel = "master" },
+			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "primary_split")}),
+		pgRow(row{name: "patroni: no primary", intent: pgReplace1,
+			mutate: func(o *model.Observation) { pgf(o, 0).State = "stopped" },
+			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "primary_missing")}),
+		pgRow(row{name: "patroni: leader lock stale", intent: pgSwitch,
+			mutate: func(o *model.Observation) { o.Cluster.Patroni.LockRenew = now.Add(-time.Minute) },
+			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "leader_lock_stale")}),
+		pgRow(row{name: "patroni: the lock names another member", intent: pgSwitch,
+			mutate: func(o *model.Observation) { o.Cluster.Patroni.LockHolder = "pg-2" },
+			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "leader_mismatch")}),
+		pgRow(row{name: "patroni: the leader lock could not be read", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Patroni = &model.PatroniClusterFacts{Scope: "pg", RoleLabel: "role", RESTPort: 8008, ObjectsErr: "configmaps is forbidden"}
+			},
+			verb: VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "leader_lock_unknown")}),
+		pgRow(row{name: "patroni: no leader ConfigMap", intent: pgReseed1,
+			mutate: func(o *model.Observation) { o.Cluster.Patroni.LockFound, o.Cluster.Patroni.LockHolder = false, "" },
+			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "leader_lock_unknown")}),
+		pgRow(row{name: "patroni: another switchover is pending", intent: pgSwitch,
+			mutate: func(o *model.Observation) { o.Cluster.Patroni.FailoverPending = true },
+			verb:   VerbRefuse, codes: []Code{CodeActionInProgress}, check: blockDetail(CodeActionInProgress, "-failover")}),
+		pgRow(row{name: "patroni: not probed", intent: pgReseed1, mutate: func(o *model.Observation) { o.EngineProbed = false }, verb: VerbRefuse, codes: []Code{CodeNotProbed}}),
+		pgRow(row{name: "patroni: nobody answers", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				for i := range o.Members {
+					o.Members[i].Engine = &model.EngineFacts{Reachable: false, Failure: model.ProbeFailureTimeout, Err: "deadline exceeded", ProbedAt: now}
+				}
+			}, verb: VerbRefuse, codes: []Code{CodeClusterUnreachable}}),
+		pgRow(row{name: "patroni: reseed a member whose Patroni does not answer", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Members[1].Engine = &model.EngineFacts{Reachable: false, Failure: model.ProbeFailureTimeout, Err: "deadline exceeded", ProbedAt: now}
+				notStreaming(o, 1)
+			}, verb: VerbRefuse, codes: []Code{CodeMemberUnreachable}}),
+		pgRow(row{name: "patroni: reseed from a generation", intent: withOpts(pgReseed1, func(o *Options) { o.Generation = "g1" }), verb: VerbRefuse, codes: []Code{CodeGenerationUnsupported}}),
+		pgRow(row{name: "patroni: no such member", intent: intentFor(model.ActionReseed, "pg-7"), verb: VerbRefuse, codes: []Code{CodeMemberNotFound}}),
+		pgRow(row{name: "patroni: seed", intent: intentFor(model.ActionSeed, ""), verb: VerbRefuse, codes: []Code{CodeActionUnsupported}}),
+		pgRow(row{name: "patroni: restore", intent: restoreIntent, verb: VerbRefuse, codes: []Code{CodeActionUnsupported}}),
+		{name: "etcd: switchover", intent: intentFor(model.ActionSwitchover, "etcd-1"), verb: VerbRefuse, codes: []Code{CodeActionUnsupported}},
+		pgRow(row{name: "patroni: pod being deleted", intent: pgReplace1, mutate: func(o *model.Observation) { o.Members[1].Pod.DeletionMarked = true },
+			verb: VerbAwait, codes: []Code{CodePodTerminating}}),
+		pgRow(row{name: "patroni: pod never started", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				p := o.Members[1].Pod
+				p.Started, p.Running, p.Ready, p.EverStarted, p.Phase = false, false, false, false, "Pending"
+				o.Members[1].Engine = nil
+			}, verb: VerbObserve, codes: []Code{CodePodNeverStarted}}),
+		pgRow(row{name: "patroni: lock held", intent: pgSwitch, mutate: func(o *model.Observation) { o.Lock = lockStates[1].lock },
+			verb: VerbRefuse, codes: []Code{CodeLockHeld}}),
+
+		// Resume from the ledger.
+		pgRow(row{name: "patroni resume: reinitialize sent, not seen rebuilding yet", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize))}
+			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}, notes: []Code{CodeResuming}}),
+		pgRow(row{name: "patroni resume: reinitialize answered long ago, streaming: rebuilt", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				r := done(model.StepReinitialize)
+				r.At = now.Add(-RebuildSeenAfter - time.Second)
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r)}
+			}, verb: VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni resume: reinitialize sent, rebuilding", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize))}
+				notStreaming(o, 1)
+				pgf(o, 1).State, pgf(o, 1).Role = "creating replica", "uninitialized"
+			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
+		pgRow(row{name: "patroni resume: rebuilt and streaming", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize), done(model.StepAwaitRebuild))}
+			}, verb: VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni resume: rebuilt, still behind", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize), done(model.StepAwaitRebuild))}
+				pgf(o, 1).ReplayedLocation = ptr(pgFrontier - 3<<20)
+			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
+		pgRow(row{name: "patroni resume: reinitialize only written ahead", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending})}
+			}, verb: VerbProceed, steps: reseedPlan}),
+		pgRow(row{name: "patroni resume: answered long ago, streaming, but PostgreSQL never restarted: not rebuilt", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				r := done(model.StepReinitialize)
+				r.At, r.Since = now.Add(-RebuildSeenAfter-time.Minute), "2026-12-01 18:46:53.4+00:00"
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r, done(model.StepAwaitRebuild))}
+				pgf(o, 1).PostmasterStart = r.Since
+			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}}),
+		pgRow(row{name: "patroni resume: PostgreSQL restarted since the reinitialize and streams: rebuilt", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				r := done(model.StepReinitialize)
+				r.Since = "2026-12-01 18:46:53.4+00:00"
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r)}
+				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
+			}, verb: VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni resume: reinitialize only written ahead, but PostgreSQL restarted since: not sent again", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending, Since: "2026-12-01 18:46:53.4+00:00"})}
+				notStreaming(o, 1)
+				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
+			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
+		pgRow(row{name: "patroni resume: replaced pod streams", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC), done(model.StepDeletePod))}
+				o.Members[1].Pod.UID, o.Members[1].PVC.UID = "pod-uid-new", "pvc-uid-new"
+			}, verb: VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni resume: replaced pod bootstrapping", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC), done(model.StepDeletePod))}
+				o.Members[1].Pod.UID, o.Members[1].PVC.UID = "pod-uid-new", "pvc-uid-new"
+				notStreaming(o, 1)
+				pgf(o, 1).State = "creating replica"
+			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
+		pgRow(row{name: "patroni resume: pod gone, volume going", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC), done(model.StepDeletePod))}
+				o.Members[1].Pod, o.Members[1].Engine = nil, nil
+				o.Members[1].PVC.DeletionMarked = true
+				notStreaming(o, 1)
+			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitPodRecreated, model.StepAwaitStreaming},
+			check: func(t *testing.T, d Decision) {
+				if d.Deletes() {
+					t.Errorf("deletes again: %+v", d.Fences)
+				}
+			}}),
+		pgRow(row{name: "patroni resume: new pod on the old volume", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePod))}
+				o.Members[1].Pod.UID = "pod-uid-new"
+			}, verb: VerbProceed, steps: pgReplace,
+			check: func(t *testing.T, d Decision) {
+				if d.Fences[1].UID != "pod-uid-new" || d.Fences[0].UID != "pvc-uid-pg-1" {
+					t.Errorf("fences %+v", d.Fences)
+				}
+			}}),
+		pgRow(row{name: "patroni resume: switchover answered, settled", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
+				promoted(o, 0, 1)
+			}, verb: VerbDone, noSteps: true,
+			check: func(t *testing.T, d Decision) {
+				if d.Leader != "pg-1" {
+					t.Errorf("leader %s", d.Leader)
+				}
+			}}),
+		pgRow(row{name: "patroni resume: switchover answered, old primary still demoting", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
+				promoted(o, 0, 1)
+				pgf(o, 0).Role, pgf(o, 0).State = "demoted", "stopping"
+			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitSwitchover}}),
+		pgRow(row{name: "patroni resume: switchover unanswered, nothing moved", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeUnknown, MemberID: "pg-1", From: "pg-0"})}
+			}, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-1")}),
+		pgRow(row{name: "patroni resume: reseed of the old primary after its switchover", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-0", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
+				promoted(o, 0, 1)
+			}, verb: VerbProceed, steps: reseedPlan}),
+	}
+}
+
+// TestPatroniIsRegistered: Patroni clusters are planned by Patroni's
+// rules.
+func TestPatroniIsRegistered(t *testing.T) {
+	if _, ok := engines[model.EnginePatroni].(patroniRules); !ok {
+		t.Fatalf("engines[%s] = %T, want patroniRules", model.EnginePatroni, engines[model.EnginePatroni])
+	}
+}
+
+// TestPatroniInvariants classifies every action on every member of a
+// Patroni cluster in many states and checks what must always hold: the
+// primary is never reinitialized or deleted, a switchover hands over
+// only to a healthy candidate from the observed primary, a refusal or
+// wait never changes anything, and every delete is fenced as observed.
+func TestPatroniInvariants(t *testing.T) {
+	states := map[string]func(*model.Observation, int){
+		"healthy":       func(*model.Observation, int) {},
+		"not-streaming": func(o *model.Observation, i int) { notStreaming(o, i) },
+		"lagging":       func(o *model.Observation, i int) { pgf(o, i).ReplayedLocation = ptr(pgFrontier - 4<<20) },
+		"unreachable": func(o *model.Observation, i int) {
+			o.Members[i].Engine = &model.EngineFacts{Reachable: false, Failure: model.ProbeFailureTimeout, Err: "timeout", ProbedAt: now}
+		},
+		"terminating": func(o *model.Observation, i int) { o.Members[i].Pod.DeletionMarked = true },
+		"absent":      func(o *model.Observation, i int) { o.Members[i].Pod, o.Members[i].Engine = nil, nil },
+		"nofailover":  func(o *model.Observation, i int) { pgf(o, i).NoFailover = true },
+		"writable":    func(o *model.Observation, i int) { pgf(o, i).Role, pgf(o, i).WALLocation = "master", ptr(pgFrontier) },
+		"diverged":    func(o *model.Observation, i int) { pgf(o, i).Timeline = 3 },
+	}
+	n := 0
+	for _, action := range []model.Action{model.ActionReseed, model.ActionReplace, model.ActionSwitchover} {
+		for _, target := range []string{"", "pg-0", "pg-1", "pg-2"} {
+			for sn, s := range states {
+				for on, os := range states {
+					for _, first := range []bool{false, true} {
+						obs := pgHealthy()
+						s(&obs, 1)
+						os(&obs, 2)
+						if sn == "writable" && on == "healthy" {
+							s(&obs, 0) // the primary itself in that state too
+						}
+						in := Intent{Action: action, Member: target, Options: Options{SwitchoverFirst: first}}
+						d := Classify(obs, in, now)
+						n++
+						name := fmt.Sprintf("%s %q pg-1=%s pg-2=%s first=%v", action, target, sn, on, first)
+						checkPatroni(t, name, obs, in, d)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d combinations", n)
+}
+
+func checkPatroni(t *testing.T, name string, obs model.Observation, in Intent, d Decision) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Errorf("%s: %s\n%s", name, fmt.Sprintf(format, args...), strings.Join(Describe(d), "\n"))
+	}
+	switch d.Verb {
+	case VerbProceed, VerbDone:
+		if len(d.Blockers) > 0 {
+			fail("%s with blockers", d.Verb)
+		}
+	default:
+		if len(d.Blockers) == 0 {
+			fail("%s without a blocker", d.Verb)
+		}
+		if len(d.Steps) > 0 {
+			fail("%s with steps", d.Verb)
+		}
+	}
+	if d.Verb == VerbProceed && len(d.Steps) == 0 {
+		fail("proceed without steps")
+	}
+	assertFencesObserved(t, obs, d)
+	writable := 0
+	for i := range obs.Members {
+		if p := pg(&obs.Members[i]); p.Writable() && p.State == "running" {
+			writable++
+		}
+	}
+	if d.Verb == VerbProceed && writable != 1 {
+		fail("proceeds with %d writable primaries", writable)
+	}
+	switched := false
+	for _, s := range d.Steps {
+		if !slices.Contains(model.AllStepKinds, s.Kind) || s.Phase != s.Kind.PhaseOf() || s.Detail == "" {
+			fail("step %+v", s)
+		}
+		switch s.Kind {
+		case model.StepSwitchover:
+			switched = true
+			if s.From != "pg-0" {
+				fail("switchover from %s, the observed primary is pg-0", s.From)
+			}
+			c := patroni{&classifier{obs: verdictObs(obs), o: in.Options.withDefaults()}}
+			if why := c.candidateWhyNot(c.member(s.MemberID), c.member("pg-0")); why != "" {
+				fail("switchover to %s, which is no candidate: %s", s.MemberID, why)
+			}
+		case model.StepReinitialize, model.StepDeletePod, model.StepDeletePVC:
+			if !switched && s.Member == "pg-0" {
+				fail("%s of the primary without switching over first", s.Kind)
+			}
+			if s.Member == "pg-0" && !in.Options.SwitchoverFirst {
+				fail("%s of the primary without --switchover-first", s.Kind)
+			}
+		}
+	}
+	if again := Classify(obs, in, now); !reflect.DeepEqual(again, d) {
+		fail("a second classification differs")
+	}
+}
+
+// verdictObs is obs with derived phases and lag.
+func verdictObs(obs model.Observation) model.Observation {
+	o := obs
+	o.Members = verdictMembers(obs)
+	return o
+}

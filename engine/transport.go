@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+)
+
+// The pieces below are what every engine's client needs around a DialFunc:
+// the TLS configuration from Credentials, a host name for URLs that are
+// never resolved, and a record of how far each connection got, so that a
+// failed probe is explained from typed errors rather than from text.
+
+// TLSConfig turns Credentials into a client TLS configuration for target
+// t. Errors name what is wrong, never the material.
+func TLSConfig(cr *Credentials, t Target) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	switch {
+	case len(cr.CertPEM) > 0 && len(cr.KeyPEM) > 0:
+		pair, err := tls.X509KeyPair(cr.CertPEM, cr.KeyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate and key do not load: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	case len(cr.CertPEM) > 0 || len(cr.KeyPEM) > 0:
+		return nil, errors.New("client certificate and key must be given together")
+	}
+	if len(cr.CAPEM) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cr.CAPEM) {
+			return nil, errors.New("CA bundle holds no PEM certificate")
+		}
+		tc.RootCAs = pool
+	}
+	sn := ServerName(cr, t)
+	if !validHost(sn) {
+		return nil, fmt.Errorf("server name %q is not a host name", sn)
+	}
+	tc.ServerName = sn
+	return tc, nil
+}
+
+// ServerName is the name a member's serving certificate must carry:
+// Credentials.ServerName, else Target.ServerName, else the pod's name.
+func ServerName(cr *Credentials, t Target) string {
+	switch {
+	case cr.ServerName != "":
+		return cr.ServerName
+	case t.ServerName != "":
+		return t.ServerName
+	default:
+		return t.Pod
+	}
+}
+
+// PlaceholderHost is a host:port for URLs a client builds but never
+// resolves (the DialFunc decides where a connection goes): the server name
+// with TLS, the member's name otherwise, "member" when neither is a host
+// name.
+func PlaceholderHost(t Target, cr *Credentials) string {
+	host := t.Member
+	if cr != nil {
+		host = ServerName(cr, t)
+	}
+	if host == "" || !validHost(host) {
+		host = "member"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(t.Port))
+}
+
+func validHost(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// DialState remembers how one member's connection attempts went:
+// "dialing" versus "connected, no reply", a refused dial, a rejected
+// certificate, a tunnel that could not reach the pod. Safe for concurrent
+// use.
+type DialState struct {
+	mu           sync.Mutex
+	dials        int
+	connected    bool
+	lastDialErr  error
+	handshakeErr error
+	forwardErr   error
+}
+
+// DialSnapshot is a DialState at one moment.
+type DialSnapshot struct {
+	// Dials counts the dials started; Connected says one succeeded.
+	Dials     int
+	Connected bool
+	// DialErr is the last dial's failure (not a deadline: that is the
+	// deadline's story), HandshakeErr a TLS failure, ForwardErr the
+	// tunnel's (ErrForward).
+	DialErr, HandshakeErr, ForwardErr error
+}
+
+// DialStarted records a dial beginning.
+func (s *DialState) DialStarted() {
+	s.mu.Lock()
+	s.dials++
+	s.mu.Unlock()
+}
+
+// DialDone records how a dial ended.
+func (s *DialState) DialDone(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		s.connected = true
+	case errors.Is(err, ErrForward):
+		s.forwardErr = err
+	case IsGaveUp(err):
+	default:
+		s.lastDialErr = err
+	}
+}
+
+// HandshakeDone records a TLS handshake's failure (nil: nothing).
+func (s *DialState) HandshakeDone(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.handshakeErr = err
+	}
+}
+
+// ConnError records what a connection's Read or Write failure says about
+// the transport (the tunnel could not reach the pod) or the member (it
+// rejected the client certificate after the handshake, as TLS 1.3 servers
+// do).
+func (s *DialState) ConnError(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrForward):
+		s.mu.Lock()
+		s.forwardErr = err
+		s.mu.Unlock()
+	case IsTLSAlert(err):
+		s.HandshakeDone(err)
+	}
+}
+
+// Snapshot returns the state now.
+func (s *DialState) Snapshot() DialSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return DialSnapshot{s.dials, s.connected, s.lastDialErr, s.handshakeErr, s.forwardErr}
+}
+
+// Observe wraps c so that its Read and Write failures are recorded.
+func (s *DialState) Observe(c net.Conn) net.Conn { return observedConn{Conn: c, state: s} }
+
+type observedConn struct {
+	net.Conn
+	state *DialState
+}
+
+func (c observedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.state.ConnError(err)
+	return n, err
+}
+
+func (c observedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.state.ConnError(err)
+	return n, err
+}
+
+// IsGaveUp reports whether a dial or request ended because its context or
+// a deadline did.
+func IsGaveUp(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// IsTLSAlert reports whether err is a TLS alert: crypto/tls reports an
+// alert received from the peer as a *net.OpError with Op "remote error",
+// and one it raised itself as a tls.AlertError.
+func IsTLSAlert(err error) bool {
+	var alert tls.AlertError
+	if errors.As(err, &alert) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
+}
+
+// IsCredentialsError reports whether a handshake failed because of
+// certificates or a protocol mismatch, rather than a timeout or a dropped
+// connection.
+func IsCredentialsError(err error) bool {
+	if IsTLSAlert(err) {
+		return true
+	}
+	var (
+		verify    *tls.CertificateVerificationError
+		header    tls.RecordHeaderError
+		unknownCA x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
+		host      x509.HostnameError
+	)
+	return errors.As(err, &verify) || errors.As(err, &header) ||
+		errors.As(err, &unknownCA) || errors.As(err, &invalid) || errors.As(err, &host)
+}

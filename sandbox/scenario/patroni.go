@@ -1,0 +1,581 @@
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/fault"
+)
+
+// PatroniBinary is the Patroni the runner runs for the Patroni template's
+// command (Debian's patroni package).
+const PatroniBinary = "/usr/bin/patroni"
+
+// KubeContext is the context of the kubeconfig the sandbox's runner gives
+// pods (runner.KubeContext, which a runner test checks this against):
+// the Patroni template's PATRONI_KUBERNETES_CONTEXT.
+const KubeContext = "hactl-sandbox"
+
+// Patroni's REST port and the DCS timing of the template (bootstrap.dcs).
+const (
+	patroniPort     = 8008
+	patroniTTL      = 20 * time.Second
+	patroniLoopWait = 5 * time.Second
+	// maximumLagOnFailover is the template's maximum_lag_on_failover.
+	maximumLagOnFailover = 1 << 20
+)
+
+// PostgresUser returns the host's postgres user (uid and gid, which the
+// Patroni template's securityContext names: PostgreSQL refuses to run as
+// root) and the bin dir of the newest PostgreSQL installed under
+// /usr/lib/postgresql (Debian's layout). It fails, saying what to
+// install, when Patroni or PostgreSQL is missing.
+func PostgresUser() (uid, gid int64, binDir string, err error) {
+	if _, err := os.Stat(PatroniBinary); err != nil {
+		return 0, 0, "", fmt.Errorf("patroni is not installed (%v): apt-get install patroni postgresql-15", err)
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("no postgres user (%v): apt-get install postgresql-15", err)
+	}
+	if uid, err = strconv.ParseInt(u.Uid, 10, 64); err != nil {
+		return 0, 0, "", err
+	}
+	if gid, err = strconv.ParseInt(u.Gid, 10, 64); err != nil {
+		return 0, 0, "", err
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	best := -1
+	for _, f := range found {
+		v, err := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(f))))
+		if err == nil && v > best {
+			best, binDir = v, filepath.Dir(f)
+		}
+	}
+	if binDir == "" {
+		return 0, 0, "", errors.New("no PostgreSQL under /usr/lib/postgresql: apt-get install postgresql-15")
+	}
+	return uid, gid, binDir, nil
+}
+
+// patroniParams are the Patroni template's parameters for cluster name.
+func patroniParams(env Env, name string) (Params, error) {
+	uid, gid, bin, err := PostgresUser()
+	if err != nil {
+		return Params{}, err
+	}
+	return Params{
+		Name: name, Namespace: env.Namespace, Replicas: 3, PDB: true,
+		RunAsUser: uid, RunAsGroup: gid, PGBinDir: bin, KubeContext: KubeContext,
+	}, nil
+}
+
+// PatroniStatus is what GET /patroni answers (the fields scenarios use).
+type PatroniStatus struct {
+	State    string `json:"state"`
+	Role     string `json:"role"`
+	Timeline int64  `json:"timeline"`
+	XLog     struct {
+		Location         *int64 `json:"location"`
+		ReceivedLocation *int64 `json:"received_location"`
+		ReplayedLocation *int64 `json:"replayed_location"`
+		Paused           bool   `json:"paused"`
+	} `json:"xlog"`
+	Replication []struct {
+		ApplicationName string `json:"application_name"`
+		State           string `json:"state"`
+		SyncState       string `json:"sync_state"`
+	} `json:"replication"`
+	Pause       bool `json:"pause"`
+	SyncStandby bool `json:"sync_standby"`
+}
+
+// primary reports whether the member runs as a writable primary.
+func (s PatroniStatus) primary() bool {
+	return (s.Role == "master" || s.Role == "primary") && s.State == "running"
+}
+
+// streaming reports whether the primary lists member as streaming.
+func (s PatroniStatus) streaming(member string) bool {
+	for _, r := range s.Replication {
+		if r.ApplicationName == member && r.State == "streaming" {
+			return true
+		}
+	}
+	return false
+}
+
+var patroniHTTP = &http.Client{Timeout: 2 * time.Second}
+
+// patroniURL is the URL of path on the Patroni REST API of pod.
+func patroniURL(env Env, pod, path string) (string, error) {
+	a, err := env.Address(pod)
+	if err != nil {
+		return "", err
+	}
+	return "http://" + a + ":" + strconv.Itoa(patroniPort) + path, nil
+}
+
+// GetPatroni asks the member of pod for its /patroni status, through its
+// own address.
+func GetPatroni(ctx context.Context, env Env, pod string) (PatroniStatus, error) {
+	var st PatroniStatus
+	u, err := patroniURL(env, pod, "/patroni")
+	if err != nil {
+		return st, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := patroniHTTP.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%s: %w: %s", u, err, b)
+	}
+	return st, nil
+}
+
+// setPause turns maintenance mode on or off the way patronictl does
+// (PATCH /config {"pause": true} or {"pause": null}) through member pod,
+// then waits until every member of cluster reports it.
+func setPause(ctx context.Context, env Env, cluster, pod string, on bool, members ...string) error {
+	u, err := patroniURL(env, pod, "/config")
+	if err != nil {
+		return err
+	}
+	body := `{"pause": null}`
+	if on {
+		body = `{"pause": true}`
+	}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPatch, u, bytes.NewBufferString(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := patroniHTTP.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			err = fmt.Errorf("PATCH %s: %s: %s", u, resp.Status, b)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+	env.Logf("scenario %s: maintenance mode %v (PATCH /config on %s)", cluster, on, pod)
+	return waitPatroni(ctx, env, cluster, fmt.Sprintf("pause %v on every member", on), members, func(sts map[string]PatroniStatus) bool {
+		for _, m := range members {
+			if sts[m].Pause != on {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitPatroni polls the /patroni status of members until ok holds for
+// the answers (members that do not answer are missing from the map).
+func waitPatroni(ctx context.Context, env Env, cluster, what string, members []string, ok func(map[string]PatroniStatus) bool) error {
+	var last map[string]PatroniStatus
+	var lastErr error
+	for {
+		sts := map[string]PatroniStatus{}
+		lastErr = nil
+		for _, m := range members {
+			st, err := GetPatroni(ctx, env, m)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			sts[m] = st
+		}
+		last = sts
+		if ok(sts) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			b, _ := json.Marshal(last)
+			return fmt.Errorf("waiting for %s in %s (last: %s; %v): %w", what, cluster, b, lastErr, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
+// members lists the member (pod) names of a cluster of n.
+func members(cluster string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = MemberName(cluster, i)
+	}
+	return out
+}
+
+// leaderOf returns the one member answering as a running primary.
+func leaderOf(sts map[string]PatroniStatus) (string, bool) {
+	var leaders []string
+	for m, st := range sts {
+		if st.primary() {
+			leaders = append(leaders, m)
+		}
+	}
+	if len(leaders) != 1 {
+		return "", false
+	}
+	return leaders[0], true
+}
+
+// formPatroni applies the Patroni template with p and waits until one
+// member is a running primary and every other one a running replica
+// streaming from it (from the members' own /patroni answers), and every
+// pod is Ready. It returns the leader and the replicas, sorted.
+func formPatroni(ctx context.Context, env Env, p Params) (leader string, replicas []string, err error) {
+	begin := time.Now()
+	if err := apply(ctx, env, Patroni, p); err != nil {
+		return "", nil, err
+	}
+	all := members(p.Name, p.Replicas)
+	err = waitPatroni(ctx, env, p.Name, "a primary with every replica streaming", all, func(sts map[string]PatroniStatus) bool {
+		l, ok := leaderOf(sts)
+		if !ok {
+			return false
+		}
+		for _, m := range all {
+			if m == l {
+				continue
+			}
+			if st, ok := sts[m]; !ok || st.Role != "replica" || st.State != "running" || !sts[l].streaming(m) {
+				return false
+			}
+		}
+		leader = l
+		return true
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	if err := waitRollout(ctx, env, p.Name); err != nil {
+		return "", nil, err
+	}
+	for _, m := range all {
+		if m != leader {
+			replicas = append(replicas, m)
+		}
+	}
+	sort.Strings(replicas)
+	env.Logf("scenario %s: Patroni cluster formed in %s: leader %s, replicas %s streaming", p.Name,
+		time.Since(begin).Round(100*time.Millisecond), leader, strings.Join(replicas, ", "))
+	return leader, replicas, nil
+}
+
+// psql runs SQL as the superuser on the member of pod, over TCP to its
+// own address (in the container, as `kubectl exec … psql` would).
+func psql(ctx context.Context, env Env, pod, sql string) (string, error) {
+	if env.Exec == nil {
+		return "", errors.New("this sandbox cannot exec in pods")
+	}
+	return env.Exec(ctx, pod, []string{"sh", "-c",
+		`PGPASSWORD="$PATRONI_SUPERUSER_PASSWORD" PGCONNECT_TIMEOUT=5 exec "$PATRONI_POSTGRESQL_BIN_DIR/psql" ` +
+			`-h 127.0.0.1 -p 5432 -U "$PATRONI_SUPERUSER_USERNAME" -d postgres -v ON_ERROR_STOP=1 -qAtc "$0"`, sql})
+}
+
+// writeWAL writes about mib MiB of WAL on the primary pod (rows of a
+// table of its own).
+func writeWAL(ctx context.Context, env Env, pod, table string, mib int) error {
+	sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %[1]s (id bigint, pad text); "+
+		"INSERT INTO %[1]s SELECT g, repeat('x', 1000) FROM generate_series(1, %[2]d) g;", table, mib*1000)
+	_, err := psql(ctx, env, pod, sql)
+	return err
+}
+
+// leaderLock reads the <scope>-leader ConfigMap's annotations.
+func leaderLock(ctx context.Context, env Env, scope string) (map[string]string, error) {
+	cm, err := env.Kube.CoreV1().ConfigMaps(env.Namespace).Get(ctx, scope+"-leader", metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return cm.Annotations, nil
+}
+
+// lockStale reports whether the leader lock's renewTime + ttl is past.
+func lockStale(ann map[string]string, now time.Time) bool {
+	ttl, err := strconv.Atoi(ann["ttl"])
+	if err != nil {
+		return false
+	}
+	renew, err := time.Parse("2006-01-02T15:04:05.999999-07:00", ann["renewTime"])
+	if err != nil {
+		return false
+	}
+	return renew.Add(time.Duration(ttl) * time.Second).Before(now)
+}
+
+func init() {
+	register(&Scenario{
+		Name:  "pg-healthy",
+		Shape: Patroni,
+		Summary: "3 PostgreSQL members under Patroni (Kubernetes DCS: ConfigMaps), one per node, PodDisruptionBudget: " +
+			"a leader and 2 replicas streaming from it",
+		run: func(ctx context.Context, env Env, s *Scenario) error {
+			_, _, _, err := formPG(ctx, env, s, nil, false)
+			return err
+		},
+	})
+	register(&Scenario{
+		Name:    "pg-paused",
+		Shape:   Patroni,
+		Summary: "a healthy Patroni cluster in maintenance mode (PATCH /config {\"pause\": true}, as patronictl pause does): no automatic failover",
+		Reasons: []model.ReasonCode{model.ReasonMaintenancePaused},
+		run: func(ctx context.Context, env Env, s *Scenario) error {
+			_, _, _, err := formPG(ctx, env, s, nil, true)
+			return err
+		},
+	})
+	register(&Scenario{
+		Name:  "pg-replica-lagging",
+		Shape: Patroni,
+		Summary: "a healthy Patroni cluster whose first replica's WAL replay is stalled (its startup process SIGSTOPped) " +
+			"while the primary writes 8 MiB of WAL: it receives but replays nothing, 8× maximum_lag_on_failover behind",
+		Reasons: []model.ReasonCode{model.ReasonReplicaLagging},
+		run:     runPGReplicaLagging,
+	})
+	register(&Scenario{
+		Name:  "pg-lock-stale",
+		Shape: Patroni,
+		Summary: "maintenance mode, then the primary's Patroni frozen (SIGSTOP; PostgreSQL keeps running): nobody renews " +
+			"the leader lock, whose renewTime + ttl stays in the past, and the primary's REST API answers nothing (so no member answers as primary)",
+		Reasons: []model.ReasonCode{model.ReasonLeaderLockStale, model.ReasonMaintenancePaused, model.ReasonMemberUnreachable,
+			model.ReasonPrimaryMissing},
+		MayAlso: []model.ReasonCode{model.ReasonPodNotReady, model.ReasonClientEndpointsMissing},
+		run:     runPGLockStale,
+	})
+	register(&Scenario{
+		Name:  "pg-split-primary",
+		Shape: Patroni,
+		Summary: "maintenance mode, then one replica's PostgreSQL promoted behind Patroni's back (pg_ctl promote): " +
+			"two writable primaries on different timelines",
+		Reasons: []model.ReasonCode{model.ReasonPrimarySplit, model.ReasonMaintenancePaused},
+		MayAlso: []model.ReasonCode{model.ReasonReplicaNotStreaming, model.ReasonReplicaDiverged},
+		run:     runPGSplitPrimary,
+	})
+	register(&Scenario{
+		Name:  "pg-no-sync-standby",
+		Shape: Patroni,
+		Summary: "synchronous_mode on, both replicas stopped (break stop): the primary runs and takes writes with no " +
+			"synchronous standby (the <scope>-sync ConfigMap names none) and no failover candidate",
+		Reasons: []model.ReasonCode{model.ReasonSyncStandbyMissing, model.ReasonMemberUnreachable, model.ReasonFailoverCandidatesNone},
+		MayAlso: []model.ReasonCode{model.ReasonReplicaNotStreaming, model.ReasonPodNotReady},
+		run:     runPGNoSyncStandby,
+	})
+	register(&Scenario{
+		Name:  "pg-diverged",
+		Shape: Patroni,
+		Summary: "use_pg_rewind off; in maintenance mode a replica was promoted and written to, then maintenance mode " +
+			"ended: Patroni demoted it but cannot rewind it, so it runs as a replica on a timeline of its own, not streaming",
+		Reasons: []model.ReasonCode{model.ReasonReplicaDiverged},
+		MayAlso: []model.ReasonCode{model.ReasonReplicaNotStreaming},
+		run:     runPGDiverged,
+	})
+}
+
+// lagWAL is how much WAL pg-replica-lagging's replica misses.
+const lagWAL = 8 // MiB
+
+// formPG forms scenario s's Patroni cluster (its Params, changed by tune
+// when set) and, with pause, puts it in maintenance mode: the start every
+// pg scenario shares.
+func formPG(ctx context.Context, env Env, s *Scenario, tune func(*Params), pause bool) (p Params, leader string, replicas []string, err error) {
+	if p, err = patroniParams(env, s.Name); err != nil {
+		return p, "", nil, err
+	}
+	if tune != nil {
+		tune(&p)
+	}
+	if leader, replicas, err = formPatroni(ctx, env, p); err != nil {
+		return p, "", nil, err
+	}
+	if pause {
+		err = setPause(ctx, env, s.Name, leader, true, members(s.Name, p.Replicas)...)
+	}
+	return p, leader, replicas, err
+}
+
+// waitSyncKey polls the sync key <cluster>-sync until it names leader and
+// a standby that ok accepts, and returns that standby.
+func waitSyncKey(ctx context.Context, env Env, cluster, leader, what string, ok func(standby string) bool) (string, error) {
+	for {
+		cm, err := env.Kube.CoreV1().ConfigMaps(env.Namespace).Get(ctx, cluster+"-sync", metav1.GetOptions{})
+		if err == nil && cm.Annotations["leader"] == leader && ok(cm.Annotations["sync_standby"]) {
+			env.Logf("scenario %s: sync key %v", cluster, cm.Annotations)
+			return cm.Annotations["sync_standby"], nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for the sync key to name %s: %w", what, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
+func runPGReplicaLagging(ctx context.Context, env Env, s *Scenario) error {
+	_, leader, replicas, err := formPG(ctx, env, s, nil, false)
+	if err != nil {
+		return err
+	}
+	victim := replicas[0]
+	if err := env.Break(ctx, victim, fault.StallReplay, nil); err != nil {
+		return err
+	}
+	if err := writeWAL(ctx, env, leader, "hactl_lag", lagWAL); err != nil {
+		return fmt.Errorf("writing WAL on %s: %w", leader, err)
+	}
+	return waitPatroni(ctx, env, s.Name, victim+" receiving but not replaying", []string{leader, victim}, func(sts map[string]PatroniStatus) bool {
+		l, v := sts[leader], sts[victim]
+		if l.XLog.Location == nil || v.XLog.ReplayedLocation == nil || v.XLog.ReceivedLocation == nil {
+			return false
+		}
+		behind := *l.XLog.Location - *v.XLog.ReplayedLocation
+		if behind < lagWAL/2*maximumLagOnFailover || *v.XLog.ReceivedLocation < *l.XLog.Location {
+			return false
+		}
+		env.Logf("scenario %s: %s replayed %d, received %d; leader %s at %d: %d bytes behind", s.Name, victim,
+			*v.XLog.ReplayedLocation, *v.XLog.ReceivedLocation, leader, *l.XLog.Location, behind)
+		return true
+	})
+}
+
+func runPGLockStale(ctx context.Context, env Env, s *Scenario) error {
+	_, leader, _, err := formPG(ctx, env, s, nil, true)
+	if err != nil {
+		return err
+	}
+	if err := env.Break(ctx, leader, fault.FreezePatroni, nil); err != nil {
+		return err
+	}
+	env.Logf("scenario %s: froze %s's Patroni; waiting for its lock to go stale (ttl %s)", s.Name, leader, patroniTTL)
+	for {
+		ann, err := leaderLock(ctx, env, s.Name)
+		if err == nil && ann["leader"] == leader && lockStale(ann, time.Now()) {
+			env.Logf("scenario %s: leader lock of %s last renewed %s (ttl %s)", s.Name, leader, ann["renewTime"], ann["ttl"])
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s's leader lock to go stale (%v, %v): %w", leader, ann, err, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
+func runPGSplitPrimary(ctx context.Context, env Env, s *Scenario) error {
+	_, leader, replicas, err := formPG(ctx, env, s, nil, true)
+	if err != nil {
+		return err
+	}
+	rogue := replicas[0]
+	if err := env.Break(ctx, rogue, fault.Promote, nil); err != nil {
+		return err
+	}
+	return waitPatroni(ctx, env, s.Name, "two primaries", []string{leader, rogue}, func(sts map[string]PatroniStatus) bool {
+		return sts[leader].primary() && sts[rogue].primary() && sts[rogue].Pause
+	})
+}
+
+func runPGNoSyncStandby(ctx context.Context, env Env, s *Scenario) error {
+	_, leader, replicas, err := formPG(ctx, env, s, func(p *Params) { p.SynchronousMode = true }, false)
+	if err != nil {
+		return err
+	}
+	// First the cluster has a synchronous standby: the sync key names
+	// one (Patroni picks it an HA loop or two after the replicas stream).
+	standby, err := waitSyncKey(ctx, env, s.Name, leader, "a standby", func(sb string) bool { return sb != "" })
+	if err != nil {
+		return err
+	}
+	env.Logf("scenario %s: %s is the synchronous standby; stopping %s", s.Name, standby, strings.Join(replicas, ", "))
+	for _, r := range replicas {
+		if err := env.Break(ctx, r, fault.Stop, nil); err != nil {
+			return err
+		}
+	}
+	err = waitPatroni(ctx, env, s.Name, "a primary without replicas", []string{leader}, func(sts map[string]PatroniStatus) bool {
+		return sts[leader].primary() && len(sts[leader].Replication) == 0
+	})
+	if err != nil {
+		return err
+	}
+	// Patroni drops the stopped standby from the sync key within a loop.
+	_, err = waitSyncKey(ctx, env, s.Name, leader, "no standby", func(sb string) bool { return sb == "" })
+	return err
+}
+
+func runPGDiverged(ctx context.Context, env Env, s *Scenario) error {
+	p, leader, replicas, err := formPG(ctx, env, s, func(p *Params) { p.NoRewind = true }, false)
+	if err != nil {
+		return err
+	}
+	all := members(s.Name, p.Replicas)
+	if err := setPause(ctx, env, s.Name, leader, true, all...); err != nil {
+		return err
+	}
+	rogue := replicas[0]
+	if err := env.Break(ctx, rogue, fault.Promote, nil); err != nil {
+		return err
+	}
+	err = waitPatroni(ctx, env, s.Name, rogue+" promoted", []string{rogue}, func(sts map[string]PatroniStatus) bool {
+		return sts[rogue].primary()
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeWAL(ctx, env, rogue, "hactl_diverged", 1); err != nil {
+		return fmt.Errorf("writing on %s: %w", rogue, err)
+	}
+	if err := setPause(ctx, env, s.Name, leader, false, all...); err != nil {
+		return err
+	}
+	// Patroni demotes the rogue; without pg_rewind it cannot follow the
+	// leader and stays a replica that streams nothing. Wait until that
+	// has held for two HA loops.
+	var since time.Time
+	return waitPatroni(ctx, env, s.Name, rogue+" demoted and not streaming", []string{leader, rogue}, func(sts map[string]PatroniStatus) bool {
+		l, r := sts[leader], sts[rogue]
+		if !l.primary() || r.Role != "replica" || r.State != "running" || l.streaming(rogue) {
+			since = time.Time{}
+			return false
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= 2*patroniLoopWait
+	})
+}

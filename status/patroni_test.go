@@ -1,0 +1,211 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
+)
+
+// pgObjects writes what a 3-member Patroni cluster with the Kubernetes DCS
+// leaves on the API server: the StatefulSet, pods labelled by Patroni
+// (role), the leader, config and sync ConfigMaps (data in annotations, as
+// Patroni 3.0.2 writes them), the primary's Service selecting role=master
+// with its EndpointSlice, and a PDB.
+func pgObjects(t *testing.T, c kubernetes.Interface, ns, name string, renew time.Time, config string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	labels := map[string]string{"application": "patroni", "cluster-name": name}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"hactl.dev/engine": "patroni"}},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(int32(3)), ServiceName: name + "-headless",
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "postgres", Image: "example/patroni:3.0.2", Command: []string{"/usr/bin/patroni", "/etc/patroni.yml"},
+					Env: []corev1.EnvVar{
+						{Name: "PATRONI_SCOPE", Value: name},
+						{Name: "PATRONI_RESTAPI_LISTEN", Value: "0.0.0.0:8009"},
+					},
+					Ports: []corev1.ContainerPort{{Name: "postgresql", ContainerPort: 5432}},
+				}}},
+			},
+		},
+	}
+	sts, err := c.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: sts.UID, Controller: ptr.To(true)}
+	for i := range 3 {
+		pl := map[string]string{"role": "replica"}
+		if i == 0 {
+			pl["role"] = "master"
+		}
+		for k, v := range labels {
+			pl[k] = v
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Labels: pl, OwnerReferences: []metav1.OwnerReference{owner}},
+			Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i), Containers: sts.Spec.Template.Spec.Containers},
+		}
+		pod, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "postgres", Ready: true, Started: ptr.To(true),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}}
+		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cms := map[string]map[string]string{
+		name + "-leader": {"leader": name + "-0", "renewTime": renew.UTC().Format("2006-01-02T15:04:05.000000+00:00"),
+			"acquireTime": renew.UTC().Format(time.RFC3339), "optime": "67108864", "transitions": "2", "ttl": "30"},
+		name + "-config": {"config": config, "initialize": "7714413371406231513"},
+		name + "-sync":   {"leader": name + "-0", "sync_standby": name + "-1"},
+	}
+	for n, ann := range cms {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: labels, Annotations: ann}}
+		if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"cluster-name": name, "role": "master"}, Ports: []corev1.ServicePort{{Port: 5432}}}}
+	if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name + "-x", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: name + "-0", Namespace: ns}}},
+	}
+	if _, err := c.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}}}
+	if _, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const pgConfig = `{"ttl":30,"loop_wait":10,"retry_timeout":10,"maximum_lag_on_failover":2097152,"postgresql":{"use_pg_rewind":true},"synchronous_mode":true}`
+
+// TestPatroniFromTheAPIServer decodes a Patroni cluster's lock,
+// configuration, role labels and primary Service from the real API server,
+// through both sources (list calls and watch caches), and judges the lock
+// without dialling anyone.
+func TestPatroniFromTheAPIServer(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	now := time.Now()
+	pgObjects(t, admin, ns, "pgfresh", now.Add(-3*time.Second), pgConfig)
+	pgObjects(t, admin, ns, "pgstale", now.Add(-2*time.Minute), `{"ttl":30,"pause":true}`)
+
+	check := func(t *testing.T, rs []Result) {
+		t.Helper()
+		by := map[string]Result{}
+		for _, r := range rs {
+			by[r.Observation.Cluster.Name] = r
+		}
+		fresh, stale := by["pgfresh"], by["pgstale"]
+		p := fresh.Observation.Cluster.Patroni
+		if p == nil {
+			t.Fatalf("no Patroni facts: %+v", fresh.Observation.Cluster)
+		}
+		want := model.PatroniClusterFacts{Scope: "pgfresh", RoleLabel: "role", RESTPort: 8009, LockFound: true, LockHolder: "pgfresh-0",
+			LockTTL: 30 * time.Second, LockTransitions: 2, ConfigFound: true, MaximumLagOnFailover: 2 << 20, SynchronousMode: true,
+			Initialize: "7714413371406231513", SyncStandby: "pgfresh-1"}
+		got := *p
+		got.LockRenew = time.Time{}
+		if got != want {
+			t.Errorf("Patroni facts\n got %+v\nwant %+v", got, want)
+		}
+		if d := now.Add(-3 * time.Second).Sub(p.LockRenew); d > time.Millisecond || d < -time.Millisecond {
+			t.Errorf("renewTime %s, want %s", p.LockRenew, now.Add(-3*time.Second))
+		}
+		if c := fresh.Observation.Cluster.Template.ClientPort; c != 8009 {
+			t.Errorf("REST port %d, want 8009 (PATRONI_RESTAPI_LISTEN)", c)
+		}
+		roles := []string{}
+		for _, m := range fresh.Observation.Members {
+			roles = append(roles, m.Pod.RoleLabel)
+		}
+		if !slices.Equal(roles, []string{"master", "replica", "replica"}) {
+			t.Errorf("role labels %v", roles)
+		}
+		if e := fresh.Observation.ClientEndpoints; e == nil || e.Service != "pgfresh" || !slices.Equal(e.Pods, []string{"pgfresh-0"}) {
+			t.Errorf("primary endpoints %+v, want Service pgfresh -> pgfresh-0", e)
+		}
+		if hasReason(fresh, model.ReasonLeaderLockStale, "") || hasReason(fresh, model.ReasonClientEndpointsMissing, "") {
+			t.Errorf("fresh cluster: %+v", fresh.Verdict.Reasons)
+		}
+		if !hasReason(stale, model.ReasonLeaderLockStale, "pgstale-0") || !hasReason(stale, model.ReasonMaintenancePaused, "") {
+			t.Errorf("stale, paused cluster: %+v", stale.Verdict.Reasons)
+		}
+		if stale.Verdict.ControlReady {
+			t.Error("a stale leader lock must defeat control readiness")
+		}
+	}
+	t.Run("list calls", func(t *testing.T) { check(t, observe(t, admin, ns, "", verdict.Options{})) })
+	t.Run("watch caches", func(t *testing.T) {
+		w, ctx := startWatcher(t, admin, ns, WatchOptions{})
+		var rs []Result
+		testenv.Poll(t, 30*time.Second, func() (bool, error) {
+			var err error
+			rs, _, err = w.Observe(ctx, "", false)
+			if err != nil {
+				return false, err
+			}
+			for _, r := range rs {
+				if p := r.Observation.Cluster.Patroni; p == nil || p.ObjectsErr != "" {
+					return false, nil
+				}
+			}
+			return len(rs) == 2, nil
+		})
+		check(t, rs)
+	})
+	t.Run("without configmaps the lock is unknown, not absent", func(t *testing.T) {
+		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
+		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}}
+		rs, warn, err := o.Observe(context.Background(), ns, "pgstale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(warn) == 0 || !strings.Contains(strings.Join(warn, "\n"), "configmaps") {
+			t.Errorf("warnings %q should name the configmaps it could not list", warn)
+		}
+		p := rs[0].Observation.Cluster.Patroni
+		if p == nil || p.ObjectsErr == "" || p.LockFound {
+			t.Errorf("Patroni facts %+v: want ObjectsErr and no lock", p)
+		}
+		if hasReason(rs[0], model.ReasonLeaderLockStale, "") || hasReason(rs[0], model.ReasonPrimaryMissing, "") {
+			t.Errorf("an unread lock was judged: %+v", rs[0].Verdict.Reasons)
+		}
+	})
+}
