@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -119,60 +115,20 @@ func primary(t *testing.T) (string, []string) {
 	return p[0], r
 }
 
-// psql runs sql as the superuser (from the scenario's Secret) on member's
-// own PostgreSQL, over TCP to its loopback address.
-func psql(t *testing.T, member, sql string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	sec, err := s.KC.CoreV1().Secrets(namespace).Get(ctx, cluster, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.SB.Member(ctx, namespace+"/"+member)
-	if err != nil {
-		return "", err
-	}
-	bin, _ := filepath.Glob("/usr/lib/postgresql/*/bin/psql")
-	psqlBin := "psql"
-	if len(bin) > 0 {
-		psqlBin = bin[len(bin)-1]
-	}
-	cmd := exec.CommandContext(ctx, psqlBin, "-h", m.Address, "-p", "5432", "-U", string(sec.Data["superuser-username"]),
-		"-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qAtc", sql)
-	cmd.Env = append(os.Environ(), "PGPASSWORD="+string(sec.Data["superuser-password"]), "PGCONNECT_TIMEOUT=5")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("psql on %s: %v: %s", member, err, out)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
 // writeRow inserts a fresh row through the primary and returns it.
 func writeRow(t *testing.T, prim, what string) string {
 	t.Helper()
-	v := fmt.Sprintf("%s-%d", what, time.Now().UnixNano())
-	if _, err := psql(t, prim, "CREATE TABLE IF NOT EXISTS hactl_e2e (v text); INSERT INTO hactl_e2e VALUES ('"+v+"')"); err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return s.WriteRow(t, namespace, cluster, prim, what)
 }
 
 // assertRowEverywhere polls each member on its own until it has row v.
 func assertRowEverywhere(t *testing.T, v string) {
 	t.Helper()
+	var names []string
 	for _, m := range observe(t).Observation.Members {
-		poll.Until(t, time.Minute, "row "+v+" on "+m.Name, func() error {
-			out, err := psql(t, m.Name, "SELECT count(*) FROM hactl_e2e WHERE v = '"+v+"'")
-			if err != nil {
-				return err
-			}
-			if out != "1" {
-				return fmt.Errorf("count %q", out)
-			}
-			return nil
-		}, poll.Every(time.Second))
+		names = append(names, m.Name)
 	}
+	s.AssertRowOn(t, namespace, cluster, v, names)
 }
 
 // decide classifies in for the cluster.

@@ -22,7 +22,8 @@
 //     StatefulSet (Parallel, required anti-affinity, runAsUser the host's
 //     postgres user), a ServiceAccount with a Role for the DCS, a Secret
 //     with the credentials, a ConfigMap with patroni.yml (bootstrap.dcs
-//     ttl 20, loop_wait 5, retry_timeout 5, maximum_lag_on_failover
+//     ttl 30, loop_wait 10, retry_timeout 10 (Patroni's defaults: a
+//     loaded machine does not make the leader flap), maximum_lag_on_failover
 //     1 MiB, use_pg_rewind, use_slots; basebackup checkpoint fast), the
 //     primary's Service <name> (selector cluster-name, role=master), a
 //     headless <name>-headless and a PodDisruptionBudget. Everything else

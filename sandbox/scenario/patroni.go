@@ -34,8 +34,8 @@ const KubeContext = "hactl-sandbox"
 // Patroni's REST port and the DCS timing of the template (bootstrap.dcs).
 const (
 	patroniPort     = 8008
-	patroniTTL      = 20 * time.Second
-	patroniLoopWait = 5 * time.Second
+	patroniTTL      = 30 * time.Second
+	patroniLoopWait = 10 * time.Second
 	// maximumLagOnFailover is the template's maximum_lag_on_failover.
 	maximumLagOnFailover = 1 << 20
 )
@@ -447,9 +447,27 @@ func waitSyncKey(ctx context.Context, env Env, cluster, leader, what string, ok 
 }
 
 func runPGReplicaLagging(ctx context.Context, env Env, s *Scenario) error {
-	_, leader, replicas, err := formPG(ctx, env, s, nil, false)
+	p, _, _, err := formPG(ctx, env, s, nil, false)
 	if err != nil {
 		return err
+	}
+	// On a loaded machine the primary may have changed since the cluster
+	// formed: stall a replica of the primary as it is now.
+	all := members(s.Name, p.Replicas)
+	var leader string
+	err = waitPatroni(ctx, env, s.Name, "one primary", all, func(sts map[string]PatroniStatus) bool {
+		var ok bool
+		leader, ok = leaderOf(sts)
+		return ok
+	})
+	if err != nil {
+		return err
+	}
+	var replicas []string
+	for _, m := range all {
+		if m != leader {
+			replicas = append(replicas, m)
+		}
 	}
 	victim := replicas[0]
 	if err := env.Break(ctx, victim, fault.StallReplay, nil); err != nil {

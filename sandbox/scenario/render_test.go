@@ -115,7 +115,7 @@ func TestRenderPatroni(t *testing.T) {
 		t.Fatalf("primary Service %+v", o.Services[0])
 	}
 	conf := o.ConfigMaps[0].Data["patroni.yml"]
-	for _, want := range []string{"synchronous_mode: true", "use_pg_rewind: false", "ttl: 20", "checkpoint: fast", "unix_socket_directories: ''"} {
+	for _, want := range []string{"synchronous_mode: true", "use_pg_rewind: false", "ttl: 30", "checkpoint: fast", "unix_socket_directories: ''"} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("patroni.yml lacks %q:\n%s", want, conf)
 		}
