@@ -190,6 +190,29 @@ func TestPatroniFromTheAPIServer(t *testing.T) {
 		})
 		check(t, rs)
 	})
+	t.Run("a watch without configmaps says so per cluster, not as a watch error", func(t *testing.T) {
+		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
+		w, ctx := startWatcher(t, testenv.Clientset(t, cfg), ns, WatchOptions{})
+		var p *model.PatroniClusterFacts
+		testenv.Poll(t, 30*time.Second, func() (bool, error) {
+			rs, _, err := w.Observe(ctx, "pgstale", false)
+			if err != nil {
+				return false, err
+			}
+			p = rs[0].Observation.Cluster.Patroni
+			return p != nil && strings.Contains(p.ObjectsErr, "forbidden"), nil
+		})
+		if p.LockFound {
+			t.Errorf("Patroni facts %+v: an unreadable lock was found", p)
+		}
+		select {
+		case err := <-w.Errors():
+			if strings.Contains(err.Error(), "ConfigMap") {
+				t.Errorf("the ConfigMaps watch failure was reported as a watch error: %v", err)
+			}
+		default:
+		}
+	})
 	t.Run("without configmaps the lock is unknown, not absent", func(t *testing.T) {
 		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
 		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}}

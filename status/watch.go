@@ -58,7 +58,11 @@ type Watcher struct {
 
 	mu        sync.Mutex
 	eventsErr error // the events watch's last failure
-	cancel    context.CancelFunc
+	// cmErr is the ConfigMaps watch's last failure. It is not reported
+	// on Errors: only Patroni clusters need ConfigMaps, and their
+	// observations say it (the lock is then unknown).
+	cmErr  error
+	cancel context.CancelFunc
 }
 
 // NewWatcher returns a watcher of the clusters in namespace ("" for all
@@ -138,6 +142,12 @@ func (w *Watcher) hook(inf cache.SharedIndexInformer, required bool) error {
 	}
 	return inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !reportable(err) || ctx.Err() != nil {
+			return
+		}
+		if inf == w.configMaps {
+			w.mu.Lock()
+			w.cmErr = err
+			w.mu.Unlock()
 			return
 		}
 		if inf == w.events {
@@ -279,6 +289,14 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 	}
 	if err := s.w.eventsFailure(); err != nil {
 		objs.EventsErr = explainAPIError(err, "list and watch", "events", ns)
+	}
+	if objs.ConfigMapsErr != nil {
+		s.w.mu.Lock()
+		cmErr := s.w.cmErr
+		s.w.mu.Unlock()
+		if cmErr != nil {
+			objs.ConfigMapsErr = explainAPIError(cmErr, "list and watch", "configmaps", ns)
+		}
 	}
 	return objs, nil
 }
