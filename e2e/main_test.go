@@ -16,7 +16,11 @@ var s *e2esuite.Suite
 // with every scenario (e2esuite.Main).
 func TestMain(m *testing.M) {
 	e2esuite.Main(m, &s, func() (e2esuite.Options, func(), error) {
-		return e2esuite.Options{Scenarios: scenario.Names(), SandboxBinary: true}, nil, nil
+		// Every scenario at once (fourteen clusters, 21 of the members
+		// real Patroni + PostgreSQL) while CI runs other packages beside
+		// it: on two cores the bring-up alone has taken over four
+		// minutes, the builds before it two more.
+		return e2esuite.Options{Scenarios: scenario.Names(), SandboxBinary: true, Timeout: 12 * time.Minute}, nil, nil
 	})
 }
 
