@@ -515,7 +515,11 @@ func runPGLockStale(ctx context.Context, env Env, s *Scenario) error {
 }
 
 func runPGSplitPrimary(ctx context.Context, env Env, s *Scenario) error {
-	_, leader, replicas, err := formPG(ctx, env, s, nil, true)
+	// Without pg_rewind Patroni cannot repair the rogue even in maintenance
+	// mode: with it, a paused Patroni still demotes and rewinds a primary
+	// without the lock once it finds a rewind needed, and the split heals
+	// at a moment of its choosing.
+	_, leader, replicas, err := formPG(ctx, env, s, func(p *Params) { p.NoRewind = true }, true)
 	if err != nil {
 		return err
 	}
