@@ -1136,8 +1136,24 @@ func (r *run) passWaits(prev []classify.Step, d classify.Decision, how string) {
 	}
 }
 
-// do carries out one changing step.
+// do carries out one changing step. A member that refused the
+// credentials changed nothing: the error says which credentials were
+// sent and how to name the right ones.
 func (r *run) do(ctx context.Context, s classify.Step) (model.Outcome, string, error) {
+	o, detail, err := r.doStep(ctx, s)
+	if errors.Is(err, engine.ErrUnauthorized) {
+		cl := r.last.Observation.Cluster
+		if cl.RESTAuthSecret == "" {
+			err = fmt.Errorf("%w; the member changed nothing for this step. The StatefulSet names no REST API credentials: annotate it with %s=<Secret with keys username and password> (Patroni's restapi.authentication)", err, status.AnnotationRESTAuthSecret)
+		} else {
+			err = fmt.Errorf("%w; the member changed nothing for this step. Check the username and password in Secret %q (annotation %s) against the members' restapi.authentication", err, cl.RESTAuthSecret, status.AnnotationRESTAuthSecret)
+		}
+	}
+	return o, detail, err
+}
+
+// doStep carries out one changing step.
+func (r *run) doStep(ctx context.Context, s classify.Step) (model.Outcome, string, error) {
 	switch s.Kind {
 	case model.StepDeletePVC, model.StepDeletePod:
 		return r.deleteObject(ctx, s, false)
@@ -1228,7 +1244,11 @@ func (r *run) memberOps(ctx context.Context) (MemberOps, error) {
 	if err != nil {
 		return nil, err
 	}
-	po := engine.ProbeOptions{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds}
+	auth, err := RESTAuth(ctx, r.x.client(), cl)
+	if err != nil {
+		return nil, err
+	}
+	po := engine.ProbeOptions{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds, Auth: auth}
 	if a, ok := eng.(engine.Actioner); ok {
 		r.ops = a.Actions(po)
 	} else {

@@ -28,6 +28,13 @@ func Credentials(ctx context.Context, c kubernetes.Interface, cl model.ClusterFa
 	return status.ReadCredentials(ctx, status.SecretsFrom(c), cl, "act on the members")
 }
 
+// RESTAuth reads the REST API credentials a cluster names with the
+// annotation hactl.dev/rest-auth-secret; nil when it names none. Errors
+// name the Secret, never its contents.
+func RESTAuth(ctx context.Context, c kubernetes.Interface, cl model.ClusterFacts) (*engine.BasicAuth, error) {
+	return status.ReadRESTAuth(ctx, status.SecretsFrom(c), cl, "act on the members")
+}
+
 // target is how to dial a member.
 func target(cl model.ClusterFacts, member string) engine.Target {
 	t := engine.Target{Member: member, Namespace: cl.Namespace, Pod: member, Port: cl.Template.ClientPort}

@@ -37,3 +37,26 @@ func (Credentials) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted 
 
 // LogValue keeps the PEM out of structured logs.
 func (Credentials) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// BasicAuth is a username and password read from a Secret reference (for
+// Patroni, what its restapi.authentication asks for on unsafe methods).
+// It is never printed: every formatting path (fmt verbs, JSON, slog)
+// yields "[redacted]", and no error carries it.
+type BasicAuth struct {
+	Username, Password string
+}
+
+// String implements fmt.Stringer.
+func (BasicAuth) String() string { return redacted }
+
+// GoString implements fmt.GoStringer (%#v).
+func (BasicAuth) GoString() string { return redacted }
+
+// Format implements fmt.Formatter so that every verb prints "[redacted]".
+func (BasicAuth) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redacted) }
+
+// MarshalJSON keeps the password out of JSON output.
+func (BasicAuth) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// LogValue keeps the password out of structured logs.
+func (BasicAuth) LogValue() slog.Value { return slog.StringValue(redacted) }

@@ -45,6 +45,10 @@ type ProbeOptions struct {
 	// Credentials, when set, make the engine speak TLS with this client
 	// material. Nil means plaintext.
 	Credentials *Credentials
+	// Auth, when set, is the basic authentication the engine's actions
+	// send (Patroni's restapi.authentication guards its unsafe methods).
+	// Probes never send it: they only read.
+	Auth *BasicAuth
 }
 
 // WithDefaults returns o with zero values replaced by their defaults.
@@ -121,6 +125,9 @@ var (
 	// switchover naming a leader that no longer leads). Nothing was
 	// changed; the caller reports a fence conflict.
 	ErrPrecondition = errors.New("engine precondition failed")
+	// ErrUnauthorized: the member refused the request's credentials
+	// before acting (Patroni's 401 or 403). Nothing was changed.
+	ErrUnauthorized = errors.New("the member refused the credentials")
 )
 
 // ErrForward marks a connection that reached its transport but not the

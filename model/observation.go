@@ -51,6 +51,11 @@ type ClusterFacts struct {
 	// (annotation hactl.dev/client-tls-secret); its values are never read
 	// into the model.
 	TLSSecret string `json:"tlsSecret,omitempty"`
+	// RESTAuthSecret names the Secret holding the username and password
+	// of the members' REST API (annotation hactl.dev/rest-auth-secret;
+	// Patroni's restapi.authentication); its values are never read into
+	// the model.
+	RESTAuthSecret string `json:"restAuthSecret,omitempty"`
 	// KnownClusterID is a cluster ID recorded earlier for this cluster
 	// (by hactl on the StatefulSet or in its ledger), "" when none was
 	// recorded. It is evidence that the cluster has formed even when no

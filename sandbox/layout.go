@@ -63,6 +63,10 @@ type config struct {
 	RepoRoot string `json:"repoRoot,omitempty"`
 	// APIServerArgs are appended to kube-apiserver's flags.
 	APIServerArgs []string `json:"apiServerArgs,omitempty"`
+	// ScenarioTimeout bounds each scenario's setup (default
+	// defaultScenarioTimeout): the start's own timeout, so a loaded
+	// machine given a longer start gives its scenarios as long.
+	ScenarioTimeout Duration `json:"scenarioTimeout,omitempty"`
 }
 
 // supervisorRecord identifies the supervisor process (DIR/supervisor.json):

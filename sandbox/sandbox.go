@@ -151,7 +151,8 @@ func Start(ctx context.Context, o Options) (*Sandbox, error) {
 			return nil, err
 		}
 	}
-	cfg := config{BinDir: o.BinDir, Namespace: o.Namespace, Scenarios: o.Scenarios, Nodes: 3, Agent: agent, APIServerArgs: o.APIServerArgs}
+	cfg := config{BinDir: o.BinDir, Namespace: o.Namespace, Scenarios: o.Scenarios, Nodes: 3, Agent: agent, APIServerArgs: o.APIServerArgs,
+		ScenarioTimeout: Duration(o.Timeout)}
 	if cfg.Agent == "" {
 		// The supervisor builds it; it runs in dir, so find the
 		// repository from here.

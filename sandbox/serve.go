@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,8 +33,9 @@ import (
 	"github.com/hactl-dev/hactl/sandbox/volumes"
 )
 
-// scenarioTimeout bounds each scenario's setup.
-const scenarioTimeout = 4 * time.Minute
+// defaultScenarioTimeout bounds each scenario's setup unless the start
+// gave a timeout of its own.
+const defaultScenarioTimeout = 4 * time.Minute
 
 // supervisor runs one sandbox in the foreground.
 type supervisor struct {
@@ -345,14 +348,18 @@ func (s *supervisor) runScenarios(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sctx, cancel := context.WithTimeout(ctx, scenarioTimeout)
+			budget := time.Duration(s.cfg.ScenarioTimeout)
+			if budget <= 0 {
+				budget = defaultScenarioTimeout
+			}
+			sctx, cancel := context.WithTimeout(ctx, budget)
 			defer cancel()
 			begin := time.Now()
 			err := sc.Run(sctx, env)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				errs = append(errs, err)
+				errs = append(errs, fmt.Errorf("%w%s", err, s.logTails(ns, sc.Name, 12)))
 				return
 			}
 			ci := ClusterInfo{Scenario: sc.Name, Namespace: ns, Name: sc.Name, Shape: sc.Shape.String(), Summary: sc.Summary, Setup: Duration(time.Since(begin))}
@@ -379,6 +386,32 @@ func (s *supervisor) runScenarios(ctx context.Context) error {
 	}
 	s.setState(func(st *State) { st.Clusters = ordered })
 	return nil
+}
+
+// logTails is the end of each container log of cluster's members, for a
+// setup that failed: the sandbox's files may be gone before anyone reads
+// them (a test run cleans up).
+func (s *supervisor) logTails(ns, cluster string, lines int) string {
+	var b strings.Builder
+	for _, m := range s.run.Members() {
+		ord, ok := strings.CutPrefix(m.Name, cluster+"-")
+		if m.Namespace != ns || !ok {
+			continue
+		}
+		if _, err := strconv.Atoi(ord); err != nil {
+			continue
+		}
+		tails := s.run.LogTail(ns, m.Name, lines)
+		containers := make([]string, 0, len(tails))
+		for c := range tails {
+			containers = append(containers, c)
+		}
+		sort.Strings(containers)
+		for _, c := range containers {
+			fmt.Fprintf(&b, "\n--- last lines of %s/%s (container %s) ---\n%s", ns, m.Name, c, strings.TrimRight(tails[c], "\n"))
+		}
+	}
+	return b.String()
 }
 
 // createNamespace creates the scenarios' namespace early: its default

@@ -21,6 +21,10 @@ import (
 const (
 	LabelEngine         = "hactl.dev/engine"
 	AnnotationTLSSecret = "hactl.dev/client-tls-secret"
+	// AnnotationRESTAuthSecret names a Secret (keys username and
+	// password, as kubernetes.io/basic-auth) whose credentials hactl's
+	// actions send to the members' REST API.
+	AnnotationRESTAuthSecret = "hactl.dev/rest-auth-secret"
 )
 
 // maxEvents bounds the events kept per cluster.
@@ -239,7 +243,7 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 			Replicas: replicas, ReadyReplicas: int(sts.Status.ReadyReplicas),
 			CreatedAt: sts.CreationTimestamp.Time, ServiceName: sts.Spec.ServiceName,
 			Template: tf, Shape: classify.DetectShape(tf),
-			TLSSecret: sts.Annotations[AnnotationTLSSecret], ObservedAt: at,
+			TLSSecret: sts.Annotations[AnnotationTLSSecret], RESTAuthSecret: sts.Annotations[AnnotationRESTAuthSecret], ObservedAt: at,
 		},
 	}
 	obs.Members = decodeMembers(sts, ix, replicas, at)

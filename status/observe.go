@@ -218,6 +218,35 @@ func ReadCredentials(ctx context.Context, get SecretGetter, c model.ClusterFacts
 	return cr, nil
 }
 
+// ReadRESTAuth reads the REST API credentials a cluster names with the
+// annotation hactl.dev/rest-auth-secret (keys username and password, as a
+// kubernetes.io/basic-auth Secret); nil when it names none. Only actions
+// need them: probes read, and Patroni asks no credentials for reading.
+// purpose completes the RBAC hint. Errors name the Secret, never its
+// contents.
+func ReadRESTAuth(ctx context.Context, get SecretGetter, c model.ClusterFacts, purpose string) (*engine.BasicAuth, error) {
+	if c.RESTAuthSecret == "" {
+		return nil, nil
+	}
+	if get == nil {
+		return nil, fmt.Errorf("REST API Secret %q cannot be read (no client)", c.RESTAuthSecret)
+	}
+	s, err := get(ctx, c.Namespace, c.RESTAuthSecret)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("you may not get secret %q in namespace %q (annotation %s); grant get on that Secret to %s", c.RESTAuthSecret, c.Namespace, AnnotationRESTAuthSecret, purpose)
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("REST API Secret %q named by annotation %s does not exist in namespace %q", c.RESTAuthSecret, AnnotationRESTAuthSecret, c.Namespace)
+	case err != nil:
+		return nil, fmt.Errorf("reading REST API Secret %q: %w", c.RESTAuthSecret, err)
+	}
+	a := &engine.BasicAuth{Username: string(s.Data["username"]), Password: string(s.Data["password"])}
+	if a.Username == "" || a.Password == "" {
+		return nil, fmt.Errorf("REST API Secret %q (annotation %s) needs both keys username and password", c.RESTAuthSecret, AnnotationRESTAuthSecret)
+	}
+	return a, nil
+}
+
 // Evaluate runs the pure verdict over one observation.
 func Evaluate(obs model.Observation, now time.Time, opts verdict.Options) Result {
 	ob, v := verdict.Evaluate(obs, now, opts)

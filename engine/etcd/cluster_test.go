@@ -264,7 +264,7 @@ func TestProbePausedMember(t *testing.T) {
 	facts, took := probe(t, d, ts, time.Second)
 	t.Logf("probe of 3 members, %s paused, Timeout 1s: %s", ts[paused].Member, took)
 	for i, f := range facts {
-		t.Logf("%s: reachable=%v failure=%q err=%q took=%s", ts[i].Member, f.Reachable, f.Failure, f.Err, f.Took)
+		t.Logf("%s: reachable=%v member=%s failure=%q err=%q took=%s", ts[i].Member, f.Reachable, f.MemberID, f.Failure, f.Err, f.Took)
 	}
 	if took > 10*time.Second {
 		t.Fatalf("Probe hung: %s", took)

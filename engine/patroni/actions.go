@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,7 +36,8 @@ var (
 	ErrBusy = errors.New("member is busy with another action")
 	// ErrUnauthorized: the REST API refused the request's credentials
 	// (HTTP 401 or 403: basic auth, client certificate or allowlist).
-	ErrUnauthorized = errors.New("the REST API refused the credentials")
+	// It is engine.ErrUnauthorized.
+	ErrUnauthorized = engine.ErrUnauthorized
 )
 
 // StatusError is a member's answer that the action did not expect: the
@@ -55,29 +54,8 @@ func (e *StatusError) Error() string {
 }
 
 // BasicAuth is the username and password Patroni's restapi.authentication
-// asks for on unsafe methods (POST, PATCH, …). It is never printed: every
-// formatting path (fmt verbs, JSON, slog) yields "[redacted]", and no
-// error carries it.
-type BasicAuth struct {
-	Username, Password string
-}
-
-const redacted = "[redacted]"
-
-// String implements fmt.Stringer.
-func (BasicAuth) String() string { return redacted }
-
-// GoString implements fmt.GoStringer (%#v).
-func (BasicAuth) GoString() string { return redacted }
-
-// Format implements fmt.Formatter so that every verb prints "[redacted]".
-func (BasicAuth) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redacted) }
-
-// MarshalJSON keeps the password out of JSON output.
-func (BasicAuth) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
-
-// LogValue keeps the password out of structured logs.
-func (BasicAuth) LogValue() slog.Value { return slog.StringValue(redacted) }
+// asks for on unsafe methods (POST, PATCH, …); it never prints.
+type BasicAuth = engine.BasicAuth
 
 // ActionOption tunes one action.
 type ActionOption func(*actionOptions)

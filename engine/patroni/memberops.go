@@ -15,12 +15,21 @@ import (
 // over) is reported as engine.ErrPrecondition. The operations also
 // implement engine.Reinitializer (POST /reinitialize to the member). The
 // membership operations fail with ErrNotApplicable, as those of Members.
+// o.Auth, when set, is sent as basic authentication with every action.
 func (Engine) Actions(o engine.ProbeOptions) engine.MemberOps { return restOps{o: o} }
 
 // restOps are the member operations of Actions.
 type restOps struct {
 	Ops
 	o engine.ProbeOptions
+}
+
+// auth sends o.Auth, when set, with every action.
+func (r restOps) auth() []ActionOption {
+	if r.o.Auth == nil {
+		return nil
+	}
+	return []ActionOption{WithBasicAuth(*r.o.Auth)}
 }
 
 var (
@@ -33,7 +42,7 @@ func (r restOps) MoveLeader(ctx context.Context, via engine.Target, toID string)
 	if via.Member == "" {
 		via.Member = via.Pod
 	}
-	err := Switchover(ctx, via, r.o, via.Member, toID)
+	err := Switchover(ctx, via, r.o, via.Member, toID, r.auth()...)
 	if errors.Is(err, ErrPrecondition) {
 		return fmt.Errorf("%w: %w", engine.ErrPrecondition, err)
 	}
@@ -45,7 +54,7 @@ func (r restOps) MoveLeader(ctx context.Context, via engine.Target, toID string)
 // through; the leader's refusal is reported as engine.ErrPrecondition
 // (the member became the primary since it was observed).
 func (r restOps) Reinitialize(ctx context.Context, member engine.Target) error {
-	err := Reinitialize(ctx, member, r.o)
+	err := Reinitialize(ctx, member, r.o, r.auth()...)
 	if errors.Is(err, ErrIsLeader) {
 		return fmt.Errorf("%w: %w", engine.ErrPrecondition, err)
 	}

@@ -220,7 +220,7 @@ func TestActionOutcomeUnknown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	o := engine.ProbeOptions{Dial: dial}
-	err = Switchover(ctx, engine.Target{Member: "pg-0", Pod: "silent", Port: 8008}, o, "pg-0", "pg-1", WithBasicAuth(BasicAuth{"u", "pw-xyz"}))
+	err = Switchover(ctx, engine.Target{Member: "pg-0", Pod: "silent", Port: 8008}, o, "pg-0", "pg-1", WithBasicAuth(BasicAuth{Username: "u", Password: "pw-xyz"}))
 	if !errors.Is(err, engine.ErrOutcomeUnknown) || strings.Contains(err.Error(), "pw-xyz") {
 		t.Errorf("switchover to a silent member: %v, want ErrOutcomeUnknown", err)
 	}

@@ -436,8 +436,27 @@ func (m *Member) Kill() error {
 }
 
 // Pause stops the member with SIGSTOP: its sockets stay open but nothing
-// answers, like a hung or partitioned member.
-func (m *Member) Pause() error { return m.signal("pause", syscall.SIGSTOP) }
+// answers, like a hung or partitioned member. It returns once every thread
+// of the member is stopped.
+func (m *Member) Pause() error {
+	if err := m.signal("pause", syscall.SIGSTOP); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	p := m.proc
+	m.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.Stopped() {
+		if p.Exited() {
+			return fmt.Errorf("pause %s: it exited", m.Name)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pause %s: SIGSTOP sent, but its threads were not all stopped within 10s", m.Name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
 
 // Resume continues a paused member with SIGCONT.
 func (m *Member) Resume() error { return m.signal("resume", syscall.SIGCONT) }

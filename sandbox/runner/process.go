@@ -33,7 +33,7 @@ import (
 // outlives it.
 type process struct {
 	pid       int
-	sid       int // the session the container runs in
+	sid       int // the session the container runs in: 0 is a real one (init's, or one whose leader is outside our pid namespace); -1 if unknown
 	startedAt time.Time
 	pidFile   string
 	logPath   string
@@ -93,7 +93,7 @@ func startProcess(l Launch, logPath, pidFile, name string) (*process, error) {
 		return nil, err
 	}
 	p := &process{pid: cmd.Process.Pid, startedAt: time.Now(), pidFile: pidFile, logPath: logPath, done: make(chan struct{}),
-		escaped: map[int]reap.Stat{}, marker: envValue(l.Env, MarkerEnv)}
+		escaped: map[int]reap.Stat{}, marker: envValue(l.Env, MarkerEnv), sid: -1}
 	if st, err := reap.ReadStat(p.pid); err == nil {
 		p.sid = st.Session
 	}
@@ -248,7 +248,7 @@ const MarkerEnv = "HACTL_SANDBOX_CONTAINER"
 var mySession = func() int {
 	s, err := reap.ReadStat(os.Getpid())
 	if err != nil {
-		return 0
+		return -1
 	}
 	return s.Session
 }()
@@ -286,7 +286,7 @@ func adoptees(all []reap.Stat, marker string) []reap.Stat {
 // orphans the runner adopted that carry the container's marker — and
 // forgets those that are gone.
 func (p *process) track(all []reap.Stat) {
-	if p.sid == 0 {
+	if p.sid < 0 {
 		return
 	}
 	var main []reap.Stat

@@ -376,6 +376,30 @@ func (r *Runner) Members() []Member {
 	return out
 }
 
+// LogTail returns the last lines (at most 4 KiB) of the current run's log
+// of each container of pod ns/name, by container name: what a failed
+// setup reports, since the sandbox's files may be gone by the time
+// anyone reads them.
+func (r *Runner) LogTail(ns, name string, lines int) map[string]string {
+	r.mu.Lock()
+	m := r.byName[ns+"/"+name]
+	r.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	files := map[string]string{}
+	for c, f := range m.logFiles {
+		files[c] = f[0]
+	}
+	m.mu.Unlock()
+	out := map[string]string{}
+	for c, f := range files {
+		out[c] = logTail(f, lines, 4096)
+	}
+	return out
+}
+
 // Addresses returns the addresses of pod ns/name (allocating them if the
 // pod does not exist yet, as for a member about to be added).
 func (r *Runner) Addresses(ns, name string) (MemberAddrs, error) { return r.addrs.For(ns, name) }

@@ -96,4 +96,6 @@
 //     cannot rewind, so it runs as a replica ahead of the leader on a
 //     timeline of its own (its reported timeline is stale) and streams
 //     nothing. replica_diverged (replica_not_streaming may show too).
+//     Its REST API asks for basic auth on unsafe methods (Secret
+//     pg-diverged-rest-auth, named by hactl.dev/rest-auth-secret).
 package scenario

@@ -176,6 +176,7 @@ func setPause(ctx context.Context, env Env, cluster, pod string, on bool, member
 			return err
 		}
 		req.Header.Set("Content-Type", "application/json")
+		req.SetBasicAuth(RESTUser, RESTPassword)
 		resp, err := patroniHTTP.Do(req)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
@@ -400,7 +401,8 @@ func init() {
 		Name:  "pg-diverged",
 		Shape: Patroni,
 		Summary: "use_pg_rewind off; in maintenance mode a replica was promoted and written to, then maintenance mode " +
-			"ended: Patroni demoted it but cannot rewind it, so it runs as a replica on a timeline of its own, not streaming",
+			"ended: Patroni demoted it but cannot rewind it, so it runs as a replica on a timeline of its own, not streaming. " +
+			"Its REST API asks for basic auth on POST (Secret pg-diverged-rest-auth, named by hactl.dev/rest-auth-secret)",
 		Reasons: []model.ReasonCode{model.ReasonReplicaDiverged},
 		MayAlso: []model.ReasonCode{model.ReasonReplicaNotStreaming},
 		run:     runPGDiverged,
@@ -561,7 +563,9 @@ func runPGNoSyncStandby(ctx context.Context, env Env, s *Scenario) error {
 }
 
 func runPGDiverged(ctx context.Context, env Env, s *Scenario) error {
-	p, leader, replicas, err := formPG(ctx, env, s, func(p *Params) { p.NoRewind = true }, false)
+	// Its REST API asks for basic auth on unsafe methods: the reseed the
+	// e2e tests run through kubectl must send the Secret's credentials.
+	p, leader, replicas, err := formPG(ctx, env, s, func(p *Params) { p.NoRewind, p.RESTAuth = true, true }, false)
 	if err != nil {
 		return err
 	}
@@ -570,17 +574,36 @@ func runPGDiverged(ctx context.Context, env Env, s *Scenario) error {
 		return err
 	}
 	rogue := replicas[0]
-	if err := env.Break(ctx, rogue, fault.Promote, nil); err != nil {
-		return err
+	// A promotion that lands while the rogue's Patroni is in the middle
+	// of an HA loop is undone even in maintenance mode: that loop saw a
+	// replica in recovery, then finds standby.signal gone and restarts
+	// PostgreSQL as a replica again. Promote again until the write lands
+	// on the rogue as a primary.
+	var wrote error
+	for attempt := 1; attempt <= 3; attempt++ {
+		if err := env.Break(ctx, rogue, fault.Promote, nil); err != nil {
+			return err
+		}
+		err = waitPatroni(ctx, env, s.Name, rogue+" promoted", []string{rogue}, func(sts map[string]PatroniStatus) bool {
+			return sts[rogue].primary()
+		})
+		if err != nil {
+			return err
+		}
+		if wrote = writeWAL(ctx, env, rogue, "hactl_diverged", 1); wrote == nil {
+			break
+		}
+		env.Logf("scenario %s: writing on the promoted %s failed (attempt %d): %v", s.Name, rogue, attempt, wrote)
+		// Wait for Patroni's restart to finish before promoting again.
+		err = waitPatroni(ctx, env, s.Name, rogue+" running again", []string{rogue}, func(sts map[string]PatroniStatus) bool {
+			return sts[rogue].State == "running"
+		})
+		if err != nil {
+			return err
+		}
 	}
-	err = waitPatroni(ctx, env, s.Name, rogue+" promoted", []string{rogue}, func(sts map[string]PatroniStatus) bool {
-		return sts[rogue].primary()
-	})
-	if err != nil {
-		return err
-	}
-	if err := writeWAL(ctx, env, rogue, "hactl_diverged", 1); err != nil {
-		return fmt.Errorf("writing on %s: %w", rogue, err)
+	if wrote != nil {
+		return fmt.Errorf("writing on %s: %w", rogue, wrote)
 	}
 	if err := setPause(ctx, env, s.Name, leader, false, all...); err != nil {
 		return err

@@ -112,6 +112,10 @@ type Params struct {
 	SynchronousMode bool
 	// NoRewind turns use_pg_rewind off.
 	NoRewind bool
+	// RESTAuth puts basic auth on the REST API's unsafe methods
+	// (restapi.authentication, from the Secret <name>-rest-auth, which
+	// the StatefulSet names with hactl.dev/rest-auth-secret).
+	RESTAuth bool
 }
 
 // Objects are a rendered cluster.
@@ -128,6 +132,15 @@ type Objects struct {
 	ConfigMaps      []*corev1.ConfigMap
 }
 
+// RESTUser and RESTPassword are the basic auth of a Patroni cluster with
+// Params.RESTAuth (a sandbox's, on loopback: not a secret worth keeping).
+// The scenarios send them with their own unsafe requests; Patroni
+// without restapi.authentication ignores them.
+const (
+	RESTUser     = "hactl-sandbox"
+	RESTPassword = "sandbox-rest-password"
+)
+
 //go:embed templates/*.yaml
 var templateFS embed.FS
 
@@ -138,6 +151,8 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"labels":              labels,
 	"patroniLabels":       patroniLabels,
 	"voterOrdinals":       voterOrdinals,
+	"restUser":            func() string { return RESTUser },
+	"restPassword":        func() string { return RESTPassword },
 }).ParseFS(templateFS, "templates/*.yaml"))
 
 func voterOrdinals(p Params) string {

@@ -3,6 +3,8 @@ package scenario
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestRenderEveryShape(t *testing.T) {
@@ -118,6 +120,45 @@ func TestRenderPatroni(t *testing.T) {
 	for _, want := range []string{"synchronous_mode: true", "use_pg_rewind: false", "ttl: 30", "checkpoint: fast", "unix_socket_directories: ''"} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("patroni.yml lacks %q:\n%s", want, conf)
+		}
+	}
+}
+
+// RESTAuth adds the basic-auth Secret, names it on the StatefulSet for
+// hactl and gives Patroni the same credentials; without it, none of that.
+func TestRenderPatroniRESTAuth(t *testing.T) {
+	base := Params{Name: "pg", Namespace: "ns", Replicas: 3, RunAsUser: 101, RunAsGroup: 104, PGBinDir: "/bin", KubeContext: "ctx"}
+	for _, on := range []bool{false, true} {
+		p := base
+		p.RESTAuth = on
+		o, err := Render(Patroni, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var secret *corev1.Secret
+		for _, s := range o.Secrets {
+			if s.Name == "pg-rest-auth" {
+				secret = s
+			}
+		}
+		refs := map[string]string{}
+		for _, e := range o.StatefulSet.Spec.Template.Spec.Containers[0].Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				refs[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+			}
+		}
+		annotation := o.StatefulSet.Annotations["hactl.dev/rest-auth-secret"]
+		if !on {
+			if secret != nil || annotation != "" || refs["PATRONI_RESTAPI_USERNAME"] != "" {
+				t.Fatalf("RESTAuth off: secret %v, annotation %q, env %v", secret != nil, annotation, refs)
+			}
+			continue
+		}
+		if secret == nil || secret.Type != corev1.SecretTypeBasicAuth || secret.StringData["username"] != RESTUser || secret.StringData["password"] != RESTPassword {
+			t.Fatalf("RESTAuth on: Secret %+v", secret)
+		}
+		if annotation != "pg-rest-auth" || refs["PATRONI_RESTAPI_USERNAME"] != "pg-rest-auth/username" || refs["PATRONI_RESTAPI_PASSWORD"] != "pg-rest-auth/password" {
+			t.Fatalf("RESTAuth on: annotation %q, env %v", annotation, refs)
 		}
 	}
 }

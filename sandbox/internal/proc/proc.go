@@ -150,6 +150,28 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return nil
 }
 
+// Stopped reports whether every thread of the process is stopped (by
+// SIGSTOP or a tracer): a signal is sent at once, but a thread stops only
+// when it next leaves the kernel, so a caller that needs the process
+// frozen waits for this.
+func (p *Process) Stopped() bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.Pid()))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", p.Pid(), t.Name()))
+		if err != nil {
+			return false
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+			return false
+		}
+	}
+	return true
+}
+
 // Stop sends SIGTERM (and SIGCONT, in case the process is paused), waits up
 // to grace, then SIGKILLs the group, waits for the exit and removes the pid
 // file. Stopping a process that already exited only cleans up.
