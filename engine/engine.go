@@ -27,6 +27,9 @@ type Target struct {
 	Namespace, Pod string
 	// Port is the engine's client port inside the pod (2379 for etcd).
 	Port int
+	// UID is the pod's UID, when known: a connection kept open (Conns)
+	// is only ever reused for the same pod.
+	UID string
 	// ServerName is the name the member's serving certificate is checked
 	// against when TLS is used and Credentials.ServerName is empty, for
 	// example "etcd-0.etcd-headless.ns.svc". When both are empty, Pod is
@@ -45,6 +48,9 @@ type ProbeOptions struct {
 	// Credentials, when set, make the engine speak TLS with this client
 	// material. Nil means plaintext.
 	Credentials *Credentials
+	// Conns, when set, keeps member clients open across Probe calls
+	// (engines that can reuse them do).
+	Conns *Conns
 	// Auth, when set, is the basic authentication the engine's actions
 	// send (Patroni's restapi.authentication guards its unsafe methods).
 	// Probes never send it: they only read.

@@ -38,6 +38,10 @@ type Observer struct {
 	// Secrets reads TLS Secrets named by hactl.dev/client-tls-secret.
 	Secrets      SecretGetter
 	ProbeTimeout time.Duration
+	// Conns, when set, keeps member connections open from one Observe to
+	// the next (a watch's rounds); clients of members no longer probed
+	// are closed after each round.
+	Conns *engine.Conns
 	// MaxParallelProbes bounds concurrent member probes (default 64).
 	MaxParallelProbes int
 	Verdict           verdict.Options
@@ -124,9 +128,10 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings 
 	}
 	sem := make(chan struct{}, limit)
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		warn Warnings
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		warn   Warnings
+		probed = map[string]bool{} // Conns keys of this round
 	)
 	for ci := range obs {
 		ob := &obs[ci]
@@ -153,7 +158,7 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings 
 			if m.Pod == nil || m.Pod.Node == "" || m.Pod.Phase != string(corev1.PodRunning) {
 				continue
 			}
-			t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort}
+			t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID}
 			if ob.Cluster.ServiceName != "" {
 				t.ServerName = m.Pod.Name + "." + ob.Cluster.ServiceName + "." + ob.Cluster.Namespace + ".svc"
 			}
@@ -162,7 +167,11 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings 
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				facts := eng.Probe(ctx, []engine.Target{t}, engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds})
+				po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Conns: o.Conns}
+				mu.Lock()
+				probed[engine.ConnKey(string(ob.Cluster.Engine), t, creds)] = true
+				mu.Unlock()
+				facts := eng.Probe(ctx, []engine.Target{t}, po)
 				if len(facts) == 1 {
 					f := facts[0]
 					m.Engine = &f
@@ -171,6 +180,10 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings 
 		}
 	}
 	wg.Wait()
+	if o.Conns != nil {
+		// Members gone since the last round: close their clients.
+		o.Conns.Retain(func(k string) bool { return probed[k] })
+	}
 	return warn
 }
 

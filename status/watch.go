@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -74,6 +75,11 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions
 	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = CacheSyncTimeout
+	}
+	if opts.Observer.Dial != nil && opts.Observer.Conns == nil {
+		// A watch probes the same members round after round: keep their
+		// connections open (closed by Stop).
+		opts.Observer.Conns = engine.NewConns()
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, fo...)
 	return &Watcher{
@@ -174,7 +180,7 @@ func (w *Watcher) waitForSync(ctx context.Context, required []cache.SharedIndexI
 	}
 	settled := append(slices.Clone(synced), func() bool { return w.events.HasSynced() || w.eventsFailure() != nil })
 	done := make(chan bool, 1)
-	go func() { done <- cache.WaitForCacheSync(syncCtx.Done(), settled...) }()
+	go func() { done <- waitSynced(syncCtx, settled) }()
 	select {
 	case ok := <-done:
 		switch {
@@ -193,6 +199,26 @@ func (w *Watcher) waitForSync(ctx context.Context, required []cache.SharedIndexI
 		<-done
 		return w.explain(ctx, err)
 	}
+}
+
+// syncPoll is how often waitSynced looks at the caches: client-go's
+// WaitForCacheSync looks every 100 ms, which a first screen would wait
+// out; a look costs a few function calls.
+const syncPoll = 5 * time.Millisecond
+
+// waitSynced reports true once every settled holds, false when ctx ends
+// first.
+func waitSynced(ctx context.Context, settled []cache.InformerSynced) bool {
+	t := time.NewTicker(syncPoll)
+	defer t.Stop()
+	for !allSynced(settled) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 func allSynced(synced []cache.InformerSynced) bool {
@@ -266,6 +292,18 @@ func (w *Watcher) Observe(ctx context.Context, name string, probe bool) ([]Resul
 	return o.Observe(ctx, w.namespace, name)
 }
 
+// ObserveDirect is Observe from one list of each resource type at the
+// API server instead of the caches: what `status` reads. It needs no
+// Start, so a first screen need not wait for the watches to sync.
+func (w *Watcher) ObserveDirect(ctx context.Context, name string, probe bool) ([]Result, Warnings, error) {
+	o := w.opts.Observer
+	o.Source = APISource{Client: w.client}
+	if !probe {
+		o.Dial = nil
+	}
+	return o.Observe(ctx, w.namespace, name)
+}
+
 // Stop ends the watches and waits for their goroutines.
 func (w *Watcher) Stop() {
 	w.mu.Lock()
@@ -275,6 +313,9 @@ func (w *Watcher) Stop() {
 		cancel()
 	}
 	w.factory.Shutdown()
+	if c := w.opts.Observer.Conns; c != nil {
+		c.Close()
+	}
 }
 
 // watchSource reads the watcher's caches and says when events are

@@ -29,6 +29,14 @@ type Backend interface {
 	Observe(ctx context.Context, probe bool) ([]status.Result, status.Warnings, error)
 }
 
+// DirectObserver is a Backend that can also read every cluster in scope
+// straight from the API server, probing the members when probes are on,
+// without waiting for Start: the model's first screen comes from it while
+// the watches sync, then the caches take over.
+type DirectObserver interface {
+	ObserveDirect(ctx context.Context) ([]status.Result, status.Warnings, error)
+}
+
 // ErrCacheSync is returned by Start when the watch caches did not sync in
 // time.
 var ErrCacheSync = status.ErrCacheSync
@@ -77,6 +85,19 @@ func (b *KubeBackend) Errors() <-chan error { return b.watcher.Errors() }
 // shows actions run from anywhere.
 func (b *KubeBackend) Observe(ctx context.Context, probe bool) ([]status.Result, status.Warnings, error) {
 	rs, warn, err := b.watcher.Observe(ctx, "", probe)
+	return b.withActions(ctx, rs, warn, err, probe)
+}
+
+// ObserveDirect implements DirectObserver: one list of each resource type
+// and a probe of every member, as `status` reads, while the watches sync.
+func (b *KubeBackend) ObserveDirect(ctx context.Context) ([]status.Result, status.Warnings, error) {
+	rs, warn, err := b.watcher.ObserveDirect(ctx, "", b.probes)
+	return b.withActions(ctx, rs, warn, err, true)
+}
+
+// withActions adds each cluster's lock and ledger to a probed
+// observation.
+func (b *KubeBackend) withActions(ctx context.Context, rs []status.Result, warn status.Warnings, err error, probe bool) ([]status.Result, status.Warnings, error) {
 	if err != nil || !probe {
 		return rs, warn, err
 	}

@@ -71,6 +71,21 @@ func TestKubeBackendFollowsTheAPIServer(t *testing.T) {
 	})
 }
 
+// TestKubeBackendReadsDirectlyBeforeSync: the first screen's read needs
+// no synced watches: one list of each type at the real API server.
+func TestKubeBackendReadsDirectlyBeforeSync(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-d"))
+	b := NewKubeBackend(admin, ns, status.Observer{})
+	t.Cleanup(b.Shutdown)
+	rs, _, err := b.ObserveDirect(context.Background())
+	if err != nil || len(rs) != 1 || rs[0].Observation.Cluster.Name != "etcd-d" || len(rs[0].Observation.Members) != 3 {
+		t.Fatalf("direct read before Start: %v %+v", err, rs)
+	}
+}
+
 // TestKubeBackendExplainsRBAC: a user who may not list StatefulSets gets
 // the reason, not a timeout.
 func TestKubeBackendExplainsRBAC(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 // and recent events, which scrolls on its own.
 type memberView struct {
 	table
+	syncState
 	// tabHeight is the height of the whole tab; the table gets part of
 	// it, the pane the rest.
 	tabHeight int
@@ -33,6 +34,9 @@ type memberView struct {
 	result  status.Result
 	members []model.Member
 	filter  string
+	// summary and paneLines are drawn by refresh, for the frames that
+	// follow (see pane).
+	summary, paneLines []string
 }
 
 func newMemberView(th Theme, keys KeyMap, book remedy.Book, now func() time.Time) memberView {
@@ -86,7 +90,7 @@ func (v memberView) Update(msg tea.Msg) (memberView, tea.Cmd) {
 	case key.Matches(k, v.keys.ScrollUp):
 		v.lower = max(0, v.lower-5)
 	case key.Matches(k, v.keys.ScrollDown):
-		v.lower = min(v.lower+5, max(0, len(v.pane())-1))
+		v.lower = min(v.lower+5, max(0, len(v.paneLines)-1))
 	default:
 		v.table, _ = v.table.Update(msg)
 	}
@@ -216,20 +220,22 @@ func (v *memberView) refresh() {
 		})
 	}
 	v.SetRows(rows)
+	v.summary = summaryLines(t, v.result, v.width)
+	v.paneLines = v.pane()
 }
 
 // View draws the summary, the member table, and the pane from its
 // scroll.
 func (v memberView) View() []string {
 	t, w := v.theme, v.width
-	lines := summaryLines(t, v.result, w)
+	lines := append([]string(nil), v.summary...)
 	lines = append(lines, "")
 	lines = append(lines, v.table.View()...)
 	if len(v.members) == 0 {
 		lines = append(lines, "  "+t.Dim.Render("no member matches the filter"))
 	}
 	paneH := max(0, v.tabHeight-len(lines)-1)
-	pane := v.pane()
+	pane := v.paneLines
 	top := min(v.lower, max(0, len(pane)-paneH))
 	sep := ""
 	if top > 0 || top+paneH < len(pane) {

@@ -13,6 +13,7 @@ import (
 // and a preview of the selected one's reasons.
 type clusterList struct {
 	table
+	syncState
 	// namespace is the scope; "" (all namespaces) adds a NAMESPACE column.
 	namespace string
 	// results are every cluster in scope, visible those the filter keeps.

@@ -423,3 +423,18 @@ func TestDialogRestoreNeedsClusterName(t *testing.T) {
 		t.Errorf("the cluster name: outcome %v (hint %q)", out, d.hint)
 	}
 }
+
+// cellWidth measures what ansi.StringWidth measures, by length where it
+// may (ASCII, with or without CSI styling).
+func TestCellWidth(t *testing.T) {
+	th := NewTheme(true)
+	for _, s := range []string{
+		"", "etcd-main-0", "  12 ms", th.Warn.Render("no"), th.Bold.Render("leader") + " x",
+		"\x1b[38;2;1;2;3mrgb\x1b[0m", "▁▂▃█ lag", "naïve", "日本語", "a\tb", "\x1b]8;;http://x\x07link\x1b]8;;\x07",
+		"\x1b[", "trailing \x1b", "\x1b[1", "emoji 👍",
+	} {
+		if got, want := cellWidth(s), ansi.StringWidth(s); got != want {
+			t.Errorf("cellWidth(%q) = %d, ansi.StringWidth = %d", s, got, want)
+		}
+	}
+}

@@ -107,6 +107,33 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// cellWidth is the number of terminal cells s takes. Plain ASCII, and
+// ASCII styled with CSI sequences (colours, bold), is measured by length
+// (the sequences take none); anything else by ansi.StringWidth.
+func cellWidth(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b >= 0x20 && b < 0x7f:
+			n++
+		case b == 0x1b && i+1 < len(s) && s[i+1] == '[':
+			// CSI: parameters and intermediates, then one final byte.
+			k := i + 2
+			for k < len(s) && s[k] >= 0x20 && s[k] < 0x40 {
+				k++
+			}
+			if k >= len(s) || s[k] < 0x40 || s[k] > 0x7e {
+				return ansi.StringWidth(s)
+			}
+			i = k
+		default:
+			return ansi.StringWidth(s)
+		}
+	}
+	return n
+}
+
 // clip truncates every line to width and pads or cuts the block to
 // exactly height lines.
 func clip(lines []string, width, height int) []string {
@@ -115,7 +142,7 @@ func clip(lines []string, width, height int) []string {
 		if len(out) == height {
 			break
 		}
-		if ansi.StringWidth(l) > width {
+		if cellWidth(l) > width {
 			l = ansi.Truncate(l, width, "…")
 		}
 		out = append(out, l)
@@ -128,9 +155,9 @@ func clip(lines []string, width, height int) []string {
 
 // spread puts left and right on one line of width cells.
 func spread(left, right string, width int) string {
-	gap := width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	gap := width - cellWidth(left) - cellWidth(right)
 	if gap < 1 {
-		return ansi.Truncate(left, max(0, width-ansi.StringWidth(right)-1), "…") + " " + right
+		return ansi.Truncate(left, max(0, width-cellWidth(right)-1), "…") + " " + right
 	}
 	return left + strings.Repeat(" ", gap) + right
 }

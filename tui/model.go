@@ -60,6 +60,15 @@ type Model struct {
 	backend Backend
 	actions Actions
 
+	// dataGen counts changes of what the views show (results, lag
+	// history): syncViews rebuilds a view's rows only when it, the focus,
+	// the filter or the clock's second changed since the view's last
+	// rows, not on every key press or frame.
+	dataGen uint64
+	// prefetch delivers the direct read started before the program ran
+	// (Run); nil: Init starts it.
+	prefetch <-chan tea.Msg
+
 	theme Theme
 	keys  KeyMap
 
@@ -151,6 +160,7 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 			m.focus = cfg.Namespace + "/" + cfg.Cluster
 		}
 	}
+	m.syncViews()
 	return m
 }
 
@@ -160,7 +170,7 @@ func (m Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{tea.RequestBackgroundColor}
 	if m.backend != nil {
 		b, ctx := m.backend, m.ctx
-		cmds = append(cmds, func() tea.Msg { return syncedMsg{err: b.Start(ctx)} })
+		cmds = append(cmds, func() tea.Msg { return syncedMsg{err: b.Start(ctx)} }, m.observeDirect())
 	}
 	return tea.Batch(cmds...)
 }
@@ -268,12 +278,37 @@ func (m *Model) setTheme(th Theme) {
 // focused one, the filter of the current screen, the lag history and the
 // running action.
 func (m *Model) syncViews() {
-	m.clusters.setData(m.results, m.filterOn(screenClusters))
+	sec := m.cfg.Now().Unix()
+	ck := viewKey{gen: m.dataGen, filter: m.filterOn(screenClusters), sec: sec}
+	if !m.clusters.synced || m.clusters.key != ck {
+		m.clusters.setData(m.results, ck.filter)
+		m.clusters.key, m.clusters.synced = ck, true
+	}
 	r, _ := m.focused()
 	f := m.filterOn(screenCluster)
-	m.members.setData(r, f)
-	m.readiness.setData(r, f, m.history)
+	k := viewKey{gen: m.dataGen, focus: m.focus, filter: f, sec: sec}
+	if !m.members.synced || m.members.key != k {
+		m.members.setData(r, f)
+		m.members.key, m.members.synced = k, true
+	}
+	if !m.readiness.synced || m.readiness.key != k {
+		m.readiness.setData(r, f, m.history)
+		m.readiness.key, m.readiness.synced = k, true
+	}
 	m.seed.setData(m.focus, r, m.action)
+}
+
+// viewKey is what a view's rows were built from (see Model.dataGen).
+type viewKey struct {
+	gen           uint64
+	focus, filter string
+	sec           int64
+}
+
+// syncState remembers the viewKey of a view's rows.
+type syncState struct {
+	key    viewKey
+	synced bool
 }
 
 // focused returns the result of the cluster shown on screenCluster.

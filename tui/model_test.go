@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
@@ -767,5 +768,87 @@ func TestLongListsFollowTheCursor(t *testing.T) {
 	}
 	if f := frame(m); !regexp.MustCompile(`›0 +etcd-big-0`).MatchString(f) {
 		t.Errorf("the first member is not back in view:\n%s", f)
+	}
+}
+
+// directBackend is a stubBackend whose watches take until release to
+// sync and which reads directly meanwhile (DirectObserver).
+type directBackend struct {
+	stubBackend
+	release chan struct{}
+	direct  []status.Result
+}
+
+func (b *directBackend) Start(ctx context.Context) error {
+	select {
+	case <-b.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *directBackend) ObserveDirect(context.Context) ([]status.Result, status.Warnings, error) {
+	return b.direct, nil, nil
+}
+
+// The first screen comes from the direct read while the watches sync: the
+// members show before Start returns, the read schedules no probe of its
+// own, and once the watches' probe is applied a late direct read changes
+// nothing.
+func TestFirstScreenFromTheDirectRead(t *testing.T) {
+	direct := evaluate(healthyObs("db", "etcd-a"))
+	later := healthyObs("db", "etcd-a")
+	later.Members[2].Pod.Ready = false
+	b := &directBackend{
+		stubBackend: stubBackend{changes: make(chan struct{}, 1), errs: make(chan error, 1), observe: func(bool) []status.Result {
+			return []status.Result{status.Evaluate(later, now, cfgVerdict)}
+		}},
+		release: make(chan struct{}),
+		direct:  []status.Result{direct},
+	}
+	m := New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true}, Deps{Backend: b})
+	var cmds []tea.Cmd
+	if batch, ok := m.Init()().(tea.BatchMsg); ok {
+		cmds = batch
+	}
+	var directMsg tea.Msg
+	for _, c := range cmds {
+		if c == nil {
+			continue
+		}
+		done := make(chan tea.Msg, 1)
+		go func() { done <- c() }()
+		select {
+		case msg := <-done:
+			if o, ok := msg.(observedMsg); ok && o.direct {
+				directMsg = msg
+			}
+		case <-time.After(2 * time.Second):
+			// Start: blocked until release.
+		}
+	}
+	if directMsg == nil {
+		t.Fatal("Init issued no direct read")
+	}
+	nm, cmd := m.Update(directMsg)
+	m = nm.(Model)
+	if cmd != nil {
+		t.Errorf("the direct read scheduled %v (probes are the watches' path)", cmd)
+	}
+	if f := ansi.Strip(m.Render()); !strings.Contains(f, "etcd-a-2") || !m.loaded {
+		t.Fatalf("no members on the first screen while the watches sync:\n%s", f)
+	}
+	close(b.release)
+	nm, cmd = m.Update(syncedMsg{})
+	m = nm.(Model)
+	m = settle(t, m, cmd)
+	if r, _ := m.focused(); r.Observation.Members[2].Pod.Ready {
+		t.Fatal("the watches' probe did not take over")
+	}
+	nm, _ = m.Update(directMsg)
+	m = nm.(Model)
+	if r, _ := m.focused(); r.Observation.Members[2].Pod.Ready {
+		t.Fatal("a late direct read replaced a newer observation")
 	}
 }

@@ -30,5 +30,8 @@ type observedMsg struct {
 	err      error
 	// facts are the engine facts of this probe (probed only).
 	facts probeFacts
-	at    time.Time
+	// direct: the first read, straight from the API server while the
+	// watches sync (DirectObserver); it schedules nothing.
+	direct bool
+	at     time.Time
 }

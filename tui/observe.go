@@ -82,8 +82,58 @@ func (m Model) waitError() tea.Cmd {
 	}
 }
 
+// observeDirect is the first read, from the API server while the watches
+// sync (nil when the backend cannot). Its sequence number is 0: any read
+// the model issues later supersedes it.
+func (m Model) observeDirect() tea.Cmd {
+	ch := m.prefetch
+	if ch == nil {
+		ch = m.startDirect()
+	}
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg { return <-ch }
+}
+
+// startDirect starts the direct read in the background (nil when the
+// backend cannot read directly); its one message arrives on the channel.
+func (m Model) startDirect() <-chan tea.Msg {
+	d, ok := m.backend.(DirectObserver)
+	if !ok {
+		return nil
+	}
+	ch := make(chan tea.Msg, 1)
+	ctx, probes, now := m.ctx, m.cfg.Probes, m.cfg.Now
+	go func() {
+		rs, warn, err := d.ObserveDirect(ctx)
+		msg := observedMsg{direct: true, probed: probes, results: rs, warnings: warn, err: err, at: now()}
+		if err == nil && probes {
+			msg.facts = factsOf(rs)
+		}
+		ch <- msg
+	}()
+	return ch
+}
+
 // applyObserved takes in one observation and schedules what follows it.
 func (m Model) applyObserved(msg observedMsg) (Model, tea.Cmd) {
+	if msg.direct {
+		// The watches' path reports errors and schedules the probes;
+		// this read only fills the screen until it has something newer.
+		if msg.err != nil || m.appliedSeq > 0 || m.loaded {
+			return m, nil
+		}
+		if msg.probed {
+			m.facts = msg.facts
+			m.probedAt = msg.at
+			m.history.record(msg.results, msg.at)
+			m.dataGen++
+		}
+		m.warnings = msg.warnings
+		m.setResults(msg.results)
+		return m, nil
+	}
 	var cmds []tea.Cmd
 	if msg.probed {
 		m.probing = false
@@ -111,6 +161,7 @@ func (m Model) applyObserved(msg observedMsg) (Model, tea.Cmd) {
 		m.facts = msg.facts
 		m.probedAt = msg.at
 		m.history.record(msg.results, msg.at)
+		m.dataGen++
 		if msg.seq < m.appliedSeq {
 			// A cache read overtook this probe: graft the new facts into a
 			// fresh read instead of showing older pod data.
@@ -138,6 +189,7 @@ func (m *Model) setResults(rs []status.Result) {
 		return clusterKey(rs[i].Observation.Cluster) < clusterKey(rs[j].Observation.Cluster)
 	})
 	m.results = rs
+	m.dataGen++
 	m.loaded = true
 	if m.focus != "" && !strings.Contains(m.focus, "/") {
 		// A bare name given with all namespaces in scope: take the first

@@ -18,6 +18,7 @@ import (
 // learners' catch-up.
 type readinessView struct {
 	table
+	syncState
 	// threshold is the verdict's lag threshold, interval the time between
 	// probes.
 	threshold uint64

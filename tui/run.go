@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"sync"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/klog/v2"
 )
@@ -55,13 +58,23 @@ func Run(ctx context.Context, o Options) error {
 	if o.Out != nil {
 		opts = append(opts, tea.WithOutput(o.Out))
 	}
+	if (o.Out == nil || o.Out == os.Stdout) && (o.Env == nil || slices.Equal(o.Env, os.Environ())) {
+		// lipgloss detected stdout's colour profile when it loaded; in
+		// tmux detecting it again means running `tmux info` once more
+		// before the first frame.
+		opts = append(opts, tea.WithColorProfile(lipgloss.Writer.Profile))
+	}
 	if o.Env != nil {
 		opts = append(opts, tea.WithEnvironment(o.Env))
 	}
 	if o.Width > 0 && o.Height > 0 {
 		opts = append(opts, tea.WithWindowSize(o.Width, o.Height))
 	}
-	p := tea.NewProgram(New(ctx, o.Config, o.Deps), opts...)
+	m := New(ctx, o.Config, o.Deps)
+	// The first read starts now, not once the program has set the
+	// terminal up: the first screen comes sooner.
+	m.prefetch = m.startDirect()
+	p := tea.NewProgram(m, opts...)
 	_, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil

@@ -55,6 +55,11 @@ type table struct {
 	// width is the table's width in cells; height its lines, the header
 	// included.
 	width, height int
+	// lines are the rows drawn unselected and head the header, as the
+	// columns are fitted now: drawn when the rows, widths or theme
+	// change, so that a frame only draws the selected row.
+	lines []string
+	head  string
 	// static: no cursor (no row is marked and keys do nothing).
 	static bool
 	theme  Theme
@@ -82,7 +87,23 @@ func (t *table) SetRows(rows [][]cell) {
 }
 
 // SetTheme sets the styles the table draws with.
-func (t *table) SetTheme(th Theme) { t.theme = th }
+func (t *table) SetTheme(th Theme) {
+	t.theme = th
+	t.draw()
+}
+
+// draw renders the header and every row unselected (see lines).
+func (t *table) draw() {
+	cells := make([]cell, len(t.shown))
+	for i, c := range t.shown {
+		cells[i] = plain(c.title)
+	}
+	t.head = t.theme.Header.Render(renderRow(cells, t.widths, " ", nil))
+	t.lines = make([]string, len(t.rows))
+	for i, r := range t.rows {
+		t.lines[i] = renderRow(r, t.widths, " ", nil)
+	}
+}
 
 // clamp keeps the cursor on a row.
 func (t *table) clamp() { t.move(0, len(t.rows)) }
@@ -104,6 +125,7 @@ func (t *table) fit() {
 		}
 		t.widths[i] = max(t.widths[i], t.width-used)
 	}
+	t.draw()
 }
 
 // fill sets column c of every row to draw(row, width), width being what
@@ -122,6 +144,7 @@ func (t *table) fill(c int, draw func(row, width int) cell) {
 		rows[i] = r
 	}
 	t.rows = rows
+	t.draw()
 }
 
 // Update moves the cursor on the up and down keys.
@@ -147,25 +170,16 @@ func (t table) View() []string {
 	if t.static {
 		sel = -1
 	}
-	out := []string{t.header()}
+	out := []string{t.head}
 	start := windowStart(sel, n, len(t.rows))
 	for i := start; i < len(t.rows) && i < start+n; i++ {
 		if i == sel {
 			out = append(out, renderRow(t.rows[i], t.widths, "›", &t.theme.Selected))
 			continue
 		}
-		out = append(out, renderRow(t.rows[i], t.widths, " ", nil))
+		out = append(out, t.lines[i])
 	}
 	return out
-}
-
-// header renders the column titles.
-func (t table) header() string {
-	cells := make([]cell, len(t.shown))
-	for i, c := range t.shown {
-		cells[i] = plain(c.title)
-	}
-	return t.theme.Header.Render(renderRow(cells, t.widths, " ", nil))
 }
 
 // fitColumns returns each column's width (0: dropped) so that the row,
@@ -184,7 +198,7 @@ func fitColumns(cols []column, rows [][]cell, width int) []int {
 		}
 	}
 	w = naturalWidths(cols, rows)
-	floor := func(i int) int { return max(cols[i].min, ansi.StringWidth(cols[i].title)) }
+	floor := func(i int) int { return max(cols[i].min, cellWidth(cols[i].title)) }
 	for tableWidth(w) > width {
 		best := -1
 		for i := range cols {
@@ -217,10 +231,10 @@ func fitColumns(cols []column, rows [][]cell, width int) []int {
 func naturalWidths(cols []column, rows [][]cell) []int {
 	w := make([]int, len(cols))
 	for i, c := range cols {
-		w[i] = ansi.StringWidth(c.title)
+		w[i] = cellWidth(c.title)
 		for _, r := range rows {
 			if i < len(r) {
-				w[i] = max(w[i], ansi.StringWidth(r[i].text))
+				w[i] = max(w[i], cellWidth(r[i].text))
 			}
 		}
 		if c.max > 0 {
@@ -275,10 +289,10 @@ func renderRow(cells []cell, widths []int, marker string, sel *lipgloss.Style) s
 
 // fit pads or truncates s (plain text) to exactly w cells.
 func fit(s string, w int) string {
-	if ansi.StringWidth(s) > w {
+	if cellWidth(s) > w {
 		s = ansi.Truncate(s, w, "…")
 	}
-	if pad := w - ansi.StringWidth(s); pad > 0 {
+	if pad := w - cellWidth(s); pad > 0 {
 		s += strings.Repeat(" ", pad)
 	}
 	return s

@@ -22,7 +22,10 @@ func (m Model) Render() string {
 	if w <= 0 || h <= 0 {
 		return ""
 	}
-	m.syncViews()
+	// Update (and New) synced the views' rows; a frame only draws. The
+	// seed tab takes its data as it is (cheap: no rows to build).
+	r, _ := m.focused()
+	m.seed.setData(m.focus, r, m.action)
 	bodyH := bodyHeight(h)
 	var body []string
 	switch {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -71,10 +72,11 @@ type tcpDialer struct {
 	t     *testing.T
 	mu    sync.Mutex
 	addrs map[string]string // pod -> host:port
+	dials map[string]int    // pod -> connections opened
 }
 
 func newTCPDialer(t *testing.T, c *etcdcluster.Cluster) *tcpDialer {
-	d := &tcpDialer{t: t, addrs: map[string]string{}}
+	d := &tcpDialer{t: t, addrs: map[string]string{}, dials: map[string]int{}}
 	d.sync(c)
 	return d
 }
@@ -98,6 +100,7 @@ func (d *tcpDialer) Dial(ctx context.Context, namespace, pod string, port int) (
 	}
 	d.mu.Lock()
 	addr, ok := d.addrs[pod]
+	d.dials[pod]++
 	d.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("no pod %s/%s", namespace, pod)
@@ -577,5 +580,81 @@ func TestProbeLearnerAndMemberOps(t *testing.T) {
 	})
 	if !added.IsLearner || added.ID == "" || len(peers) != 4 {
 		t.Errorf("added %+v, %d members", added, len(peers))
+	}
+}
+
+// dialed returns how many connections were opened to each pod.
+func (d *tcpDialer) dialed() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.dials)
+}
+
+// TestProbeKeepsConnections: with engine.Conns, rounds after the first
+// reuse each member's connection (counted at the dialer); a paused member
+// still times out within the probe timeout and loses its client, and once
+// resumed it is dialled afresh; Close closes every kept client.
+func TestProbeKeepsConnections(t *testing.T) {
+	c := startCluster(t, etcdcluster.Options{Members: 3})
+	d := newTCPDialer(t, c)
+	ts := targets(c)
+	for i := range ts {
+		ts[i].UID = "uid-" + ts[i].Pod
+	}
+	conns := engine.NewConns()
+	defer conns.Close()
+	round := func(timeout time.Duration) []model.EngineFacts {
+		return etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: timeout, Dial: d.Dial, Conns: conns})
+	}
+	poll.Until(t, 10*time.Second, "a settled healthy cluster", func() error { return healthy(round(2*time.Second), 3) })
+	before := d.dialed()
+	for i := 0; i < 5; i++ {
+		if err := healthy(round(2*time.Second), 3); err != nil {
+			t.Fatalf("round %d over kept connections: %v", i, err)
+		}
+	}
+	if after := d.dialed(); !maps.Equal(before, after) {
+		t.Fatalf("five rounds over kept connections dialled again: %v, then %v", before, after)
+	}
+	if conns.Len() != 3 {
+		t.Fatalf("%d clients kept, want 3", conns.Len())
+	}
+
+	const paused = 1
+	if err := c.Members[paused].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	facts := round(time.Second)
+	took := time.Since(start)
+	if facts[paused].Reachable || facts[paused].Failure != model.ProbeFailureTimeout {
+		t.Fatalf("paused %s over its kept connection: reachable %v, failure %q", ts[paused].Member, facts[paused].Reachable, facts[paused].Failure)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("a round with a paused member took %s (timeout 1s)", took)
+	}
+	if conns.Len() != 2 {
+		t.Fatalf("%d clients kept after the paused member's timeout, want 2", conns.Len())
+	}
+	if err := c.Members[paused].Resume(); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the resumed member to answer", func() error { return healthy(round(time.Second), 3) })
+	if n, was := d.dialed()[ts[paused].Pod], before[ts[paused].Pod]; n <= was {
+		t.Fatalf("the resumed member was not dialled afresh (%d dials, %d before)", n, was)
+	}
+
+	// A recreated pod (new UID) never gets the old pod's connection.
+	ts[0].UID = "uid-recreated"
+	dials := d.dialed()[ts[0].Pod]
+	if err := healthy(round(2*time.Second), 3); err != nil {
+		t.Fatal(err)
+	}
+	if d.dialed()[ts[0].Pod] == dials {
+		t.Fatal("a new pod UID reused the old connection")
+	}
+	conns.Close()
+	if conns.Len() != 0 {
+		t.Fatalf("%d clients after Close", conns.Len())
 	}
 }

@@ -38,19 +38,60 @@ func (Engine) Name() model.Engine { return model.EngineEtcd }
 func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.ProbeOptions) []model.EngineFacts {
 	o = o.WithDefaults()
 	return engine.ProbeEach(ctx, targets, o, func(ctx context.Context, t engine.Target, start time.Time) model.EngineFacts {
+		if o.Conns != nil {
+			return probeKept(ctx, t, o, start)
+		}
 		c, err := Open(ctx, t, o)
 		if err != nil {
-			f := model.EngineFacts{ProbedAt: start, Took: time.Since(start), Failure: model.ProbeFailureOther}
-			f.Err = fmt.Sprintf("%s: %v", t.Member, err)
-			var ce *credentialsError
-			if errors.As(err, &ce) {
-				f.Failure = model.ProbeFailureCredentials
-			}
-			return f
+			return openFailed(t, start, err)
 		}
 		defer c.Close()
 		return c.Facts(ctx)
 	})
+}
+
+// probeKept asks t through the client o.Conns keeps for it, opening (and
+// keeping) one when there is none. A member that did not answer loses its
+// client: the next round dials afresh, and nothing reconnects meanwhile.
+func probeKept(ctx context.Context, t engine.Target, o engine.ProbeOptions, start time.Time) model.EngineFacts {
+	key := engine.ConnKey(string(model.EngineEtcd), t, o.Credentials)
+	var c *Client
+	if v, ok := o.Conns.Get(key); ok {
+		c = v.(*Client)
+	} else {
+		// The client outlives this round: its life is the cache's, each
+		// call is bounded by ctx (and each dial by o.Timeout).
+		nc, err := Open(o.Conns.Context(), t, o)
+		if err != nil {
+			return openFailed(t, start, err)
+		}
+		if o.Conns.Put(key, nc) {
+			c = nc
+		} else if v, ok := o.Conns.Get(key); ok {
+			_ = nc.Close()
+			c = v.(*Client)
+		} else {
+			// The cache is closed: probe once without keeping it.
+			defer nc.Close()
+			c = nc
+		}
+	}
+	f := c.Facts(ctx)
+	if !f.Reachable {
+		o.Conns.Drop(key, c)
+	}
+	return f
+}
+
+// openFailed reports a client that could not even be built.
+func openFailed(t engine.Target, start time.Time, err error) model.EngineFacts {
+	f := model.EngineFacts{ProbedAt: start, Took: time.Since(start), Failure: model.ProbeFailureOther}
+	f.Err = fmt.Sprintf("%s: %v", t.Member, err)
+	var ce *credentialsError
+	if errors.As(err, &ce) {
+		f.Failure = model.ProbeFailureCredentials
+	}
+	return f
 }
 
 // Facts asks this client's member about itself, bounded by ctx. It never

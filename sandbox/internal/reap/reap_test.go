@@ -115,7 +115,12 @@ func TestDescendants(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		d := Descendants([]Stat{root})
-		if len(d) == 2 && strings.Contains(Cmdline(d[1].Pid), "sleep 61") {
+		// Only once setsid has exec'd sleep is the child in its own
+		// session ("setsid sleep 61" has not called setsid yet).
+		if len(d) == 2 && strings.HasPrefix(Cmdline(d[1].Pid), "sleep 61") {
+			if d[1], err = ReadStat(d[1].Pid); err != nil {
+				t.Fatal(err)
+			}
 			if d[1].Session == root.Session {
 				t.Fatalf("setsid child kept the session: %+v", d[1])
 			}
