@@ -896,6 +896,14 @@ func (r *run) next(ctx context.Context, d classify.Decision) error {
 	if !s.Kind.Mutates() {
 		return r.wait(ctx, s)
 	}
+	if usesMemberOps(s.Kind) {
+		// Credentials are read (and may fail) before anything is
+		// written ahead: a request never sent is never "sending".
+		if _, err := r.memberOps(ctx); err != nil {
+			r.receipt(s.Kind, s.Phase, model.OutcomeRefused, fmt.Sprintf("%s: not sent: %v", s.Detail, err), stepFences(s), s)
+			return fmt.Errorf("%s: %w", s.Detail, err)
+		}
+	}
 	if err := r.mayRun(s); err != nil {
 		return err
 	}
@@ -991,9 +999,24 @@ func (r *run) sentUnanswered(k model.StepKind) bool {
 		if e.ID != r.entryID {
 			continue
 		}
-		return slices.ContainsFunc(e.Receipts, func(rc model.Receipt) bool {
-			return rc.Step == k && (rc.Outcome == model.OutcomeUnknown || rc.Outcome == model.OutcomeSending)
-		})
+		// A "sending" record counts until an answer of the same kind
+		// follows it (a refusal, a failure with the member's answer);
+		// an unknown outcome always counts.
+		pending := false
+		for _, rc := range e.Receipts {
+			if rc.Step != k {
+				continue
+			}
+			switch rc.Outcome {
+			case model.OutcomeUnknown:
+				return true
+			case model.OutcomeSending:
+				pending = true
+			default:
+				pending = false
+			}
+		}
+		return pending
 	}
 	return false
 }
@@ -1136,11 +1159,24 @@ func (r *run) passWaits(prev []classify.Step, d classify.Decision, how string) {
 	}
 }
 
+// usesMemberOps reports whether step kind k goes through the engine's
+// member operations (and so its credentials), not the API server.
+func usesMemberOps(k model.StepKind) bool {
+	switch k {
+	case model.StepDeletePVC, model.StepDeletePod, model.StepScaleDown, model.StepScaleUp, model.StepRunRestore, model.StepDeleteRestorePod:
+		return false
+	}
+	return true
+}
+
 // do carries out one changing step. A member that refused the
 // credentials changed nothing: the error says which credentials were
 // sent and how to name the right ones.
 func (r *run) do(ctx context.Context, s classify.Step) (model.Outcome, string, error) {
 	o, detail, err := r.doStep(ctx, s)
+	if errors.Is(err, engine.ErrForbidden) {
+		err = fmt.Errorf("%w; the member changed nothing for this step. Its REST API refuses this client whatever the password: allow hactl's address in Patroni's restapi.allowlist, or, with verify_client, name a client certificate with %s", err, status.AnnotationTLSSecret)
+	}
 	if errors.Is(err, engine.ErrUnauthorized) {
 		cl := r.last.Observation.Cluster
 		if cl.RESTAuthSecret == "" {

@@ -15,8 +15,10 @@ import (
 // An engine that can reuse its clients (etcd's gRPC connections) keeps
 // them here, keyed by ConnKey; one that cannot (Patroni 3.0.2 closes
 // every connection after its answer) ignores it. A client whose member
-// did not answer is dropped, so the next round dials afresh and no
-// client keeps reconnecting in the background. Safe for concurrent use.
+// did not answer in a round is dropped, so the next round dials afresh
+// rather than a client reconnecting in the background for good (between
+// rounds gRPC may redial a dropped connection, at most about once a
+// second). Safe for concurrent use.
 type Conns struct {
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -134,6 +134,10 @@ var (
 	// ErrUnauthorized: the member refused the request's credentials
 	// before acting (Patroni's 401 or 403). Nothing was changed.
 	ErrUnauthorized = errors.New("the member refused the credentials")
+	// ErrForbidden: the member refused this client before acting
+	// (Patroni's 403: restapi.allowlist, or verify_client without a
+	// client certificate). Nothing was changed.
+	ErrForbidden = errors.New("the member refused this client")
 )
 
 // ErrForward marks a connection that reached its transport but not the

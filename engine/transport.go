@@ -106,6 +106,15 @@ type DialSnapshot struct {
 	DialErr, HandshakeErr, ForwardErr error
 }
 
+// Restart forgets the dials and failures recorded so far (a connection
+// that is up stays up): a client kept across probe rounds explains a
+// round's failure by that round's dials alone.
+func (s *DialState) Restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dials, s.lastDialErr, s.handshakeErr, s.forwardErr = 0, nil, nil, nil
+}
+
 // DialStarted records a dial beginning.
 func (s *DialState) DialStarted() {
 	s.mu.Lock()

@@ -298,6 +298,9 @@ func (w *Watcher) Observe(ctx context.Context, name string, probe bool) ([]Resul
 func (w *Watcher) ObserveDirect(ctx context.Context, name string, probe bool) ([]Result, Warnings, error) {
 	o := w.opts.Observer
 	o.Source = APISource{Client: w.client}
+	// Its own connections, closed after it: it may overlap a watch
+	// round, whose kept clients it must neither replace nor retire.
+	o.Conns = nil
 	if !probe {
 		o.Dial = nil
 	}

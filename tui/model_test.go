@@ -852,3 +852,19 @@ func TestFirstScreenFromTheDirectRead(t *testing.T) {
 		t.Fatal("a late direct read replaced a newer observation")
 	}
 }
+
+// When the watches cannot sync, a first screen from the direct read does
+// not stay up looking live: the error screen replaces it.
+func TestSyncFailureReplacesTheDirectRead(t *testing.T) {
+	m := New(context.Background(), Config{Namespace: "db", Now: clock, Probes: true}, Deps{})
+	nm, _ := m.Update(observedMsg{direct: true, probed: true, results: []status.Result{evaluate(healthyObs("db", "etcd-a"))}, at: now})
+	m = nm.(Model)
+	if !m.loaded || !strings.Contains(ansi.Strip(m.Render()), "etcd-a") {
+		t.Fatalf("the direct read was not shown:\n%s", ansi.Strip(m.Render()))
+	}
+	nm, _ = m.Update(syncedMsg{err: errors.New("watch pods: forbidden")})
+	m = nm.(Model)
+	if f := ansi.Strip(m.Render()); m.loaded || strings.Contains(f, "etcd-a") || !strings.Contains(f, "forbidden") {
+		t.Fatalf("after the sync failed the screen still shows the direct read:\n%s", f)
+	}
+}

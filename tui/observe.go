@@ -217,6 +217,10 @@ func (m Model) observation(msg tea.Msg) (_ Model, _ tea.Cmd, ok bool) {
 		if msg.err != nil {
 			m.lastErr = msg.err
 			m.setStatus(true, "%v", msg.err)
+			// A first screen from the direct read would stay as it is,
+			// looking live: without the watches nothing refreshes it.
+			m.loaded, m.results = false, nil
+			m.dataGen++
 			return m, nil, true
 		}
 		m.probing = true

@@ -76,6 +76,7 @@ func probeKept(ctx context.Context, t engine.Target, o engine.ProbeOptions, star
 			c = nc
 		}
 	}
+	c.state.Restart()
 	f := c.Facts(ctx)
 	if !f.Reachable {
 		o.Conns.Drop(key, c)

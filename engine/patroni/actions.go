@@ -34,9 +34,9 @@ var (
 	// ErrBusy: the member is running another long action (a restart, a
 	// reinitialize not started by this call). Wraps engine.ErrNotYet.
 	ErrBusy = errors.New("member is busy with another action")
-	// ErrUnauthorized: the REST API refused the request's credentials
-	// (HTTP 401 or 403: basic auth, client certificate or allowlist).
-	// It is engine.ErrUnauthorized.
+	// ErrUnauthorized: the REST API refused the request's basic auth
+	// (HTTP 401). It is engine.ErrUnauthorized; a 403 (allowlist, client
+	// certificate) is engine.ErrForbidden.
 	ErrUnauthorized = engine.ErrUnauthorized
 )
 
@@ -154,8 +154,10 @@ func (a *actionAnswer) statusError() *StatusError {
 // changed".
 func (a *actionAnswer) refusal() error {
 	switch {
-	case a.code == 401 || a.code == 403:
+	case a.code == 401:
 		return fmt.Errorf("%w: %w", ErrUnauthorized, a.statusError())
+	case a.code == 403:
+		return fmt.Errorf("%w: %w", engine.ErrForbidden, a.statusError())
 	case a.code >= 500:
 		return fmt.Errorf("%w: the member failed while handling it, after it may have acted: %w", engine.ErrOutcomeUnknown, a.statusError())
 	}

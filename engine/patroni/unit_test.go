@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +232,33 @@ func TestActionOutcomeUnknown(t *testing.T) {
 	}
 	if err := Switchover(context.Background(), engine.Target{Pod: "silent", Port: 8008}, o, "", "pg-1"); err == nil {
 		t.Error("switchover without a leader name accepted")
+	}
+}
+
+// A 401 (basic auth refused) and a 403 (allowlist, client certificate)
+// are different refusals: both change nothing, and each is told apart so
+// that the user is pointed at the right fix.
+func TestRefusalsByCode(t *testing.T) {
+	for _, c := range []struct {
+		code      int
+		want, not error
+	}{
+		{401, engine.ErrUnauthorized, engine.ErrForbidden},
+		{403, engine.ErrForbidden, engine.ErrUnauthorized},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(c.code)
+			_, _ = w.Write([]byte("Access is denied"))
+		}))
+		addr := strings.TrimPrefix(srv.URL, "http://")
+		dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		}
+		err := Reinitialize(context.Background(), engine.Target{Member: "pg-1", Pod: "pg-1", Port: 8008}, engine.ProbeOptions{Dial: dial})
+		srv.Close()
+		if !errors.Is(err, c.want) || errors.Is(err, c.not) || errors.Is(err, engine.ErrOutcomeUnknown) {
+			t.Errorf("HTTP %d: %v, want %v", c.code, err, c.want)
+		}
 	}
 }
