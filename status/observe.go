@@ -203,14 +203,9 @@ func ReadCredentials(ctx context.Context, get SecretGetter, c model.ClusterFacts
 	if c.TLSSecret == "" {
 		return nil, nil
 	}
-	s, err := get(ctx, c.Namespace, c.TLSSecret)
-	switch {
-	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("you may not get secret %q in namespace %q (annotation %s); grant get on that Secret to %s", c.TLSSecret, c.Namespace, AnnotationTLSSecret, purpose)
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("TLS Secret %q named by annotation %s does not exist in namespace %q", c.TLSSecret, AnnotationTLSSecret, c.Namespace)
-	case err != nil:
-		return nil, fmt.Errorf("reading TLS Secret %q: %w", c.TLSSecret, err)
+	s, err := namedSecret(ctx, get, c.Namespace, c.TLSSecret, AnnotationTLSSecret, "TLS", purpose)
+	if err != nil {
+		return nil, err
 	}
 	pick := func(keys ...string) []byte {
 		for _, k := range keys {
@@ -244,20 +239,31 @@ func ReadRESTAuth(ctx context.Context, get SecretGetter, c model.ClusterFacts, p
 	if get == nil {
 		return nil, fmt.Errorf("REST API Secret %q cannot be read (no client)", c.RESTAuthSecret)
 	}
-	s, err := get(ctx, c.Namespace, c.RESTAuthSecret)
-	switch {
-	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("you may not get secret %q in namespace %q (annotation %s); grant get on that Secret to %s", c.RESTAuthSecret, c.Namespace, AnnotationRESTAuthSecret, purpose)
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("REST API Secret %q named by annotation %s does not exist in namespace %q", c.RESTAuthSecret, AnnotationRESTAuthSecret, c.Namespace)
-	case err != nil:
-		return nil, fmt.Errorf("reading REST API Secret %q: %w", c.RESTAuthSecret, err)
+	s, err := namedSecret(ctx, get, c.Namespace, c.RESTAuthSecret, AnnotationRESTAuthSecret, "REST API", purpose)
+	if err != nil {
+		return nil, err
 	}
 	a := &engine.BasicAuth{Username: string(s.Data["username"]), Password: string(s.Data["password"])}
 	if a.Username == "" || a.Password == "" {
 		return nil, fmt.Errorf("REST API Secret %q (annotation %s) needs both keys username and password", c.RESTAuthSecret, AnnotationRESTAuthSecret)
 	}
 	return a, nil
+}
+
+// namedSecret gets Secret name in ns, which annotation names; kind ("TLS",
+// "REST API") and purpose word the errors, which name the Secret, never
+// its contents.
+func namedSecret(ctx context.Context, get SecretGetter, ns, name, annotation, kind, purpose string) (*corev1.Secret, error) {
+	s, err := get(ctx, ns, name)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("you may not get secret %q in namespace %q (annotation %s); grant get on that Secret to %s", name, ns, annotation, purpose)
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%s Secret %q named by annotation %s does not exist in namespace %q", kind, name, annotation, ns)
+	case err != nil:
+		return nil, fmt.Errorf("reading %s Secret %q: %w", kind, name, err)
+	}
+	return s, nil
 }
 
 // Evaluate runs the pure verdict over one observation.
