@@ -72,10 +72,12 @@ func ReadLock(ctx context.Context, c kubernetes.Interface, namespace, cluster st
 	if err != nil {
 		return nil, fmt.Errorf("reading lease %s/%s: %w", namespace, LockName(cluster), err)
 	}
-	return lockFacts(l), nil
+	return LockFactsOf(l), nil
 }
 
-func lockFacts(l *coordinationv1.Lease) *model.LockFacts {
+// LockFactsOf reads a lock Lease already fetched (the TUI lists them all
+// with one call, by the hactl.dev/cluster label).
+func LockFactsOf(l *coordinationv1.Lease) *model.LockFacts {
 	f := &model.LockFacts{Name: l.Name, ResourceVersion: l.ResourceVersion}
 	s := l.Spec
 	if s.HolderIdentity != nil {
@@ -198,7 +200,7 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 // Lease's resourceVersion is the precondition, so of concurrent takers
 // one wins. It returns when the winning request was sent.
 func (lk *Lock) take(ctx context.Context, cur *coordinationv1.Lease, spec coordinationv1.LeaseSpec, o LockOptions, dry []string) (time.Time, error) {
-	f := lockFacts(cur)
+	f := LockFactsOf(cur)
 	if f.Holder != "" && f.Holder != o.Identity {
 		if f.Held(o.Now()) {
 			return time.Time{}, heldError(cur)
@@ -302,7 +304,7 @@ func (lk *Lock) heldBy(ctx context.Context) error {
 }
 
 func heldError(l *coordinationv1.Lease) error {
-	f := lockFacts(l)
+	f := LockFactsOf(l)
 	return &LockHeldError{Lease: l.Name, Holder: f.Holder, RenewedAt: f.RenewedAt, Duration: f.Duration, Action: l.Annotations[AnnotationAction]}
 }
 

@@ -98,6 +98,19 @@ func (u *Upload) ID() string { return u.id }
 // Generation is the generation being written.
 func (u *Upload) Generation() string { return u.generation }
 
+// The upload of one file holds at most UploadConcurrency parts of
+// UploadPartSize in flight, plus the one being filled, whatever the file's
+// size: 15 MiB. On S3 the parts come from a pool kept for the whole upload
+// (the transfer manager's), on Azure they are its blocks; the GCS driver
+// streams one request and buffers no part. 5 MiB is S3's smallest part;
+// two parts in flight keep the stream moving while one is sent (a capture
+// is limited by its source, not by the store), and 10000 parts (S3's
+// limit) still hold 48 GiB.
+const (
+	UploadPartSize    = 5 << 20
+	UploadConcurrency = 2
+)
+
 // FileWriter streams one file to the store, hashing and counting as it
 // goes. Close commits it; Abort (or a cancelled context) discards it.
 type FileWriter struct {
@@ -130,6 +143,8 @@ func (u *Upload) Create(ctx context.Context, path string) (*FileWriter, error) {
 		// No single-shot MD5: the content is hashed here (SHA-256) and
 		// verified on every read.
 		DisableContentTypeDetection: true,
+		BufferSize:                  UploadPartSize,
+		MaxConcurrency:              UploadConcurrency,
 	})
 	if err != nil {
 		cancel()

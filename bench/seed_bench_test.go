@@ -74,8 +74,8 @@ func seedMiB(b *testing.B) int {
 //
 // Reported: throughput of each (snapshot MiB over the whole command's
 // wall time), the wall-ratio hactl/etcdctl (>1: hactl is slower; the
-// throughput ratio is its inverse), the CPU time and the peak RSS (rusage
-// Maxrss) of each child process, and hactl's capture and upload alone (the
+// throughput ratio is its inverse), the CPU time and the peak RSS (VmHWM,
+// sampled: see peakRSS) of each child process, and hactl's capture and upload alone (the
 // `took` of its publish receipt). The S3 objects of each generation are
 // deleted after it is measured. The set-up (sandbox, store, cluster, fill;
 // $HACTL_BENCH_SEED_MIB MiB of values) runs once; the measurement is the
@@ -164,7 +164,7 @@ type seedSetup struct {
 // fills it with mib MiB of values. Everything is stopped in b's cleanups.
 func setupSeed(b *testing.B, mib int) *seedSetup {
 	b.Helper()
-	s := &seedSetup{bins: testenv.BinDir(b), hactl: buildCmd(b, "kubectl-hactl")}
+	s := &seedSetup{bins: testenv.BinDir(b), hactl: releaseBuild(b)}
 	s.sb = startSandbox(b, "healthy")
 	s.ns = s.sb.State.Namespace
 	cfg, err := s.sb.RESTConfig()

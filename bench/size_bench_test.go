@@ -4,7 +4,6 @@ import (
 	"compress/gzip"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -18,14 +17,10 @@ import (
 // are held by krew's test; docs/size.md has the breakdown.
 func BenchmarkBinarySize(b *testing.B) {
 	kubectl := filepath.Join(testenv.BinDir(b), "kubectl")
+	var hactl string
 	for i := 0; i < b.N; i++ {
-		cmd := exec.Command("make", "-s", "build")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("make build: %v\n%s", err, out)
-		}
+		hactl = releaseBuild(b)
 	}
-	hactl := filepath.Join("..", "bin", "kubectl-hactl")
 	hs, hz := sizes(b, hactl)
 	ks, kz := sizes(b, kubectl)
 	b.ReportMetric(float64(hs)/float64(ks), "size-ratio")

@@ -12,10 +12,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
@@ -83,31 +88,42 @@ func pool(b *testing.B, members int) engine.DialFunc {
 	}
 }
 
+// populate creates a namespace holding clusters etcd-000 … (3 members
+// each, API objects only).
 func populate(b *testing.B, clusters int) string {
 	admin := testenv.Clientset(b, cp.Admin)
 	ns := testenv.Namespace(b, cp)
 	for i := 0; i < clusters; i++ {
-		fixtures.CreateCluster(b, admin, ns, fixtures.DefaultSpec(fmt.Sprintf("etcd-%03d", i)))
+		createCluster(b, admin, ns, i)
 	}
 	return ns
 }
 
+// createCluster creates cluster etcd-<i> (%03d) in ns.
+func createCluster(b *testing.B, c kubernetes.Interface, ns string, i int) {
+	fixtures.CreateCluster(b, c, ns, fixtures.DefaultSpec(fmt.Sprintf("etcd-%03d", i)))
+}
+
 // BenchmarkStatusVsBareList: `status` for 50 clusters × 3 members (API
 // reads plus a real probe of every member) against the bare list of the
-// same StatefulSets, pods and PVCs.
+// same StatefulSets, pods and PVCs, and against its floor (floorStatus):
+// a minimal hand-written status making the same list calls and one etcd
+// Status RPC per member, all members in parallel, each over a connection
+// dialled the same way.
 func BenchmarkStatusVsBareList(b *testing.B) {
 	testenv.SkipShort(b)
 	ns := populate(b, 50)
 	dial := pool(b, 3)
 	ctx := context.Background()
-	var hactlCalls, listCalls atomic.Int64
+	var hactlCalls, listCalls, floorCalls atomic.Int64
 	hc := counting(cp.Admin, &hactlCalls)
 	lc := counting(cp.Admin, &listCalls)
+	fc := counting(cp.Admin, &floorCalls)
 	obs := &status.Observer{
 		Source: status.APISource{Client: hc}, Dial: dial, ProbeTimeout: 2 * time.Second,
 		Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
 	}
-	var hactlWall, listWall time.Duration
+	var hactlWall, listWall, floorWall time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -128,14 +144,23 @@ func BenchmarkStatusVsBareList(b *testing.B) {
 			b.Fatal(err)
 		}
 		listWall += time.Since(start)
+
+		start = time.Now()
+		if n := floorStatus(ctx, b, fc, ns, dial); n != 150 {
+			b.Fatalf("floor probed %d members, want 150", n)
+		}
+		floorWall += time.Since(start)
 	}
 	b.StopTimer()
 	n := float64(b.N)
 	b.ReportMetric(float64(hactlWall.Milliseconds())/n, "hactl-ms/op")
 	b.ReportMetric(float64(listWall.Milliseconds())/n, "list-ms/op")
+	b.ReportMetric(float64(floorWall.Microseconds())/n/1000, "floor-ms/op")
 	b.ReportMetric(float64(hactlWall)/float64(listWall), "wall-ratio")
+	b.ReportMetric(float64(hactlWall)/float64(floorWall), "wall-ratio-vs-floor")
 	b.ReportMetric(float64(hactlCalls.Load())/n, "hactl-api-calls/op")
 	b.ReportMetric(float64(listCalls.Load())/n, "list-api-calls/op")
+	b.ReportMetric(float64(floorCalls.Load())/n, "floor-api-calls/op")
 
 	// The same baseline as a user types it: the real kubectl binary.
 	kstart := time.Now()
@@ -145,6 +170,57 @@ func BenchmarkStatusVsBareList(b *testing.B) {
 		b.Fatalf("kubectl get: %v\n%s", err, out)
 	}
 	b.ReportMetric(float64(hactlWall)/n/float64(time.Since(kstart)), "wall-ratio-vs-kubectl")
+}
+
+// floorStatus is the least a status can do: the list calls status makes
+// (StatefulSets, pods, PVCs, PDBs, Services, EndpointSlices, Events, one
+// after another), then one etcd Status RPC per member pod, all in parallel,
+// each over a client dialled through dial and closed after its answer. It
+// returns how many members answered.
+func floorStatus(ctx context.Context, b *testing.B, c kubernetes.Interface, ns string, dial engine.DialFunc) int {
+	lo := metav1.ListOptions{}
+	if _, err := c.AppsV1().StatefulSets(ns).List(ctx, lo); err != nil {
+		b.Fatal(err)
+	}
+	pods, err := c.CoreV1().Pods(ns).List(ctx, lo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, list := range []func() error{
+		func() error { _, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, lo); return err },
+		func() error { _, err := c.PolicyV1().PodDisruptionBudgets(ns).List(ctx, lo); return err },
+		func() error { _, err := c.CoreV1().Services(ns).List(ctx, lo); return err },
+		func() error { _, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, lo); return err },
+		func() error { _, err := c.CoreV1().Events(ns).List(ctx, lo); return err },
+	} {
+		if err := list(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var answered atomic.Int64
+	var wg sync.WaitGroup
+	for _, p := range pods.Items {
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			cli, err := clientv3.New(clientv3.Config{
+				Endpoints: []string{"http://member"}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+				DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+					return dial(ctx, ns, p.Name, 2379)
+				})},
+			})
+			if err != nil {
+				return
+			}
+			defer cli.Close()
+			mc := pb.NewMaintenanceClient(cli.ActiveConnection())
+			if _, err := mc.Status(pctx, &pb.StatusRequest{}, grpc.WaitForReady(true)); err == nil {
+				answered.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(answered.Load())
 }
 
 // BenchmarkProbeFanOut: probing 150 members against probing one (ideal
@@ -204,24 +280,19 @@ func fanOut(b *testing.B, dial engine.DialFunc) {
 func BenchmarkStatusPeakRSS(b *testing.B) {
 	testenv.SkipShort(b)
 	ns := populate(b, 334)
-	bin := buildCmd(b, "kubectl-hactl")
-	peak := func(name string, args ...string) (int64, time.Duration) {
-		cmd := exec.Command(name, args...)
-		cmd.Stdout, cmd.Stderr = nil, nil
-		start := time.Now()
-		err := cmd.Run()
-		took := time.Since(start)
-		if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() == 1) {
-			b.Fatalf("%s: %v", name, err)
+	bin := releaseBuild(b)
+	peak := func(name string, args ...string) int64 {
+		r, err := measure(exec.Command(name, args...))
+		if err != nil || r.code == 1 {
+			b.Fatalf("%s: exit %d, %v\n%s", name, r.code, err, r.err.String())
 		}
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		return ru.Maxrss, took // KiB on Linux
+		return r.maxRSS
 	}
 	var hRSS, kRSS int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		h, _ := peak(bin, "--kubeconfig", cp.AdminKubeconfig, "-n", ns, "status", "--no-probe", "-o", "json")
-		k, _ := peak(filepath.Join(testenv.BinDir(b), "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "-n", ns, "get", "sts,pods,pvc", "-o", "json")
+		h := peak(bin, "--kubeconfig", cp.AdminKubeconfig, "-n", ns, "status", "--no-probe", "-o", "json")
+		k := peak(filepath.Join(testenv.BinDir(b), "kubectl"), "--kubeconfig", cp.AdminKubeconfig, "-n", ns, "get", "sts,pods,pvc", "-o", "json")
 		hRSS, kRSS = max(hRSS, h), max(kRSS, k)
 	}
 	b.ReportMetric(float64(hRSS)/1024, "hactl-peak-MiB")

@@ -33,6 +33,13 @@ func userAgent() string {
 // errNoKubeconfig: no kubeconfig names a cluster and no flag does.
 var errNoKubeconfig = errors.New("no configuration has been provided: no kubeconfig names a cluster")
 
+// The client-side request rate limit: above what any one operation sends
+// at once, low enough to stop a runaway loop.
+const (
+	clientQPS   = 50
+	clientBurst = 100
+)
+
 // restConfig is the connection the kubeconfig and the connection flags
 // name, with hactl's user agent and transport guard, and the namespace.
 // Without any configuration it says so and how to give one, rather than
@@ -63,6 +70,15 @@ func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, string, err
 		return nil, "", fmt.Errorf("reading kubeconfig: %w", err)
 	}
 	cfg.UserAgent = userAgent()
+	// hactl sends a fixed handful of requests per operation, but some
+	// at once: the live view starts seven lists and seven watches for its
+	// caches beside the seven lists of its first screen. client-go's
+	// default client-side limit (5 a second, bursts of 10) would hold the
+	// first screen back for tokens. The API server's priority and fairness
+	// still applies.
+	if cfg.QPS == 0 && cfg.Burst == 0 {
+		cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	}
 	cfg.Wrap(actions.GuardTransport)
 	return cfg, ns, nil
 }

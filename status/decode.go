@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,11 +173,17 @@ func clusters(objs *Objects) []*appsv1.StatefulSet {
 // index groups namespace objects once so decoding many clusters stays
 // linear in the number of objects.
 type index struct {
-	pods   map[string][]*corev1.Pod
-	pvcs   map[string]*corev1.PersistentVolumeClaim // ns/name
-	pdbs   map[string][]*policyv1.PodDisruptionBudget
-	svcs   map[string][]*corev1.Service
-	slices map[string][]*discoveryv1.EndpointSlice // ns/service
+	// owned are the pods by namespace and their controller's UID
+	// ("ns/uid"); orphans the pods of
+	// each namespace that have no controller (a cluster takes them by
+	// name and labels, see ownedBy); podByName every pod, by ns/name.
+	owned     map[string][]*corev1.Pod
+	orphans   map[string][]*corev1.Pod
+	podByName map[string]*corev1.Pod
+	pvcs      map[string]*corev1.PersistentVolumeClaim // ns/name
+	pdbs      map[string][]selectingPDB
+	svcs      map[string][]selectingService
+	slices    map[string][]*discoveryv1.EndpointSlice // ns/service
 	// configMaps are read only when a Patroni cluster is present.
 	configMaps map[string]*corev1.ConfigMap // ns/name
 	// configMapsErr says why they were not read.
@@ -184,10 +191,28 @@ type index struct {
 	events        map[string][]*corev1.Event // ns/kind/name
 }
 
+// selectingPDB is a PodDisruptionBudget with its selector, converted once
+// per read (the conversion validates every label with regular
+// expressions, and each cluster is matched against every PDB); sel is nil
+// when the selector is missing, invalid or empty: such a PDB is not taken
+// as any cluster's.
+type selectingPDB struct {
+	pdb *policyv1.PodDisruptionBudget
+	sel labels.Selector
+}
+
+// selectingService is a Service with its selector, converted once per
+// read (see selectingPDB).
+type selectingService struct {
+	svc *corev1.Service
+	sel labels.Selector
+}
+
 func newIndex(o *Objects) *index {
 	ix := &index{
-		pods: map[string][]*corev1.Pod{}, pvcs: map[string]*corev1.PersistentVolumeClaim{},
-		pdbs: map[string][]*policyv1.PodDisruptionBudget{}, svcs: map[string][]*corev1.Service{},
+		owned: map[string][]*corev1.Pod{}, orphans: map[string][]*corev1.Pod{}, podByName: map[string]*corev1.Pod{},
+		pvcs: map[string]*corev1.PersistentVolumeClaim{},
+		pdbs: map[string][]selectingPDB{}, svcs: map[string][]selectingService{},
 		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
 		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: o.ConfigMapsErr,
 	}
@@ -197,7 +222,13 @@ func newIndex(o *Objects) *index {
 	}
 	for i := range o.Pods {
 		p := &o.Pods[i]
-		ix.pods[p.Namespace] = append(ix.pods[p.Namespace], p)
+		ix.podByName[p.Namespace+"/"+p.Name] = p
+		if c := metav1.GetControllerOfNoCopy(p); c != nil {
+			k := p.Namespace + "/" + string(c.UID)
+			ix.owned[k] = append(ix.owned[k], p)
+		} else {
+			ix.orphans[p.Namespace] = append(ix.orphans[p.Namespace], p)
+		}
 	}
 	for i := range o.PVCs {
 		p := &o.PVCs[i]
@@ -205,11 +236,15 @@ func newIndex(o *Objects) *index {
 	}
 	for i := range o.PDBs {
 		p := &o.PDBs[i]
-		ix.pdbs[p.Namespace] = append(ix.pdbs[p.Namespace], p)
+		sp := selectingPDB{pdb: p}
+		if sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector); err == nil && !sel.Empty() {
+			sp.sel = sel
+		}
+		ix.pdbs[p.Namespace] = append(ix.pdbs[p.Namespace], sp)
 	}
 	for i := range o.Services {
 		s := &o.Services[i]
-		ix.svcs[s.Namespace] = append(ix.svcs[s.Namespace], s)
+		ix.svcs[s.Namespace] = append(ix.svcs[s.Namespace], selectingService{svc: s, sel: labels.SelectorFromSet(s.Spec.Selector)})
 	}
 	for i := range o.EndpointSlices {
 		s := &o.EndpointSlices[i]
@@ -248,12 +283,11 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 	}
 	obs.Members = decodeMembers(sts, ix, replicas, at)
 	podLabels := labels.Set(sts.Spec.Template.Labels)
-	for _, pdb := range ix.pdbs[sts.Namespace] {
-		s, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || s.Empty() || !s.Matches(podLabels) {
+	for _, p := range ix.pdbs[sts.Namespace] {
+		if p.sel == nil || !p.sel.Matches(podLabels) {
 			continue
 		}
-		obs.PDB = decodePDB(pdb, replicas)
+		obs.PDB = decodePDB(p.pdb, replicas)
 		break
 	}
 	obs.ClientEndpoints = clientEndpoints(sts, ix, podLabels)
@@ -286,7 +320,9 @@ func decodeMembers(sts *appsv1.StatefulSet, ix *index, replicas int, at time.Tim
 		ordinals = append(ordinals, n)
 	}
 	var extra []int
-	for _, p := range ix.pods[sts.Namespace] {
+	// The pods it controls and those no one controls (ownedBy), not every
+	// pod of the namespace: a read of many clusters stays linear.
+	for _, p := range slices.Concat(ix.owned[sts.Namespace+"/"+string(sts.UID)], ix.orphans[sts.Namespace]) {
 		n, ok := memberOrdinal(sts.Name, p.Name)
 		if !ok || !sel.Matches(labels.Set(p.Labels)) || !ownedBy(p, string(sts.UID)) {
 			continue
@@ -328,11 +364,12 @@ func decodeMembers(sts *appsv1.StatefulSet, ix *index, replicas int, at time.Tim
 // non-headless Service that selects the cluster's pods (not the governing
 // Service), nil when there is none.
 func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *model.EndpointFacts {
-	for _, svc := range ix.svcs[sts.Namespace] {
+	for _, s := range ix.svcs[sts.Namespace] {
+		svc := s.svc
 		if svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Selector) == 0 || svc.Name == sts.Spec.ServiceName {
 			continue
 		}
-		if !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
+		if !s.sel.Matches(podLabels) {
 			continue
 		}
 		ef := &model.EndpointFacts{Service: svc.Name}

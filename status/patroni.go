@@ -192,16 +192,12 @@ func parsePatroniTime(s string) time.Time {
 
 // patroniRoleLabels fills each member pod's role label.
 func patroniRoleLabels(obs *model.Observation, ix *index) {
-	byName := map[string]*corev1.Pod{}
-	for _, p := range ix.pods[obs.Cluster.Namespace] {
-		byName[p.Name] = p
-	}
 	for i := range obs.Members {
 		m := &obs.Members[i]
 		if m.Pod == nil {
 			continue
 		}
-		if p, ok := byName[m.Pod.Name]; ok {
+		if p, ok := ix.podByName[obs.Cluster.Namespace+"/"+m.Pod.Name]; ok {
 			m.Pod.RoleLabel = p.Labels[obs.Cluster.Patroni.RoleLabel]
 		}
 	}
@@ -215,13 +211,14 @@ func patroniPrimaryEndpoints(sts *appsv1.StatefulSet, ix *index, roleLabel strin
 	for k, v := range sts.Spec.Template.Labels {
 		podLabels[k] = v
 	}
-	for _, svc := range ix.svcs[sts.Namespace] {
+	for _, s := range ix.svcs[sts.Namespace] {
+		svc := s.svc
 		role := svc.Spec.Selector[roleLabel]
 		if role != "master" && role != "primary" {
 			continue
 		}
 		podLabels[roleLabel] = role
-		if !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
+		if !s.sel.Matches(podLabels) {
 			continue
 		}
 		ef := &model.EndpointFacts{Service: svc.Name}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hactl-dev/hactl/engine"
@@ -20,7 +21,9 @@ import (
 // fill in time.
 var ErrCacheSync = errors.New("watch caches did not sync")
 
-// CacheSyncTimeout bounds Watcher.Start unless WatchOptions say otherwise.
+// CacheSyncTimeout bounds each of Watcher.Start's waits, unless
+// WatchOptions say otherwise: for a direct read's lists (when one runs),
+// then for the caches.
 const CacheSyncTimeout = 30 * time.Second
 
 // WatchOptions configure a Watcher.
@@ -64,6 +67,13 @@ type Watcher struct {
 	// observations say it (the lock is then unknown).
 	cmErr  error
 	cancel context.CancelFunc
+
+	// directBegun is set by ExpectDirect (or ObserveDirect), and listed
+	// closed once the direct read's lists have returned: Start waits for
+	// them before its own lists.
+	directBegun atomic.Bool
+	listed      chan struct{}
+	listedOnce  sync.Once
 }
 
 // NewWatcher returns a watcher of the clusters in namespace ("" for all
@@ -93,6 +103,7 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions
 		changes:    make(chan struct{}, 1),
 		errs:       make(chan error, 8),
 		refused:    make(chan error, 16),
+		listed:     make(chan struct{}),
 	}
 }
 
@@ -112,7 +123,9 @@ func (w *Watcher) required() []cache.SharedIndexInformer {
 // Start runs the watches and returns once the required caches synced and
 // the events cache synced or failed; at once with the reason when a
 // required watch is forbidden; with the reason (or ErrCacheSync) after
-// the sync timeout. The watches run until ctx is done or Stop is called.
+// the sync timeout. While a direct read (ObserveDirect) lists, the watches
+// start once its lists have returned (or after the sync timeout). The
+// watches run until ctx is done or Stop is called.
 // Call Start once.
 func (w *Watcher) Start(ctx context.Context) error {
 	required := w.required()
@@ -126,6 +139,22 @@ func (w *Watcher) Start(ctx context.Context) error {
 	}
 	if err := w.hook(w.configMaps, false); err != nil {
 		return err
+	}
+	if w.directBegun.Load() {
+		// A direct read is listing the same objects: list after it, not
+		// beside it, so that the first screen it makes is not slowed by
+		// a second copy of every list (on the API server and here).
+		// A read that hangs holds the watches back no longer than their
+		// own sync timeout.
+		t := time.NewTimer(w.opts.SyncTimeout)
+		select {
+		case <-w.listed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	w.mu.Lock()
@@ -292,12 +321,20 @@ func (w *Watcher) Observe(ctx context.Context, name string, probe bool) ([]Resul
 	return o.Observe(ctx, w.namespace, name)
 }
 
+// ExpectDirect tells the watcher that ObserveDirect is about to run
+// (in the background): a Start called before it begins still waits for
+// its lists.
+func (w *Watcher) ExpectDirect() { w.directBegun.Store(true) }
+
 // ObserveDirect is Observe from one list of each resource type at the
 // API server instead of the caches: what `status` reads. It needs no
 // Start, so a first screen need not wait for the watches to sync.
 func (w *Watcher) ObserveDirect(ctx context.Context, name string, probe bool) ([]Result, Warnings, error) {
+	w.directBegun.Store(true)
+	done := func() { w.listedOnce.Do(func() { close(w.listed) }) }
+	defer done()
 	o := w.opts.Observer
-	o.Source = APISource{Client: w.client}
+	o.Source = listedSource{Source: APISource{Client: w.client}, listed: done}
 	// Its own connections, closed after it: it may overlap a watch
 	// round, whose kept clients it must neither replace nor retire.
 	o.Conns = nil
@@ -319,6 +356,18 @@ func (w *Watcher) Stop() {
 	if c := w.opts.Observer.Conns; c != nil {
 		c.Close()
 	}
+}
+
+// listedSource is a Source that reports when its read has returned.
+type listedSource struct {
+	Source
+	listed func()
+}
+
+// Read implements Source.
+func (s listedSource) Read(ctx context.Context, ns string) (*Objects, error) {
+	defer s.listed()
+	return s.Source.Read(ctx, ns)
 }
 
 // watchSource reads the watcher's caches and says when events are

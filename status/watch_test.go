@@ -3,14 +3,17 @@ package status
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/hactl-dev/hactl/internal/fixtures"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -177,5 +180,64 @@ func TestWatcherStopEndsTheWatches(t *testing.T) {
 	case <-stopped:
 	case <-deadline.C:
 		t.Fatal("Stop did not return")
+	}
+}
+
+// TestWatcherStartsDespiteAHungDirectRead: the watches list after a
+// direct read's lists, but a direct read that hangs holds them back only
+// for the sync timeout: Start still syncs and returns.
+func TestWatcherStartsDespiteAHungDirectRead(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-hung"))
+
+	// The direct read's list of StatefulSets (a plain list: the
+	// informers' carry a resourceVersion or watch) never returns.
+	release := make(chan struct{})
+	defer close(release)
+	cfg := rest.CopyConfig(cp.Admin)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			q := r.URL.Query()
+			if strings.HasSuffix(r.URL.Path, "/statefulsets") && !q.Has("resourceVersion") && q.Get("watch") == "" {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				}
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	w := NewWatcher(testenv.Clientset(t, cfg), ns, WatchOptions{SyncTimeout: 3 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t.Cleanup(w.Stop)
+	direct := make(chan error, 1)
+	dctx, dcancel := context.WithCancel(ctx)
+	defer dcancel()
+	go func() {
+		_, _, err := w.ObserveDirect(dctx, "", false)
+		direct <- err
+	}()
+	// Start once the direct read has begun (it sets directBegun first).
+	poll.Until(t, 30*time.Second, "the direct read to begin", func() error {
+		if !w.directBegun.Load() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err := w.Start(ctx); err != nil {
+		t.Fatalf("start while the direct read hangs: %v", err)
+	}
+	rs, _, err := w.Observe(ctx, "", false)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("observe from the caches: %v (%d clusters)", err, len(rs))
+	}
+	select {
+	case err := <-direct:
+		t.Fatalf("the direct read returned (%v) though its list hangs", err)
+	default:
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
@@ -34,6 +35,9 @@ type Backend interface {
 // without waiting for Start: the model's first screen comes from it while
 // the watches sync, then the caches take over.
 type DirectObserver interface {
+	// ExpectDirect is called before ObserveDirect starts in the
+	// background: the watches Start then lists after it.
+	ExpectDirect()
 	ObserveDirect(ctx context.Context) ([]status.Result, status.Warnings, error)
 }
 
@@ -41,16 +45,18 @@ type DirectObserver interface {
 // time.
 var ErrCacheSync = status.ErrCacheSync
 
-// CacheSyncTimeout bounds Start.
+// CacheSyncTimeout bounds each of Start's waits (status.Watcher.Start):
+// for the direct read's lists, then for the caches.
 const CacheSyncTimeout = status.CacheSyncTimeout
 
 // KubeBackend watches the API server through a status.Watcher and probes
 // members through its observer.
 type KubeBackend struct {
-	client  kubernetes.Interface
-	watcher *status.Watcher
-	probes  bool
-	verdict verdict.Options
+	client    kubernetes.Interface
+	namespace string
+	watcher   *status.Watcher
+	probes    bool
+	verdict   verdict.Options
 }
 
 // NewKubeBackend returns a backend for the clusters in namespace ("" for
@@ -59,10 +65,11 @@ type KubeBackend struct {
 // its Source is replaced by the watch caches.
 func NewKubeBackend(client kubernetes.Interface, namespace string, observer status.Observer) *KubeBackend {
 	return &KubeBackend{
-		client:  client,
-		watcher: status.NewWatcher(client, namespace, status.WatchOptions{Observer: observer, SyncTimeout: CacheSyncTimeout}),
-		probes:  observer.Dial != nil,
-		verdict: observer.Verdict,
+		client:    client,
+		namespace: namespace,
+		watcher:   status.NewWatcher(client, namespace, status.WatchOptions{Observer: observer, SyncTimeout: CacheSyncTimeout}),
+		probes:    observer.Dial != nil,
+		verdict:   observer.Verdict,
 	}
 }
 
@@ -80,13 +87,16 @@ func (b *KubeBackend) Changes() <-chan struct{} { return b.watcher.Changes() }
 // Errors implements Backend.
 func (b *KubeBackend) Errors() <-chan error { return b.watcher.Errors() }
 
-// Observe implements Backend. With probe it also reads each cluster's
-// action lock and ledger (two GETs per cluster), so the seed-phase view
-// shows actions run from anywhere.
+// Observe implements Backend. With probe it also reads the clusters'
+// action locks and ledgers (two lists), so the seed-phase view shows
+// actions run from anywhere.
 func (b *KubeBackend) Observe(ctx context.Context, probe bool) ([]status.Result, status.Warnings, error) {
 	rs, warn, err := b.watcher.Observe(ctx, "", probe)
 	return b.withActions(ctx, rs, warn, err, probe)
 }
+
+// ExpectDirect implements DirectObserver.
+func (b *KubeBackend) ExpectDirect() { b.watcher.ExpectDirect() }
 
 // ObserveDirect implements DirectObserver: one list of each resource type
 // and a probe of every member, as `status` reads, while the watches sync.
@@ -96,24 +106,70 @@ func (b *KubeBackend) ObserveDirect(ctx context.Context) ([]status.Result, statu
 }
 
 // withActions adds each cluster's lock and ledger to a probed
-// observation.
+// observation: one list of hactl's Leases and one of its ledger ConfigMaps
+// (by the hactl.dev/cluster label), however many clusters there are. A
+// user who may not list one of them gets it cluster by cluster (GET), as
+// the actions' own role allows.
 func (b *KubeBackend) withActions(ctx context.Context, rs []status.Result, warn status.Warnings, err error, probe bool) ([]status.Result, status.Warnings, error) {
-	if err != nil || !probe {
+	if err != nil || !probe || len(rs) == 0 {
 		return rs, warn, err
 	}
+	locks, lerr := b.listLocks(ctx)
+	ledgers, derr := b.listLedgers(ctx)
 	for i := range rs {
 		c := rs[i].Observation.Cluster
-		lock, err := actions.ReadLock(ctx, b.client, c.Namespace, c.Name)
-		if err == nil {
-			var led actions.LedgerContents
-			led, err = actions.ReadLedger(ctx, b.client, c.Namespace, c.Name)
-			rs[i].Observation.Lock, rs[i].Observation.Ledger = lock, led.Entries
+		key := c.Namespace + "/" + c.Name
+		lock, led := locks[key], ledgers[key]
+		var err error
+		if lerr != nil {
+			lock, err = actions.ReadLock(ctx, b.client, c.Namespace, c.Name)
+		}
+		if err == nil && derr != nil {
+			var l actions.LedgerContents
+			l, err = actions.ReadLedger(ctx, b.client, c.Namespace, c.Name)
+			led = l.Entries
 		}
 		if err != nil {
 			warn = append(warn, fmt.Sprintf("%s/%s: actions not shown: %v", c.Namespace, c.Name, err))
+			continue
 		}
+		rs[i].Observation.Lock, rs[i].Observation.Ledger = lock, led
 	}
 	return rs, warn, nil
+}
+
+// listLocks lists hactl's action locks in the backend's namespace, by
+// "namespace/cluster".
+func (b *KubeBackend) listLocks(ctx context.Context) (map[string]*model.LockFacts, error) {
+	leases, err := b.client.CoordinationV1().Leases(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: actions.LabelCluster})
+	if err != nil {
+		return nil, err
+	}
+	locks := map[string]*model.LockFacts{}
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		if c := l.Labels[actions.LabelCluster]; l.Name == actions.LockName(c) {
+			locks[l.Namespace+"/"+c] = actions.LockFactsOf(l)
+		}
+	}
+	return locks, nil
+}
+
+// listLedgers lists hactl's action ledgers in the backend's namespace, by
+// "namespace/cluster".
+func (b *KubeBackend) listLedgers(ctx context.Context) (map[string][]model.LedgerEntry, error) {
+	cms, err := b.client.CoreV1().ConfigMaps(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: actions.LabelCluster})
+	if err != nil {
+		return nil, err
+	}
+	ledgers := map[string][]model.LedgerEntry{}
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if c := cm.Labels[actions.LabelCluster]; cm.Name == actions.LockName(c) {
+			ledgers[cm.Namespace+"/"+c] = actions.DecodeLedger(cm).Entries
+		}
+	}
+	return ledgers, nil
 }
 
 // Probes reports whether the backend dials members at all.

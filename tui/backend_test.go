@@ -3,12 +3,17 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/rest"
 
+	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
@@ -143,3 +148,116 @@ func TestKubeBackendWithoutEvents(t *testing.T) {
 		t.Error("the forbidden events watch was not reported")
 	}
 }
+
+// TestKubeBackendReadsActionsWithTwoLists: the locks and ledgers of every
+// cluster come from one list of Leases and one of ConfigMaps, however
+// many clusters there are, each matched to its own cluster.
+func TestKubeBackendReadsActionsWithTwoLists(t *testing.T) {
+	testenv.SkipShort(t)
+	ns, ctx := actionsFixture(t)
+
+	var calls atomic.Int64
+	cfg := rest.CopyConfig(cp.Admin)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	b := NewKubeBackend(testenv.Clientset(t, cfg), ns, status.Observer{})
+	t.Cleanup(b.Shutdown)
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := calls.Load()
+	rs, warn, err := b.Observe(ctx, true)
+	if err != nil || len(rs) != 5 {
+		t.Fatalf("observe: %v (%d clusters)", err, len(rs))
+	}
+	if n := calls.Load() - before; n != 2 {
+		t.Errorf("%d API calls for the locks and ledgers of 5 clusters, want 2", n)
+	}
+	for _, w := range warn {
+		if strings.Contains(w, "actions not shown") {
+			t.Errorf("warning %q", w)
+		}
+	}
+	checkActions(t, rs)
+}
+
+// TestKubeBackendGetsLocksWhenItMayNotListThem: a user whose role grants
+// get on Leases (as the actions' role does) but not list still sees each
+// cluster's lock, read cluster by cluster, and the ledgers from their list.
+func TestKubeBackendGetsLocksWhenItMayNotListThem(t *testing.T) {
+	testenv.SkipShort(t)
+	ns, ctx := actionsFixture(t)
+	read := []string{"get", "list", "watch"}
+	_, cfg := testenv.RestrictedUser(t, cp, ns, []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims", "services", "events", "configmaps"}, Verbs: read},
+		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: read},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}},
+	})
+	b := NewKubeBackend(testenv.Clientset(t, cfg), ns, status.Observer{})
+	t.Cleanup(b.Shutdown)
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rs, warn, err := b.Observe(ctx, true)
+	if err != nil || len(rs) != 5 {
+		t.Fatalf("observe: %v (%d clusters)", err, len(rs))
+	}
+	for _, w := range warn {
+		if strings.Contains(w, "actions not shown") {
+			t.Errorf("warning %q", w)
+		}
+	}
+	checkActions(t, rs)
+}
+
+// actionsFixture makes five clusters in a namespace of their own, etcd-1's
+// lock held by someone@host and an entry a1 in etcd-3's ledger.
+func actionsFixture(t *testing.T) (string, context.Context) {
+	t.Helper()
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	for i := 0; i < 5; i++ {
+		fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec(fmt.Sprintf("etcd-%d", i)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	lock, err := actions.AcquireLock(ctx, admin, ns, "etcd-1", actions.LockOptions{Identity: "someone@host", Action: "replace etcd-1-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Release(context.Background()) })
+	led := &actions.Ledger{Client: admin, Namespace: ns, Cluster: "etcd-3"}
+	if _, err := led.Begin(ctx, model.LedgerEntry{ID: "a1", Action: model.ActionReplace, Member: "etcd-3-0", Holder: "h"}, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return ns, ctx
+}
+
+// checkActions holds the results of actionsFixture's clusters to its lock
+// and ledger entry, each on its own cluster only.
+func checkActions(t *testing.T, rs []status.Result) {
+	t.Helper()
+	for _, r := range rs {
+		o := r.Observation
+		switch name := o.Cluster.Name; {
+		case name == "etcd-1" && (o.Lock == nil || o.Lock.Holder != "someone@host"):
+			t.Errorf("etcd-1's lock: %+v, want held by someone@host", o.Lock)
+		case name != "etcd-1" && o.Lock != nil:
+			t.Errorf("%s shows a lock %+v it does not have", name, o.Lock)
+		case name == "etcd-3" && (len(o.Ledger) != 1 || o.Ledger[0].ID != "a1"):
+			t.Errorf("etcd-3's ledger: %+v, want entry a1", o.Ledger)
+		case name != "etcd-3" && len(o.Ledger) != 0:
+			t.Errorf("%s shows ledger entries %+v it does not have", name, o.Ledger)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -788,6 +788,8 @@ func (b *directBackend) Start(ctx context.Context) error {
 	}
 }
 
+func (b *directBackend) ExpectDirect() {}
+
 func (b *directBackend) ObserveDirect(context.Context) ([]status.Result, status.Warnings, error) {
 	return b.direct, nil, nil
 }

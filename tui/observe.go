@@ -105,6 +105,7 @@ func (m Model) startDirect() <-chan tea.Msg {
 	}
 	ch := make(chan tea.Msg, 1)
 	ctx, probes, now := m.ctx, m.cfg.Probes, m.cfg.Now
+	d.ExpectDirect()
 	go func() {
 		rs, warn, err := d.ObserveDirect(ctx)
 		msg := observedMsg{direct: true, probed: probes, results: rs, warnings: warn, err: err, at: now()}

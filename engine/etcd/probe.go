@@ -104,6 +104,22 @@ func (c *Client) Facts(ctx context.Context) (f model.EngineFacts) {
 	f.ProbedAt = start
 	defer func() { f.Took = time.Since(start) }()
 
+	// The member list is asked beside Status, over the same connection:
+	// a probe takes one round trip, not two. Its answer is used only if
+	// Status answered and the member is not a learner.
+	lctx, cancelList := context.WithCancel(ctx)
+	var peers []model.Peer
+	var listErr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		peers, listErr = c.MemberList(lctx)
+	}()
+	defer func() {
+		cancelList()
+		<-listed
+	}()
+
 	st, err := c.status(ctx)
 	if err != nil {
 		f.Failure, f.Err = c.explain(ctx, start, "Status", err)
@@ -124,9 +140,9 @@ func (c *Client) Facts(ctx context.Context) (f model.EngineFacts) {
 		f.PeersErr = "a learner does not serve the member list"
 		return f
 	}
-	peers, err := c.MemberList(ctx)
-	if err != nil {
-		_, f.PeersErr = c.explain(ctx, start, "MemberList", err)
+	<-listed
+	if listErr != nil {
+		_, f.PeersErr = c.explain(ctx, start, "MemberList", listErr)
 		return f
 	}
 	f.Peers = peers

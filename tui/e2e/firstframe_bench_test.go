@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hactl-dev/hactl/internal/tmuxtest"
 )
 
 // firstFrameSamples is how many launches of each one op measures.
@@ -23,7 +25,8 @@ const firstFrameSamples = 5
 // probes, printed once), launched alternately in the same run; and both
 // again with --no-probe (the API reads alone). The screen
 // is polled every 10 ms (each poll is a tmux capture-pane); tmux's own
-// start is inside the TUI's time.
+// start is inside the TUI's time; the same status launched in tmux and
+// polled the same way (until it has ended) is a third baseline.
 //
 //	go test ./tui/e2e -run '^$' -bench TUIFirstFrame -benchtime 1x
 func BenchmarkTUIFirstFrame(b *testing.B) {
@@ -34,11 +37,12 @@ func BenchmarkTUIFirstFrame(b *testing.B) {
 		env := []string{"HOME=" + b.TempDir(), "PATH=/usr/bin:/bin"}
 		var tuiTotal, paintTotal, statusTotal time.Duration
 		var tuiMin, statusMin time.Duration
-		var tuiNoProbe, statusNoProbe time.Duration
+		var tuiNoProbe, statusNoProbe, tmuxStatus time.Duration
 		for i := 0; i < b.N; i++ {
 			for k := 0; k < firstFrameSamples; k++ {
 				p, t := firstFrame(b, env, append(base, "tui", "healthy"), "healthy-0", "healthy-2")
 				s := statusWall(b, env, append(base, "status"), "healthy-2", "no-pdb-2")
+				tmuxStatus += statusInTmux(b, env, append(base, "status"))
 				tuiTotal, paintTotal, statusTotal = tuiTotal+t, paintTotal+p, statusTotal+s
 				if tuiMin == 0 || t < tuiMin {
 					tuiMin = t
@@ -59,6 +63,8 @@ func BenchmarkTUIFirstFrame(b *testing.B) {
 		b.ReportMetric(float64(tuiMin.Milliseconds()), "tui-first-frame-min-ms")
 		b.ReportMetric(float64(statusMin.Milliseconds()), "status-min-ms")
 		b.ReportMetric(float64(tuiTotal)/float64(statusTotal), "first-frame-ratio")
+		b.ReportMetric(float64(tmuxStatus.Milliseconds())/n, "status-in-tmux-ms")
+		b.ReportMetric(float64(tuiTotal)/float64(tmuxStatus), "first-frame-ratio-in-tmux")
 		b.ReportMetric(float64(tuiNoProbe.Milliseconds())/n, "tui-no-probe-first-frame-ms")
 		b.ReportMetric(float64(statusNoProbe.Milliseconds())/n, "status-no-probe-ms")
 		b.ReportMetric(float64(tuiNoProbe)/float64(statusNoProbe), "no-probe-first-frame-ratio")
@@ -71,10 +77,10 @@ func BenchmarkTUIFirstFrame(b *testing.B) {
 func firstFrame(b *testing.B, env, argv []string, want ...string) (paint, members time.Duration) {
 	b.Helper()
 	start := time.Now()
-	s := startTmux(b, 120, 40, env, argv...)
+	s := tmuxtest.Start(b, 120, 40, env, argv...)
 	deadline := start.Add(2 * time.Minute)
 	for {
-		scr := s.screen()
+		scr := s.Screen()
 		if paint == 0 && strings.Contains(scr, "kubectl hactl") {
 			paint = time.Since(start)
 		}
@@ -83,14 +89,36 @@ func firstFrame(b *testing.B, env, argv []string, want ...string) (paint, member
 			if paint == 0 {
 				paint = members
 			}
-			s.keys("q")
-			if code := s.exited(30 * time.Second); code != 0 {
+			s.Keys("q")
+			if code := s.Exited(30 * time.Second); code != 0 {
 				b.Fatalf("tui: exit %d after q", code)
 			}
 			return paint, members
 		}
 		if time.Now().After(deadline) {
 			b.Fatalf("the TUI showed no members within 2 minutes:\n%s", scr)
+		}
+		time.Sleep(10 * time.Millisecond) // the polling resolution, not a wait for a condition
+	}
+}
+
+// statusInTmux launches argv (status) in tmux, as firstFrame launches the
+// TUI, and returns the time until it has ended, its output on the pane:
+// the same tmux start and the same 10 ms polling as the TUI's time.
+func statusInTmux(b *testing.B, env, argv []string) time.Duration {
+	b.Helper()
+	start := time.Now()
+	s := tmuxtest.Start(b, 120, 40, env, argv...)
+	deadline := start.Add(2 * time.Minute)
+	for {
+		if code, ok := s.Finished(); ok {
+			if code != 0 && code != 3 && code != 4 {
+				b.Fatalf("%s: exit %d", strings.Join(argv, " "), code)
+			}
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("status did not end within 2 minutes:\n%s", s.Screen())
 		}
 		time.Sleep(10 * time.Millisecond) // the polling resolution, not a wait for a condition
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
+	"github.com/hactl-dev/hactl/internal/tmuxtest"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
 )
 
@@ -35,72 +36,72 @@ func TestTUIOnFixtures(t *testing.T) {
 	env := []string{"PATH=" + dir + ":" + bins + ":/usr/bin:/bin", "HOME=" + home, "KUBECONFIG=" + cp.AdminKubeconfig}
 
 	t.Run("kubectl hactl opens the TUI on a terminal", func(t *testing.T) {
-		s := startTmux(t, 80, 24, env, filepath.Join(bins, "kubectl"), "hactl", "-n", ns)
-		scr := s.waitFor(60*time.Second, "etcd-broken", "etcd-good", "NOT control-ready", "2 clusters")
+		s := tmuxtest.Start(t, 80, 24, env, filepath.Join(bins, "kubectl"), "hactl", "-n", ns)
+		scr := s.WaitFor(60*time.Second, "etcd-broken", "etcd-good", "NOT control-ready", "2 clusters")
 		if klogLine.MatchString(scr) {
 			t.Fatalf("klog output on the screen:\n%s", scr)
 		}
 		// Navigate to the degraded cluster and see the reason.
 		// The list is sorted by name: etcd-broken is first.
-		s.keys("Enter")
-		s.waitFor(30*time.Second, "› etcd-broken", "client_endpoints_missing", "Remedies")
+		s.Keys("Enter")
+		s.WaitFor(30*time.Second, "› etcd-broken", "client_endpoints_missing", "Remedies")
 		// Every member is probed through the real port-forward and fails:
 		// the reason says so, and nothing from client-go's log leaks.
-		scr = s.waitMatch(60*time.Second, regexp.MustCompile(`member_unreachable|credentials_unavailable`))
+		scr = s.WaitMatch(60*time.Second, regexp.MustCompile(`member_unreachable|credentials_unavailable`))
 		if klogLine.MatchString(scr) {
 			t.Fatalf("klog output on the screen:\n%s", scr)
 		}
-		s.keys("3")
-		s.waitFor(30*time.Second, "frontier unknown", "Learners")
-		s.keys("2")
-		s.waitFor(30*time.Second, "Seed generations", "Member phases")
-		s.keys("?")
-		s.waitFor(30*time.Second, "Keys", "probe now")
+		s.Keys("3")
+		s.WaitFor(30*time.Second, "frontier unknown", "Learners")
+		s.Keys("2")
+		s.WaitFor(30*time.Second, "Seed generations", "Member phases")
+		s.Keys("?")
+		s.WaitFor(30*time.Second, "Keys", "probe now")
 		// One escape at a time: ESC followed at once by another byte reads
 		// as alt+key, in any terminal program.
-		s.keys("Escape")
-		s.waitGone(30*time.Second, "probe now")
-		s.keys("Escape")
-		s.waitFor(30*time.Second, "2 clusters")
-		s.keys("/")
-		s.text("good")
-		s.keys("Enter")
-		scr = s.waitFor(30*time.Second, "filter: good")
+		s.Keys("Escape")
+		s.WaitGone(30*time.Second, "probe now")
+		s.Keys("Escape")
+		s.WaitFor(30*time.Second, "2 clusters")
+		s.Keys("/")
+		s.Text("good")
+		s.Keys("Enter")
+		scr = s.WaitFor(30*time.Second, "filter: good")
 		if strings.Contains(scr, "etcd-broken") {
 			t.Errorf("the filter left etcd-broken on screen:\n%s", scr)
 		}
 		// r decides through the real executor's observation: no member
 		// answers, so the classifier refuses and nothing can run.
-		s.keys("Escape")
-		s.waitGone(30*time.Second, "filter: good")
-		s.keys("Enter")
-		s.waitFor(30*time.Second, "1:members")
-		s.keys("r")
-		s.waitFor(time.Minute, "replace etcd-broken-0 in "+ns, "REFUSED", "Refused: nothing will be done")
-		s.keys("Enter")
-		s.waitFor(30*time.Second, "this decision cannot run")
-		s.keys("Escape")
-		s.waitFor(30*time.Second, "cancelled: nothing was changed")
-		s.keys("q")
-		if code := s.exited(30 * time.Second); code != 0 {
+		s.Keys("Escape")
+		s.WaitGone(30*time.Second, "filter: good")
+		s.Keys("Enter")
+		s.WaitFor(30*time.Second, "1:members")
+		s.Keys("r")
+		s.WaitFor(time.Minute, "replace etcd-broken-0 in "+ns, "REFUSED", "Refused: nothing will be done")
+		s.Keys("Enter")
+		s.WaitFor(30*time.Second, "this decision cannot run")
+		s.Keys("Escape")
+		s.WaitFor(30*time.Second, "cancelled: nothing was changed")
+		s.Keys("q")
+		if code := s.Exited(30 * time.Second); code != 0 {
 			t.Errorf("exit %d after q", code)
 		}
 	})
 
 	t.Run("resizes cleanly", func(t *testing.T) {
-		s := startTmux(t, 80, 24, env, filepath.Join(dir, "kubectl-hactl"), "tui", "etcd-broken", "-n", ns, "--no-probe")
-		s.waitFor(60*time.Second, "› etcd-broken", "members not probed")
-		s.tmux("resize-window", "-t", s.name, "-x", "120", "-y", "40")
-		scr := s.waitFor(30*time.Second, "MEMBER ID", "RESTARTS")
+		s := tmuxtest.Start(t, 80, 24, env, filepath.Join(dir, "kubectl-hactl"), "tui", "etcd-broken", "-n", ns, "--no-probe")
+		s.WaitFor(60*time.Second, "› etcd-broken", "members not probed")
+		s.Resize(120, 40)
+		scr := s.WaitFor(30*time.Second, "MEMBER ID", "RESTARTS")
 		for i, l := range strings.Split(strings.TrimRight(scr, "\n"), "\n") {
 			if len([]rune(l)) > 120 {
 				t.Errorf("line %d wider than the pane: %q", i, l)
 			}
 		}
-		s.tmux("resize-window", "-t", s.name, "-x", "60", "-y", "16")
-		s.waitFor(30*time.Second, "etcd-broken")
-		s.keys("q")
-		if code := s.exited(30 * time.Second); code != 0 {
+		s.Resize(60, 16)
+		s.WaitFor(30*time.Second, "etcd-broken")
+		s.Keys("q")
+		if code := s.Exited(30 * time.Second); code != 0 {
 			t.Errorf("exit %d", code)
 		}
 	})
@@ -119,12 +120,12 @@ func TestTUIOnFixtures(t *testing.T) {
 		if err := os.WriteFile(ro, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s := startTmux(t, 80, 24, append(env[:2:2], "KUBECONFIG="+ro), filepath.Join(dir, "kubectl-hactl"), "tui", "-n", ns, "--no-probe")
-		s.waitFor(60*time.Second, "[read-only]", "etcd-broken")
-		s.keys("Enter", "r")
-		s.waitFor(30*time.Second, "read-only: actions are disabled (context")
-		s.keys("q")
-		s.exited(30 * time.Second)
+		s := tmuxtest.Start(t, 80, 24, append(env[:2:2], "KUBECONFIG="+ro), filepath.Join(dir, "kubectl-hactl"), "tui", "-n", ns, "--no-probe")
+		s.WaitFor(60*time.Second, "[read-only]", "etcd-broken")
+		s.Keys("Enter", "r")
+		s.WaitFor(30*time.Second, "read-only: actions are disabled (context")
+		s.Keys("q")
+		s.Exited(30 * time.Second)
 	})
 
 	t.Run("without a terminal it prints status", func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hactl-dev/hactl/internal/tmuxtest"
 )
 
 // idleWindow is how long the idle TUI is measured.
@@ -25,11 +27,11 @@ const clockTicks = 100
 func BenchmarkTUIIdleCPU(b *testing.B) {
 	suite := startSandbox(b, "healthy", "crashloop")
 	measure := func(height int, ready string, args ...string) float64 {
-		s := startTmux(b, 120, height, []string{"HOME=" + b.TempDir(), "PATH=/usr/bin:/bin"},
+		s := tmuxtest.Start(b, 120, height, []string{"HOME=" + b.TempDir(), "PATH=/usr/bin:/bin"},
 			append([]string{filepath.Join(suite.Bin, "kubectl-hactl"), "--kubeconfig", suite.SB.Kubeconfig, "-n", suite.Namespace}, args...)...)
 		// Wait for the first probes and the watch caches.
-		s.waitFor(2*time.Minute, "crashloop", "healthy", ready)
-		pid := s.pid()
+		s.WaitFor(2*time.Minute, "crashloop", "healthy", ready)
+		pid := s.PID()
 		before, err := cpuTicks(pid)
 		if err != nil {
 			b.Fatal(err)
@@ -41,7 +43,7 @@ func BenchmarkTUIIdleCPU(b *testing.B) {
 			b.Fatal(err)
 		}
 		wall := time.Since(start)
-		s.keys("C-c")
+		s.Keys("C-c")
 		return float64(after-before) / clockTicks / wall.Seconds() * 100
 	}
 	for i := 0; i < b.N; i++ {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/internal/poll"
+	"github.com/hactl-dev/hactl/internal/tmuxtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -66,19 +67,19 @@ func replaceOnSandbox(t *testing.T, suite *e2esuite.Suite) {
 		t.Fatalf("writing the sentinel: %v", err)
 	}
 
-	s := startTmux(t, 80, 24, []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"},
+	s := tmuxtest.Start(t, 80, 24, []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"},
 		filepath.Join(dir, "kubectl-hactl"), "--kubeconfig", sb.Kubeconfig, "tui", "-n", ns, "--log-file", filepath.Join(t.TempDir(), "klog"))
-	s.waitFor(2*time.Minute, cluster, "NOT failover-ready", "pod_crashlooping")
-	s.keys("Enter")
-	scr := s.waitFor(time.Minute, "› "+cluster, "pod_crashlooping "+victim, "Remedies")
+	s.WaitFor(2*time.Minute, cluster, "NOT failover-ready", "pod_crashlooping")
+	s.Keys("Enter")
+	scr := s.WaitFor(time.Minute, "› "+cluster, "pod_crashlooping "+victim, "Remedies")
 	if klogLine.MatchString(scr) {
 		t.Fatalf("klog output on the screen:\n%s", scr)
 	}
 	// Select the broken member: the table is ordered by ordinal.
-	s.keys("Down")
-	s.waitFor(30*time.Second, "›1 ")
-	s.keys("Down")
-	s.waitFor(30*time.Second, "›2 "+victim)
+	s.Keys("Down")
+	s.WaitFor(30*time.Second, "›1 ")
+	s.Keys("Down")
+	s.WaitFor(30*time.Second, "›2 "+victim)
 
 	// The crash-looping pod's status changes on every restart, which may
 	// move its resourceVersion between the decision and the execution:
@@ -87,12 +88,12 @@ func replaceOnSandbox(t *testing.T, suite *e2esuite.Suite) {
 	const attempts = 5
 	finished := false
 	for i := 0; i < attempts && !finished; i++ {
-		s.keys("r")
-		s.waitFor(2*time.Minute, "Type "+victim+" to confirm", "will proceed")
-		s.text(victim)
-		s.waitFor(30*time.Second, "> "+victim)
-		s.keys("Enter")
-		scr = s.waitMatch(10*time.Minute, regexp.MustCompile(`finished: ready|stopped in`))
+		s.Keys("r")
+		s.WaitFor(2*time.Minute, "Type "+victim+" to confirm", "will proceed")
+		s.Text(victim)
+		s.WaitFor(30*time.Second, "> "+victim)
+		s.Keys("Enter")
+		scr = s.WaitMatch(10*time.Minute, regexp.MustCompile(`finished: ready|stopped in`))
 		if strings.Contains(scr, "finished: ready") {
 			finished = true
 			break
@@ -101,23 +102,23 @@ func replaceOnSandbox(t *testing.T, suite *e2esuite.Suite) {
 			t.Fatalf("the action stopped for another reason than a fence conflict:\n%s", scr)
 		}
 		t.Logf("attempt %d stopped on a fence conflict (nothing deleted); deciding again", i+1)
-		s.keys("1")
-		s.waitFor(30*time.Second, "›2 "+victim)
+		s.Keys("1")
+		s.WaitFor(30*time.Second, "›2 "+victim)
 	}
 	if !finished {
 		t.Fatalf("replace did not finish in %d attempts", attempts)
 	}
 	// The view converges: the title's verdict turns failover-ready.
 	poll.Until(t, 3*time.Minute, "the title's verdict to turn failover-ready", func() error {
-		if m := titleVerdict.FindStringSubmatch(s.screen()); m == nil || m[1] != "failover-ready" {
+		if m := titleVerdict.FindStringSubmatch(s.Screen()); m == nil || m[1] != "failover-ready" {
 			return fmt.Errorf("title verdict %q", m)
 		}
 		return nil
 	})
-	s.keys("1")
-	s.waitFor(time.Minute, "›2 "+victim, "failover-ready: losing any one member would be survivable")
-	s.keys("q")
-	if code := s.exited(30 * time.Second); code != 0 {
+	s.Keys("1")
+	s.WaitFor(time.Minute, "›2 "+victim, "failover-ready: losing any one member would be survivable")
+	s.Keys("q")
+	if code := s.Exited(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after q", code)
 	}
 
@@ -162,30 +163,30 @@ func seedOnSandbox(t *testing.T, suite *e2esuite.Suite) {
 	}
 	suite.SetupStore(t, cluster)
 
-	s := startTmux(t, 100, 30, []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"},
+	s := tmuxtest.Start(t, 100, 30, []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"},
 		filepath.Join(dir, "kubectl-hactl"), "--kubeconfig", sb.Kubeconfig, "tui", "-n", ns, cluster)
 	var screens []string
 	seen := func(scr string) string { screens = append(screens, scr); return scr }
-	seen(s.waitFor(2*time.Minute, "› "+cluster, "failover-ready"))
-	s.keys("2")
-	seen(s.waitFor(time.Minute, "Seed generations", "none yet"))
-	s.keys("s")
-	seen(s.waitFor(30*time.Second, "Generation ID for the new seed generation"))
+	seen(s.WaitFor(2*time.Minute, "› "+cluster, "failover-ready"))
+	s.Keys("2")
+	seen(s.WaitFor(time.Minute, "Seed generations", "none yet"))
+	s.Keys("s")
+	seen(s.WaitFor(30*time.Second, "Generation ID for the new seed generation"))
 	for range len("20060102-150405") {
-		s.keys("BSpace")
+		s.Keys("BSpace")
 	}
-	s.text("tui-e2e")
-	seen(s.waitFor(30*time.Second, "> healthy-tui-e2e"))
-	s.keys("Enter")
-	seen(s.waitFor(2*time.Minute, "seed", "will proceed", "enter runs"))
-	s.keys("Enter")
-	seen(s.waitMatch(5*time.Minute, regexp.MustCompile(`finished: published|stopped in`)))
-	scr := seen(s.waitFor(time.Minute, "healthy-tui-e2e", "complete"))
+	s.Text("tui-e2e")
+	seen(s.WaitFor(30*time.Second, "> healthy-tui-e2e"))
+	s.Keys("Enter")
+	seen(s.WaitFor(2*time.Minute, "seed", "will proceed", "enter runs"))
+	s.Keys("Enter")
+	seen(s.WaitMatch(5*time.Minute, regexp.MustCompile(`finished: published|stopped in`)))
+	scr := seen(s.WaitFor(time.Minute, "healthy-tui-e2e", "complete"))
 	if strings.Contains(scr, "stopped in") {
 		t.Fatalf("the seed stopped:\n%s", scr)
 	}
-	s.keys("q")
-	if code := s.exited(30 * time.Second); code != 0 {
+	s.Keys("q")
+	if code := s.Exited(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after q", code)
 	}
 	for _, scr := range screens {
