@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -38,6 +39,13 @@ type Client struct {
 	cli    *clientv3.Client
 	state  *engine.DialState
 	hasTLS bool
+
+	// keepPeers is set on a client kept from round to round
+	// (engine.Conns): it remembers the member list with the state it was
+	// read at, and asks again only when that state moved (Facts).
+	keepPeers bool
+	mu        sync.Mutex
+	known     *knownPeers
 }
 
 // Open builds a client for the member t. It does not block: the first call

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -657,4 +658,82 @@ func TestProbeKeepsConnections(t *testing.T) {
 	if conns.Len() != 0 {
 		t.Fatalf("%d clients after Close", conns.Len())
 	}
+}
+
+// TestKeptProbeAsksTheMemberListOnlyWhenTheLogMoved: over kept
+// connections, rounds of an idle cluster ask each member Status only and
+// report the member list they read before (counted by the members
+// themselves: their gRPC metrics); once the membership changes (a learner
+// added, an entry applied everywhere), the next round asks again and lists
+// the new member.
+func TestKeptProbeAsksTheMemberListOnlyWhenTheLogMoved(t *testing.T) {
+	c := startCluster(t, etcdcluster.Options{Members: 3})
+	d := newTCPDialer(t, c)
+	ts := targets(c)
+	for i := range ts {
+		ts[i].UID = "uid-" + ts[i].Pod
+	}
+	conns := engine.NewConns()
+	defer conns.Close()
+	round := func() []model.EngineFacts {
+		return etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 2 * time.Second, Dial: d.Dial, Conns: conns})
+	}
+	poll.Until(t, 10*time.Second, "a settled healthy cluster", func() error { return healthy(round(), 3) })
+	// Settled: the rounds above read every member's list at its current
+	// state; the next ones must not ask again.
+	if err := healthy(round(), 3); err != nil {
+		t.Fatal(err)
+	}
+	before := memberListCalls(t, c)
+	for i := 0; i < 3; i++ {
+		if err := healthy(round(), 3); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	if after := memberListCalls(t, c); after != before {
+		t.Fatalf("rounds of an idle cluster asked MemberList %d times, want none", after-before)
+	}
+
+	fc := open(t, d, ts[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	poll.Until(t, 20*time.Second, "the cluster to accept a learner", func() error {
+		_, _, err := fc.MemberAddAsLearner(ctx, "http://127.0.0.1:1")
+		if err != nil && !errors.Is(err, etcd.ErrUnhealthy) {
+			t.Fatal(err)
+		}
+		return err
+	})
+	poll.Until(t, 10*time.Second, "every member to list the learner", func() error { return healthy(round(), 4) })
+	if memberListCalls(t, c) <= before {
+		t.Fatal("the membership changed and no member was asked its list again")
+	}
+}
+
+// memberListCalls sums the MemberList calls the members have answered,
+// from their own metrics.
+func memberListCalls(t *testing.T, c *etcdcluster.Cluster) int {
+	t.Helper()
+	total := 0
+	for _, m := range c.Members {
+		resp, err := http.Get(m.ClientURL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range strings.Lines(string(body)) {
+			if strings.HasPrefix(l, "grpc_server_handled_total{") && strings.Contains(l, `grpc_method="MemberList"`) {
+				var n float64
+				if _, err := fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &n); err != nil {
+					t.Fatalf("metrics line %q: %v", l, err)
+				}
+				total += int(n)
+			}
+		}
+	}
+	return total
 }

@@ -65,6 +65,7 @@ func probeKept(ctx context.Context, t engine.Target, o engine.ProbeOptions, star
 		if err != nil {
 			return openFailed(t, start, err)
 		}
+		nc.keepPeers = true
 		if o.Conns.Put(key, nc) {
 			c = nc
 		} else if v, ok := o.Conns.Get(key); ok {
@@ -103,6 +104,9 @@ func (c *Client) Facts(ctx context.Context) (f model.EngineFacts) {
 	start := time.Now()
 	f.ProbedAt = start
 	defer func() { f.Took = time.Since(start) }()
+	if c.keepPeers {
+		return c.factsKeepingPeers(ctx, start, f)
+	}
 
 	// The member list is asked beside Status, over the same connection:
 	// a probe takes one round trip, not two. Its answer is used only if
@@ -120,14 +124,29 @@ func (c *Client) Facts(ctx context.Context) (f model.EngineFacts) {
 		<-listed
 	}()
 
+	if !c.statusFacts(ctx, start, &f) {
+		return f
+	}
+	<-listed
+	if listErr != nil {
+		_, f.PeersErr = c.explain(ctx, start, "MemberList", listErr)
+		return f
+	}
+	f.Peers = peers
+	return f
+}
+
+// statusFacts asks Status and fills f from it; false when there is no
+// member list to add: Status failed (f says why) or the member is a
+// learner.
+func (c *Client) statusFacts(ctx context.Context, start time.Time, f *model.EngineFacts) bool {
 	st, err := c.status(ctx)
 	if err != nil {
 		f.Failure, f.Err = c.explain(ctx, start, "Status", err)
-		return f
+		return false
 	}
 	f.Reachable = true
-	fillStatus(&f, st)
-
+	fillStatus(f, st)
 	// Etcd lists every active alarm in the Status errors, from its local
 	// alarm store. The alarm RPC is not used here: etcd serves even its
 	// "get" through a raft proposal, so every probe would append an entry
@@ -138,14 +157,57 @@ func (c *Client) Facts(ctx context.Context) (f model.EngineFacts) {
 	// A learner serves Status and serializable reads only.
 	if st.IsLearner {
 		f.PeersErr = "a learner does not serve the member list"
+		return false
+	}
+	return true
+}
+
+// knownPeers is a member list and the member's state when it was asked
+// for, right after a Status that reported that state.
+type knownPeers struct {
+	at    peersState
+	peers []model.Peer
+}
+
+// peersState is what a member's Status says of its applied log. Etcd
+// changes its membership only by applying a log entry, so a member that
+// reports the same cluster, member, term and applied index as when its
+// member list was read still has that list.
+type peersState struct {
+	clusterID, memberID string
+	term, applied       uint64
+}
+
+func stateOf(f model.EngineFacts) peersState {
+	return peersState{clusterID: f.ClusterID, memberID: f.MemberID, term: f.RaftTerm, applied: f.RaftApplied}
+}
+
+// factsKeepingPeers is Facts for a kept client: Status, then the member
+// list only when the member applied anything since the list it has (an
+// idle cluster's refresh is one round trip per member). The list is read
+// after the Status whose state it is kept with, so it holds at least that
+// state; while the state is unchanged, exactly that state.
+func (c *Client) factsKeepingPeers(ctx context.Context, start time.Time, f model.EngineFacts) model.EngineFacts {
+	if !c.statusFacts(ctx, start, &f) {
 		return f
 	}
-	<-listed
-	if listErr != nil {
-		_, f.PeersErr = c.explain(ctx, start, "MemberList", listErr)
+	at := stateOf(f)
+	c.mu.Lock()
+	known := c.known
+	c.mu.Unlock()
+	if known != nil && known.at == at {
+		f.Peers = slices.Clone(known.peers)
 		return f
 	}
-	f.Peers = peers
+	peers, err := c.MemberList(ctx)
+	if err != nil {
+		_, f.PeersErr = c.explain(ctx, start, "MemberList", err)
+		return f
+	}
+	c.mu.Lock()
+	c.known = &knownPeers{at: at, peers: peers}
+	c.mu.Unlock()
+	f.Peers = slices.Clone(peers)
 	return f
 }
 
