@@ -203,12 +203,7 @@ func floorStatus(ctx context.Context, b *testing.B, c kubernetes.Interface, ns s
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			cli, err := clientv3.New(clientv3.Config{
-				Endpoints: []string{"http://member"}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
-				DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-					return dial(ctx, ns, p.Name, 2379)
-				})},
-			})
+			cli, err := bareClient(dial, ns, p.Name, 2*time.Second)
 			if err != nil {
 				return
 			}
@@ -221,6 +216,17 @@ func floorStatus(ctx context.Context, b *testing.B, c kubernetes.Interface, ns s
 	}
 	wg.Wait()
 	return int(answered.Load())
+}
+
+// bareClient is a plain etcd client of pod's member, dialled through dial:
+// the baselines' client, nothing of hactl's around it.
+func bareClient(dial engine.DialFunc, ns, pod string, timeout time.Duration) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints: []string{"http://member"}, DialTimeout: timeout, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return dial(ctx, ns, pod, 2379)
+		})},
+	})
 }
 
 // BenchmarkProbeFanOut: probing 150 members against probing one (ideal

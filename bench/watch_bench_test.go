@@ -2,14 +2,11 @@ package bench
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"k8s.io/client-go/informers"
 
@@ -70,12 +67,7 @@ func BenchmarkWatchRefresh(b *testing.B) {
 	for _, r := range mustObserve(b, fresh, ns) {
 		for _, m := range r.Observation.Members {
 			pod := m.Pod.Name
-			c, err := clientv3.New(clientv3.Config{
-				Endpoints: []string{"http://member"}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-				DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-					return dial(ctx, ns, pod, 2379)
-				})},
-			})
+			c, err := bareClient(dial, ns, pod, 5*time.Second)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -596,17 +596,7 @@ func (d *tcpDialer) dialed() map[string]int {
 // still times out within the probe timeout and loses its client, and once
 // resumed it is dialled afresh; Close closes every kept client.
 func TestProbeKeepsConnections(t *testing.T) {
-	c := startCluster(t, etcdcluster.Options{Members: 3})
-	d := newTCPDialer(t, c)
-	ts := targets(c)
-	for i := range ts {
-		ts[i].UID = "uid-" + ts[i].Pod
-	}
-	conns := engine.NewConns()
-	defer conns.Close()
-	round := func(timeout time.Duration) []model.EngineFacts {
-		return etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: timeout, Dial: d.Dial, Conns: conns})
-	}
+	c, d, ts, conns, round := keptRounds(t)
 	poll.Until(t, 10*time.Second, "a settled healthy cluster", func() error { return healthy(round(2*time.Second), 3) })
 	before := d.dialed()
 	for i := 0; i < 5; i++ {
@@ -667,17 +657,8 @@ func TestProbeKeepsConnections(t *testing.T) {
 // added, an entry applied everywhere), the next round asks again and lists
 // the new member.
 func TestKeptProbeAsksTheMemberListOnlyWhenTheLogMoved(t *testing.T) {
-	c := startCluster(t, etcdcluster.Options{Members: 3})
-	d := newTCPDialer(t, c)
-	ts := targets(c)
-	for i := range ts {
-		ts[i].UID = "uid-" + ts[i].Pod
-	}
-	conns := engine.NewConns()
-	defer conns.Close()
-	round := func() []model.EngineFacts {
-		return etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 2 * time.Second, Dial: d.Dial, Conns: conns})
-	}
+	c, d, ts, _, probe := keptRounds(t)
+	round := func() []model.EngineFacts { return probe(2 * time.Second) }
 	poll.Until(t, 10*time.Second, "a settled healthy cluster", func() error { return healthy(round(), 3) })
 	// Settled: the rounds above read every member's list at its current
 	// state; the next ones must not ask again.
@@ -736,4 +717,23 @@ func memberListCalls(t *testing.T, c *etcdcluster.Cluster) int {
 		}
 	}
 	return total
+}
+
+// keptRounds starts a 3-member cluster whose targets carry pod UIDs, and
+// returns a probe round over connections kept in conns (closed when the
+// test ends), with the given timeout.
+func keptRounds(t *testing.T) (*etcdcluster.Cluster, *tcpDialer, []engine.Target, *engine.Conns, func(time.Duration) []model.EngineFacts) {
+	t.Helper()
+	c := startCluster(t, etcdcluster.Options{Members: 3})
+	d := newTCPDialer(t, c)
+	ts := targets(c)
+	for i := range ts {
+		ts[i].UID = "uid-" + ts[i].Pod
+	}
+	conns := engine.NewConns()
+	t.Cleanup(conns.Close)
+	round := func(timeout time.Duration) []model.EngineFacts {
+		return etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: timeout, Dial: d.Dial, Conns: conns})
+	}
+	return c, d, ts, conns, round
 }
