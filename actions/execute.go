@@ -79,6 +79,9 @@ type ExecOptions struct {
 	OnDecision func(classify.Decision)
 	// Warn receives non-fatal problems (an Event not written, …).
 	Warn func(string)
+	// Note receives what the action is doing between receipts (a capture
+	// pod created, adopted or deleted); may be nil.
+	Note func(string)
 	// Seed tunes a seed's capture (its store, timeout and progress).
 	Seed SeedExec
 }
@@ -306,6 +309,12 @@ func (r *run) undone(s classify.Step) error {
 	}
 	return &FenceConflictError{Detail: fmt.Sprintf("StatefulSet %s/%s wants %d replicas again after this restore scaled it to 0: someone else scaled it back (a GitOps controller?); hactl does not fight it. Pause that controller, then run the command again to resume",
 		r.ns, r.name, r.last.Observation.Cluster.Replicas)}
+}
+
+func (r *run) note(format string, args ...any) {
+	if r.o.Note != nil {
+		r.o.Note(fmt.Sprintf(format, args...))
+	}
 }
 
 func (r *run) warn(format string, args ...any) {
@@ -1100,14 +1109,7 @@ func (r *run) stop(err error) error {
 }
 
 func (r *run) pause(ctx context.Context) error {
-	t := time.NewTimer(orDur(r.x.PollInterval, DefaultPollInterval))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return sleepCtx(ctx, orDur(r.x.PollInterval, DefaultPollInterval))
 }
 
 // wait polls until the first step of the decision is no longer s. It

@@ -2,8 +2,12 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/classify"
@@ -29,6 +33,22 @@ type SeedExec struct {
 	// Progress receives the bytes captured so far from member, of total
 	// (the member's database size, 0 when unknown); may be nil.
 	Progress func(member string, done, total int64)
+	// Capture is how the snapshot reaches the store (CaptureAuto when
+	// empty): in a pod next to the source member, or through a
+	// port-forward.
+	Capture CaptureMode
+	// AgentImage is the capture pod's image (DefaultAgentImage when
+	// empty).
+	AgentImage string
+	// StoreURL and StoreSecret are the store as a pod reaches it: its URL
+	// (never holding a credential) and the Secret its credentials come
+	// from ("" for none). Filled from the StatefulSet's annotations when
+	// Store is nil.
+	StoreURL, StoreSecret string
+	// StartTimeout bounds how long a capture pod may take to start before
+	// auto falls back to a port-forward (DefaultCaptureStartTimeout when
+	// zero).
+	StartTimeout time.Duration
 }
 
 // SeedCapture is one capture the executor asks an engine's Seeder for,
@@ -136,6 +156,9 @@ func (r *run) seedStore(ctx context.Context) (s *artifact.Store, done func(), er
 	if err != nil {
 		return nil, nil, err
 	}
+	if r.o.Seed.StoreURL == "" {
+		r.o.Seed.StoreURL, r.o.Seed.StoreSecret = cs.URL, cs.Secret
+	}
 	return cs.Store, func() { _ = cs.Store.Close() }, nil
 }
 
@@ -195,12 +218,16 @@ func (r *run) seed(ctx context.Context) error {
 		r.res.Manifest, r.res.Already = published, true
 		r.receipt(model.StepPublish, model.ActionPhasePublished, model.OutcomeAlready,
 			fmt.Sprintf("generation %s was already published in %s (%s); ledger entry closed", gen, store, published.Digest), nil, classify.Step{})
+		r.cleanCapturePods(ctx)
 		return nil
 	}
 	return r.capture(ctx, store, seeder, seedSource(now))
 }
 
-// capture runs the engine's capture, upload and publish from src.
+// capture runs the engine's capture, upload and publish from src: in a
+// capture pod next to the member when the Seeder can and one can run
+// there, else (auto, saying why, or --capture port-forward) through a
+// port-forward.
 func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder, src classify.Step) error {
 	cl := r.last.Observation.Cluster
 	creds, err := Credentials(ctx, r.x.client(), cl)
@@ -208,16 +235,21 @@ func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder,
 		r.receipt(model.StepCaptureSnapshot, model.ActionPhaseFailed, model.OutcomeFailed, "stopped before capturing: "+err.Error(), nil, src)
 		return err
 	}
-	var total int64
+	var member model.Member
 	for _, m := range r.last.Observation.Members {
-		if m.Name == src.Member && m.Engine != nil {
-			total = m.Engine.DBSize
+		if m.Name == src.Member {
+			member = m
 		}
 	}
+	var total int64
+	if member.Engine != nil {
+		total = member.Engine.DBSize
+	}
 	captured := false
+	via := "through a port-forward"
 	sctx, cancel := context.WithTimeout(ctx, orDur(r.o.Seed.Timeout, DefaultSeedTimeout))
 	defer cancel()
-	out, err := seeder.Seed(sctx, SeedCapture{
+	c := SeedCapture{
 		Store: store, Generation: r.confirmed.Intent.Options.Generation, Cluster: cl,
 		Member: src.Member, MemberID: src.MemberID, ClusterID: clusterIDOf(r.last),
 		Dial: r.x.Observer.Dial, ProbeTimeout: r.x.Observer.ProbeTimeout, Credentials: creds,
@@ -231,10 +263,24 @@ func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder,
 		OnCaptured: func() {
 			captured = true
 			r.receipt(model.StepCaptureSnapshot, model.ActionPhaseCapturing, model.OutcomeDone,
-				fmt.Sprintf("captured a snapshot of %s (member %s) through a port-forward", src.Member, src.MemberID), nil, src)
+				fmt.Sprintf("captured a snapshot of %s (member %s) %s", src.Member, src.MemberID, via), nil, src)
 		},
 		BeforePublish: r.lock.Valid,
-	})
+	}
+	var (
+		out  SeedOutcome
+		used bool
+	)
+	if pc, ok := seeder.(PodCapturer); ok {
+		var why string
+		out, used, why, err = r.captureInPod(sctx, pc, c, member, total, &via)
+		if !used {
+			via = "through a port-forward (" + why + ")"
+		}
+	}
+	if !used {
+		out, err = seeder.Seed(sctx, c)
+	}
 	if err != nil {
 		step := model.StepCaptureSnapshot
 		if captured {
@@ -249,13 +295,126 @@ func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder,
 		// published by another seed between the check and the capture:
 		// nothing was captured or uploaded
 		r.receipt(model.StepPublish, model.ActionPhasePublished, model.OutcomeAlready,
-			fmt.Sprintf("generation %s was published meanwhile in %s (%s); nothing was captured", m.Identity.Generation, store, m.Digest), nil, src)
+			fmt.Sprintf("generation %s was published meanwhile in %s (%s); its own upload was discarded", m.Identity.Generation, store, m.Digest), nil, src)
 		return nil
 	}
 	r.receipt(model.StepUpload, model.ActionPhaseUploading, model.OutcomeDone,
 		fmt.Sprintf("uploaded %s to %s (upload %s); stored sizes checked", format.Bytes(m.TotalSize), store, m.Upload), nil, src)
 	r.receipt(model.StepPublish, model.ActionPhasePublished, model.OutcomeDone, "published "+publishedDetail(m, out.Took), nil, src)
+	r.cleanCapturePods(ctx)
 	return nil
+}
+
+// captureInPod captures in a pod on the source member's node. used is
+// false when no pod could do it and nothing was changed (why says why:
+// auto then captures through a port-forward); with --capture pod that is
+// an error instead. via is set to how the capture ran.
+func (r *run) captureInPod(ctx context.Context, pc PodCapturer, c SeedCapture, m model.Member, total int64, via *string) (out SeedOutcome, used bool, why string, err error) {
+	start := time.Now()
+	mode := r.o.Seed.Capture
+	if mode == "" {
+		mode = CaptureAuto
+	}
+	fallback := func(e error) (SeedOutcome, bool, string, error) {
+		var fb *errFallback
+		if !errors.As(e, &fb) {
+			return SeedOutcome{}, true, "", e
+		}
+		if err := r.lock.Valid(); err != nil {
+			return SeedOutcome{}, true, "", err
+		}
+		if mode == CaptureInPod {
+			return SeedOutcome{}, true, "", fmt.Errorf("cannot capture in a pod (--capture pod): %s; nothing was published (--capture port-forward captures through the API server instead)", fb.reason)
+		}
+		if mode != CapturePortForward {
+			r.warn("capturing through a port-forward instead of a capture pod: %s", fb.reason)
+		}
+		return SeedOutcome{}, false, fb.reason, nil
+	}
+	if err := r.capturePodRoute(ctx, mode, r.o.Seed.StoreURL, r.o.Seed.StoreSecret); err != nil {
+		return fallback(err)
+	}
+	cl := c.Cluster
+	endpoint, serverName, err := captureEndpoint(cl, m)
+	if err != nil {
+		return fallback(&errFallback{err.Error()})
+	}
+	node := ""
+	if m.Pod != nil {
+		node = m.Pod.Node
+	}
+	sts, err := r.x.client().AppsV1().StatefulSets(r.ns).Get(ctx, r.name, metav1.GetOptions{})
+	if err != nil {
+		return SeedOutcome{}, true, "", fmt.Errorf("reading StatefulSet %s/%s: %w", r.ns, r.name, err)
+	}
+	if string(sts.UID) != r.confirmed.Cluster.UID {
+		return SeedOutcome{}, true, "", &FenceConflictError{Detail: fmt.Sprintf("StatefulSet %s was replaced since the decision (uid %s, now %s)", r.name, r.confirmed.Cluster.UID, sts.UID)}
+	}
+	image := r.o.Seed.AgentImage
+	if image == "" {
+		image = DefaultAgentImage()
+	}
+	spec := CapturePodSpec{
+		Capture: c, StoreURL: r.o.Seed.StoreURL, StoreSecret: r.o.Seed.StoreSecret, AgentImage: image,
+		Node: node, Endpoint: endpoint, ServerName: serverName, TLS: cl.TLSSecret != "", Total: total,
+		Timeout: orDur(r.o.Seed.Timeout, DefaultSeedTimeout), ActionID: r.entryID,
+	}
+	// Creating the pod is a change: only while the lock is known held.
+	if err := r.lock.Valid(); err != nil {
+		return SeedOutcome{}, true, "", err
+	}
+	p := &podCapture{r: r, client: r.x.client(), spec: spec, pc: pc, startTO: orDur(r.o.Seed.StartTimeout, DefaultCaptureStartTimeout), progress: c.Progress}
+	rc, pod, err := p.run(ctx, sts)
+	if err != nil {
+		return fallback(err)
+	}
+	*via = fmt.Sprintf("in capture pod %s on node %s, next to it (only its receipt crossed the API server)", pod.Name, nodeOfAffinity(pod))
+	id := rc.Identity
+	if id == nil || (c.ClusterID != "" && !strings.EqualFold(id.ClusterID, c.ClusterID)) || (c.MemberID != "" && !strings.EqualFold(id.SourceMemberID, c.MemberID)) {
+		p.deletePod(ctx, pod)
+		got := "no identity"
+		if id != nil {
+			got = fmt.Sprintf("member %s of cluster %s", id.SourceMemberID, id.ClusterID)
+		}
+		return SeedOutcome{}, true, "", &FenceConflictError{Detail: fmt.Sprintf("capture pod %s captured %s, the decision chose member %s of cluster %s; not published", pod.Name, got, c.MemberID, c.ClusterID)}
+	}
+	if rc.Source == nil || *rc.Source != c.Info {
+		p.deletePod(ctx, pod)
+		return SeedOutcome{}, true, "", &FenceConflictError{Detail: fmt.Sprintf("capture pod %s names another source (%+v) than this seed (%+v); not published", pod.Name, rc.Source, c.Info)}
+	}
+	// The upload's time is the pod's, by the API server's clock, not the
+	// node's.
+	rc.Began = pod.CreationTimestamp.UTC()
+	if c.Progress != nil {
+		c.Progress(rc.Bytes)
+	}
+	if c.OnCaptured != nil {
+		c.OnCaptured()
+	}
+	up, err := c.Store.AdoptCapture(rc, c.Generation)
+	if err != nil {
+		return SeedOutcome{}, true, "", fmt.Errorf("capture pod %s: %w", pod.Name, err)
+	}
+	// The upload is left in place on any failure from here: once the lock
+	// may be lost, another holder may be publishing this same upload (GC
+	// removes it if no one does).
+	if err := c.BeforePublish(); err != nil {
+		return SeedOutcome{}, true, "", fmt.Errorf("not published: %w", err)
+	}
+	res, err := up.Publish(ctx, *id)
+	if err != nil {
+		if errors.Is(err, artifact.ErrSizeMismatch) || errors.Is(err, artifact.ErrMissingFile) || errors.Is(err, artifact.ErrGenerationExists) || errors.Is(err, artifact.ErrManifestInvalid) {
+			// Its upload cannot be published (gone, short, or the name
+			// taken): a rerun must not adopt the pod again.
+			if r.lock.Valid() == nil {
+				p.deletePod(ctx, pod)
+				err = fmt.Errorf("%w (capture pod %s deleted: run the same command again to capture anew)", err, pod.Name)
+			}
+		}
+		return SeedOutcome{Manifest: res.Manifest}, true, "", err
+	}
+	p.deletePod(ctx, pod)
+	return SeedOutcome{Manifest: res.Manifest, Already: res.Already, Took: time.Since(start), Via: *via}, true, "", nil
 }
 
 // publishedDetail describes a published generation.

@@ -92,6 +92,44 @@ func (s *Store) Begin(ctx context.Context, g string, o UploadOptions) (*Upload, 
 	}, nil
 }
 
+// Adopt returns the upload another process wrote: generation g's upload
+// directory id, holding files as that process committed them (path, size
+// and SHA-256, as its receipt says). Nothing is read here; Publish checks
+// every file's stored size before the manifest points at it, and every
+// reader verifies the hashes. It is how the lock holder publishes what a
+// capture pod uploaded.
+func (s *Store) Adopt(g, id string, o UploadOptions, files []File) (*Upload, error) {
+	if err := ValidateGeneration(g); err != nil {
+		return nil, err
+	}
+	if err := validateUploadID(id); err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: upload %s of %s lists no files", ErrManifestInvalid, id, g)
+	}
+	if o.Now.IsZero() {
+		return nil, fmt.Errorf("upload %s of %s: the time it began is unknown", id, g)
+	}
+	u := &Upload{store: s, generation: g, id: id, opts: o, files: map[string]File{}, open: map[string]bool{}}
+	for _, f := range files {
+		if err := ValidatePath(f.Path); err != nil {
+			return nil, err
+		}
+		if _, dup := u.files[f.Path]; dup {
+			return nil, fmt.Errorf("%w: upload %s lists %q twice", ErrManifestInvalid, id, f.Path)
+		}
+		if f.Size < 0 || !isSHA256Hex(f.SHA256) {
+			return nil, fmt.Errorf("%w: upload %s: file %q has no valid size and sha256", ErrManifestInvalid, id, f.Path)
+		}
+		u.files[f.Path] = f
+	}
+	return u, nil
+}
+
+// Began is when the upload began (recorded as the manifest's createdAt).
+func (u *Upload) Began() time.Time { return u.opts.Now }
+
 // ID is the upload's directory name.
 func (u *Upload) ID() string { return u.id }
 
@@ -110,6 +148,19 @@ const (
 	UploadPartSize    = 5 << 20
 	UploadConcurrency = 2
 )
+
+// ErrStoreWrite marks an error of the store while an upload writes (the
+// store refused or did not answer), as opposed to one of the data's
+// source.
+var ErrStoreWrite = errors.New("the store did not take the upload")
+
+// storeWriteError is an upload's write error: its message unchanged, and
+// errors.Is(err, ErrStoreWrite).
+type storeWriteError struct{ err error }
+
+func (e storeWriteError) Error() string        { return e.err.Error() }
+func (e storeWriteError) Unwrap() error        { return e.err }
+func (e storeWriteError) Is(target error) bool { return target == ErrStoreWrite }
 
 // FileWriter streams one file to the store, hashing and counting as it
 // goes. Close commits it; Abort (or a cancelled context) discards it.
@@ -148,7 +199,7 @@ func (u *Upload) Create(ctx context.Context, path string) (*FileWriter, error) {
 	})
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("starting upload of %s to %s: %w", path, u.store, u.store.scrub(err))
+		return nil, storeWriteError{fmt.Errorf("starting upload of %s to %s: %w", path, u.store, u.store.scrub(err))}
 	}
 	u.open[path] = true
 	return &FileWriter{u: u, path: path, w: w, cancel: cancel, h: sha256.New()}, nil
@@ -160,7 +211,7 @@ func (f *FileWriter) Write(p []byte) (int, error) {
 	f.h.Write(p[:n])
 	f.n += int64(n)
 	if err != nil {
-		return n, fmt.Errorf("uploading %s after %d bytes: %w", f.path, f.n, f.u.store.scrub(err))
+		return n, storeWriteError{fmt.Errorf("uploading %s after %d bytes: %w", f.path, f.n, f.u.store.scrub(err))}
 	}
 	return n, nil
 }
@@ -180,7 +231,7 @@ func (f *FileWriter) Close() error {
 	defer f.u.mu.Unlock()
 	delete(f.u.open, f.path)
 	if err != nil {
-		return fmt.Errorf("finishing upload of %s: %w", f.path, f.u.store.scrub(err))
+		return storeWriteError{fmt.Errorf("finishing upload of %s: %w", f.path, f.u.store.scrub(err))}
 	}
 	f.u.files[f.path] = File{Path: f.path, Size: f.n, SHA256: hex.EncodeToString(f.h.Sum(nil))}
 	return nil
@@ -257,6 +308,9 @@ func (u *Upload) Publish(ctx context.Context, id Identity) (PublishResult, error
 	// points at them.
 	for _, f := range m.Files {
 		a, err := u.store.bucket.Attributes(ctx, uploadPrefix(u.generation, u.id)+f.Path)
+		if isNotFound(err) {
+			return PublishResult{}, fmt.Errorf("%w: uploaded %s (upload %s) is not in the store", ErrMissingFile, f.Path, u.id)
+		}
 		if err != nil {
 			return PublishResult{}, fmt.Errorf("checking uploaded %s: %w", f.Path, u.store.scrub(err))
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -139,4 +140,92 @@ func childEnv(b *testing.B) []string {
 func startSandbox(b *testing.B, scenarios ...string) *sandbox.Sandbox {
 	b.Helper()
 	return e2esuite.StartTest(b, e2esuite.Options{Scenarios: scenarios, SandboxBinary: true, Timeout: 5 * time.Minute}).SB
+}
+
+// followProcess finds, by polling /proc every 10 ms, the first process
+// whose command line holds every one of args (a capture pod's agent, run by
+// the sandbox's runner as a host process) and follows it to its end; the
+// returned function, called once that process should have ended, waits
+// for its end and gives its peak RSS (VmHWM, KiB; 0 if it was never seen) and its CPU
+// time (user and system, read from /proc/PID/stat at the last sample).
+func followProcess(args ...string) func() (int64, time.Duration) {
+	var (
+		peak atomic.Int64
+		cpu  atomic.Int64
+	)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	ticks := int64(100) // USER_HZ on Linux
+	go func() {
+		defer close(done)
+		pid := 0
+		for pid == 0 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			pid = findProcess(args)
+		}
+		for {
+			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			if err != nil {
+				return
+			}
+			v, ok := statusKiB(status, "VmHWM:")
+			if !ok {
+				return
+			}
+			peak.Store(v)
+			if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+				// fields after the command's closing parenthesis: utime is
+				// the 12th, stime the 13th.
+				if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+					f := strings.Fields(string(stat)[i+1:])
+					if len(f) > 12 {
+						u, _ := strconv.ParseInt(f[11], 10, 64)
+						s, _ := strconv.ParseInt(f[12], 10, 64)
+						cpu.Store((u + s) * int64(time.Second) / ticks)
+					}
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return func() (int64, time.Duration) {
+		close(stop) // ends the search; a process found is followed to its end
+		<-done
+		return peak.Load(), time.Duration(cpu.Load())
+	}
+}
+
+// findProcess returns the PID of a process whose command line holds every
+// one of args, 0 if none.
+func findProcess(args []string) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		parts := strings.Split(string(b), "\x00")
+		all := true
+		for _, a := range args {
+			if !slices.Contains(parts, a) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return pid
+		}
+	}
+	return 0
 }

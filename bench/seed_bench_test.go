@@ -29,6 +29,7 @@ import (
 
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/storetest"
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/sandbox"
 	"github.com/hactl-dev/hactl/sandbox/scenario"
@@ -60,24 +61,31 @@ func seedMiB(b *testing.B) int {
 }
 
 // BenchmarkSeedCapture: `kubectl-hactl seed` (the real built binary, as a
-// user runs it) of a ~1 GiB etcd database into an S3 store (versitygw)
-// against `etcdctl snapshot save` of the same member to a local file, the
-// real etcdctl, side by side in the same run. The cluster is a 3-member
-// static-existing StatefulSet in the sandbox (real control plane and
-// controllers, kwok nodes whose kubelet API serves port-forwards, real
-// etcd members), so hactl reaches the member the way it does in a real
-// cluster: API reads, probes and the snapshot stream all go through the
-// API server's port-forward. etcdctl dials the member's client URL
-// directly, as an operator on the node would; a second baseline runs the
-// same etcdctl through `kubectl port-forward` to the same pod, to tell the
+// user runs it) of a ~1 GiB etcd database into an S3 store (versitygw),
+// by both routes, against `etcdctl snapshot save` of the same member to a
+// local file, the real etcdctl, side by side in the same run. The cluster
+// is a 3-member static-existing StatefulSet in the sandbox (real control
+// plane, scheduler and controllers, kwok nodes whose kubelet API serves
+// port-forwards, the sandbox's runner running the members and hactl's
+// capture pods as real processes). The default route (--capture pod; auto
+// picks it here) runs the capture in a pod scheduled on the member's node
+// (the same release build as its agent): the snapshot goes from the member
+// to the store directly and hactl only reads the pod's receipt. The
+// fallback (--capture port-forward) streams it through the API server's
+// port-forward to hactl. etcdctl dials the member's client URL directly,
+// as an operator on the node would; a second baseline runs the same
+// etcdctl through `kubectl port-forward` to the same pod, to tell the
 // transport's cost from hactl's own.
 //
 // Reported: throughput of each (snapshot MiB over the whole command's
-// wall time), the wall-ratio hactl/etcdctl (>1: hactl is slower; the
-// throughput ratio is its inverse), the CPU time and the peak RSS (VmHWM,
-// sampled: see peakRSS) of each child process, and hactl's capture and upload alone (the
-// `took` of its publish receipt). The S3 objects of each generation are
-// deleted after it is measured. The set-up (sandbox, store, cluster, fill;
+// wall time), the wall-ratio of hactl's default route against etcdctl
+// (>1: hactl is slower; the throughput ratio is its inverse) and of the
+// port-forward route, the CPU time and the peak RSS (VmHWM, sampled: see
+// peakRSS and followProcess) of each process (for the pod route, hactl's
+// and the capture pod's agent's: rss-ratio is the agent's against
+// etcdctl's), and each route's capture and upload alone (the `took` of its
+// publish receipt). The S3 objects of each generation are deleted after it
+// is measured. The set-up (sandbox, store, cluster, fill;
 // $HACTL_BENCH_SEED_MIB MiB of values) runs once; the measurement is the
 // sub-benchmark named after the size.
 func BenchmarkSeedCapture(b *testing.B) {
@@ -89,15 +97,26 @@ func BenchmarkSeedCapture(b *testing.B) {
 	b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
 		env := childEnv(b)
 		snapDir := b.TempDir()
-		var hactlWall, ctlWall, pfWall, captureTook, hactlCPU, ctlCPU, pfCPU time.Duration
-		var hactlRSS, ctlRSS, pfRSS, snapBytes, ctlBytes int64
+		var podWall, hactlWall, ctlWall, pfWall, podTook, captureTook, podCPU, agentCPU, hactlCPU, ctlCPU, pfCPU time.Duration
+		var podRSS, agentRSS, hactlRSS, ctlRSS, pfRSS, snapBytes, ctlBytes int64
 		for i := 0; i < b.N; i++ {
-			gen := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
-			h, rc := s.seed(b, env, gen)
+			// In a capture pod (the default, auto): hactl waits, the agent
+			// on the member's node streams.
+			gen := fmt.Sprintf("bench-pod-%d-%d", time.Now().UnixNano(), i)
+			agent := followProcess("agent", "capture", "--generation="+gen)
+			hp, rp := s.seed(b, env, gen, "pod")
+			aRSS, aCPU := agent()
+			if aRSS == 0 {
+				b.Fatalf("the capture pod's agent process for %s was never seen", gen)
+			}
+
+			// Through a port-forward: hactl streams and uploads itself.
+			gen = fmt.Sprintf("bench-pf-%d-%d", time.Now().UnixNano(), i)
+			h, rc := s.seed(b, env, gen, "port-forward")
 
 			src, ok := members[rc.source]
-			if !ok {
-				b.Fatalf("seed captured from %q, not a member of %s", rc.source, seedCluster)
+			if !ok || rp.source != rc.source {
+				b.Fatalf("seed captured from %q and %q, want the same member of %s", rp.source, rc.source, seedCluster)
 			}
 			file := filepath.Join(snapDir, "snapshot.db")
 			c, err := measure(etcdctl(bins, env, src.ClientURL, file))
@@ -114,37 +133,54 @@ func BenchmarkSeedCapture(b *testing.B) {
 			p := etcdctlPortForward(b, bins, env, sb.Kubeconfig, ns, rc.source, file)
 			_ = os.Remove(file)
 
+			podWall += hp.wall
 			hactlWall += h.wall
 			ctlWall += c.wall
 			pfWall += p.wall
+			podTook += rp.took
 			captureTook += rc.took
-			hactlCPU, ctlCPU, pfCPU = hactlCPU+h.cpu, ctlCPU+c.cpu, pfCPU+p.cpu
+			podCPU, agentCPU, hactlCPU, ctlCPU, pfCPU = podCPU+hp.cpu, agentCPU+aCPU, hactlCPU+h.cpu, ctlCPU+c.cpu, pfCPU+p.cpu
 			snapBytes = rc.size
-			hactlRSS, ctlRSS, pfRSS = max(hactlRSS, h.maxRSS), max(ctlRSS, c.maxRSS), max(pfRSS, p.maxRSS)
-			b.Logf("%s: %.1f MiB from %s: hactl %s (capture+upload %s, CPU %s, %d MiB peak), etcdctl %s (CPU %s, %d MiB peak), etcdctl via kubectl port-forward %s (CPU %s)",
-				gen, float64(rc.size)/(1<<20), rc.source, h.wall.Round(time.Millisecond), rc.took.Round(time.Millisecond), h.cpu.Round(time.Millisecond),
+			podRSS, agentRSS, hactlRSS, ctlRSS, pfRSS = max(podRSS, hp.maxRSS), max(agentRSS, aRSS), max(hactlRSS, h.maxRSS), max(ctlRSS, c.maxRSS), max(pfRSS, p.maxRSS)
+			b.Logf("%.1f MiB from %s: hactl in a capture pod %s (capture+upload %s; hactl CPU %s, %d MiB peak; agent CPU %s, %d MiB peak), "+
+				"hactl through a port-forward %s (capture+upload %s, CPU %s, %d MiB peak), etcdctl %s (CPU %s, %d MiB peak), etcdctl via kubectl port-forward %s (CPU %s)",
+				float64(rc.size)/(1<<20), rc.source, hp.wall.Round(time.Millisecond), rp.took.Round(time.Millisecond), hp.cpu.Round(time.Millisecond), hp.maxRSS>>10,
+				aCPU.Round(time.Millisecond), aRSS>>10, h.wall.Round(time.Millisecond), rc.took.Round(time.Millisecond), h.cpu.Round(time.Millisecond),
 				h.maxRSS>>10, c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), c.maxRSS>>10, p.wall.Round(time.Millisecond), p.cpu.Round(time.Millisecond))
 		}
 		n := float64(b.N)
 		mb := float64(snapBytes) / (1 << 20)
 		b.ReportMetric(mb, "snapshot-MiB")
 		b.ReportMetric(float64(ctlBytes)/(1<<20), "etcdctl-snapshot-MiB")
-		b.ReportMetric(mb*n/hactlWall.Seconds(), "hactl-MiB/s")
+		b.ReportMetric(mb*n/podWall.Seconds(), "hactl-MiB/s")
+		b.ReportMetric(mb*n/hactlWall.Seconds(), "hactl-pf-MiB/s")
 		b.ReportMetric(mb*n/ctlWall.Seconds(), "etcdctl-MiB/s")
 		b.ReportMetric(mb*n/pfWall.Seconds(), "etcdctl-pf-MiB/s")
-		b.ReportMetric(hactlWall.Seconds()/n, "hactl-s/op")
-		b.ReportMetric(captureTook.Seconds()/n, "hactl-capture-s/op")
+		b.ReportMetric(podWall.Seconds()/n, "hactl-s/op")
+		b.ReportMetric(podTook.Seconds()/n, "hactl-capture-s/op")
+		b.ReportMetric(hactlWall.Seconds()/n, "hactl-pf-s/op")
+		b.ReportMetric(captureTook.Seconds()/n, "hactl-pf-capture-s/op")
 		b.ReportMetric(ctlWall.Seconds()/n, "etcdctl-s/op")
 		b.ReportMetric(pfWall.Seconds()/n, "etcdctl-pf-s/op")
-		b.ReportMetric(hactlCPU.Seconds()/n, "hactl-cpu-s/op")
+		b.ReportMetric(podCPU.Seconds()/n, "hactl-cpu-s/op")
+		b.ReportMetric(agentCPU.Seconds()/n, "agent-cpu-s/op")
+		b.ReportMetric(hactlCPU.Seconds()/n, "hactl-pf-cpu-s/op")
 		b.ReportMetric(ctlCPU.Seconds()/n, "etcdctl-cpu-s/op")
 		b.ReportMetric(pfCPU.Seconds()/n, "etcdctl-pf-cpu-s/op")
-		b.ReportMetric(float64(hactlWall)/float64(ctlWall), "wall-ratio")
-		b.ReportMetric(float64(hactlWall)/float64(pfWall), "wall-ratio-vs-etcdctl-pf")
-		b.ReportMetric(float64(hactlRSS)/1024, "hactl-peak-MiB")
+		// wall-ratio: hactl's default route (a capture pod) against
+		// etcdctl dialling the member; >1: hactl is slower.
+		b.ReportMetric(float64(podWall)/float64(ctlWall), "wall-ratio")
+		b.ReportMetric(float64(hactlWall)/float64(ctlWall), "wall-ratio-pf")
+		b.ReportMetric(float64(hactlWall)/float64(pfWall), "wall-ratio-pf-vs-etcdctl-pf")
+		b.ReportMetric(float64(podRSS)/1024, "hactl-peak-MiB")
+		b.ReportMetric(float64(agentRSS)/1024, "agent-peak-MiB")
+		b.ReportMetric(float64(hactlRSS)/1024, "hactl-pf-peak-MiB")
 		b.ReportMetric(float64(ctlRSS)/1024, "etcdctl-peak-MiB")
 		b.ReportMetric(float64(pfRSS)/1024, "etcdctl-pf-peak-MiB")
-		b.ReportMetric(float64(hactlRSS)/float64(ctlRSS), "rss-ratio")
+		// rss-ratio: the process that streams the snapshot (the capture
+		// pod's agent) against etcdctl.
+		b.ReportMetric(float64(agentRSS)/float64(ctlRSS), "rss-ratio")
+		b.ReportMetric(float64(hactlRSS)/float64(ctlRSS), "rss-ratio-pf")
 	})
 }
 
@@ -165,7 +201,8 @@ type seedSetup struct {
 func setupSeed(b *testing.B, mib int) *seedSetup {
 	b.Helper()
 	s := &seedSetup{bins: testenv.BinDir(b), hactl: releaseBuild(b)}
-	s.sb = startSandbox(b, "healthy")
+	// The capture pods run the same release build.
+	s.sb = e2esuite.StartTest(b, e2esuite.Options{Scenarios: []string{"healthy"}, SandboxBinary: true, Timeout: 5 * time.Minute, Agent: s.hactl}).SB
 	s.ns = s.sb.State.Namespace
 	cfg, err := s.sb.RESTConfig()
 	if err != nil {
@@ -212,12 +249,12 @@ func setupSeed(b *testing.B, mib int) *seedSetup {
 	return s
 }
 
-// seed runs the built kubectl-hactl seed of generation gen with env,
-// measured, then deletes what it stored.
-func (s *seedSetup) seed(b *testing.B, env []string, gen string) (*run, receipt) {
+// seed runs the built kubectl-hactl seed of generation gen with env and
+// --capture capture, measured, then deletes what it stored.
+func (s *seedSetup) seed(b *testing.B, env []string, gen, capture string) (*run, receipt) {
 	b.Helper()
 	cmd := exec.Command(s.hactl, "--kubeconfig", s.sb.Kubeconfig, "-n", s.ns, "seed", seedCluster,
-		"--generation", gen, "--yes", "-o", "json")
+		"--generation", gen, "--yes", "-o", "json", "--capture", capture)
 	cmd.Env = env
 	h, err := measure(cmd)
 	if err != nil || h.code != 0 {

@@ -51,10 +51,10 @@ AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or
 AZURE_STORAGE_CONNECTION_STRING, for azblob://), and are never printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("agent needs a subcommand: restore\nSee '%s --help'.", cmd.CommandPath())
+			return usageError("agent needs a subcommand: restore or capture\nSee '%s --help'.", cmd.CommandPath())
 		},
 	}
-	cmd.AddCommand(NewCmdAgentRestore(streams))
+	cmd.AddCommand(NewCmdAgentRestore(streams), NewCmdAgentCapture(streams))
 	return cmd
 }
 

@@ -56,6 +56,8 @@ type ApplyOptions struct {
 	Output       string
 	Timeout      time.Duration
 	ProbeTimeout time.Duration
+	Capture      string
+	AgentImage   string
 
 	plan            *planDoc
 	timeoutSet      bool
@@ -144,6 +146,8 @@ func (o *ApplyOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints the receipts of every step, as the plan's verb does (the plan and progress then go to stderr).")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each wait may take (default: the plan's --timeout).")
 	f.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member (default: the plan's).")
+	f.StringVar(&o.Capture, "capture", string(actions.CaptureAuto), `Seed plans: where the snapshot travels, "auto", "pod" or "port-forward" (see kubectl hactl seed --help).`)
+	f.StringVar(&o.AgentImage, "agent-image", "", "Seed plans: the capture pod's image (default "+actions.DefaultAgentImage()+").")
 }
 
 // Complete reads the kubeconfig.
@@ -169,6 +173,9 @@ func (o *ApplyOptions) Validate() error {
 	}
 	if _, err := parseDryRun(o.DryRun, true); err != nil {
 		return err
+	}
+	if _, err := actions.ParseCaptureMode(o.Capture); err != nil {
+		return usageError("%v", err)
 	}
 	if err := validateOutput(o.Output); err != nil {
 		return err
@@ -282,6 +289,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		DryRun:    dry,
 		OnReceipt: func(r model.Receipt) { printReceipt(w, r) },
 		Warn:      func(s string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", s) },
+		Note:      func(s string) { fmt.Fprintln(w, s) },
 	})
 	if err == nil && dry == actions.DryRunNone {
 		fmt.Fprintf(w, "%s: done, as planned (ledger entry %s)\n", o.what(), res.EntryID)
@@ -493,6 +501,10 @@ func (o *ApplyOptions) runSeed(ctx context.Context) error {
 	so.Yes, so.DryRun, so.Output, so.Supersede = o.Yes, string(dry), o.Output, p.Options.Supersede
 	so.ProbeTimeout, so.Timeout = o.durations()
 	so.LagThreshold = p.Options.LagThreshold
+	so.Capture, so.AgentImage = o.Capture, o.AgentImage
+	if so.Capture == "" {
+		so.Capture = string(actions.CaptureAuto)
+	}
 	so.store = storeFlags{URL: p.Options.Store, Secret: p.Options.StoreSecret}
 	so.client, so.dial, so.inIsTTY, so.errIsTTY = o.client, o.dial, o.inIsTTY, o.errIsTTY
 	so.identity = actions.ProcessIdentity()

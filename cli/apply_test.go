@@ -43,6 +43,7 @@ func (e *cliEnv) applyOptions(file string) (*ApplyOptions, *bytes.Buffer, *bytes
 	var out, errOut bytes.Buffer
 	o := NewApplyOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	o.Filename, o.client, o.dial = file, e.cs, e.dial
+	o.Capture = string(actions.CapturePortForward) // no kubelet here
 	if err := o.Validate(); err != nil {
 		e.t.Fatal(err)
 	}
@@ -157,9 +158,21 @@ func TestApplySeedPlan(t *testing.T) {
 	if _, err := e.store().ReadManifest(ctx, "planned-1"); err == nil {
 		t.Fatal("the seed plan published the generation")
 	}
+	// apply --capture pod is honoured: no kubelet here runs a capture pod,
+	// so it refuses (rather than falling back) and publishes nothing.
 	a, out, errOut := e.applyOptions(file)
-	a.Yes, a.Output = true, "json"
+	a.Yes, a.Capture = true, string(actions.CaptureInPod)
 	err := a.Run(ctx)
+	e.record(out.String(), errOut.String())
+	if err == nil || !strings.Contains(err.Error(), "cannot capture in a pod") {
+		t.Fatalf("apply --capture pod without a kubelet: %v\n%s\n%s", err, out, errOut)
+	}
+	if _, err := e.store().ReadManifest(ctx, "planned-1"); err == nil {
+		t.Fatal("apply --capture pod published the generation")
+	}
+	a, out, errOut = e.applyOptions(file)
+	a.Yes, a.Output = true, "json"
+	err = a.Run(ctx)
 	e.record(out.String(), errOut.String())
 	var doc seedDoc
 	if err != nil || json.Unmarshal(out.Bytes(), &doc) != nil || doc.Kind != "SeedReceipt" || doc.Result != "done" || doc.Phase != model.ActionPhasePublished {

@@ -42,6 +42,8 @@ type SeedOptions struct {
 	ProbeTimeout time.Duration
 	Timeout      time.Duration
 	LagThreshold uint64
+	Capture      string
+	AgentImage   string
 
 	client   kubernetes.Interface
 	dial     engine.DialFunc
@@ -61,6 +63,7 @@ func NewSeedOptions(flags *genericclioptions.ConfigFlags, streams genericiooptio
 		ProbeTimeout: engine.DefaultTimeout,
 		Timeout:      time.Hour,
 		LagThreshold: verdict.DefaultLagThreshold,
+		Capture:      string(actions.CaptureAuto),
 		IOStreams:    streams,
 	}
 }
@@ -76,10 +79,15 @@ func NewCmdSeed(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 The classifier picks a healthy source (the leader, or a voter within the
 lag threshold of the real leader frontier; --member names one) and the
 plan is shown and confirmed (y/N, or --yes). Then, under the cluster's
-action lock, hactl observes again, takes a snapshot from that member
-through a port-forward (etcd Maintenance.Snapshot), streams it once to the
-store while hashing it, checks the stored size, and writes the manifest
-last with create-if-absent semantics. Until the manifest exists there is
+action lock, hactl observes again and takes a snapshot from that member
+(etcd Maintenance.Snapshot), streamed once to the store while hashed:
+by default (--capture auto) in a one-shot capture pod (hactl-capture-MEMBER,
+the agent image) on the member's node, so the data goes from the member to
+the store and only the pod's receipt crosses the API server; when no such
+pod can run (no store Secret, RBAC, admission, unschedulable, image not
+pulled) through a port-forward to this process, with the reason printed.
+Holding the lock, hactl then checks the stored size and writes the manifest
+last with create-if-absent semantics: a capture pod never publishes. Until the manifest exists there is
 no generation: an interrupted seed leaves nothing published, and running
 the same command again publishes it once.
 
@@ -138,6 +146,8 @@ func (o *SeedOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long the capture and upload may take.")
 	f.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member.")
 	f.Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a source may trail the leader frontier.")
+	f.StringVar(&o.Capture, "capture", o.Capture, `Where the snapshot travels: "pod" captures in a one-shot pod on the source member's node, straight from the member to the store (only its receipt crosses the API server); "port-forward" streams it through the API server to this process, which uploads it; "auto" uses a pod when one can run there, else a port-forward, and says why.`)
+	f.StringVar(&o.AgentImage, "agent-image", "", "Image of the capture pod: any image with kubectl-hactl on its PATH (default "+actions.DefaultAgentImage()+").")
 }
 
 // Complete reads the kubeconfig and arguments.
@@ -171,6 +181,9 @@ func (o *SeedOptions) Validate() error {
 	}
 	if o.Timeout <= 0 || o.ProbeTimeout <= 0 {
 		return usageError("--timeout and --probe-timeout must be positive")
+	}
+	if _, err := actions.ParseCaptureMode(o.Capture); err != nil {
+		return usageError("%v", err)
 	}
 	return nil
 }
@@ -338,15 +351,17 @@ func (o *SeedOptions) execute(ctx context.Context, x *actions.Executor, cs *acti
 			printReceipt(w, rc)
 		},
 		Warn: func(s string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", s) },
-		Seed: actions.SeedExec{Store: cs.Store, Timeout: o.Timeout, Progress: func(member string, done, total int64) {
-			mu.Lock()
-			if bar == nil {
-				bar = newProgressBar(o.ErrOut, o.errIsTTY, "snapshot of "+member, total)
-			}
-			b := bar
-			mu.Unlock()
-			b.update(done)
-		}},
+		Note: func(s string) { fmt.Fprintln(w, s) },
+		Seed: actions.SeedExec{Store: cs.Store, StoreURL: cs.URL, StoreSecret: cs.Secret, Capture: actions.CaptureMode(o.Capture), AgentImage: o.AgentImage,
+			Timeout: o.Timeout, Progress: func(member string, done, total int64) {
+				mu.Lock()
+				if bar == nil {
+					bar = newProgressBar(o.ErrOut, o.errIsTTY, "snapshot of "+member, total)
+				}
+				b := bar
+				mu.Unlock()
+				b.update(done)
+			}},
 	})
 	endBar()
 	doc.EntryID = res.EntryID

@@ -126,6 +126,8 @@ func (e *seedEnv) seedOptions(in io.Reader, tty bool, g string) (*SeedOptions, *
 	o.Cluster, o.Namespace, o.Generation = "etcd", e.ns, g
 	o.client, o.dial, o.inIsTTY, o.identity = e.cs, e.dial, tty, actions.NewIdentity()
 	o.Timeout = 2 * time.Minute
+	// This control plane has no kubelet to run a capture pod.
+	o.Capture = string(actions.CapturePortForward)
 	return o, &out, &errOut
 }
 
@@ -509,6 +511,7 @@ func helperSeed(streams genericiooptions.IOStreams) int {
 	o := NewSeedOptions(nil, streams)
 	o.Cluster, o.Namespace, o.Generation = "etcd", os.Getenv(envNamespace), os.Getenv(envGenArg)
 	o.client, o.dial, o.identity, o.Yes = cs, e.dial, actions.NewIdentity(), true
+	o.Capture = string(actions.CapturePortForward) // no kubelet here
 	return codeOf(o.Run(context.Background()))
 }
 

@@ -140,6 +140,11 @@ func storeEndToEnd(t *testing.T, st driverStore) {
 	if err := json.Unmarshal([]byte(r.Stdout), &rc); err != nil || rc.Result != "done" || rc.Manifest == nil {
 		t.Fatalf("seed receipt: %v\n%s", err, r)
 	}
+	// The store Secret reaches a capture pod through envFrom: the
+	// snapshot went from the member to the store in that pod.
+	if !strings.Contains(r.Stderr, "in capture pod hactl-capture-") || !strings.Contains(rc.Manifest.CreatedBy, "capture pod") {
+		t.Fatalf("seed did not capture in a pod:\n%s", r)
+	}
 	seeded := time.Now()
 	if r := hactl("generations", "list", cluster, "-o", "wide"); r.Code != 0 || !strings.Contains(r.Stdout, gen) || !strings.Contains(r.Stdout, "published") {
 		t.Fatalf("generations list: %s", r)

@@ -118,6 +118,29 @@ func (e *env) store() *artifact.Store {
 	return s
 }
 
+// seedUntilUploading starts `kubectl hactl seed` of generation g (with
+// extra flags) and returns once its upload is under way through th: the
+// command, its combined output, and the result of its Wait.
+func (e *env) seedUntilUploading(ctx context.Context, th *storetest.Throttle, g string, extra ...string) (*exec.Cmd, *bytes.Buffer, <-chan error) {
+	e.t.Helper()
+	cmd := e.kubectl(ctx, append([]string{"hactl", "seed", cluster, "-n", namespace, "--generation", g, "--yes"}, extra...)...)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-th.Started():
+	case err := <-exited:
+		e.t.Fatalf("seed ended before its upload was under way (%v):\n%s", err, out.String())
+	case <-ctx.Done():
+		e.t.Fatalf("the upload never started:\n%s", out.String())
+	}
+	return cmd, out, exited
+}
+
 // start starts the test's sandbox (e2esuite.StartTest) and creates the
 // store's Secret, holding the two credential keys alone.
 func start(t *testing.T) *env {
@@ -188,21 +211,7 @@ func TestSeedThroughKubectlAndPortForward(t *testing.T) {
 	// Killed mid-upload.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := e.kubectl(ctx, "hactl", "seed", cluster, "-n", namespace, "--generation", "e2e-1", "--yes")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case <-th.Started():
-	case err := <-exited:
-		t.Fatalf("seed ended before its upload was under way (%v):\n%s", err, out.String())
-	case <-ctx.Done():
-		t.Fatalf("the upload never started:\n%s", out.String())
-	}
+	cmd, out, exited := e.seedUntilUploading(ctx, th, "e2e-1", "--capture", "port-forward")
 	// kubectl execs the plugin in its own process: this kills the plugin.
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -217,7 +226,7 @@ func TestSeedThroughKubectlAndPortForward(t *testing.T) {
 
 	// Run again at full speed: published once.
 	th.Slow.Store(false)
-	stdout, stderr, code := e.run("hactl", "seed", cluster, "-n", namespace, "--generation", "e2e-1", "--yes", "-o", "json")
+	stdout, stderr, code := e.run("hactl", "seed", cluster, "-n", namespace, "--generation", "e2e-1", "--yes", "-o", "json", "--capture", "port-forward")
 	if code != 0 {
 		t.Fatalf("seed again: exit %d\n%s\n%s", code, stdout, stderr)
 	}

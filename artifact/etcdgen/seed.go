@@ -66,12 +66,65 @@ func Existing(ctx context.Context, s *artifact.Store, g, expectClusterID string)
 	switch {
 	case errors.Is(err, artifact.ErrNoManifest):
 		return nil, nil
-	case err != nil:
+	case errors.Is(err, artifact.ErrManifestInvalid) || errors.Is(err, artifact.ErrUnknownManifestVersion) || errors.Is(err, artifact.ErrDigestMismatch):
 		return nil, fmt.Errorf("generation %s exists but its manifest does not validate, so the name is taken: %w", g, err)
+	case err != nil:
+		// The store did not answer (credentials, network): nothing is
+		// known about the name.
+		return nil, fmt.Errorf("checking whether generation %s is already published: %w", g, err)
 	case m.Identity.Engine != model.EngineEtcd || (expectClusterID != "" && !strings.EqualFold(m.Identity.ClusterID, expectClusterID)):
 		return m, fmt.Errorf("%w: %s holds %s cluster %s, this is cluster %s; choose another --generation", artifact.ErrGenerationExists, g, m.Identity.Engine, m.Identity.ClusterID, expectClusterID)
 	}
 	return m, nil
+}
+
+// Captured is a snapshot uploaded into its own upload directory and not
+// yet published: what a capture pod reports, and what Seed publishes.
+type Captured struct {
+	Upload   *artifact.Upload
+	Identity artifact.Identity
+	// Size is the bytes uploaded.
+	Size int64
+}
+
+// CaptureUpload begins an upload of r.Generation, streams a snapshot of
+// r.Source into it while hashing, and checks that the member answered as
+// the one the decision chose. It publishes nothing: on any error the
+// upload is removed (or left for GC if the process dies), on success it
+// is the caller's to publish or abort. r.BeforePublish is not asked.
+func CaptureUpload(ctx context.Context, r SeedRequest) (*Captured, error) {
+	if r.Now.IsZero() {
+		r.Now = time.Now()
+	}
+	up, err := r.Store.Begin(ctx, r.Generation, artifact.UploadOptions{Source: r.Info, CreatedBy: r.CreatedBy, Now: r.Now})
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer abortUnless(ctx, up, &ok)
+	c, err := etcdengine.Open(ctx, r.Source, r.Probe)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if r.OnPhase != nil {
+		r.OnPhase(model.ActionPhaseCapturing, fmt.Sprintf("streaming a snapshot of %s into %s (upload %s)", r.Source.Member, r.Store, up.ID()))
+	}
+	id, err := Capture(ctx, c, up, r.Progress)
+	if err != nil {
+		return nil, fmt.Errorf("capturing from %s: %w", r.Source.Member, err)
+	}
+	if (r.ExpectClusterID != "" && !strings.EqualFold(id.ClusterID, r.ExpectClusterID)) ||
+		(r.ExpectMemberID != "" && !strings.EqualFold(id.SourceMemberID, r.ExpectMemberID)) {
+		return nil, fmt.Errorf("%w: %s answered as member %s of cluster %s, the decision chose member %s of cluster %s; the snapshot was discarded",
+			ErrSourceChanged, r.Source.Member, id.SourceMemberID, id.ClusterID, r.ExpectMemberID, r.ExpectClusterID)
+	}
+	var size int64
+	for _, f := range up.Files() {
+		size += f.Size
+	}
+	ok = true
+	return &Captured{Upload: up, Identity: id, Size: size}, nil
 }
 
 // Seed captures and publishes one generation. A generation already
@@ -83,56 +136,51 @@ func Seed(ctx context.Context, r SeedRequest) (SeedResult, error) {
 	if r.Now.IsZero() {
 		r.Now = start
 	}
-	phase := func(p model.ActionPhase, format string, a ...any) {
-		if r.OnPhase != nil {
-			r.OnPhase(p, fmt.Sprintf(format, a...))
-		}
-	}
 	if m, err := Existing(ctx, r.Store, r.Generation, r.ExpectClusterID); err != nil || m != nil {
 		return SeedResult{Manifest: m, Already: m != nil && err == nil, Took: time.Since(start)}, err
 	}
-	up, err := r.Store.Begin(ctx, r.Generation, artifact.UploadOptions{Source: r.Info, CreatedBy: r.CreatedBy, Now: r.Now})
+	c, err := CaptureUpload(ctx, r)
 	if err != nil {
 		return SeedResult{}, err
 	}
+	return PublishCaptured(ctx, r, c, start)
+}
+
+// PublishCaptured publishes what CaptureUpload (here or in a capture pod)
+// uploaded: r.BeforePublish is asked first (an error publishes nothing),
+// then the stored sizes are checked and the manifest written
+// create-if-absent. Any failure removes the upload. start is when the
+// seed began (for Took).
+func PublishCaptured(ctx context.Context, r SeedRequest, c *Captured, start time.Time) (SeedResult, error) {
+	up := c.Upload
 	ok := false
-	defer func() {
-		if !ok {
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			_ = up.Abort(actx)
-		}
-	}()
-	c, err := etcdengine.Open(ctx, r.Source, r.Probe)
-	if err != nil {
-		return SeedResult{}, err
+	defer abortUnless(ctx, up, &ok)
+	if r.OnPhase != nil {
+		r.OnPhase(model.ActionPhaseUploading, fmt.Sprintf("uploaded %d bytes (revision %d, term %d); checking the stored files, then writing the manifest", c.Size, c.Identity.Revision, c.Identity.RaftTerm))
 	}
-	defer c.Close()
-	phase(model.ActionPhaseCapturing, "streaming a snapshot of %s into %s (upload %s)", r.Source.Member, r.Store, up.ID())
-	id, err := Capture(ctx, c, up, r.Progress)
-	if err != nil {
-		return SeedResult{}, fmt.Errorf("capturing from %s: %w", r.Source.Member, err)
-	}
-	if (r.ExpectClusterID != "" && !strings.EqualFold(id.ClusterID, r.ExpectClusterID)) ||
-		(r.ExpectMemberID != "" && !strings.EqualFold(id.SourceMemberID, r.ExpectMemberID)) {
-		return SeedResult{}, fmt.Errorf("%w: %s answered as member %s of cluster %s, the decision chose member %s of cluster %s; the snapshot was discarded",
-			ErrSourceChanged, r.Source.Member, id.SourceMemberID, id.ClusterID, r.ExpectMemberID, r.ExpectClusterID)
-	}
-	var size int64
-	for _, f := range up.Files() {
-		size += f.Size
-	}
-	phase(model.ActionPhaseUploading, "uploaded %d bytes (revision %d, term %d); checking the stored files, then writing the manifest", size, id.Revision, id.RaftTerm)
 	if r.BeforePublish != nil {
 		if err := r.BeforePublish(); err != nil {
 			return SeedResult{}, fmt.Errorf("not published: %w", err)
 		}
 	}
-	res, err := up.Publish(ctx, id)
+	res, err := up.Publish(ctx, c.Identity)
 	if err != nil {
 		return SeedResult{Manifest: res.Manifest}, err
 	}
 	ok = true
-	phase(model.ActionPhasePublished, "published generation %s (%s, %d bytes)", r.Generation, res.Manifest.Digest, res.Manifest.TotalSize)
+	if r.OnPhase != nil {
+		r.OnPhase(model.ActionPhasePublished, fmt.Sprintf("published generation %s (%s, %d bytes)", r.Generation, res.Manifest.Digest, res.Manifest.TotalSize))
+	}
 	return SeedResult{Manifest: res.Manifest, Already: res.Already, Took: time.Since(start)}, nil
+}
+
+// abortUnless removes upload up unless *ok (set once it is the caller's to
+// keep), within 30 s even when ctx has ended.
+func abortUnless(ctx context.Context, up *artifact.Upload, ok *bool) {
+	if *ok {
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_ = up.Abort(actx)
 }

@@ -78,6 +78,9 @@ type Options struct {
 	Scenarios []string
 	// APIServerArgs are appended to kube-apiserver's flags.
 	APIServerArgs []string
+	// Agent is the kubectl-hactl binary agent pods (restore, capture)
+	// run; empty: the plugin built for the suite.
+	Agent string
 	// SandboxBinary runs the sandbox's supervisor as the built
 	// hactl-sandbox command (`hactl-sandbox serve`), as a user's sandbox
 	// runs. Otherwise the test binary is the supervisor, and its TestMain
@@ -198,8 +201,12 @@ func Start(o Options) (*Suite, error) {
 	if err != nil {
 		return fail(fmt.Errorf("test binaries: %w", err))
 	}
+	agent := o.Agent
+	if agent == "" {
+		agent = filepath.Join(s.Bin, Plugin)
+	}
 	so := sandbox.Options{Dir: filepath.Join(tmp, "sbx"), BinDir: binDir, Namespace: o.Namespace,
-		Agent: filepath.Join(s.Bin, Plugin), Scenarios: o.Scenarios, APIServerArgs: o.APIServerArgs,
+		Agent: agent, Scenarios: o.Scenarios, APIServerArgs: o.APIServerArgs,
 		Progress: os.Stderr, Timeout: timeout}
 	if o.SandboxBinary {
 		so.Executable = filepath.Join(s.Bin, SandboxCommand)
