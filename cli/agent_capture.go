@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -82,6 +83,13 @@ Exit codes:
   1  error (member or store unreachable, timeout); nothing usable uploaded
   2  usage error
   5  refused: the member is not the one expected; the upload was removed`
+
+// captureMemoryLimit is the Go runtime's soft memory limit in a capture
+// (unless GOMEMLIMIT says otherwise): what the capture keeps live is
+// bounded (artifact.UploadPartSize × (UploadConcurrency+1) of upload
+// parts, the gRPC stream's window, the runtime), so the garbage collector
+// runs before the heap doubles over it rather than after.
+const captureMemoryLimit = 48 << 20
 
 // NewCmdAgentCapture builds `kubectl-hactl agent capture`.
 func NewCmdAgentCapture(streams genericiooptions.IOStreams) *cobra.Command {
@@ -168,6 +176,9 @@ func (o *AgentCaptureOptions) Run(ctx context.Context) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, fmt.Errorf("the capture took longer than --timeout %s", o.Timeout))
 		defer cancel()
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(captureMemoryLimit)
 	}
 	start := time.Now()
 	var mu sync.Mutex

@@ -26,6 +26,11 @@ type AskFunc func(ctx context.Context, t Target, start time.Time) model.EngineFa
 // background). A target without a Member name takes its Pod's.
 func ProbeEach(ctx context.Context, targets []Target, o ProbeOptions, ask AskFunc) []model.EngineFacts {
 	o = o.WithDefaults()
+	if len(targets) == 1 {
+		// One member (status probes each on its own): no goroutine to
+		// wait for; probeOne still bounds the ask.
+		return []model.EngineFacts{probeOne(ctx, targets[0], o, ask)}
+	}
 	out := make([]model.EngineFacts, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {

@@ -122,6 +122,19 @@ func NewCacheSource(f informers.SharedInformerFactory) CacheSource {
 	return CacheSource{Factory: f}
 }
 
+// values copies the objects a lister returns into one slice of their
+// size (nil when there are none).
+func values[T any](xs []*T) []T {
+	if len(xs) == 0 {
+		return nil
+	}
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = *x
+	}
+	return out
+}
+
 // Read implements Source.
 func (s CacheSource) Read(_ context.Context, ns string) (*Objects, error) {
 	f := s.Factory
@@ -131,42 +144,26 @@ func (s CacheSource) Read(_ context.Context, ns string) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, x := range sts {
-		o.StatefulSets = append(o.StatefulSets, *x)
-	}
+	o.StatefulSets = values(sts)
 	pods, _ := f.Core().V1().Pods().Lister().Pods(ns).List(all)
-	for _, x := range pods {
-		o.Pods = append(o.Pods, *x)
-	}
+	o.Pods = values(pods)
 	pvcs, _ := f.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).List(all)
-	for _, x := range pvcs {
-		o.PVCs = append(o.PVCs, *x)
-	}
+	o.PVCs = values(pvcs)
 	pdbs, _ := f.Policy().V1().PodDisruptionBudgets().Lister().PodDisruptionBudgets(ns).List(all)
-	for _, x := range pdbs {
-		o.PDBs = append(o.PDBs, *x)
-	}
+	o.PDBs = values(pdbs)
 	svcs, _ := f.Core().V1().Services().Lister().Services(ns).List(all)
-	for _, x := range svcs {
-		o.Services = append(o.Services, *x)
-	}
+	o.Services = values(svcs)
 	eps, _ := f.Discovery().V1().EndpointSlices().Lister().EndpointSlices(ns).List(all)
-	for _, x := range eps {
-		o.EndpointSlices = append(o.EndpointSlices, *x)
-	}
+	o.EndpointSlices = values(eps)
 	evs, _ := f.Core().V1().Events().Lister().Events(ns).List(all)
-	for _, x := range evs {
-		o.Events = append(o.Events, *x)
-	}
+	o.Events = values(evs)
 	if anyPatroni(o.StatefulSets) {
 		if !f.Core().V1().ConfigMaps().Informer().HasSynced() {
 			o.ConfigMapsErr = errors.New("the ConfigMaps watch has not synced yet")
 			return o, nil
 		}
 		cms, _ := f.Core().V1().ConfigMaps().Lister().ConfigMaps(ns).List(all)
-		for _, x := range cms {
-			o.ConfigMaps = append(o.ConfigMaps, *x)
-		}
+		o.ConfigMaps = values(cms)
 	}
 	return o, nil
 }

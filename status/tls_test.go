@@ -16,7 +16,6 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
-	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 	corev1 "k8s.io/api/core/v1"
@@ -71,11 +70,7 @@ func startTLSEtcd(t *testing.T, serverName string) string {
 // runs with a wrong Secret, whose failure must be reported without it.
 func TestTLSSecretNeverPrinted(t *testing.T) {
 	testenv.SkipShort(t)
-	admin := testenv.Clientset(t, cp.Admin)
-	ns := testenv.Namespace(t, cp)
-	spec := fixtures.DefaultSpec("etcd-tls")
-	spec.Replicas = 1
-	fixtures.CreateCluster(t, admin, ns, spec)
+	admin, ns := oneMemberCluster(t, "etcd-tls")
 	serverName := "etcd-tls-0.etcd-tls-headless." + ns + ".svc"
 	addr := startTLSEtcd(t, serverName)
 

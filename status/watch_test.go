@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testenv"
@@ -240,4 +243,65 @@ func TestWatcherStartsDespiteAHungDirectRead(t *testing.T) {
 		t.Fatalf("the direct read returned (%v) though its list hangs", err)
 	default:
 	}
+}
+
+// TestWatcherSyncsWhileTheDirectReadProbes: the watches list after the
+// direct read's lists, not after its probes: a member that does not
+// answer holds up the direct read until its probe timeout, but not the
+// caches, which show the pods meanwhile. Start must return while that
+// probe still hangs.
+func TestWatcherSyncsWhileTheDirectReadProbes(t *testing.T) {
+	testenv.SkipShort(t)
+	_, ns := oneMemberCluster(t, "etcd-silent")
+	dialing := make(chan struct{}, 1)
+	dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
+		select {
+		case dialing <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	obs := Observer{Dial: dial, ProbeTimeout: 10 * time.Minute, Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()}}
+	w := NewWatcher(testenv.Clientset(t, cp.Admin), ns, WatchOptions{Observer: obs, SyncTimeout: 10 * time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t.Cleanup(w.Stop)
+	w.ExpectDirect()
+	dctx, dcancel := context.WithCancel(ctx)
+	defer dcancel()
+	direct := make(chan error, 1)
+	go func() {
+		_, _, err := w.ObserveDirect(dctx, "", true)
+		direct <- err
+	}()
+	if err := w.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	select {
+	case err := <-direct:
+		t.Fatalf("the caches synced only after the direct read returned (%v): its hanging probe held them back", err)
+	default:
+	}
+	select {
+	case <-dialing:
+	case <-ctx.Done():
+		t.Fatal("the direct read never dialled the member")
+	}
+	rs, _, err := w.Observe(ctx, "", false)
+	if err != nil || len(rs) != 1 || len(rs[0].Observation.Members) != 1 {
+		t.Fatalf("observe from the caches while the probe hangs: %v (%d clusters)", err, len(rs))
+	}
+}
+
+// oneMemberCluster creates the fixture cluster name with one member in a
+// new namespace, returning the admin client and the namespace.
+func oneMemberCluster(t *testing.T, name string) (*kubernetes.Clientset, string) {
+	t.Helper()
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	spec := fixtures.DefaultSpec(name)
+	spec.Replicas = 1
+	fixtures.CreateCluster(t, admin, ns, spec)
+	return admin, ns
 }

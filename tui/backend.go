@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,8 +92,12 @@ func (b *KubeBackend) Errors() <-chan error { return b.watcher.Errors() }
 // action locks and ledgers (two lists), so the seed-phase view shows
 // actions run from anywhere.
 func (b *KubeBackend) Observe(ctx context.Context, probe bool) ([]status.Result, status.Warnings, error) {
-	rs, warn, err := b.watcher.Observe(ctx, "", probe)
-	return b.withActions(ctx, rs, warn, err, probe)
+	if !probe {
+		return b.watcher.Observe(ctx, "", false)
+	}
+	acts := b.readActions(ctx)
+	rs, warn, err := b.watcher.Observe(ctx, "", true)
+	return b.withActions(ctx, rs, warn, err, acts)
 }
 
 // ExpectDirect implements DirectObserver.
@@ -101,21 +106,46 @@ func (b *KubeBackend) ExpectDirect() { b.watcher.ExpectDirect() }
 // ObserveDirect implements DirectObserver: one list of each resource type
 // and a probe of every member, as `status` reads, while the watches sync.
 func (b *KubeBackend) ObserveDirect(ctx context.Context) ([]status.Result, status.Warnings, error) {
+	acts := b.readActions(ctx)
 	rs, warn, err := b.watcher.ObserveDirect(ctx, "", b.probes)
-	return b.withActions(ctx, rs, warn, err, true)
+	return b.withActions(ctx, rs, warn, err, acts)
+}
+
+// actionLists are the two lists of hactl's action objects, with the
+// error of each.
+type actionLists struct {
+	locks   map[string]*model.LockFacts
+	ledgers map[string][]model.LedgerEntry
+	lerr    error
+	derr    error
+}
+
+// readActions lists hactl's Leases and ledger ConfigMaps (by the
+// hactl.dev/cluster label) in the background, both at once: the reads and
+// probes of the clusters need not wait for them, nor they for each other.
+func (b *KubeBackend) readActions(ctx context.Context) <-chan actionLists {
+	ch := make(chan actionLists, 1)
+	go func() {
+		var a actionLists
+		var wg sync.WaitGroup
+		wg.Go(func() { a.locks, a.lerr = b.listLocks(ctx) })
+		wg.Go(func() { a.ledgers, a.derr = b.listLedgers(ctx) })
+		wg.Wait()
+		ch <- a
+	}()
+	return ch
 }
 
 // withActions adds each cluster's lock and ledger to a probed
-// observation: one list of hactl's Leases and one of its ledger ConfigMaps
-// (by the hactl.dev/cluster label), however many clusters there are. A
-// user who may not list one of them gets it cluster by cluster (GET), as
-// the actions' own role allows.
-func (b *KubeBackend) withActions(ctx context.Context, rs []status.Result, warn status.Warnings, err error, probe bool) ([]status.Result, status.Warnings, error) {
-	if err != nil || !probe || len(rs) == 0 {
+// observation from the two lists readActions makes, however many
+// clusters there are. A user who may not list one of them gets it
+// cluster by cluster (GET), as the actions' own role allows.
+func (b *KubeBackend) withActions(ctx context.Context, rs []status.Result, warn status.Warnings, err error, acts <-chan actionLists) ([]status.Result, status.Warnings, error) {
+	if err != nil || len(rs) == 0 {
 		return rs, warn, err
 	}
-	locks, lerr := b.listLocks(ctx)
-	ledgers, derr := b.listLedgers(ctx)
+	a := <-acts
+	locks, lerr, ledgers, derr := a.locks, a.lerr, a.ledgers, a.derr
 	for i := range rs {
 		c := rs[i].Observation.Cluster
 		key := c.Namespace + "/" + c.Name

@@ -152,6 +152,10 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 		seed:         newSeedView(th, keys, cfg.Now, deps.Generations),
 	}
 	m.readiness.verdict = cfg.Verdict
+	if _, ok := backend.(DirectObserver); ok {
+		// Init starts the direct read (Run may have already).
+		m.directPending = true
+	}
 	m.resize(80, 24)
 	if cfg.Cluster != "" {
 		m.screen = screenCluster

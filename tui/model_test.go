@@ -795,9 +795,10 @@ func (b *directBackend) ObserveDirect(context.Context) ([]status.Result, status.
 }
 
 // The first screen comes from the direct read while the watches sync: the
-// members show before Start returns, the read schedules no probe of its
-// own, and once the watches' probe is applied a late direct read changes
-// nothing.
+// members show before Start returns and the read schedules nothing of its
+// own. Once the watches synced, a cache read (with the direct read's probe
+// facts grafted) takes over and the first probe round is a probe interval
+// later, not at once; a late direct read changes nothing.
 func TestFirstScreenFromTheDirectRead(t *testing.T) {
 	direct := evaluate(healthyObs("db", "etcd-a"))
 	later := healthyObs("db", "etcd-a")
@@ -846,7 +847,21 @@ func TestFirstScreenFromTheDirectRead(t *testing.T) {
 	m = nm.(Model)
 	m = settle(t, m, cmd)
 	if r, _ := m.focused(); r.Observation.Members[2].Pod.Ready {
-		t.Fatal("the watches' probe did not take over")
+		t.Fatal("the watches' cache read did not take over")
+	}
+	b.mu.Lock()
+	probes, reads := b.probes, b.reads
+	b.mu.Unlock()
+	if probes != 0 || reads != 1 {
+		t.Fatalf("after the sync: %d probe rounds and %d cache reads, want 0 and 1 (the members were just probed)", probes, reads)
+	}
+	nm, cmd = m.Update(probeTickMsg{})
+	m = settle(t, nm.(Model), cmd)
+	b.mu.Lock()
+	probes = b.probes
+	b.mu.Unlock()
+	if probes != 1 {
+		t.Fatalf("the probe tick started %d rounds, want 1", probes)
 	}
 	nm, _ = m.Update(directMsg)
 	m = nm.(Model)
@@ -868,5 +883,88 @@ func TestSyncFailureReplacesTheDirectRead(t *testing.T) {
 	m = nm.(Model)
 	if f := ansi.Strip(m.Render()); m.loaded || strings.Contains(f, "etcd-a") || !strings.Contains(f, "forbidden") {
 		t.Fatalf("after the sync failed the screen still shows the direct read:\n%s", f)
+	}
+}
+
+// When the watches sync while the direct read is still probing, their
+// first probe round waits for it instead of probing every member a second
+// time at once: the direct read's facts are grafted into a cache read, and
+// the rounds go on at the probe interval. A direct read that fails, or
+// does not answer within a probe interval, no longer holds them back.
+func TestSyncBeforeTheDirectReadWaitsForIt(t *testing.T) {
+	probed := evaluate(healthyObs("db", "etcd-a"))
+	cached := healthyObs("db", "etcd-a")
+	cached.EngineProbed = false
+	cached.Members[2].Pod.Ready = false
+	for i := range cached.Members {
+		cached.Members[i].Engine = nil
+	}
+	setup := func() (*directBackend, Model) {
+		b := &directBackend{
+			stubBackend: stubBackend{changes: make(chan struct{}, 1), errs: make(chan error, 1), observe: func(bool) []status.Result {
+				return []status.Result{status.Evaluate(cached, now, cfgVerdict)}
+			}},
+			release: make(chan struct{}),
+		}
+		m := New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true}, Deps{Backend: b})
+		nm, cmd := m.Update(syncedMsg{})
+		m = settle(t, nm.(Model), cmd)
+		return b, m
+	}
+	counts := func(b *directBackend) (probes, reads int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.probes, b.reads
+	}
+
+	b, m := setup()
+	if p, r := counts(b); p != 0 || r != 0 {
+		t.Fatalf("the watches synced during the direct read: %d probe rounds, %d cache reads (want none yet)", p, r)
+	}
+	direct := observedMsg{direct: true, probed: true, results: []status.Result{probed}, facts: factsOf([]status.Result{probed}), at: now}
+	nm, cmd := m.Update(direct)
+	m = settle(t, nm.(Model), cmd)
+	if p, r := counts(b); p != 0 || r != 1 {
+		t.Fatalf("after the direct read: %d probe rounds, %d cache reads (want 0 and 1)", p, r)
+	}
+	r, _ := m.focused()
+	if r.Observation.Members[2].Pod.Ready || r.Observation.Members[0].Engine == nil || !r.Observation.Members[0].Engine.Reachable {
+		t.Fatalf("the cache read does not carry the direct read's probe facts: %+v", r.Observation.Members[0].Engine)
+	}
+	nm, cmd = m.Update(probeTickMsg{})
+	settle(t, nm.(Model), cmd)
+	if p, _ := counts(b); p != 1 {
+		t.Fatalf("the probe tick after the direct read started %d rounds, want 1", p)
+	}
+
+	b, m = setup()
+	nm, cmd = m.Update(observedMsg{direct: true, err: errors.New("list pods: connection refused"), at: now})
+	settle(t, nm.(Model), cmd)
+	if p, _ := counts(b); p != 1 {
+		t.Fatalf("a failed direct read after the sync: %d probe rounds, want 1 at once", p)
+	}
+
+	// A round already running at the sync (p) schedules the next itself:
+	// neither the sync nor the direct read starts another beside it.
+	b = &directBackend{stubBackend: stubBackend{changes: make(chan struct{}, 1), errs: make(chan error, 1), observe: func(bool) []status.Result {
+		return []status.Result{status.Evaluate(cached, now, cfgVerdict)}
+	}}, release: make(chan struct{})}
+	m = New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true}, Deps{Backend: b})
+	m.probing = true
+	nm, cmd = m.Update(syncedMsg{})
+	m = settle(t, nm.(Model), cmd)
+	nm, cmd = m.Update(direct)
+	m = settle(t, nm.(Model), cmd)
+	if p, _ := counts(b); p != 0 || !m.probing || m.afterDirect {
+		t.Fatalf("with a round running at the sync: %d more rounds started, probing %v, waiting %v", p, m.probing, m.afterDirect)
+	}
+
+	b, m = setup()
+	nm, cmd = m.Update(directOverdueMsg{})
+	m = settle(t, nm.(Model), cmd)
+	nm, cmd = m.Update(direct)
+	settle(t, nm.(Model), cmd)
+	if p, _ := counts(b); p != 1 {
+		t.Fatalf("a direct read overdue after the sync, then late: %d probe rounds, want 1", p)
 	}
 }

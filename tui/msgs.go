@@ -21,6 +21,10 @@ type refreshMsg struct{}
 // probeTickMsg: time to probe the members again.
 type probeTickMsg struct{}
 
+// directOverdueMsg: the watches synced a probe interval ago and the
+// direct read has still not answered; probe without it.
+type directOverdueMsg struct{}
+
 // observedMsg carries one observation of every cluster in scope.
 type observedMsg struct {
 	seq      uint64
@@ -31,7 +35,8 @@ type observedMsg struct {
 	// facts are the engine facts of this probe (probed only).
 	facts probeFacts
 	// direct: the first read, straight from the API server while the
-	// watches sync (DirectObserver); it schedules nothing.
+	// watches sync (DirectObserver); it schedules the first probe of the
+	// caches only when the watches synced before it answered.
 	direct bool
 	at     time.Time
 }

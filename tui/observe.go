@@ -25,9 +25,19 @@ type observations struct {
 
 	// seq numbers the reads and probes (and the dialogs); appliedSeq is
 	// the read or probe shown.
-	seq            uint64
-	appliedSeq     uint64
-	probing        bool
+	seq        uint64
+	appliedSeq uint64
+	probing    bool
+	// directPending: the direct read (DirectObserver) has not answered
+	// yet. afterDirect: the watches synced meanwhile, and their first
+	// probe round waits for it. directProbed: it answered with the facts
+	// of a probe of every member, so the watches' first round is the
+	// next one, a probe interval later, not a second one at once.
+	directPending bool
+	afterDirect   bool
+	directProbed  bool
+	// unsynced: the watches could not sync; nothing refreshes the screen.
+	unsynced       bool
 	refreshing     bool
 	refreshPending bool
 	refreshQueued  bool
@@ -120,20 +130,7 @@ func (m Model) startDirect() <-chan tea.Msg {
 // applyObserved takes in one observation and schedules what follows it.
 func (m Model) applyObserved(msg observedMsg) (Model, tea.Cmd) {
 	if msg.direct {
-		// The watches' path reports errors and schedules the probes;
-		// this read only fills the screen until it has something newer.
-		if msg.err != nil || m.appliedSeq > 0 || m.loaded {
-			return m, nil
-		}
-		if msg.probed {
-			m.facts = msg.facts
-			m.probedAt = msg.at
-			m.history.record(msg.results, msg.at)
-			m.dataGen++
-		}
-		m.warnings = msg.warnings
-		m.setResults(msg.results)
-		return m, nil
+		return m.applyDirect(msg)
 	}
 	var cmds []tea.Cmd
 	if msg.probed {
@@ -182,6 +179,62 @@ func (m Model) applyObserved(msg observedMsg) (Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
+// applyDirect takes in the direct read. The watches' path reports errors;
+// this read fills the screen until the caches have something newer, and
+// its probe facts stand until the first probe round of the watches (never
+// replacing a round's). When the watches synced before it answered, their
+// rounds start from here (roundsAfterDirect).
+func (m Model) applyDirect(msg observedMsg) (Model, tea.Cmd) {
+	m.directPending = false
+	ok := msg.err == nil
+	graft := false
+	if ok && msg.probed && m.probedAt.IsZero() {
+		m.facts = msg.facts
+		m.probedAt = msg.at
+		m.history.record(msg.results, msg.at)
+		m.dataGen++
+		m.directProbed = true
+		// A cache read on screen gets the facts grafted into a fresh one.
+		graft = m.appliedSeq > 0
+	}
+	if ok && m.appliedSeq == 0 && !m.loaded && !m.unsynced {
+		m.warnings = msg.warnings
+		m.setResults(msg.results)
+	}
+	switch {
+	case m.afterDirect:
+		m.afterDirect = false
+		return m.roundsAfterDirect()
+	case graft:
+		return m, m.regraft()
+	}
+	return m, nil
+}
+
+// roundsAfterDirect starts the watches' probe rounds once they synced and
+// the direct read answered: the first a probe interval after the direct
+// read's probe, its facts grafted into a cache read meanwhile; at once
+// when the direct read brought no probe.
+func (m Model) roundsAfterDirect() (Model, tea.Cmd) {
+	if !m.directProbed {
+		m.probing = true
+		return m, m.observe(true)
+	}
+	m.probing = false
+	return m, tea.Batch(tea.Tick(m.cfg.ProbeInterval, func(time.Time) tea.Msg { return probeTickMsg{} }), m.regraft())
+}
+
+// regraft reads the caches again, grafting the last probe's facts (nil
+// when a cache read is in flight: it is queued behind it).
+func (m *Model) regraft() tea.Cmd {
+	if m.refreshing {
+		m.refreshPending = true
+		return nil
+	}
+	m.refreshing = true
+	return m.observe(false)
+}
+
 // setResults stores results sorted by namespace and name and keeps the
 // cursors in range.
 func (m *Model) setResults(rs []status.Result) {
@@ -221,11 +274,35 @@ func (m Model) observation(msg tea.Msg) (_ Model, _ tea.Cmd, ok bool) {
 			// A first screen from the direct read would stay as it is,
 			// looking live: without the watches nothing refreshes it.
 			m.loaded, m.results = false, nil
+			m.unsynced = true
 			m.dataGen++
 			return m, nil, true
 		}
-		m.probing = true
-		return m, tea.Batch(m.observe(true), m.waitChange(), m.waitError()), true
+		watch := []tea.Cmd{m.waitChange(), m.waitError()}
+		switch {
+		case m.probing:
+			// A round is running (p, an action step): it schedules the
+			// next.
+		case m.directPending:
+			// The direct read is probing every member now: the rounds
+			// start when it answers (applyDirect), or a probe interval
+			// from now if it has not.
+			m.probing = true
+			m.afterDirect = true
+			watch = append(watch, tea.Tick(m.cfg.ProbeInterval, func(time.Time) tea.Msg { return directOverdueMsg{} }))
+		default:
+			var next tea.Cmd
+			m, next = m.roundsAfterDirect()
+			watch = append(watch, next)
+		}
+		return m, tea.Batch(watch...), true
+	case directOverdueMsg:
+		if !m.afterDirect {
+			return m, nil, true
+		}
+		// probing stays set: it has been since the sync, for this round.
+		m.afterDirect = false
+		return m, m.observe(true), true
 	case changedMsg:
 		cmds := []tea.Cmd{m.waitChange()}
 		if !m.refreshQueued {
