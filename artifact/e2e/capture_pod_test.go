@@ -68,6 +68,16 @@ func (w *capturePods) seen() map[types.UID]string {
 	return out
 }
 
+// startCapturing starts the environment with 10 000 keys in the member,
+// the store behind a throttle, and a watch of the capture pods.
+func startCapturing(t *testing.T) (*env, *storetest.Throttle, *capturePods) {
+	e := start(t)
+	e.fill(10_000)
+	th := storetest.NewThrottle()
+	e.setStore(e.storeURL(th.Proxy(t, e.s3.Endpoint)))
+	return e, th, watchCapturePods(t, e)
+}
+
 // TestSeedInACapturePod: `kubectl hactl seed --capture pod` captures in a
 // one-shot pod the scheduler binds to the source member's node; killed
 // while that pod uploads, hactl leaves nothing published and the pod
@@ -77,11 +87,7 @@ func (w *capturePods) seen() map[types.UID]string {
 // it, auto captures through a port-forward and says why, and --capture pod
 // refuses and publishes nothing. No credential appears anywhere.
 func TestSeedInACapturePod(t *testing.T) {
-	e := start(t)
-	e.fill(10_000)
-	th := storetest.NewThrottle()
-	e.setStore(e.storeURL(th.Proxy(t, e.s3.Endpoint)))
-	pods := watchCapturePods(t, e)
+	e, th, pods := startCapturing(t)
 	bg := context.Background()
 
 	ctx, cancel := context.WithTimeout(bg, 4*time.Minute)
@@ -215,11 +221,7 @@ func taint(t *testing.T, e *env, node string, on bool) {
 // nothing and exits non-zero; it does not remove the upload the second
 // published: the generation verifies byte for byte afterwards.
 func TestCapturePodHolderFrozenPastItsLease(t *testing.T) {
-	e := start(t)
-	e.fill(10_000)
-	th := storetest.NewThrottle()
-	e.setStore(e.storeURL(th.Proxy(t, e.s3.Endpoint)))
-	pods := watchCapturePods(t, e)
+	e, th, pods := startCapturing(t)
 	bg := context.Background()
 
 	ctx, cancel := context.WithTimeout(bg, 6*time.Minute)
