@@ -15,9 +15,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/hactl-dev/hactl/agent"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -153,8 +157,20 @@ func captureEndpoint(cl model.ClusterFacts, m model.Member) (endpoint, serverNam
 	return fmt.Sprintf("%s:%d", host, t.Port), t.ServerName, nil
 }
 
-// CapturePod builds the one-shot capture pod: the agent image running
-// `kubectl-hactl agent capture` with pc's arguments, required on the
+// captureCommand is what a capture pod runs for a store: the agent image's
+// small hactl-capture for s3:// (it carries the s3:// and file:// drivers
+// only), `kubectl-hactl agent capture` (the same command with every
+// driver) for the others.
+func captureCommand(storeURL string) []string {
+	if artifact.StoreScheme(storeURL) == "s3" {
+		return []string{agent.CaptureCommand}
+	}
+	return []string{"kubectl-hactl", "agent", "capture"}
+}
+
+// CapturePod builds the one-shot capture pod: the agent image running its
+// capture (hactl-capture for s3:// stores, see captureCommand) with pc's
+// arguments, required on the
 // source member's node (node affinity, the template's tolerations),
 // unprivileged (non-root, no capabilities, read-only root filesystem, no
 // service account token: it needs no API access), store credentials only
@@ -172,7 +188,7 @@ func CapturePod(sts *appsv1.StatefulSet, spec CapturePodSpec, pc PodCapturer) (*
 	ctr := corev1.Container{
 		Name:    "capture",
 		Image:   spec.AgentImage,
-		Command: []string{"kubectl-hactl", "agent", "capture"},
+		Command: captureCommand(spec.StoreURL),
 		Args:    pc.CaptureArgs(spec),
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
@@ -382,6 +398,63 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// podChanges wakes the capture pod's wait loop when the pod changes (its
+// phase, its containers' states), so that a finished capture is seen at
+// once rather than up to a poll later: a watch on that one pod, from the
+// resourceVersion last read. The loop still reads the pod itself (with a
+// get) on every wake-up; an event only ends the sleep early. When the
+// watch cannot be opened (RBAC without watch on pods) or ends, the loop
+// sleeps its full interval, and the watch is opened again at most once
+// per interval.
+type podChanges struct {
+	pods   corev1client.PodInterface
+	w      watch.Interface
+	opened time.Time
+}
+
+// next waits until the pod changes after pod's resourceVersion, ctx ends
+// (its error), or d passes.
+func (c *podChanges) next(ctx context.Context, pod *corev1.Pod, d time.Duration) error {
+	if c.w == nil && time.Since(c.opened) >= d {
+		c.open(ctx, pod)
+	}
+	if c.w == nil {
+		return sleepCtx(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	case ev, ok := <-c.w.ResultChan():
+		if !ok || ev.Type == watch.Error {
+			c.stop()
+		}
+	}
+	return nil
+}
+
+// open watches pod (by name) from its resourceVersion; on error (RBAC,
+// a resourceVersion too old) there is no watch until the next open.
+func (c *podChanges) open(ctx context.Context, pod *corev1.Pod) {
+	c.opened = time.Now()
+	w, err := c.pods.Watch(ctx, metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("metadata.name", pod.Name).String(),
+		ResourceVersion: pod.ResourceVersion,
+	})
+	if err == nil {
+		c.w = w
+	}
+}
+
+func (c *podChanges) stop() {
+	if c.w != nil {
+		c.w.Stop()
+		c.w = nil
+	}
+}
+
 // unscheduledTimeout is how long a capture pod may wait for a scheduler
 // to act on it at all (a scheduler sets PodScheduled within seconds).
 const unscheduledTimeout = 20 * time.Second
@@ -438,6 +511,8 @@ func (p *podCapture) wait(ctx context.Context, pod *corev1.Pod) (*artifact.Captu
 	started := time.Now()
 	var streamed int64
 	var lastLog time.Time
+	changes := &podChanges{pods: pods}
+	defer changes.stop()
 	for {
 		got, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		switch {
@@ -523,8 +598,9 @@ func (p *podCapture) wait(ctx context.Context, pod *corev1.Pod) (*artifact.Captu
 			}
 		}
 		// Any other phase (Unknown: its node stopped reporting) may still
-		// end with a receipt: wait, within the seed's timeout.
-		if err := sleepCtx(ctx, time.Second); err != nil {
+		// end with a receipt: wait, within the seed's timeout, for the
+		// pod's next change or a second, whichever comes first.
+		if err := changes.next(ctx, pod, time.Second); err != nil {
 			return nil, fmt.Errorf("waiting for capture pod %s (phase %s): %w; the pod may still be running: run the same command again to adopt it", pod.Name, pod.Status.Phase, err)
 		}
 	}

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -76,6 +78,21 @@ func TestCapturePodSpec(t *testing.T) {
 		if mounted != tls || strings.Contains(args, "--tls-dir") != tls || strings.Contains(args, "--server-name=etcd-1.etcd-headless.db.svc") != tls {
 			t.Fatalf("tls %v: mounts %v, args %q", tls, c.VolumeMounts, args)
 		}
+		// The image's small capture binary has the s3:// driver only: other
+		// stores are captured by kubectl-hactl, with the same arguments.
+		if !slices.Equal(c.Command, []string{"hactl-capture"}) {
+			t.Fatalf("an s3:// store's capture pod runs %q, want hactl-capture", c.Command)
+		}
+		for _, store := range []string{"gs://seeds/etcd", "azblob://seeds/etcd"} {
+			spec.StoreURL = store
+			pod, err := CapturePod(sts, spec, etcdSeeder{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := pod.Spec.Containers[0]; !slices.Equal(c.Command, []string{"kubectl-hactl", "agent", "capture"}) || !slices.Contains(c.Args, "--store="+store) {
+				t.Fatalf("%s: the capture pod runs %q %q, want kubectl-hactl agent capture", store, c.Command, c.Args)
+			}
+		}
 	}
 	// No node yet: no pod, a reason to fall back.
 	if _, err := CapturePod(sts, CapturePodSpec{AgentImage: "x", Capture: SeedCapture{Member: "etcd-2"}}, etcdSeeder{}); err == nil {
@@ -108,7 +125,7 @@ func TestCapturePodNotStarting(t *testing.T) {
 // A capture pod is adopted only by a run that would create the very same
 // pod: another store, image or credentials' Secret changes its digest.
 func TestCaptureSpecHashTellsPodsApart(t *testing.T) {
-	base := corev1.Container{Image: "example/hactl:1", Command: []string{"kubectl-hactl", "agent", "capture"}, Args: []string{"--store=s3://a/p", "--generation=g"},
+	base := corev1.Container{Image: "example/hactl:1", Command: []string{"hactl-capture"}, Args: []string{"--store=s3://a/p", "--generation=g"},
 		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}}}}
 	h := captureSpecHash(base)
 	if h != captureSpecHash(*base.DeepCopy()) {
@@ -153,5 +170,68 @@ func TestCapturePodRouteRefusals(t *testing.T) {
 		if strings.Contains(fmt.Sprint(err), "abc") {
 			t.Errorf("the reason shows the URL's secret: %v", err)
 		}
+	}
+}
+
+// The wait for a capture pod wakes on the pod's change, not on its poll:
+// with an interval far longer than the test, only the watch on that pod
+// can end the wait once the pod's status changes, and the loop then reads
+// the new phase itself.
+func TestCapturePodWaitWakesOnItsChange(t *testing.T) {
+	base := guardTestConfig()
+	if base == nil {
+		t.Skip("needs the API server (skipped with -short)")
+	}
+	cs := testenv.Clientset(t, base)
+	ctx := context.Background()
+	nso, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "capture-wait-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.CoreV1().Namespaces().Delete(ctx, nso.Name, metav1.DeleteOptions{})
+	ns := nso.Name
+	// No controller manager here: the pods' service account by hand.
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) *corev1.Pod {
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "capture", Image: "example/hactl:1"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pod, other := mk("hactl-capture-etcd-0"), mk("hactl-capture-etcd-1")
+	changes := &podChanges{pods: cs.CoreV1().Pods(ns)}
+	defer changes.stop()
+	changes.open(ctx, pod)
+	if changes.w == nil {
+		t.Fatal("no watch on the capture pod")
+	}
+	// Another pod changes first: the watch is on the capture pod alone, so
+	// its events are not this one's.
+	other.Status.Phase = corev1.PodRunning
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	woke := make(chan error, 1)
+	go func() { woke <- changes.next(ctx, pod, time.Hour) }()
+	pod.Status.Phase = corev1.PodSucceeded
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-woke:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the capture pod succeeded and the wait (an hour's interval) did not wake")
+	}
+	if got, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil || got.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("after the wake-up the pod reads %v (%v), want Succeeded", got.Status.Phase, err)
 	}
 }

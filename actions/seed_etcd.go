@@ -47,7 +47,7 @@ func (etcdSeeder) Seed(ctx context.Context, c SeedCapture) (SeedOutcome, error) 
 	return SeedOutcome{Manifest: res.Manifest, Already: res.Already, Took: res.Took, Via: "a port-forward"}, err
 }
 
-// CaptureArgs implements PodCapturer: `kubectl-hactl agent capture` of
+// CaptureArgs implements PodCapturer: `hactl-capture` (agent capture) of
 // the chosen member at spec.Endpoint, refusing any other member or
 // cluster, with JSON lines on stdout for the lock holder.
 func (etcdSeeder) CaptureArgs(spec CapturePodSpec) []string {

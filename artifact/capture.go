@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// A capture pod (`kubectl-hactl agent capture -o json`) uploads a
+// A capture pod (`hactl-capture -o json`, the agent image's capture binary) uploads a
 // generation's files next to the source member and publishes nothing: it
 // writes one JSON line per CaptureLine on stdout, progress while it
 // streams and, last, what it uploaded or why it failed. The lock holder

@@ -139,7 +139,7 @@ func (u *Upload) Generation() string { return u.generation }
 // The upload of one file holds at most UploadConcurrency parts of
 // UploadPartSize in flight, plus the one being filled, whatever the file's
 // size: 15 MiB. On S3 the parts come from a pool kept for the whole upload
-// (the transfer manager's), on Azure they are its blocks; the GCS driver
+// (the transfer manager's, multipart from the first part: tuneS3Upload), on Azure they are its blocks; the GCS driver
 // streams one request and buffers no part. 5 MiB is S3's smallest part;
 // two parts in flight keep the stream moving while one is sent (a capture
 // is limited by its source, not by the store), and 10000 parts (S3's
@@ -196,6 +196,7 @@ func (u *Upload) Create(ctx context.Context, path string) (*FileWriter, error) {
 		DisableContentTypeDetection: true,
 		BufferSize:                  UploadPartSize,
 		MaxConcurrency:              UploadConcurrency,
+		BeforeWrite:                 u.store.tuneS3Upload,
 	})
 	if err != nil {
 		cancel()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	gcaws "gocloud.dev/aws"
 	"gocloud.dev/blob"
@@ -208,6 +209,35 @@ func parseBool(key, v string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("invalid value %q for %s", v, key)
+}
+
+// tuneS3Upload is the BeforeWrite of every upload: on an S3 store it
+// replaces the transfer manager gocloud.dev made for the write with one of
+// the same part size, concurrency and checksum setting whose multipart
+// threshold is one part (the default is 16 MiB). The transfer manager
+// reads up to the threshold into one growing buffer before it decides
+// between one PUT and a multipart upload, and keeps that buffer while the
+// rest of the stream fills its pool of parts: with the default, a
+// capture's first 16 MiB (and the copies of its growth) sat beside the
+// UploadConcurrency+1 parts. Other stores, and a bucket that is not
+// gocloud's S3 one, are left as they are.
+func (s *Store) tuneS3Upload(as func(any) bool) error {
+	var tm *transfermanager.Client
+	if !as(&tm) || tm == nil {
+		return nil
+	}
+	var c *s3.Client
+	if !s.bucket.As(&c) || c == nil {
+		return nil
+	}
+	calc := c.Options().RequestChecksumCalculation
+	*tm = *transfermanager.New(c, func(o *transfermanager.Options) {
+		o.RequestChecksumCalculation = calc
+		o.PartSizeBytes = UploadPartSize
+		o.Concurrency = UploadConcurrency
+		o.MultipartUploadThreshold = UploadPartSize
+	})
+	return nil
 }
 
 // String is the store URL with anything secret-looking removed.

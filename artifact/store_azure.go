@@ -1,3 +1,5 @@
+//go:build !hactl_s3only
+
 package artifact
 
 import (

@@ -19,9 +19,10 @@ import (
 	"github.com/hactl-dev/hactl/sandbox"
 )
 
-// releaseBuild builds kubectl-hactl the way `make build` does (static,
-// stripped, the release flags: what users run) and returns the path of a
-// copy of its own, which later builds leave alone. What a binary costs at
+// releaseBuild builds kubectl-hactl (and hactl-capture) the way `make
+// build` does (static, stripped, the release flags: what users run) and
+// returns the path of a copy of its own, which later builds leave alone
+// (hactl-capture's copy beside it). What a binary costs at
 // run time (its peak RSS, its start) is measured on this build, not on the
 // test build (e2esuite.Build: dynamically linked, with symbols, about
 // twice the size).
@@ -32,15 +33,18 @@ func releaseBuild(b *testing.B) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("make build: %v\n%s", err, out)
 	}
-	data, err := os.ReadFile(filepath.Join("..", "bin", "kubectl-hactl"))
-	if err != nil {
-		b.Fatal(err)
+	// hactl-capture beside it: the sandbox's capture pods run it.
+	dir := b.TempDir()
+	for _, c := range []string{"kubectl-hactl", "hactl-capture"} {
+		data, err := os.ReadFile(filepath.Join("..", "bin", c))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, c), data, 0o755); err != nil {
+			b.Fatal(err)
+		}
 	}
-	path := filepath.Join(b.TempDir(), "kubectl-hactl")
-	if err := os.WriteFile(path, data, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	return path
+	return filepath.Join(dir, "kubectl-hactl")
 }
 
 // run is one finished child process: its wall time, its CPU time (user

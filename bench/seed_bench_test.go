@@ -69,7 +69,8 @@ func seedMiB(b *testing.B) int {
 // port-forwards, the sandbox's runner running the members and hactl's
 // capture pods as real processes). The default route (--capture pod; auto
 // picks it here) runs the capture in a pod scheduled on the member's node
-// (the same release build as its agent): the snapshot goes from the member
+// (hactl-capture, the agent image's capture binary, from the same release
+// build): the snapshot goes from the member
 // to the store directly and hactl only reads the pod's receipt. The
 // fallback (--capture port-forward) streams it through the API server's
 // port-forward to hactl. etcdctl dials the member's client URL directly,
@@ -103,7 +104,7 @@ func BenchmarkSeedCapture(b *testing.B) {
 			// In a capture pod (the default, auto): hactl waits, the agent
 			// on the member's node streams.
 			gen := fmt.Sprintf("bench-pod-%d-%d", time.Now().UnixNano(), i)
-			agent := followProcess("agent", "capture", "--generation="+gen)
+			agent := followProcess("--generation=" + gen) // the capture pod's hactl-capture
 			hp, rp := s.seed(b, env, gen, "pod")
 			aRSS, aCPU := agent()
 			if aRSS == 0 {

@@ -17,8 +17,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/agent"
 	"github.com/hactl-dev/hactl/artifact"
-	"github.com/hactl-dev/hactl/artifact/etcdgen"
+	"github.com/hactl-dev/hactl/artifact/etcdgen/etcdrestore"
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -27,8 +29,8 @@ import (
 // given: the etcd container's own (so an init container can share its
 // env), and hactl's for the store.
 const (
-	envStore      = "HACTL_SEED_STORE"
-	envGeneration = "HACTL_SEED_GENERATION"
+	envStore      = agent.EnvStore
+	envGeneration = agent.EnvGeneration
 	envRestoreID  = "HACTL_RESTORE_ID"
 )
 
@@ -88,7 +90,7 @@ type AgentRestoreOptions struct {
 	BumpRevision        uint64
 	MarkCompacted       bool
 
-	restorer etcdgen.Restorer
+	restorer etcdrestore.Restorer
 	getenv   func(string) string
 
 	genericiooptions.IOStreams
@@ -235,7 +237,7 @@ func (o *AgentRestoreOptions) Complete() error {
 			urls = append(urls, u)
 		}
 	}
-	o.restorer = etcdgen.Restorer{
+	o.restorer = etcdrestore.Restorer{
 		Name: o.Name, InitialCluster: o.InitialCluster, PeerURLs: urls,
 		InitialClusterToken: o.InitialClusterToken, RevisionBump: o.BumpRevision, MarkCompacted: o.MarkCompacted,
 	}
@@ -409,7 +411,7 @@ func (o *AgentRestoreOptions) restore(ctx context.Context, doc *agentRestoreResu
 		return nil
 	}
 	if m.Identity.Engine == model.EngineEtcd {
-		if st, err := etcdgen.BackendStatus(res.DataDir); err == nil {
+		if st, err := etcdrestore.BackendStatus(res.DataDir); err == nil {
 			n := st.TotalKey
 			doc.Keys = &n
 			say("checked", "restored backend: %d keys, revision %d, %d bytes", st.TotalKey, st.Revision, st.TotalSize)
@@ -426,7 +428,7 @@ func (o *AgentRestoreOptions) restore(ctx context.Context, doc *agentRestoreResu
 // etcdMaterializer is etcd's Restorer with the space its staging takes:
 // the downloaded snapshot, the backend copied from it, and the first WAL
 // segment etcd preallocates.
-type etcdMaterializer struct{ etcdgen.Restorer }
+type etcdMaterializer struct{ etcdrestore.Restorer }
 
 const etcdWALSegment = 64 << 20
 
@@ -499,7 +501,7 @@ func (p *lineProgress) print() {
 	p.last = time.Now()
 	switch p.output {
 	case "":
-		fmt.Fprintf(p.w, "%s  %-10s %s\n", p.last.UTC().Format(time.RFC3339), "transfer", progressText(p.current, p.total, time.Since(p.start)))
+		fmt.Fprintf(p.w, "%s  %-10s %s\n", p.last.UTC().Format(time.RFC3339), "transfer", format.Progress(p.current, p.total, time.Since(p.start)))
 	case "json":
 		b, _ := json.Marshal(AgentProgress{Kind: agentProgressKind, Bytes: p.current, Total: p.total})
 		fmt.Fprintf(p.w, "%s\n", b)

@@ -13,26 +13,6 @@ import (
 	"github.com/hactl-dev/hactl/internal/format"
 )
 
-// progressText is "12.3 MiB / 27.1 MiB (45%), 4.1 MiB/s, ETA 4s"; without a
-// known total, bytes and rate only.
-func progressText(done, total int64, elapsed time.Duration) string {
-	rate := 0.0
-	if s := elapsed.Seconds(); s > 0 {
-		rate = float64(done) / s
-	}
-	txt := format.Bytes(done)
-	if total > 0 {
-		pct := min(100, 100*float64(done)/float64(total))
-		txt += fmt.Sprintf(" / %s (%.0f%%)", format.Bytes(total), pct)
-	}
-	txt += ", " + format.Rate(rate)
-	if total > 0 && rate > 0 && done < total {
-		eta := time.Duration(float64(total-done) / rate * float64(time.Second))
-		txt += ", ETA " + eta.Round(time.Second).String()
-	}
-	return txt
-}
-
 // progressBar draws a transfer's progress on a terminal, in place, at most
 // ten times a second; it draws nothing when off.
 type progressBar struct {
@@ -79,7 +59,7 @@ func (p *progressBar) draw() {
 	if !p.color {
 		bar = ansi.Strip(bar)
 	}
-	fmt.Fprintf(p.w, "\r\x1b[2K%s %s %s", p.label, bar, progressText(p.done, p.total, time.Since(p.start)))
+	fmt.Fprintf(p.w, "\r\x1b[2K%s %s %s", p.label, bar, format.Progress(p.done, p.total, time.Since(p.start)))
 	p.drawn = true
 }
 

@@ -785,22 +785,7 @@ func putS3(t *testing.T, srv *storetest.Server, bucket, key string, b []byte) {
 	}
 }
 
-func TestProgressText(t *testing.T) {
-	for _, c := range []struct {
-		done, total int64
-		elapsed     time.Duration
-		want        string
-	}{
-		{0, 0, 0, "0 B, 0 B/s"},
-		{999, 0, time.Second, "999 B, 999 B/s"},
-		{1536, 3072, time.Second, "1.5 KiB / 3.0 KiB (50%), 1.5 KiB/s, ETA 1s"},
-		{12 << 20, 27 << 20, 3 * time.Second, "12.0 MiB / 27.0 MiB (44%), 4.0 MiB/s, ETA 4s"},
-		{5 << 30, 5 << 30, 10 * time.Second, "5.0 GiB / 5.0 GiB (100%), 512.0 MiB/s"},
-	} {
-		if got := progressText(c.done, c.total, c.elapsed); got != c.want {
-			t.Errorf("progressText(%d, %d, %s) = %q, want %q", c.done, c.total, c.elapsed, got, c.want)
-		}
-	}
+func TestProgressBar(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgressBar(&b, false, "x", 10)
 	p.update(5)

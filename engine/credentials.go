@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,42 @@ type Credentials struct {
 	// ServerName overrides the name the serving certificate is checked
 	// against, for every member (see Target.ServerName).
 	ServerName string
+}
+
+// ErrNoKeyPair: TLS material without a client certificate and key.
+var ErrNoKeyPair = errors.New("no tls.crt/tls.key pair")
+
+// CredentialsFromKeys picks client TLS material out of a Secret's data (or
+// the files of a mounted Secret, by name): the certificate from tls.crt,
+// cert.pem or client.crt, the key from tls.key, key.pem or client.key, the
+// CA bundle from ca.crt or ca.pem, each the first key present. Without a
+// certificate and a key it returns ErrNoKeyPair.
+func CredentialsFromKeys(data map[string][]byte) (*Credentials, error) {
+	pick := func(keys ...string) []byte {
+		for _, k := range keys {
+			if v, ok := data[k]; ok {
+				return v
+			}
+		}
+		return nil
+	}
+	cr := &Credentials{
+		CertPEM: pick(CredentialKeys.Cert...),
+		KeyPEM:  pick(CredentialKeys.Key...),
+		CAPEM:   pick(CredentialKeys.CA...),
+	}
+	if len(cr.CertPEM) == 0 || len(cr.KeyPEM) == 0 {
+		return nil, ErrNoKeyPair
+	}
+	return cr, nil
+}
+
+// CredentialKeys are the key names CredentialsFromKeys reads, in order of
+// preference.
+var CredentialKeys = struct{ Cert, Key, CA []string }{
+	Cert: []string{"tls.crt", "cert.pem", "client.crt"},
+	Key:  []string{"tls.key", "key.pem", "client.key"},
+	CA:   []string{"ca.crt", "ca.pem"},
 }
 
 const redacted = "[redacted]"

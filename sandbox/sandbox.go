@@ -64,9 +64,11 @@ type Options struct {
 	// builds them on first use).
 	BinDir string
 	// Agent is the kubectl-hactl binary that pods of hactl's agent image
-	// run (restore pods: command kubectl-hactl agent restore ...). Default
-	// $HACTL_AGENT, else the supervisor builds it once from the repository
-	// (go build -o DIR/bin/kubectl-hactl ./cmd/kubectl-hactl); if that
+	// run (restore pods: command kubectl-hactl agent restore ...); capture
+	// pods run the hactl-capture beside it (without one, they fail to start
+	// and seed falls back to its port-forward). Default
+	// $HACTL_AGENT, else the supervisor builds both once from the
+	// repository (go build -o DIR/bin/NAME ./cmd/NAME); if that
 	// fails the sandbox still starts, without an agent (State.AgentError).
 	Agent string
 	// Executable is the program run as `<Executable> serve --dir DIR`

@@ -258,9 +258,9 @@ func (s *supervisor) start(ctx context.Context) error {
 	return nil
 }
 
-// agent makes sure the kubectl-hactl binary for agent pods is there: the
-// configured one is; else it builds it from the repository into
-// DIR/bin/kubectl-hactl (the build ends with ctx).
+// agent makes sure the binaries for agent pods are there: the configured
+// kubectl-hactl (and the hactl-capture beside it) are; else it builds both
+// from the repository into DIR/bin (the build ends with ctx).
 func (s *supervisor) agent(ctx context.Context) error {
 	if s.cfg.Agent != "" {
 		return nil
@@ -273,31 +273,39 @@ func (s *supervisor) agent(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building kubectl-hactl: %w (pass --agent or set %s)", err, EnvAgent)
 	}
-	out := s.l.agent()
-	// Built beside it and renamed, so that no pod ever starts a partly
-	// written binary.
-	tmp := filepath.Join(filepath.Dir(out), ".kubectl-hactl.building")
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
+	// hactl-capture first: once kubectl-hactl is there, both are.
+	for _, c := range []string{runner.CaptureCommand, runner.AgentCommand} {
+		out := filepath.Join(filepath.Dir(s.l.agent()), c)
+		// Built beside it and renamed, so that no pod ever starts a partly
+		// written binary.
+		tmp := filepath.Join(filepath.Dir(out), "."+c+".building")
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		begin := time.Now()
+		var buf bytes.Buffer
+		args := []string{"build", "-o", tmp}
+		if c == runner.CaptureCommand {
+			// What the agent image ships: the s3:// and file:// drivers.
+			args = append(args, "-tags", runner.CaptureBuildTags)
+		}
+		cmd := exec.CommandContext(ctx, goBin, append(args, "./cmd/"+c)...)
+		cmd.Dir = root
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		// Ending the build ends the compilers it started too.
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Run(); err != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("go build ./cmd/%s in %s: %v: %s (pass --agent or set %s)",
+				c, root, err, lastLines(buf.String(), 10), EnvAgent)
+		}
+		if err := os.Rename(tmp, out); err != nil {
+			return err
+		}
+		s.logf("built %s in %s", out, time.Since(begin).Round(100*time.Millisecond))
 	}
-	begin := time.Now()
-	var buf bytes.Buffer
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", tmp, "./cmd/kubectl-hactl")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// Ending the build ends the compilers it started too.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("go build ./cmd/kubectl-hactl in %s: %v: %s (pass --agent or set %s)",
-			root, err, lastLines(buf.String(), 10), EnvAgent)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return err
-	}
-	s.logf("built %s in %s", out, time.Since(begin).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -207,21 +207,9 @@ func ReadCredentials(ctx context.Context, get SecretGetter, c model.ClusterFacts
 	if err != nil {
 		return nil, err
 	}
-	pick := func(keys ...string) []byte {
-		for _, k := range keys {
-			if v, ok := s.Data[k]; ok {
-				return v
-			}
-		}
-		return nil
-	}
-	cr := &engine.Credentials{
-		CertPEM: pick("tls.crt", "cert.pem", "client.crt"),
-		KeyPEM:  pick("tls.key", "key.pem", "client.key"),
-		CAPEM:   pick("ca.crt", "ca.pem"),
-	}
-	if len(cr.CertPEM) == 0 || len(cr.KeyPEM) == 0 {
-		return nil, fmt.Errorf("TLS Secret %q has no tls.crt/tls.key pair", c.TLSSecret)
+	cr, err := engine.CredentialsFromKeys(s.Data)
+	if err != nil {
+		return nil, fmt.Errorf("TLS Secret %q has %w", c.TLSSecret, err)
 	}
 	return cr, nil
 }

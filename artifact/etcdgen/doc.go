@@ -1,4 +1,4 @@
-// Package etcdgen makes and restores etcd seed generations.
+// Package etcdgen makes etcd seed generations.
 //
 // Capture streams a backend snapshot from one member (Maintenance.Snapshot
 // through that member's own client, which in production goes through a
@@ -7,11 +7,7 @@
 // raft term and applied index, and the store revision read just before
 // the stream began.
 //
-// Restorer is the artifact.Materializer for etcd: it turns a verified
-// snapshot into a member data directory with etcd's own restore logic
-// (go.etcd.io/etcd/etcdutl/v3/snapshot, as `etcdutl snapshot restore`
-// does), then checks the result's integrity before it is activated.
-// Restoring every member of a cluster from one generation, each with the
-// same --initial-cluster and token, yields a new cluster with a new
-// cluster ID: this is etcd's documented quorum-loss recovery.
+// The restore half (Restorer, with etcd's restore logic and its server
+// packages) is etcdgen/etcdrestore, so that the capture binary carries
+// none of it.
 package etcdgen

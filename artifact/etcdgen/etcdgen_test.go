@@ -17,6 +17,7 @@ import (
 
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/etcdgen"
+	"github.com/hactl-dev/hactl/artifact/etcdgen/etcdrestore"
 	"github.com/hactl-dev/hactl/artifact/storetest"
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
@@ -197,7 +198,7 @@ func TestCaptureAndRestoreIntoNewCluster(t *testing.T) {
 		}
 	}
 	for _, m := range dst.Members {
-		r := etcdgen.Restorer{Name: m.Name, InitialCluster: dst.InitialCluster(), PeerURLs: []string{m.PeerURL}, InitialClusterToken: dst.Token + "-restored"}
+		r := etcdrestore.Restorer{Name: m.Name, InitialCluster: dst.InitialCluster(), PeerURLs: []string{m.PeerURL}, InitialClusterToken: dst.Token + "-restored"}
 		out, err := artifact.Restore(ctx, store, "g-10k", artifact.RestoreOptions{
 			DataDir: m.DataDir, Materializer: r, Replace: true,
 			Expect: artifact.Expect{ClusterID: id.ClusterID},
@@ -244,7 +245,7 @@ func TestCaptureAndRestoreIntoNewCluster(t *testing.T) {
 }
 
 func TestRestorerRefusesBadFlagsBeforeTouching(t *testing.T) {
-	for name, r := range map[string]etcdgen.Restorer{
+	for name, r := range map[string]etcdrestore.Restorer{
 		"no name":      {InitialCluster: "a=http://x:2380", PeerURLs: []string{"http://x:2380"}},
 		"not in":       {Name: "b", InitialCluster: "a=http://x:2380", PeerURLs: []string{"http://x:2380"}},
 		"url differs":  {Name: "a", InitialCluster: "a=http://x:2380", PeerURLs: []string{"http://y:2380"}},
@@ -256,7 +257,7 @@ func TestRestorerRefusesBadFlagsBeforeTouching(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	ok := etcdgen.Restorer{Name: "a", InitialCluster: "a=http://x:2380,b=http://y:2380", PeerURLs: []string{"http://x:2380"}}
+	ok := etcdrestore.Restorer{Name: "a", InitialCluster: "a=http://x:2380,b=http://y:2380", PeerURLs: []string{"http://x:2380"}}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}

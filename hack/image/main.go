@@ -1,13 +1,14 @@
-// Command image builds hactl's agent image (the image restore pods run)
-// from a static kubectl-hactl binary, without a container engine, and
+// Command image builds hactl's agent image (the image restore and capture
+// pods run) from the static kubectl-hactl and hactl-capture binaries,
+// without a container engine, and
 // writes it as an OCI image layout, a `docker save` tarball, to a
 // registry, or any of these:
 //
-//	go run ./hack/image --binary bin/kubectl-hactl --version v0.1.0 \
-//	    --out dist/image --tarball dist/hactl-image.tar \
+//	go run ./hack/image --binary bin/kubectl-hactl --capture-binary bin/hactl-capture \
+//	    --version v0.1.0 --out dist/image --tarball dist/hactl-image.tar \
 //	    [--push ghcr.io/hactl-dev/hactl:v0.1.0]
 //
-// The binary must be built for --platform (default linux/amd64) with
+// The binaries must be built for --platform (default linux/amd64) with
 // CGO_ENABLED=0. Timestamps come from SOURCE_DATE_EPOCH (0 when unset), so
 // the same inputs give the same digest. make image runs it.
 package main
@@ -48,6 +49,7 @@ func run(args []string) error {
 		push    pushes
 	)
 	fs.StringVar(&o.Binary, "binary", "", "the static kubectl-hactl binary (required)")
+	fs.StringVar(&o.CaptureBinary, "capture-binary", "", "the static hactl-capture binary (required)")
 	fs.StringVar(&o.Version, "version", "", "the image version: label and tag, e.g. v0.1.0 (required)")
 	fs.StringVar(&o.Commit, "commit", "unknown", "the org.opencontainers.image.revision label")
 	fs.StringVar(&o.Platform, "platform", image.DefaultPlatform, "os/arch the binary is built for, e.g. linux/arm64")
@@ -59,8 +61,8 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
-	if o.Binary == "" || o.Version == "" {
-		return fmt.Errorf("--binary and --version are required")
+	if o.Binary == "" || o.CaptureBinary == "" || o.Version == "" {
+		return fmt.Errorf("--binary, --capture-binary and --version are required")
 	}
 	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
 		sec, err := strconv.ParseInt(s, 10, 64)

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/agent"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
@@ -47,9 +48,11 @@ const SentinelKey = "/hactl-e2e/sentinel"
 // sandbox and StartTest skip its test, as -short does.
 const EnvSkip = "HACTL_SKIP_E2E"
 
-// Plugin and SandboxCommand are the commands Build builds (cmd/NAME).
+// Plugin, Capture and SandboxCommand are the commands Build builds
+// (cmd/NAME).
 const (
 	Plugin         = "kubectl-hactl"
+	Capture        = "hactl-capture"
 	SandboxCommand = "hactl-sandbox"
 )
 
@@ -79,7 +82,8 @@ type Options struct {
 	// APIServerArgs are appended to kube-apiserver's flags.
 	APIServerArgs []string
 	// Agent is the kubectl-hactl binary agent pods (restore, capture)
-	// run; empty: the plugin built for the suite.
+	// run, with the hactl-capture capture pods run beside it; empty: the
+	// ones built for the suite.
 	Agent string
 	// SandboxBinary runs the sandbox's supervisor as the built
 	// hactl-sandbox command (`hactl-sandbox serve`), as a user's sandbox
@@ -190,7 +194,8 @@ func Start(o Options) (*Suite, error) {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	cmds := []string{Plugin}
+	// The sandbox's capture pods run the hactl-capture beside the agent.
+	cmds := []string{Plugin, Capture}
 	if o.SandboxBinary {
 		cmds = append(cmds, SandboxCommand)
 	}
@@ -274,7 +279,12 @@ func Build(dir string, cmds ...string) error {
 	}
 	for _, c := range cmds {
 		out := filepath.Join(dir, c)
-		cmd := exec.Command("go", "run", "-exec", "cp", "./cmd/"+c, out)
+		args := []string{"run", "-exec", "cp"}
+		if c == Capture {
+			// What the agent image ships: the s3:// and file:// drivers.
+			args = append(args, "-tags", agent.CaptureBuildTags)
+		}
+		cmd := exec.Command("go", append(args, "./cmd/"+c, out)...)
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %v\n%s", c, err, b)

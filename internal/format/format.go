@@ -53,6 +53,26 @@ func Rate(bytesPerSecond float64) string {
 	return Bytes(int64(bytesPerSecond)) + "/s"
 }
 
+// Progress is "12.3 MiB / 27.1 MiB (45%), 4.1 MiB/s, ETA 4s"; without a
+// known total, bytes and rate only.
+func Progress(done, total int64, elapsed time.Duration) string {
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(done) / s
+	}
+	txt := Bytes(done)
+	if total > 0 {
+		pct := min(100, 100*float64(done)/float64(total))
+		txt += fmt.Sprintf(" / %s (%.0f%%)", Bytes(total), pct)
+	}
+	txt += ", " + Rate(rate)
+	if total > 0 && rate > 0 && done < total {
+		eta := time.Duration(float64(total-done) / rate * float64(time.Second))
+		txt += ", ETA " + eta.Round(time.Second).String()
+	}
+	return txt
+}
+
 // Age is a kubectl-style age of t at now ("45s", "5m", "2d"); "-" for a
 // zero time. A time in the future is "0s".
 func Age(t, now time.Time) string {

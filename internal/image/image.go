@@ -4,12 +4,15 @@
 // go-containerregistry and writes them as an OCI image layout, a
 // `docker save` tarball, or straight to a registry.
 //
-// The image is the static kubectl-hactl binary on an empty base:
+// The image is the static kubectl-hactl and hactl-capture binaries on an
+// empty base:
 //
 //   - a system layer: /etc/ssl/certs/ca-certificates.crt (the build
 //     machine's CA bundle), a minimal /etc/passwd and /etc/group naming the
 //     nonroot user 65532, /home/nonroot and /tmp (mode 1777);
-//   - the binary layer: /usr/local/bin/kubectl-hactl, root-owned, mode 0755;
+//   - the binary layer: /usr/local/bin/kubectl-hactl (restore pods run it)
+//     and /usr/local/bin/hactl-capture (capture pods run it), root-owned,
+//     mode 0755;
 //   - a config running /usr/local/bin/kubectl-hactl as 65532:65532 with
 //     SSL_CERT_FILE and PATH set and the OCI labels (version, revision,
 //     source, title).
@@ -52,6 +55,9 @@ import (
 const (
 	// BinaryPath is the agent binary inside the image (also the entrypoint).
 	BinaryPath = "/usr/local/bin/kubectl-hactl"
+	// CaptureBinaryPath is the capture binary inside the image, the
+	// command of capture pods.
+	CaptureBinaryPath = "/usr/local/bin/hactl-capture"
 	// CACertsPath is the CA bundle inside the image (SSL_CERT_FILE).
 	CACertsPath = "/etc/ssl/certs/ca-certificates.crt"
 	// DefaultCACerts is where the build machine's bundle is read from:
@@ -83,6 +89,9 @@ type Options struct {
 	// Binary is the path of the static kubectl-hactl binary, built for
 	// Platform (CGO_ENABLED=0 GOOS=linux GOARCH=...). Required.
 	Binary string
+	// CaptureBinary is the path of the static hactl-capture binary
+	// (./cmd/hactl-capture), built the same way. Required.
+	CaptureBinary string
 	// Version is the org.opencontainers.image.version label, e.g. v0.1.0.
 	// Required.
 	Version string
@@ -120,6 +129,9 @@ func Build(o Options) (v1.Image, error) {
 	if o.Binary == "" {
 		return nil, errors.New("image: no binary given (the static kubectl-hactl to put in the image)")
 	}
+	if o.CaptureBinary == "" {
+		return nil, errors.New("image: no capture binary given (the static hactl-capture to put in the image)")
+	}
 	if o.Version == "" {
 		return nil, errors.New("image: no version given (the org.opencontainers.image.version label)")
 	}
@@ -145,12 +157,14 @@ func Build(o Options) (v1.Image, error) {
 	if plat.OS != "linux" {
 		return nil, fmt.Errorf("image: platform %q: the agent image is linux only", o.Platform)
 	}
-	if err := checkBinary(o.Binary, plat.Architecture); err != nil {
-		return nil, err
-	}
-	bin, err := os.ReadFile(o.Binary)
-	if err != nil {
-		return nil, fmt.Errorf("image: reading the binary: %w", err)
+	var bins [2][]byte
+	for i, p := range []string{o.Binary, o.CaptureBinary} {
+		if err := checkBinary(p, plat.Architecture); err != nil {
+			return nil, err
+		}
+		if bins[i], err = os.ReadFile(p); err != nil {
+			return nil, fmt.Errorf("image: reading the binary: %w", err)
+		}
 	}
 	certs, err := os.ReadFile(o.CACerts)
 	if err != nil {
@@ -169,7 +183,8 @@ func Build(o Options) (v1.Image, error) {
 	}
 	agent, err := layer(created, []file{
 		dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755),
-		{name: strings.TrimPrefix(BinaryPath, "/"), mode: 0o755, body: bin},
+		{name: strings.TrimPrefix(BinaryPath, "/"), mode: 0o755, body: bins[0]},
+		{name: strings.TrimPrefix(CaptureBinaryPath, "/"), mode: 0o755, body: bins[1]},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("image: binary layer: %w", err)
@@ -184,7 +199,7 @@ func Build(o Options) (v1.Image, error) {
 			Created: v1.Time{Time: created}, CreatedBy: "hactl hack/image: ca-certificates, passwd, group, /tmp",
 		}},
 		mutate.Addendum{Layer: agent, MediaType: types.DockerLayer, History: v1.History{
-			Created: v1.Time{Time: created}, CreatedBy: "hactl hack/image: " + BinaryPath,
+			Created: v1.Time{Time: created}, CreatedBy: "hactl hack/image: " + BinaryPath + ", " + CaptureBinaryPath,
 		}},
 	)
 	if err != nil {

@@ -60,41 +60,52 @@ func TestMain(m *testing.M) {
 }
 
 // tinyAgent builds a tiny static linux binary for each GOARCH in arches,
-// once per run.
-func tinyAgent(t *testing.T, arch string) string {
+// once per run; tinyCapture is another one (it prints another line), the
+// image's capture binary.
+func tinyAgent(t *testing.T, arch string) string { return tiny(t, "kubectl-hactl", arch) }
+
+func tinyCapture(t *testing.T, arch string) string { return tiny(t, "hactl-capture", arch) }
+
+func tiny(t *testing.T, name, arch string) string {
 	t.Helper()
 	binOnce.Do(func() {
 		binDir, binErr = os.MkdirTemp("", "hactl-image-test-")
 		if binErr != nil {
 			return
 		}
-		src := filepath.Join(binDir, "main.go")
-		binErr = os.WriteFile(src, []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"kubectl-hactl (image test)\") }\n"), 0o644)
-		if binErr != nil {
-			return
-		}
-		for _, a := range []string{"amd64", "arm64"} {
-			out := filepath.Join(binDir, "kubectl-hactl-"+a)
-			cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "main.go")
-			cmd.Dir = binDir
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+a, "GOWORK=off", "GOFLAGS=-buildvcs=false")
-			if msg, err := cmd.CombinedOutput(); err != nil {
-				binErr = errors.New("go build: " + err.Error() + "\n" + string(msg))
+		for _, n := range []string{"kubectl-hactl", "hactl-capture"} {
+			src := filepath.Join(binDir, n, "main.go")
+			if binErr = os.MkdirAll(filepath.Dir(src), 0o755); binErr != nil {
 				return
 			}
-			binPaths[a] = out
+			binErr = os.WriteFile(src, []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\""+n+" (image test)\") }\n"), 0o644)
+			if binErr != nil {
+				return
+			}
+			for _, a := range []string{"amd64", "arm64"} {
+				out := filepath.Join(binDir, n+"-"+a)
+				cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "main.go")
+				cmd.Dir = filepath.Dir(src)
+				cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+a, "GOWORK=off", "GOFLAGS=-buildvcs=false")
+				if msg, err := cmd.CombinedOutput(); err != nil {
+					binErr = errors.New("go build: " + err.Error() + "\n" + string(msg))
+					return
+				}
+				binPaths[n+"-"+a] = out
+			}
 		}
 	})
 	if binErr != nil {
 		t.Fatal(binErr)
 	}
-	return binPaths[arch]
+	return binPaths[name+"-"+arch]
 }
 
-// agent is the binary the image tests put in the image: the real one when
-// HACTL_AGENT_BINARY names it (its platform read from its ELF header),
-// else a tiny static one built here.
-func agent(t *testing.T) (path, platform string) {
+// agent is the binaries the image tests put in the image: the real ones
+// when HACTL_AGENT_BINARY names kubectl-hactl (hactl-capture beside it;
+// the platform read from its ELF header), else tiny static ones built
+// here.
+func agent(t *testing.T) (path, capture, platform string) {
 	t.Helper()
 	if p := os.Getenv("HACTL_AGENT_BINARY"); p != "" {
 		f, err := elf.Open(p)
@@ -102,34 +113,41 @@ func agent(t *testing.T) (path, platform string) {
 			t.Fatalf("HACTL_AGENT_BINARY=%s: %v", p, err)
 		}
 		defer f.Close()
+		c := filepath.Join(filepath.Dir(p), "hactl-capture")
 		switch f.Machine {
 		case elf.EM_X86_64:
-			return p, "linux/amd64"
+			return p, c, "linux/amd64"
 		case elf.EM_AARCH64:
-			return p, "linux/arm64"
+			return p, c, "linux/arm64"
 		default:
 			t.Fatalf("HACTL_AGENT_BINARY=%s is for %s", p, f.Machine)
 		}
 	}
-	return tinyAgent(t, "amd64"), "linux/amd64"
+	return tinyAgent(t, "amd64"), tinyCapture(t, "amd64"), "linux/amd64"
 }
 
-// madeBinary is bin/kubectl-hactl as `make build` wrote it, when it is
-// there and is a static linux/amd64 binary; "" otherwise.
-func madeBinary() string {
-	p, err := filepath.Abs(filepath.Join("..", "..", "bin", "kubectl-hactl"))
-	if err != nil {
-		return ""
+// madeBinary is bin/kubectl-hactl and bin/hactl-capture as `make build`
+// wrote them, when both are there and are static linux/amd64 binaries;
+// "" otherwise.
+func madeBinary() (agent, capture string) {
+	var paths [2]string
+	for i, n := range []string{"kubectl-hactl", "hactl-capture"} {
+		p, err := filepath.Abs(filepath.Join("..", "..", "bin", n))
+		if err != nil {
+			return "", ""
+		}
+		f, err := elf.Open(p)
+		if err != nil {
+			return "", ""
+		}
+		static := f.Machine == elf.EM_X86_64 && f.Section(".interp") == nil
+		f.Close()
+		if !static {
+			return "", ""
+		}
+		paths[i] = p
 	}
-	f, err := elf.Open(p)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if f.Machine != elf.EM_X86_64 || f.Section(".interp") != nil {
-		return ""
-	}
-	return p
+	return paths[0], paths[1]
 }
 
 // caBundle writes a PEM bundle of two freshly made self-signed CAs, so the
@@ -168,14 +186,15 @@ func caBundle(t *testing.T) string {
 
 func options(t *testing.T) image.Options {
 	t.Helper()
-	bin, platform := agent(t)
+	bin, capture, platform := agent(t)
 	return image.Options{
-		Binary:   bin,
-		Version:  "v1.2.3-test",
-		Commit:   "0123abc",
-		Platform: platform,
-		CACerts:  caBundle(t),
-		Created:  created,
+		Binary:        bin,
+		CaptureBinary: capture,
+		Version:       "v1.2.3-test",
+		Commit:        "0123abc",
+		Platform:      platform,
+		CACerts:       caBundle(t),
+		Created:       created,
 	}
 }
 
@@ -209,9 +228,9 @@ func sum(t *testing.T, path string) [32]byte {
 func TestRoundTripThroughARealRegistry(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // anonymous: no credentials of this machine
 	o := options(t)
-	if p := madeBinary(); p != "" && os.Getenv("HACTL_AGENT_BINARY") == "" {
+	if p, c := madeBinary(); p != "" && os.Getenv("HACTL_AGENT_BINARY") == "" {
 		// make test builds first: the image holds what make build made.
-		o.Binary, o.Platform = p, "linux/amd64"
+		o.Binary, o.CaptureBinary, o.Platform = p, c, "linux/amd64"
 	}
 	img, want := build(t, o)
 
@@ -352,7 +371,7 @@ func checkFiles(t *testing.T, img v1.Image, o image.Options) {
 	slices.Sort(names)
 	want := []string{
 		"etc", "etc/group", "etc/passwd", "etc/ssl", "etc/ssl/certs", "etc/ssl/certs/ca-certificates.crt",
-		"home", "home/nonroot", "root", "tmp", "usr", "usr/local", "usr/local/bin", "usr/local/bin/kubectl-hactl",
+		"home", "home/nonroot", "root", "tmp", "usr", "usr/local", "usr/local/bin", "usr/local/bin/hactl-capture", "usr/local/bin/kubectl-hactl",
 	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("image files %q, want %q", names, want)
@@ -363,12 +382,14 @@ func checkFiles(t *testing.T, img v1.Image, o image.Options) {
 		}
 	}
 
-	bin := fs["usr/local/bin/kubectl-hactl"]
-	if sha256.Sum256(bin.body) != sum(t, o.Binary) {
-		t.Errorf("the agent in the image differs from %s (%d bytes in the image)", o.Binary, len(bin.body))
-	}
-	if bin.hdr.Typeflag != tar.TypeReg || bin.hdr.Mode&0o7777 != 0o755 || bin.hdr.Uid != 0 || bin.hdr.Gid != 0 {
-		t.Errorf("agent: type %c mode %o owner %d:%d, want a root-owned 0755 file", bin.hdr.Typeflag, bin.hdr.Mode, bin.hdr.Uid, bin.hdr.Gid)
+	for n, src := range map[string]string{"usr/local/bin/kubectl-hactl": o.Binary, "usr/local/bin/hactl-capture": o.CaptureBinary} {
+		bin := fs[n]
+		if sha256.Sum256(bin.body) != sum(t, src) {
+			t.Errorf("/%s in the image differs from %s (%d bytes in the image)", n, src, len(bin.body))
+		}
+		if bin.hdr.Typeflag != tar.TypeReg || bin.hdr.Mode&0o7777 != 0o755 || bin.hdr.Uid != 0 || bin.hdr.Gid != 0 {
+			t.Errorf("/%s: type %c mode %o owner %d:%d, want a root-owned 0755 file", n, bin.hdr.Typeflag, bin.hdr.Mode, bin.hdr.Uid, bin.hdr.Gid)
+		}
 	}
 	ca := fs["etc/ssl/certs/ca-certificates.crt"]
 	if len(ca.body) == 0 || sha256.Sum256(ca.body) != sum(t, o.CACerts) {
@@ -406,6 +427,7 @@ func TestSameInputsSameDigest(t *testing.T) {
 		"commit":  func(o *image.Options) { o.Commit = "fedcba9" },
 		"created": func(o *image.Options) { o.Created = created.Add(time.Second) },
 		"ca":      func(o *image.Options) { o.CACerts = caBundle(t) },
+		"capture": func(o *image.Options) { o.CaptureBinary = tinyAgent(t, "amd64") },
 	}
 	for what, change := range changed {
 		c := o
@@ -530,7 +552,7 @@ func TestTarballLoadsBack(t *testing.T) {
 // TestPlatformArm64: an arm64 binary makes an arm64 image.
 func TestPlatformArm64(t *testing.T) {
 	o := options(t)
-	o.Binary, o.Platform = tinyAgent(t, "arm64"), "linux/arm64"
+	o.Binary, o.CaptureBinary, o.Platform = tinyAgent(t, "arm64"), tinyCapture(t, "arm64"), "linux/arm64"
 	img, _ := build(t, o)
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -562,7 +584,11 @@ func TestBuildRefuses(t *testing.T) {
 	}{
 		{"no binary", func(o *image.Options) { o.Binary = filepath.Join(dir, "absent") }, "no binary at"},
 		{"not an executable", func(o *image.Options) { o.Binary = text }, "is not a Linux executable"},
-		{"other architecture", func(o *image.Options) { o.Binary, o.Platform = tinyAgent(t, "amd64"), "linux/arm64" }, "cross-build it with CGO_ENABLED=0 GOOS=linux GOARCH=arm64"},
+		{"other architecture", func(o *image.Options) {
+			o.Binary, o.CaptureBinary, o.Platform = tinyAgent(t, "arm64"), tinyCapture(t, "amd64"), "linux/arm64"
+		}, "cross-build it with CGO_ENABLED=0 GOOS=linux GOARCH=arm64"},
+		{"no capture binary", func(o *image.Options) { o.CaptureBinary = "" }, "no capture binary given"},
+		{"capture binary not an executable", func(o *image.Options) { o.CaptureBinary = text }, "is not a Linux executable"},
 		{"not linux", func(o *image.Options) { o.Platform = "windows/amd64" }, "linux only"},
 		{"no version", func(o *image.Options) { o.Version = "" }, "no version"},
 		{"no CA bundle", func(o *image.Options) { o.CACerts = filepath.Join(dir, "absent.crt") }, "no CA bundle at"},

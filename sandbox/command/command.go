@@ -107,7 +107,7 @@ With no --scenario, the demo set is started in namespace ` + scenario.DefaultNam
 	cmd.Flags().StringArrayVar(&o.Scenarios, "scenario", nil, "scenario to set up (repeatable; default: the demo set)")
 	cmd.Flags().StringVar(&o.Namespace, "namespace", scenario.DefaultNamespace, "namespace of the scenarios' clusters")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "give up if the sandbox is not up by then")
-	cmd.Flags().StringVar(&o.Agent, "agent", "", "kubectl-hactl binary that agent pods (restore) run (default $"+sandbox.EnvAgent+", else built from this repository into DIR/bin)")
+	cmd.Flags().StringVar(&o.Agent, "agent", "", "kubectl-hactl binary that agent pods (restore) run, with the hactl-capture capture pods run beside it (default $"+sandbox.EnvAgent+", else both built from this repository into DIR/bin)")
 	return cmd
 }
 

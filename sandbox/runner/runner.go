@@ -39,6 +39,16 @@ const HostIP = "127.0.0.1"
 // their PATH.
 const AgentCommand = "kubectl-hactl"
 
+// CaptureCommand is the agent image's capture binary (capture pods run
+// it): the runner links the file of that name beside Options.AgentPath
+// next to the agent, so containers find it on their PATH too.
+const CaptureCommand = "hactl-capture"
+
+// CaptureBuildTags are the build tags of hactl-capture
+// (agent.CaptureBuildTags, which the runner's tests compare this with;
+// the runner does not import the agent and its store drivers).
+const CaptureBuildTags = "hactl_s3only"
+
 // Options configures a Runner.
 type Options struct {
 	Kube    kubernetes.Interface
@@ -47,8 +57,9 @@ type Options struct {
 	// PATH.
 	BinDir string
 	// AgentPath is the kubectl-hactl binary that containers of hactl's
-	// agent image run. The runner links it as Dir/agent/kubectl-hactl and
-	// puts that directory on the containers' PATH right after BinDir, so a
+	// agent image run. The runner links it as Dir/agent/kubectl-hactl (and
+	// the hactl-capture beside it as Dir/agent/hactl-capture) and puts
+	// that directory on the containers' PATH right after BinDir, so a
 	// command of kubectl-hactl (or /usr/local/bin/kubectl-hactl, or a
 	// script calling it) runs it whatever its file is called. It need not
 	// exist yet when the runner starts. Empty, or missing when a
@@ -172,8 +183,8 @@ func (r *Runner) Start(ctx context.Context) error {
 	return nil
 }
 
-// linkAgent makes dir/kubectl-hactl a link to the agent binary and returns
-// dir.
+// linkAgent makes dir/kubectl-hactl a link to the agent binary, and
+// dir/hactl-capture one to the hactl-capture beside it, and returns dir.
 func linkAgent(agent, dir string) (string, error) {
 	abs, err := filepath.Abs(agent)
 	if err != nil {
@@ -186,12 +197,14 @@ func linkAgent(agent, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	link := filepath.Join(dir, AgentCommand)
-	if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
-	if err := os.Symlink(abs, link); err != nil {
-		return "", fmt.Errorf("runner: linking the agent binary: %w", err)
+	for name, target := range map[string]string{AgentCommand: abs, CaptureCommand: filepath.Join(filepath.Dir(abs), CaptureCommand)} {
+		link := filepath.Join(dir, name)
+		if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if err := os.Symlink(target, link); err != nil {
+			return "", fmt.Errorf("runner: linking the agent binary: %w", err)
+		}
 	}
 	return dir, nil
 }
