@@ -403,19 +403,20 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // once rather than up to a poll later: a watch on that one pod, from the
 // resourceVersion last read. The loop still reads the pod itself (with a
 // get) on every wake-up; an event only ends the sleep early. When the
-// watch cannot be opened (RBAC without watch on pods) or ends, the loop
-// sleeps its full interval, and the watch is opened again at most once
-// per interval.
+// watch ends or cannot be opened, the loop sleeps its full interval, and
+// the watch is opened again at most once per interval; once the API
+// server refuses it (RBAC without watch on pods), never again.
 type podChanges struct {
-	pods   corev1client.PodInterface
-	w      watch.Interface
-	opened time.Time
+	pods    corev1client.PodInterface
+	w       watch.Interface
+	opened  time.Time
+	refused bool
 }
 
 // next waits until the pod changes after pod's resourceVersion, ctx ends
 // (its error), or d passes.
 func (c *podChanges) next(ctx context.Context, pod *corev1.Pod, d time.Duration) error {
-	if c.w == nil && time.Since(c.opened) >= d {
+	if c.w == nil && !c.refused && time.Since(c.opened) >= d {
 		c.open(ctx, pod)
 	}
 	if c.w == nil {
@@ -435,16 +436,19 @@ func (c *podChanges) next(ctx context.Context, pod *corev1.Pod, d time.Duration)
 	return nil
 }
 
-// open watches pod (by name) from its resourceVersion; on error (RBAC,
-// a resourceVersion too old) there is no watch until the next open.
+// open watches pod (by name) from its resourceVersion; on an error there
+// is no watch until the next open, and none at all after a refusal.
 func (c *podChanges) open(ctx context.Context, pod *corev1.Pod) {
 	c.opened = time.Now()
 	w, err := c.pods.Watch(ctx, metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", pod.Name).String(),
 		ResourceVersion: pod.ResourceVersion,
 	})
-	if err == nil {
+	switch {
+	case err == nil:
 		c.w = w
+	case apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
+		c.refused = true
 	}
 }
 
@@ -472,6 +476,16 @@ func scheduledOrTried(pod *corev1.Pod) bool {
 	return false
 }
 
+// oldImageHint explains a capture container that could not run its
+// command: an agent image from before hactl-capture (an older release
+// pinned with --agent-image, or a cached image of the same tag).
+func oldImageHint(msg string) string {
+	if !strings.Contains(msg, agent.CaptureCommand) || !strings.Contains(msg, "not found") {
+		return ""
+	}
+	return "; the agent image has no " + agent.CaptureCommand + ": use the agent image of this hactl's version (--agent-image), or --capture port-forward"
+}
+
 // notStarting is why a pod that has not started never will by itself.
 func notStarting(pod *corev1.Pod) string {
 	for _, c := range pod.Status.Conditions {
@@ -483,7 +497,7 @@ func notStarting(pod *corev1.Pod) string {
 		if w := cs.State.Waiting; w != nil {
 			switch w.Reason {
 			case "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError":
-				return fmt.Sprintf("its container cannot start (%s: %s)", w.Reason, w.Message)
+				return fmt.Sprintf("its container cannot start (%s: %s)", w.Reason, w.Message) + oldImageHint(w.Message)
 			}
 		}
 	}
@@ -549,6 +563,7 @@ func (p *podCapture) wait(ctx context.Context, pod *corev1.Pod) (*artifact.Captu
 			n, last := artifact.LastCaptureLines(log)
 			streamed = max(streamed, n)
 			why := terminationMessage(pod)
+			why += oldImageHint(why)
 			if last != nil && last.Error != "" {
 				why = last.Error
 			}

@@ -12,6 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
@@ -112,6 +114,15 @@ func TestCapturePodNotStarting(t *testing.T) {
 	if scheduledOrTried(pending) || !scheduledOrTried(unsched) {
 		t.Fatal("scheduledOrTried")
 	}
+	// An agent image from before hactl-capture: the reason says so.
+	old := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "CreateContainerError", Message: `exec: "hactl-capture": executable file not found in $PATH`}}}}}}
+	if why := notStarting(old); !strings.Contains(why, "the agent image has no hactl-capture") || !strings.Contains(why, "--agent-image") {
+		t.Fatalf("an image without hactl-capture: %q", why)
+	}
+	if why := notStarting(pull); strings.Contains(why, "agent image has no") {
+		t.Fatalf("an image pull failure blamed on the image's age: %q", why)
+	}
 	for in, want := range map[string]CaptureMode{"": CaptureAuto, "auto": CaptureAuto, "pod": CaptureInPod, "port-forward": CapturePortForward} {
 		if got, err := ParseCaptureMode(in); err != nil || got != want {
 			t.Errorf("%q: %v %v", in, got, err)
@@ -132,9 +143,10 @@ func TestCaptureSpecHashTellsPodsApart(t *testing.T) {
 		t.Fatal("the digest of the same container differs")
 	}
 	for name, edit := range map[string]func(c *corev1.Container){
-		"store":  func(c *corev1.Container) { c.Args[0] = "--store=s3://b/p" },
-		"image":  func(c *corev1.Container) { c.Image = "example/hactl:2" },
-		"secret": func(c *corev1.Container) { c.EnvFrom[0].SecretRef.Name = "other" },
+		"store":   func(c *corev1.Container) { c.Args[0] = "--store=s3://b/p" },
+		"image":   func(c *corev1.Container) { c.Image = "example/hactl:2" },
+		"secret":  func(c *corev1.Container) { c.EnvFrom[0].SecretRef.Name = "other" },
+		"command": func(c *corev1.Container) { c.Command = []string{"kubectl-hactl", "agent", "capture"} },
 	} {
 		c := base.DeepCopy()
 		edit(c)
@@ -204,18 +216,12 @@ func TestCapturePodWaitWakesOnItsChange(t *testing.T) {
 		}
 		return p
 	}
-	pod, other := mk("hactl-capture-etcd-0"), mk("hactl-capture-etcd-1")
+	pod := mk("hactl-capture-etcd-0")
 	changes := &podChanges{pods: cs.CoreV1().Pods(ns)}
 	defer changes.stop()
 	changes.open(ctx, pod)
 	if changes.w == nil {
 		t.Fatal("no watch on the capture pod")
-	}
-	// Another pod changes first: the watch is on the capture pod alone, so
-	// its events are not this one's.
-	other.Status.Phase = corev1.PodRunning
-	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, other, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 	woke := make(chan error, 1)
 	go func() { woke <- changes.next(ctx, pod, time.Hour) }()
@@ -231,7 +237,18 @@ func TestCapturePodWaitWakesOnItsChange(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the capture pod succeeded and the wait (an hour's interval) did not wake")
 	}
-	if got, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil || got.Status.Phase != corev1.PodSucceeded {
-		t.Fatalf("after the wake-up the pod reads %v (%v), want Succeeded", got.Status.Phase, err)
+
+	// A user who may not watch pods: the watch is refused once and never
+	// asked for again; the wait sleeps its interval instead.
+	cfg := rest.CopyConfig(base)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "no-watch"}
+	denied := &podChanges{pods: kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(ns)}
+	for range 2 {
+		if err := denied.next(ctx, pod, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !denied.refused || denied.w != nil {
+		t.Fatalf("after a refused watch: refused %v, watch %v", denied.refused, denied.w)
 	}
 }

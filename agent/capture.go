@@ -49,7 +49,7 @@ const CaptureCommand = "hactl-capture"
 
 // CaptureBuildTags are the build tags hactl-capture is built with (make
 // build, the image, the tests' and the sandbox's builds): the s3:// and
-// file:// store drivers only (artifact.S3Only), which keeps the capture
+// file:// store drivers only (artifact/store_s3only.go), which keeps the capture
 // pod's process small. Capture pods for gs:// and azblob:// stores run
 // `kubectl-hactl agent capture`, which has every driver.
 const CaptureBuildTags = "hactl_s3only"
@@ -130,6 +130,9 @@ type CaptureOptions struct {
 	Timeout time.Duration
 	Output  string
 
+	// Program names this binary in the default --created-by (default
+	// kubectl-hactl).
+	Program string
 	// Getenv reads the environment (os.Getenv when nil).
 	Getenv func(string) string
 	// Out gets the receipt (and, with -o json, every line); ErrOut the
@@ -216,7 +219,11 @@ func (o *CaptureOptions) Validate() error {
 		o.Member, _, _ = net.SplitHostPort(o.Endpoint)
 	}
 	if o.CreatedBy == "" {
-		o.CreatedBy = "kubectl-hactl " + buildinfo.Version + " (capture pod)"
+		program := o.Program
+		if program == "" {
+			program = "kubectl-hactl"
+		}
+		o.CreatedBy = program + " " + buildinfo.Version + " (capture pod)"
 	}
 	return nil
 }

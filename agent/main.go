@@ -15,7 +15,7 @@ import (
 // Main runs hactl-capture with args (without the program name) and
 // returns its exit code: the capture's flags, plus --version and --help.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	o := &CaptureOptions{Getenv: getenv, Out: stdout, ErrOut: stderr}
+	o := &CaptureOptions{Program: CaptureCommand, Getenv: getenv, Out: stdout, ErrOut: stderr}
 	f := pflag.NewFlagSet(CaptureCommand, pflag.ContinueOnError)
 	f.SetOutput(stderr)
 	o.AddFlags(f)

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,5 +59,30 @@ func TestExitCode(t *testing.T) {
 		if got := ExitCode(err); got != want {
 			t.Errorf("ExitCode(%v) = %d, want %d", err, got, want)
 		}
+	}
+}
+
+// The release build of hactl-capture (make build, make image) uses the
+// tags the tests and the sandbox build it with.
+func TestMakefileBuildsWithTheCaptureTags(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags string
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "CAPTURE_BUILDFLAGS = "); ok {
+			flags = v
+		}
+	}
+	tags := ""
+	if f := strings.Fields(flags); slices.Index(f, "-tags") >= 0 && slices.Index(f, "-tags")+1 < len(f) {
+		tags = f[slices.Index(f, "-tags")+1]
+	}
+	if !slices.Contains(strings.Split(tags, ","), CaptureBuildTags) {
+		t.Fatalf("the Makefile's CAPTURE_BUILDFLAGS %q lack the tag %s", flags, CaptureBuildTags)
+	}
+	if n := strings.Count(string(b), "$(CAPTURE_BUILDFLAGS)"); n < 2 || strings.Contains(string(b), "$(BUILDFLAGS) -ldflags \"$(LDFLAGS)\" -o bin/hactl-capture") {
+		t.Fatalf("hactl-capture is not built with CAPTURE_BUILDFLAGS everywhere (%d uses)", n)
 	}
 }

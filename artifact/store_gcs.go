@@ -13,10 +13,6 @@ import (
 	"github.com/hactl-dev/hactl/artifact/gcs"
 )
 
-// S3Only is true in a build with the s3:// and file:// drivers only (the
-// tag hactl_s3only: the agent image's hactl-capture).
-const S3Only = false
-
 // openGCS opens a gs:// bucket with the artifact/gcs driver. Its query
 // parameters: endpoint (the JSON API's base URL, an http(s) URL such as
 // an emulator's http://127.0.0.1:4443; default

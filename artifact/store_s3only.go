@@ -15,9 +15,6 @@ import (
 // the capture pod's process small; hactl's capture pods for gs:// and
 // azblob:// stores run kubectl-hactl, which has every driver.
 
-// S3Only is true in a build with the s3:// and file:// drivers only.
-const S3Only = true
-
 func openGCS(context.Context, *url.URL, *Credentials) (*blob.Bucket, error) {
 	return nil, errDriverNotBuilt("gs")
 }
