@@ -419,8 +419,9 @@ func (c *podChanges) next(ctx context.Context, pod *corev1.Pod, d time.Duration)
 	if c.w == nil && !c.refused && time.Since(c.opened) >= d {
 		c.open(ctx, pod)
 	}
-	if c.w == nil {
-		return sleepCtx(ctx, d)
+	var events <-chan watch.Event // nil without a watch: never ready
+	if c.w != nil {
+		events = c.w.ResultChan()
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -428,7 +429,7 @@ func (c *podChanges) next(ctx context.Context, pod *corev1.Pod, d time.Duration)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
-	case ev, ok := <-c.w.ResultChan():
+	case ev, ok := <-events:
 		if !ok || ev.Type == watch.Error {
 			c.stop()
 		}

@@ -188,6 +188,21 @@ func (o *CaptureOptions) getenv(k string) string {
 	return o.Getenv(k)
 }
 
+// CheckStoreFlags checks what every agent command (capture here, restore
+// in kubectl-hactl) takes alike: a store, a generation and -o json or
+// nothing. Its errors are *UsageError.
+func CheckStoreFlags(store, generation, output string) error {
+	switch {
+	case store == "":
+		return usageError("--store is required (or set %s)", EnvStore)
+	case generation == "":
+		return usageError("--generation is required (or set %s)", EnvGeneration)
+	case output != "" && output != "json":
+		return usageError("--output must be json (or omitted), got %q", output)
+	}
+	return nil
+}
+
 // Validate checks the flags, filling --store and --generation from the
 // environment.
 func (o *CaptureOptions) Validate() error {
@@ -197,15 +212,12 @@ func (o *CaptureOptions) Validate() error {
 	if o.Generation == "" {
 		o.Generation = o.getenv(EnvGeneration)
 	}
+	if err := CheckStoreFlags(o.Store, o.Generation, o.Output); err != nil {
+		return err
+	}
 	switch {
-	case o.Store == "":
-		return usageError("--store is required (or set %s)", EnvStore)
-	case o.Generation == "":
-		return usageError("--generation is required (or set %s)", EnvGeneration)
 	case o.Endpoint == "":
 		return usageError("--endpoint is required: the member's client address, host:port")
-	case o.Output != "" && o.Output != "json":
-		return usageError("--output must be json (or omitted), got %q", o.Output)
 	case o.Timeout < 0:
 		return usageError("--timeout must not be negative")
 	}

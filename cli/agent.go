@@ -246,15 +246,12 @@ func (o *AgentRestoreOptions) Complete() error {
 
 // Validate checks the flags.
 func (o *AgentRestoreOptions) Validate() error {
+	if err := agent.CheckStoreFlags(o.Store, o.Generation, o.Output); err != nil {
+		return withCode(ExitUsage, err)
+	}
 	switch {
-	case o.Store == "":
-		return usageError("--store is required (or set %s)", envStore)
-	case o.Generation == "":
-		return usageError("--generation is required (or set %s)", envGeneration)
 	case o.DataDir == "":
 		return usageError("--data-dir is required")
-	case o.Output != "" && o.Output != "json":
-		return usageError("--output must be json (or omitted), got %q", o.Output)
 	case o.MinRevision < 0:
 		return usageError("--min-revision must not be negative")
 	case o.ExpectRevision < 0:
