@@ -22,7 +22,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	version := f.Bool("version", false, "Print the version and exit.")
 	f.SortFlags = false
 	f.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n\nUsage:\n  %s --store URL --generation G --endpoint HOST:PORT [flags]\n\nFlags:\n%s", CaptureHelp, CaptureCommand, f.FlagUsages())
+		fmt.Fprintf(stderr, "%s\n\nAs built for hactl's agent image (make build) it carries the s3:// and\nfile:// store drivers only; kubectl-hactl agent capture has every driver.\n\nUsage:\n  %s --store URL --generation G --endpoint HOST:PORT [flags]\n\nFlags:\n%s", CaptureHelp, CaptureCommand, f.FlagUsages())
 	}
 	err := f.Parse(args)
 	switch {

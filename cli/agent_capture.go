@@ -18,7 +18,9 @@ func NewCmdAgentCapture(streams genericiooptions.IOStreams) *cobra.Command {
 		Long: agent.CaptureHelp + `
 
 The agent image runs the same command as its own small binary,
-` + agent.CaptureCommand + `, with the same flags.`,
+` + agent.CaptureCommand + `, with the same flags, for s3:// stores (it carries the
+s3:// and file:// drivers only); capture pods for gs:// and azblob://
+stores run this command.`,
 		Example: `  # what a capture pod runs (as hactl-capture, with the same flags)
   kubectl-hactl agent capture --store 's3://seeds/etcd-main?endpoint=https://s3.example&use_path_style=true' \
       --generation nightly-42 --endpoint etcd-main-1.etcd-main-headless.db.svc:2379 --member etcd-main-1 \
