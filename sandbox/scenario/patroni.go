@@ -526,12 +526,67 @@ func runPGSplitPrimary(ctx context.Context, env Env, s *Scenario) error {
 		return err
 	}
 	rogue := replicas[0]
-	if err := env.Break(ctx, rogue, fault.Promote, nil); err != nil {
-		return err
+	return promoteRogue(ctx, env, s.Name, rogue, []string{leader, rogue}, func(sts map[string]PatroniStatus) bool {
+		return sts[leader].primary() && sts[rogue].Pause
+	}, patroniLoopWait)
+}
+
+// promoteRogue promotes rogue's PostgreSQL behind Patroni's back (pg_ctl
+// promote) and returns once rogue has answered as a running primary, with
+// also holding for the members read, through two HA loops in a row.
+//
+// A promotion that lands while the rogue's Patroni is in the middle of an
+// HA loop is undone even in maintenance mode: that loop saw a replica in
+// recovery, then finds standby.signal gone and restarts PostgreSQL as a
+// replica (on the new timeline, which the leader's cannot feed). So a
+// primary seen once is not enough: promoteRogue waits for it to hold, and
+// promotes again (up to three times in all) when it does not, once the
+// rogue runs again and only if it runs as a replica.
+//
+// loop is the cluster's HA loop interval (loop_wait).
+func promoteRogue(ctx context.Context, env Env, cluster, rogue string, read []string, also func(map[string]PatroniStatus) bool, loop time.Duration) error {
+	const attempts = 3
+	promote := true
+	for attempt := 1; ; attempt++ {
+		if promote {
+			if err := env.Break(ctx, rogue, fault.Promote, nil); err != nil {
+				return err
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, 5*loop)
+		var since time.Time
+		err := waitPatroni(actx, env, cluster, rogue+" a primary for two HA loops", read, func(sts map[string]PatroniStatus) bool {
+			for _, m := range read {
+				if _, ok := sts[m]; !ok {
+					return false // not read this time: neither holds nor breaks
+				}
+			}
+			if !sts[rogue].primary() || (also != nil && !also(sts)) {
+				since = time.Time{}
+				return false
+			}
+			if since.IsZero() {
+				since = time.Now()
+			}
+			return time.Since(since) >= 2*loop
+		})
+		cancel()
+		if err == nil || ctx.Err() != nil || attempt == attempts {
+			return err
+		}
+		env.Logf("scenario %s: the promotion of %s did not hold (attempt %d of %d): %v", cluster, rogue, attempt, attempts, err)
+		// Wait for Patroni's restart to finish; promote again only a
+		// rogue that runs as a replica (pg_ctl promote refuses a primary).
+		var now PatroniStatus
+		err = waitPatroni(ctx, env, cluster, rogue+" running again", []string{rogue}, func(sts map[string]PatroniStatus) bool {
+			now = sts[rogue]
+			return now.State == "running"
+		})
+		if err != nil {
+			return err
+		}
+		promote = !now.primary()
 	}
-	return waitPatroni(ctx, env, s.Name, "two primaries", []string{leader, rogue}, func(sts map[string]PatroniStatus) bool {
-		return sts[leader].primary() && sts[rogue].primary() && sts[rogue].Pause
-	})
 }
 
 func runPGNoSyncStandby(ctx context.Context, env Env, s *Scenario) error {
@@ -574,36 +629,11 @@ func runPGDiverged(ctx context.Context, env Env, s *Scenario) error {
 		return err
 	}
 	rogue := replicas[0]
-	// A promotion that lands while the rogue's Patroni is in the middle
-	// of an HA loop is undone even in maintenance mode: that loop saw a
-	// replica in recovery, then finds standby.signal gone and restarts
-	// PostgreSQL as a replica again. Promote again until the write lands
-	// on the rogue as a primary.
-	var wrote error
-	for attempt := 1; attempt <= 3; attempt++ {
-		if err := env.Break(ctx, rogue, fault.Promote, nil); err != nil {
-			return err
-		}
-		err = waitPatroni(ctx, env, s.Name, rogue+" promoted", []string{rogue}, func(sts map[string]PatroniStatus) bool {
-			return sts[rogue].primary()
-		})
-		if err != nil {
-			return err
-		}
-		if wrote = writeWAL(ctx, env, rogue, "hactl_diverged", 1); wrote == nil {
-			break
-		}
-		env.Logf("scenario %s: writing on the promoted %s failed (attempt %d): %v", s.Name, rogue, attempt, wrote)
-		// Wait for Patroni's restart to finish before promoting again.
-		err = waitPatroni(ctx, env, s.Name, rogue+" running again", []string{rogue}, func(sts map[string]PatroniStatus) bool {
-			return sts[rogue].State == "running"
-		})
-		if err != nil {
-			return err
-		}
+	if err := promoteRogue(ctx, env, s.Name, rogue, []string{rogue}, nil, patroniLoopWait); err != nil {
+		return err
 	}
-	if wrote != nil {
-		return fmt.Errorf("writing on %s: %w", rogue, wrote)
+	if err := writeWAL(ctx, env, rogue, "hactl_diverged", 1); err != nil {
+		return fmt.Errorf("writing on the promoted %s: %w", rogue, err)
 	}
 	if err := setPause(ctx, env, s.Name, leader, false, all...); err != nil {
 		return err
