@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +43,9 @@ type Source interface {
 
 // APISource reads with one list call per resource type: seven calls,
 // however many clusters and members there are (eight when a Patroni
-// cluster is present: its ConfigMaps).
+// cluster is present: its ConfigMaps). StatefulSets are listed first (an
+// empty namespace costs one call, and they say whether ConfigMaps are
+// needed), then all the others at once.
 type APISource struct {
 	Client kubernetes.Interface
 }
@@ -60,41 +63,53 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	if len(sts.Items) == 0 {
 		return o, nil
 	}
-	pods, err := c.CoreV1().Pods(ns).List(ctx, lo)
-	if err != nil {
-		return nil, explainAPIError(err, "list", "pods", ns)
+	// The other lists do not depend on each other: all at once, so the
+	// read takes about two round trips, not seven. The first error in
+	// the order below is the one reported, whatever order they end in.
+	patroni := anyPatroni(o.StatefulSets)
+	var pods *corev1.PodList
+	var pvcs *corev1.PersistentVolumeClaimList
+	var pdbs *policyv1.PodDisruptionBudgetList
+	var svcs *corev1.ServiceList
+	var eps *discoveryv1.EndpointSliceList
+	var evs *corev1.EventList
+	var cms *corev1.ConfigMapList
+	var podsErr, pvcsErr, pdbsErr, svcsErr, epsErr, evsErr, cmsErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { pods, podsErr = c.CoreV1().Pods(ns).List(ctx, lo) })
+	wg.Go(func() { pvcs, pvcsErr = c.CoreV1().PersistentVolumeClaims(ns).List(ctx, lo) })
+	wg.Go(func() { pdbs, pdbsErr = c.PolicyV1().PodDisruptionBudgets(ns).List(ctx, lo) })
+	wg.Go(func() { svcs, svcsErr = c.CoreV1().Services(ns).List(ctx, lo) })
+	wg.Go(func() { eps, epsErr = c.DiscoveryV1().EndpointSlices(ns).List(ctx, lo) })
+	wg.Go(func() { evs, evsErr = c.CoreV1().Events(ns).List(ctx, lo) })
+	if patroni {
+		wg.Go(func() { cms, cmsErr = c.CoreV1().ConfigMaps(ns).List(ctx, lo) })
 	}
-	o.Pods = pods.Items
-	pvcs, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, lo)
-	if err != nil {
-		return nil, explainAPIError(err, "list", "persistentvolumeclaims", ns)
+	wg.Wait()
+	for _, l := range []struct {
+		err      error
+		resource string
+	}{
+		{podsErr, "pods"},
+		{pvcsErr, "persistentvolumeclaims"},
+		{pdbsErr, "poddisruptionbudgets.policy"},
+		{svcsErr, "services"},
+		{epsErr, "endpointslices.discovery.k8s.io"},
+	} {
+		if l.err != nil {
+			return nil, explainAPIError(l.err, "list", l.resource, ns)
+		}
 	}
-	o.PVCs = pvcs.Items
-	pdbs, err := c.PolicyV1().PodDisruptionBudgets(ns).List(ctx, lo)
-	if err != nil {
-		return nil, explainAPIError(err, "list", "poddisruptionbudgets.policy", ns)
-	}
-	o.PDBs = pdbs.Items
-	svcs, err := c.CoreV1().Services(ns).List(ctx, lo)
-	if err != nil {
-		return nil, explainAPIError(err, "list", "services", ns)
-	}
-	o.Services = svcs.Items
-	eps, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, lo)
-	if err != nil {
-		return nil, explainAPIError(err, "list", "endpointslices.discovery.k8s.io", ns)
-	}
-	o.EndpointSlices = eps.Items
-	evs, err := c.CoreV1().Events(ns).List(ctx, lo)
-	if err != nil {
-		o.EventsErr = explainAPIError(err, "list", "events", ns)
+	o.Pods, o.PVCs, o.PDBs = pods.Items, pvcs.Items, pdbs.Items
+	o.Services, o.EndpointSlices = svcs.Items, eps.Items
+	if evsErr != nil {
+		o.EventsErr = explainAPIError(evsErr, "list", "events", ns)
 	} else {
 		o.Events = evs.Items
 	}
-	if anyPatroni(o.StatefulSets) {
-		cms, err := c.CoreV1().ConfigMaps(ns).List(ctx, lo)
-		if err != nil {
-			o.ConfigMapsErr = explainAPIError(err, "list", "configmaps", ns)
+	if patroni {
+		if cmsErr != nil {
+			o.ConfigMapsErr = explainAPIError(cmsErr, "list", "configmaps", ns)
 		} else {
 			o.ConfigMaps = cms.Items
 		}

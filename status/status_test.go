@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -221,6 +222,58 @@ func TestRestrictedUser(t *testing.T) {
 			t.Errorf("error %q does not name the missing verb and resource", err)
 		}
 	})
+}
+
+// TestAPISourceListsAtOnce: after the StatefulSets, the read's other
+// lists are all in flight at once (a read takes two round trips, not
+// seven): each list is held until all six have been sent, which lists
+// sent one after the other never reach.
+func TestAPISourceListsAtOnce(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-at-once"))
+	const others = 6 // pods, PVCs, PDBs, Services, EndpointSlices, Events
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	all := make(chan struct{})
+	cfg := rest.CopyConfig(cp.Admin)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(r.URL.Path, "/statefulsets") {
+				return rt.RoundTrip(r)
+			}
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			if inFlight == others {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+			case <-time.After(5 * time.Second): // lists sent one by one are never all in flight
+			}
+			defer func() {
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+			}()
+			return rt.RoundTrip(r)
+		})
+	})
+	objs, err := APISource{Client: testenv.Clientset(t, cfg)}.Read(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != others {
+		t.Errorf("at most %d of the %d lists after the StatefulSets were in flight at once", most, others)
+	}
+	if len(objs.StatefulSets) != 1 || len(objs.Pods) == 0 {
+		t.Errorf("read %d StatefulSets and %d pods, want the cluster's", len(objs.StatefulSets), len(objs.Pods))
+	}
 }
 
 // countingConfig counts every request the client sends.
