@@ -64,7 +64,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 		return o, nil
 	}
 	// The other lists do not depend on each other: all at once, so the
-	// read takes about two round trips, not seven. The first error in
+	// read takes about two round trips, not seven or eight. The first error in
 	// the order below is the one reported, whatever order they end in.
 	patroni := anyPatroni(o.StatefulSets)
 	var pods *corev1.PodList

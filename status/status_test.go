@@ -237,6 +237,7 @@ func TestAPISourceListsAtOnce(t *testing.T) {
 	var mu sync.Mutex
 	inFlight, most := 0, 0
 	all := make(chan struct{})
+	var allOnce sync.Once
 	cfg := rest.CopyConfig(cp.Admin)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -247,7 +248,7 @@ func TestAPISourceListsAtOnce(t *testing.T) {
 			inFlight++
 			most = max(most, inFlight)
 			if inFlight == others {
-				close(all)
+				allOnce.Do(func() { close(all) }) // a retried list may count again
 			}
 			mu.Unlock()
 			select {

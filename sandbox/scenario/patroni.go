@@ -539,29 +539,42 @@ func runPGSplitPrimary(ctx context.Context, env Env, s *Scenario) error {
 // HA loop is undone even in maintenance mode: that loop saw a replica in
 // recovery, then finds standby.signal gone and restarts PostgreSQL as a
 // replica (on the new timeline, which the leader's cannot feed). So a
-// primary seen once is not enough: promoteRogue waits for it to hold, and
-// promotes again (up to three times in all) when it does not, once the
-// rogue runs again and only if it runs as a replica.
+// primary seen once is not enough: promoteRogue waits for it to hold. A
+// rogue that runs as a replica again after it was seen as a primary, or on
+// a later timeline than before the promotion, was undone: once it runs
+// again, and only if it runs as a replica (pg_ctl promote refuses a
+// primary), it is promoted again, up to three times in all.
 //
 // loop is the cluster's HA loop interval (loop_wait).
 func promoteRogue(ctx context.Context, env Env, cluster, rogue string, read []string, also func(map[string]PatroniStatus) bool, loop time.Duration) error {
 	const attempts = 3
 	promote := true
 	for attempt := 1; ; attempt++ {
+		var before int64
 		if promote {
+			if st, err := GetPatroni(ctx, env, rogue); err == nil {
+				before = st.Timeline
+			}
 			if err := env.Break(ctx, rogue, fault.Promote, nil); err != nil {
 				return err
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, 5*loop)
 		var since time.Time
+		seen, undone := false, false
 		err := waitPatroni(actx, env, cluster, rogue+" a primary for two HA loops", read, func(sts map[string]PatroniStatus) bool {
 			for _, m := range read {
 				if _, ok := sts[m]; !ok {
 					return false // not read this time: neither holds nor breaks
 				}
 			}
-			if !sts[rogue].primary() || (also != nil && !also(sts)) {
+			r := sts[rogue]
+			if r.Role == "replica" && r.State == "running" && (seen || (before > 0 && r.Timeline > before)) {
+				undone = true
+				return true
+			}
+			seen = seen || r.primary()
+			if !r.primary() || (also != nil && !also(sts)) {
 				since = time.Time{}
 				return false
 			}
@@ -571,12 +584,15 @@ func promoteRogue(ctx context.Context, env Env, cluster, rogue string, read []st
 			return time.Since(since) >= 2*loop
 		})
 		cancel()
-		if err == nil || ctx.Err() != nil || attempt == attempts {
+		if err == nil && undone {
+			err = fmt.Errorf("%s runs as a replica again: Patroni undid its promotion", rogue)
+		}
+		if (err == nil && !undone) || ctx.Err() != nil || attempt == attempts {
 			return err
 		}
 		env.Logf("scenario %s: the promotion of %s did not hold (attempt %d of %d): %v", cluster, rogue, attempt, attempts, err)
 		// Wait for Patroni's restart to finish; promote again only a
-		// rogue that runs as a replica (pg_ctl promote refuses a primary).
+		// rogue that runs as a replica.
 		var now PatroniStatus
 		err = waitPatroni(ctx, env, cluster, rogue+" running again", []string{rogue}, func(sts map[string]PatroniStatus) bool {
 			now = sts[rogue]
@@ -585,7 +601,7 @@ func promoteRogue(ctx context.Context, env Env, cluster, rogue string, read []st
 		if err != nil {
 			return err
 		}
-		promote = !now.primary()
+		promote = now.Role == "replica"
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -41,44 +43,83 @@ func (m *fakeMember) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-func serveFake(t *testing.T, addr string, m *fakeMember) {
+// serveFakes serves each member on a loopback address of its own, on
+// Patroni's port, and returns the addresses by pod. The third octet is
+// one the runner never hands out (it uses 1 to 3), picked at random and
+// picked again when another test holds it.
+func serveFakes(t *testing.T, members map[string]*fakeMember) map[string]string {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(patroniPort)))
-	if err != nil {
-		t.Fatalf("listening as a member on %s: %v", addr, err)
+	var lastErr error
+	for try := 0; try < 20; try++ {
+		octet := 10 + rand.IntN(240)
+		addrs := map[string]string{}
+		var srvs []*http.Server
+		n := 0
+		for pod, m := range members {
+			n++
+			addr := fmt.Sprintf("127.254.%d.%d", octet, n)
+			ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(patroniPort)))
+			if err != nil {
+				lastErr = err
+				break
+			}
+			srv := &http.Server{Handler: m}
+			go srv.Serve(ln)
+			srvs = append(srvs, srv)
+			addrs[pod] = addr
+		}
+		t.Cleanup(func() {
+			for _, srv := range srvs {
+				srv.Close()
+			}
+		})
+		if len(addrs) == len(members) {
+			return addrs
+		}
 	}
-	srv := &http.Server{Handler: m}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	t.Fatalf("no free loopback address for the members: %v", lastErr)
+	return nil
 }
 
 // TestPromoteRogueOutlastsAnUndonePromotion: a promotion that Patroni
 // undoes (the rogue answers as a primary for a moment, then runs as a
-// replica again, as when pg_ctl promote lands in the middle of an HA
-// loop) is promoted again once the rogue runs as a replica; a primary
-// that has held is not promoted again (pg_ctl promote refuses a primary);
-// a rogue that never holds stops after three promotions with an error.
+// replica again on the new timeline, as when pg_ctl promote lands in the
+// middle of an HA loop) is promoted again once the rogue runs as a
+// replica, without waiting out the attempt; a rogue that stays a primary
+// while the rest does not hold yet is not promoted again (pg_ctl promote
+// refuses a primary); a rogue that never holds stops after three
+// promotions with an error.
 func TestPromoteRogueOutlastsAnUndonePromotion(t *testing.T) {
-	const loop = 300 * time.Millisecond
+	const loop = 400 * time.Millisecond
 	for _, tc := range []struct {
 		name         string
-		undone       int // how many promotions Patroni undoes
+		undone       int           // how many promotions Patroni undoes
+		leaderLate   time.Duration // the leader answers as a replica until then
 		wantPromotes int
 		wantErr      bool
 	}{
-		{name: "held at once", undone: 0, wantPromotes: 1},
+		{name: "held at once", wantPromotes: 1},
 		{name: "first undone", undone: 1, wantPromotes: 2},
 		{name: "always undone", undone: 99, wantPromotes: 3, wantErr: true},
+		{name: "the rest holds late", leaderLate: 6 * loop, wantPromotes: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			leader, rogue := &fakeMember{}, &fakeMember{}
 			leader.set("primary", 1)
 			leader.st.Pause = true
+			if tc.leaderLate > 0 {
+				leader.set("replica", 1)
+				late := time.Now().Add(tc.leaderLate)
+				leader.onGet = func(m *fakeMember) {
+					if time.Now().After(late) {
+						m.set("primary", 1)
+						m.onGet = nil
+					}
+				}
+			}
 			rogue.set("replica", 1)
 			rogue.st.Pause = true
-			addrs := map[string]string{"c-0": "127.254.9.1", "c-1": "127.254.9.2"}
-			serveFake(t, addrs["c-0"], leader)
-			serveFake(t, addrs["c-1"], rogue)
+			addrs := serveFakes(t, map[string]*fakeMember{"c-0": leader, "c-1": rogue})
 
 			var mu sync.Mutex
 			promotes := 0
@@ -101,16 +142,17 @@ func TestPromoteRogueOutlastsAnUndonePromotion(t *testing.T) {
 					rogue.mu.Lock()
 					defer rogue.mu.Unlock()
 					if rogue.st.primary() {
+						t.Errorf("promotion %d of a rogue that runs as a primary", n)
 						return errors.New("pg_ctl: cannot promote server; server is not in standby mode")
 					}
 					rogue.set("primary", rogue.st.Timeline+1)
 					rogue.onGet = nil
 					if n <= tc.undone {
-						// Two reads see the primary, then Patroni's HA
-						// loop restarts it as a replica on the new timeline.
-						seen := rogue.gets
+						// A quarter of a loop later Patroni's HA loop
+						// restarts it as a replica on the new timeline.
+						at := time.Now().Add(loop / 4)
 						rogue.onGet = func(m *fakeMember) {
-							if m.gets > seen+2 {
+							if time.Now().After(at) {
 								m.set("replica", m.st.Timeline)
 								m.onGet = nil
 							}
@@ -122,17 +164,19 @@ func TestPromoteRogueOutlastsAnUndonePromotion(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			start := time.Now()
 			err := promoteRogue(ctx, env, "c", "c-1", []string{"c-0", "c-1"}, func(sts map[string]PatroniStatus) bool {
 				return sts["c-0"].primary() && sts["c-1"].Pause
 			}, loop)
+			took := time.Since(start)
 			if ctx.Err() != nil {
 				t.Fatalf("promoteRogue ran into the test's deadline: %v", err)
 			}
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("promoteRogue: %v, want an error: %v", err, tc.wantErr)
 			}
-			if err != nil && !strings.Contains(err.Error(), "c-1 a primary for two HA loops") {
-				t.Errorf("the error does not say what it waited for: %v", err)
+			if err != nil && !strings.Contains(err.Error(), "undid its promotion") {
+				t.Errorf("the error does not say the promotion was undone: %v", err)
 			}
 			mu.Lock()
 			got := promotes
@@ -145,6 +189,9 @@ func TestPromoteRogueOutlastsAnUndonePromotion(t *testing.T) {
 			rogue.mu.Unlock()
 			if primary == tc.wantErr {
 				t.Errorf("the rogue is a primary: %v, after promoteRogue returned %v", primary, err)
+			}
+			if tc.undone > 0 && took >= time.Duration(min(tc.undone, 3))*5*loop {
+				t.Errorf("took %s: an undone promotion waited out its attempt instead of being seen", took)
 			}
 		})
 	}
