@@ -8,8 +8,16 @@ import (
 	"context"
 	"os"
 
+	"google.golang.org/grpc/experimental"
+
 	"github.com/hactl-dev/hactl/agent"
 )
+
+func init() {
+	// Only here: the pool is process-wide, and gRPC takes it only while
+	// the program initialises.
+	experimental.SetDefaultBufferPool(agent.ReceivePool())
+}
 
 func main() {
 	os.Exit(agent.Main(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
