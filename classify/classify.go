@@ -41,10 +41,10 @@ func Classify(obs model.Observation, in Intent, now time.Time) Decision {
 // classifyWith is Classify with the engine rules taken from registry.
 func classifyWith(registry map[model.Engine]engineRules, obs model.Observation, in Intent, now time.Time) Decision {
 	o := in.Options.withDefaults()
-	derived, v := verdict.Evaluate(obs, now, o.Verdict)
+	derived, v, a := verdict.EvaluateAll(obs, now, o.Verdict)
 	c := &classifier{
 		obs: derived,
-		a:   verdict.Analyze(obs, now, o.Verdict),
+		a:   a,
 		in:  in,
 		o:   o,
 		now: now,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hactl-dev/hactl/engine"
@@ -96,16 +97,17 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	obs := make([]model.Observation, len(picked))
 	for i, s := range picked {
 		obs[i] = decodeCluster(s, ix, now)
-	}
-	warn = append(warn, o.probe(ctx, obs)...)
-	out := make([]Result, len(obs))
-	at := o.now()
-	for i := range obs {
 		// At is when the observation began: every fact in it is at least
 		// this old, so its age is never understated.
 		obs[i].At = now
-		out[i] = Evaluate(obs[i], at, o.Verdict)
 	}
+	out := make([]Result, len(obs))
+	// A cluster is evaluated as soon as its own members have answered,
+	// while the other clusters' probes are still out: the verdicts cost
+	// no time after the last answer but the last cluster's.
+	warn = append(warn, o.probe(ctx, obs, func(i int) {
+		out[i] = Evaluate(obs[i], o.now(), o.Verdict)
+	})...)
 	return out, warn, nil
 }
 
@@ -117,9 +119,14 @@ func (o *Observer) now() time.Time {
 }
 
 // probe asks every member of every cluster, all in parallel (bounded), each
-// within the probe timeout.
-func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings {
+// within the probe timeout, and calls done(i) once cluster obs[i] has all
+// its answers (at once for a cluster that is not probed), each i once and
+// before probe returns; calls for different clusters may run at once.
+func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func(int)) Warnings {
 	if o.Dial == nil {
+		for i := range obs {
+			done(i)
+		}
 		return nil
 	}
 	limit := o.MaxParallelProbes
@@ -137,6 +144,7 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings 
 		ob := &obs[ci]
 		eng, ok := o.Engines[ob.Cluster.Engine]
 		if !ok {
+			done(ci)
 			continue
 		}
 		creds, err := o.credentials(ctx, ob.Cluster)
@@ -150,14 +158,26 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings 
 					m.Engine = &model.EngineFacts{Err: err.Error(), Failure: model.ProbeFailureCredentials, ProbedAt: o.now()}
 				}
 			}
+			done(ci)
 			continue
 		}
 		ob.EngineProbed = true
+		var targets []int
 		for mi := range ob.Members {
-			m := &ob.Members[mi]
-			if m.Pod == nil || m.Pod.Node == "" || m.Pod.Phase != string(corev1.PodRunning) {
-				continue
+			m := ob.Members[mi]
+			if m.Pod != nil && m.Pod.Node != "" && m.Pod.Phase == string(corev1.PodRunning) {
+				targets = append(targets, mi)
 			}
+		}
+		if len(targets) == 0 {
+			done(ci)
+			continue
+		}
+		// The last of the cluster's probes to finish calls done.
+		left := new(atomic.Int32)
+		left.Store(int32(len(targets)))
+		for _, mi := range targets {
+			m := &ob.Members[mi]
 			t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID}
 			if ob.Cluster.ServiceName != "" {
 				t.ServerName = m.Pod.Name + "." + ob.Cluster.ServiceName + "." + ob.Cluster.Namespace + ".svc"
@@ -165,16 +185,22 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation) Warnings 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Conns: o.Conns}
-				mu.Lock()
-				probed[engine.ConnKey(string(ob.Cluster.Engine), t, creds)] = true
-				mu.Unlock()
-				facts := eng.Probe(ctx, []engine.Target{t}, po)
-				if len(facts) == 1 {
-					f := facts[0]
-					m.Engine = &f
+				func() {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Conns: o.Conns}
+					mu.Lock()
+					probed[engine.ConnKey(string(ob.Cluster.Engine), t, creds)] = true
+					mu.Unlock()
+					facts := eng.Probe(ctx, []engine.Target{t}, po)
+					if len(facts) == 1 {
+						f := facts[0]
+						m.Engine = &f
+					}
+				}()
+				// Outside the semaphore: an evaluation holds up no probe.
+				if left.Add(-1) == 0 {
+					done(ci)
 				}
 			}()
 		}
@@ -256,6 +282,6 @@ func namedSecret(ctx context.Context, get SecretGetter, ns, name, annotation, ki
 
 // Evaluate runs the pure verdict over one observation.
 func Evaluate(obs model.Observation, now time.Time, opts verdict.Options) Result {
-	ob, v := verdict.Evaluate(obs, now, opts)
-	return Result{Observation: ob, Verdict: v, Analysis: verdict.Analyze(obs, now, opts)}
+	ob, v, a := verdict.EvaluateAll(obs, now, opts)
+	return Result{Observation: ob, Verdict: v, Analysis: a}
 }

@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -98,6 +99,9 @@ func TestInvariantsOnRandomObservations(t *testing.T) {
 		obs := randomObservation(r)
 		d, v := Evaluate(obs, now, Options{})
 		a := Analyze(obs, now, Options{})
+		if d2, v2, a2 := EvaluateAll(obs, now, Options{}); !reflect.DeepEqual(d2, d) || !reflect.DeepEqual(v2, v) || !reflect.DeepEqual(a2, a) {
+			t.Fatalf("#%d: EvaluateAll differs from Evaluate and Analyze:\n%+v\n%+v\n%+v\nagainst\n%+v\n%+v\n%+v", i, d2, v2, a2, d, v, a)
+		}
 
 		control, failover := true, true
 		for j, x := range v.Reasons {

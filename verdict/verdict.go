@@ -17,6 +17,15 @@ func Evaluate(obs model.Observation, now time.Time, opts Options) (model.Observa
 	return s.obs, s.verdict()
 }
 
+// EvaluateAll is Evaluate and Analyze in one pass: the derived
+// observation, the verdict, and the cluster-wide facts it was built on
+// (what Analyze returns), for callers that show all three.
+func EvaluateAll(obs model.Observation, now time.Time, opts Options) (model.Observation, model.Verdict, Analysis) {
+	s := analyze(obs, now, opts)
+	a := s.a // as Analyze returns it: taken before the verdict reads s
+	return s.obs, s.verdict(), a
+}
+
 // Compute returns the verdict on obs at now.
 //
 // ControlReady holds when no reason of ImpactControl was found;
