@@ -26,6 +26,10 @@ var ErrCacheSync = errors.New("watch caches did not sync")
 // then for the caches.
 const CacheSyncTimeout = 30 * time.Second
 
+// DirectProbeGrace is how long, by default, the watches wait for a direct
+// read's probes once its lists have returned (WatchOptions).
+const DirectProbeGrace = 500 * time.Millisecond
+
 // WatchOptions configure a Watcher.
 type WatchOptions struct {
 	// Observer supplies the engines, the dialer (nil: no probes), the
@@ -34,6 +38,13 @@ type WatchOptions struct {
 	Observer Observer
 	// SyncTimeout bounds Start (CacheSyncTimeout when zero).
 	SyncTimeout time.Duration
+	// DirectProbeGrace is how long the watches wait, after a direct
+	// read's lists, for its probes (DirectProbeGrace when zero). On two
+	// cores the watches' lists beside the probes' port-forwards slowed
+	// the TUI's first probed screen by about 24 ms in 5 of 5 paired
+	// launches (bench/RESULTS.md); a member that does not answer holds
+	// the caches back by this much at most.
+	DirectProbeGrace time.Duration
 }
 
 // Watcher follows the API server with informers, for `status --watch`
@@ -74,6 +85,9 @@ type Watcher struct {
 	directBegun atomic.Bool
 	listed      chan struct{}
 	listedOnce  sync.Once
+	// answered is closed once the direct read has returned.
+	answered     chan struct{}
+	answeredOnce sync.Once
 }
 
 // NewWatcher returns a watcher of the clusters in namespace ("" for all
@@ -85,6 +99,9 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions
 	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = CacheSyncTimeout
+	}
+	if opts.DirectProbeGrace <= 0 {
+		opts.DirectProbeGrace = DirectProbeGrace
 	}
 	if opts.Observer.Dial != nil && opts.Observer.Conns == nil {
 		// A watch probes the same members round after round: keep their
@@ -104,6 +121,7 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions
 		errs:       make(chan error, 8),
 		refused:    make(chan error, 16),
 		listed:     make(chan struct{}),
+		answered:   make(chan struct{}),
 	}
 }
 
@@ -123,9 +141,10 @@ func (w *Watcher) required() []cache.SharedIndexInformer {
 // Start runs the watches and returns once the required caches synced and
 // the events cache synced or failed; at once with the reason when a
 // required watch is forbidden; with the reason (or ErrCacheSync) after
-// the sync timeout. While a direct read (ObserveDirect) lists, the watches
-// start once its lists have returned (or after the sync timeout). The
-// watches run until ctx is done or Stop is called.
+// the sync timeout. While a direct read (ObserveDirect) runs, the watches
+// start once its lists have returned (or after the sync timeout) and its
+// probes have answered (or after the probe grace). The watches run until
+// ctx is done or Stop is called.
 // Call Start once.
 func (w *Watcher) Start(ctx context.Context) error {
 	required := w.required()
@@ -146,15 +165,16 @@ func (w *Watcher) Start(ctx context.Context) error {
 		// a second copy of every list (on the API server and here).
 		// A read that hangs holds the watches back no longer than their
 		// own sync timeout.
-		t := time.NewTimer(w.opts.SyncTimeout)
-		select {
-		case <-w.listed:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := waitFor(ctx, w.listed, w.opts.SyncTimeout); err != nil {
+			return err
 		}
-		t.Stop()
+		// Then its probes: the port-forwards they open share the API
+		// server and this process with the watches' lists. A member that
+		// does not answer holds the caches back no longer than the grace,
+		// so that they show its cluster before its probe times out.
+		if err := waitFor(ctx, w.answered, w.opts.DirectProbeGrace); err != nil {
+			return err
+		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	w.mu.Lock()
@@ -162,6 +182,20 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.mu.Unlock()
 	w.factory.Start(runCtx.Done())
 	return w.waitForSync(ctx, required)
+}
+
+// waitFor waits until ch is closed or d has passed; ctx's error if it is
+// done first.
+func waitFor(ctx context.Context, ch <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // hook registers the change notification and the watch error handler on
@@ -332,6 +366,7 @@ func (w *Watcher) ExpectDirect() { w.directBegun.Store(true) }
 func (w *Watcher) ObserveDirect(ctx context.Context, name string, probe bool) ([]Result, Warnings, error) {
 	w.directBegun.Store(true)
 	done := func() { w.listedOnce.Do(func() { close(w.listed) }) }
+	defer w.answeredOnce.Do(func() { close(w.answered) })
 	defer done()
 	o := w.opts.Observer
 	o.Source = listedSource{Source: APISource{Client: w.client}, listed: done}

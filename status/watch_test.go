@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,6 +292,89 @@ func TestWatcherSyncsWhileTheDirectReadProbes(t *testing.T) {
 	rs, _, err := w.Observe(ctx, "", false)
 	if err != nil || len(rs) != 1 || len(rs[0].Observation.Members) != 1 {
 		t.Fatalf("observe from the caches while the probe hangs: %v (%d clusters)", err, len(rs))
+	}
+}
+
+// TestWatcherWaitsForTheDirectReadsProbes: after a direct read's lists,
+// the watches wait for its probes (within the probe grace), so that their
+// lists do not share the API server and the process with the probes'
+// port-forwards. While the one probe is held, no informer lists or
+// watches (seen at the API client's transport); once it answers, Start
+// syncs.
+func TestWatcherWaitsForTheDirectReadsProbes(t *testing.T) {
+	testenv.SkipShort(t)
+	_, ns := oneMemberCluster(t, "etcd-held")
+	var informed atomic.Bool // an informer's list or watch was sent
+	cfg := rest.CopyConfig(cp.Admin)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			// The informers' lists carry a resourceVersion, their
+			// watches watch=true; the direct read's lists neither.
+			if q := r.URL.Query(); q.Has("resourceVersion") || q.Get("watch") != "" {
+				informed.Store(true)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	dialing := make(chan struct{}, 1)
+	dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
+		select {
+		case dialing <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	obs := Observer{Dial: dial, ProbeTimeout: 10 * time.Minute, Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()}}
+	w := NewWatcher(testenv.Clientset(t, cfg), ns, WatchOptions{Observer: obs, SyncTimeout: 10 * time.Minute, DirectProbeGrace: 10 * time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t.Cleanup(w.Stop)
+	w.ExpectDirect()
+	// The probe answers (with its timeout) when dctx is cancelled.
+	dctx, release := context.WithCancel(ctx)
+	defer release()
+	direct := make(chan struct{})
+	go func() {
+		defer close(direct)
+		_, _, _ = w.ObserveDirect(dctx, "", true)
+	}()
+	started := make(chan error, 1)
+	go func() { started <- w.Start(ctx) }()
+	select {
+	case <-dialing:
+	case <-ctx.Done():
+		t.Fatal("the direct read never dialled the member")
+	}
+	// The direct read has listed and its probe is out. Before the fix
+	// the informers listed within milliseconds of the direct lists; watch
+	// for a second that they do not.
+	window := time.NewTimer(time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for held := true; held; {
+		select {
+		case <-window.C:
+			held = false
+		case <-tick.C:
+			if informed.Load() {
+				t.Fatal("the watches listed while the direct read's probe was out")
+			}
+		case err := <-started:
+			t.Fatalf("Start returned (%v) while the direct read's probe was out", err)
+		}
+	}
+	release()
+	<-direct
+	if err := <-started; err != nil {
+		t.Fatalf("start after the probe answered: %v", err)
+	}
+	if !informed.Load() {
+		t.Fatal("Start returned without the informers listing")
+	}
+	rs, _, err := w.Observe(ctx, "", false)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("observe from the caches: %v (%d clusters)", err, len(rs))
 	}
 }
 
