@@ -46,7 +46,9 @@ type Observer struct {
 	// MaxParallelProbes bounds concurrent member probes (default 64).
 	MaxParallelProbes int
 	Verdict           verdict.Options
-	// Now is the clock (time.Now when nil).
+	// Now is the clock (time.Now when nil). Observe may call it from
+	// several goroutines at once: each cluster is evaluated at the time
+	// its own probes ended.
 	Now func() time.Time
 }
 
@@ -102,9 +104,10 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		obs[i].At = now
 	}
 	out := make([]Result, len(obs))
-	// A cluster is evaluated as soon as its own members have answered,
-	// while the other clusters' probes are still out: the verdicts cost
-	// no time after the last answer but the last cluster's.
+	// A probed cluster is evaluated as soon as its own members have
+	// answered, while other clusters' probes are still out: the verdicts
+	// cost no time after the last answer but the last cluster's. One
+	// that is not probed is evaluated as the probes are being sent.
 	warn = append(warn, o.probe(ctx, obs, func(i int) {
 		out[i] = Evaluate(obs[i], o.now(), o.Verdict)
 	})...)

@@ -36,14 +36,15 @@ type WatchOptions struct {
 	// Secret reader, the probe timeout and the verdict options; its
 	// Source is replaced by the watch caches.
 	Observer Observer
-	// SyncTimeout bounds Start (CacheSyncTimeout when zero).
+	// SyncTimeout bounds each of Start's two long waits: for a direct
+	// read's lists, and for the caches (CacheSyncTimeout when zero).
 	SyncTimeout time.Duration
 	// DirectProbeGrace is how long the watches wait, after a direct
-	// read's lists, for its probes (DirectProbeGrace when zero). On two
-	// cores the watches' lists beside the probes' port-forwards slowed
-	// the TUI's first probed screen by about 24 ms in 5 of 5 paired
-	// launches (bench/RESULTS.md); a member that does not answer holds
-	// the caches back by this much at most.
+	// read's lists, for its probes (DirectProbeGrace when zero). On the
+	// 2-core benchmark machine the watches' lists beside the probes'
+	// port-forwards slowed the TUI's first probed screen (bench/RESULTS.md,
+	// fifth run); a member that does not answer holds the caches back by
+	// this much at most.
 	DirectProbeGrace time.Duration
 }
 
@@ -165,15 +166,19 @@ func (w *Watcher) Start(ctx context.Context) error {
 		// a second copy of every list (on the API server and here).
 		// A read that hangs holds the watches back no longer than their
 		// own sync timeout.
-		if err := waitFor(ctx, w.listed, w.opts.SyncTimeout); err != nil {
+		listed, err := waitFor(ctx, w.listed, w.opts.SyncTimeout)
+		if err != nil {
 			return err
 		}
 		// Then its probes: the port-forwards they open share the API
 		// server and this process with the watches' lists. A member that
 		// does not answer holds the caches back no longer than the grace,
-		// so that they show its cluster before its probe times out.
-		if err := waitFor(ctx, w.answered, w.opts.DirectProbeGrace); err != nil {
-			return err
+		// so that they show its cluster before its probe times out. Lists
+		// that did not return are not waited for twice.
+		if listed {
+			if _, err := waitFor(ctx, w.answered, w.opts.DirectProbeGrace); err != nil {
+				return err
+			}
 		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -184,18 +189,19 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return w.waitForSync(ctx, required)
 }
 
-// waitFor waits until ch is closed or d has passed; ctx's error if it is
-// done first.
-func waitFor(ctx context.Context, ch <-chan struct{}, d time.Duration) error {
+// waitFor waits until ch is closed (true) or d has passed (false); ctx's
+// error if it is done first.
+func waitFor(ctx context.Context, ch <-chan struct{}, d time.Duration) (bool, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ch:
+		return true, nil
 	case <-t.C:
+		return false, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
-	return nil
 }
 
 // hook registers the change notification and the watch error handler on

@@ -246,11 +246,11 @@ func TestWatcherStartsDespiteAHungDirectRead(t *testing.T) {
 	}
 }
 
-// TestWatcherSyncsWhileTheDirectReadProbes: the watches list after the
-// direct read's lists, not after its probes: a member that does not
+// TestWatcherSyncsWhileTheDirectReadProbes: the watches wait for the
+// direct read's probes only for the probe grace: a member that does not
 // answer holds up the direct read until its probe timeout, but not the
 // caches, which show the pods meanwhile. Start must return while that
-// probe still hangs.
+// probe still hangs (its timeout here: 10 minutes).
 func TestWatcherSyncsWhileTheDirectReadProbes(t *testing.T) {
 	testenv.SkipShort(t)
 	_, ns := oneMemberCluster(t, "etcd-silent")

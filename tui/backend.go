@@ -46,8 +46,10 @@ type DirectObserver interface {
 // time.
 var ErrCacheSync = status.ErrCacheSync
 
-// CacheSyncTimeout bounds each of Start's waits (status.Watcher.Start):
-// for the direct read's lists, then for the caches.
+// CacheSyncTimeout bounds each of Start's long waits
+// (status.Watcher.Start): for the direct read's lists, then for the
+// caches. Between them Start waits for the direct read's probes, no
+// longer than status.DirectProbeGrace.
 const CacheSyncTimeout = status.CacheSyncTimeout
 
 // KubeBackend watches the API server through a status.Watcher and probes

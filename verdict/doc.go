@@ -12,6 +12,8 @@
 //	Derive(obs, now, opts)   a copy of obs whose members carry Phase and Lag
 //	Compute(obs, now, opts)  the model.Verdict
 //	Evaluate(obs, now, opts) Derive and Compute together
+//	EvaluateAll(obs, now, opts)
+//	                         Evaluate and Analyze in one pass
 //
 // Phases and lag are always derived from what was observed, never
 // remembered (seed 000), and lag is only ever measured against a real
