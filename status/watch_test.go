@@ -254,16 +254,7 @@ func TestWatcherStartsDespiteAHungDirectRead(t *testing.T) {
 func TestWatcherSyncsWhileTheDirectReadProbes(t *testing.T) {
 	testenv.SkipShort(t)
 	_, ns := oneMemberCluster(t, "etcd-silent")
-	dialing := make(chan struct{}, 1)
-	dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
-		select {
-		case dialing <- struct{}{}:
-		default:
-		}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	obs := Observer{Dial: dial, ProbeTimeout: 10 * time.Minute, Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()}}
+	obs, dialing := silentMembers()
 	w := NewWatcher(testenv.Clientset(t, cp.Admin), ns, WatchOptions{Observer: obs, SyncTimeout: 10 * time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -316,16 +307,7 @@ func TestWatcherWaitsForTheDirectReadsProbes(t *testing.T) {
 			return rt.RoundTrip(r)
 		})
 	})
-	dialing := make(chan struct{}, 1)
-	dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
-		select {
-		case dialing <- struct{}{}:
-		default:
-		}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	obs := Observer{Dial: dial, ProbeTimeout: 10 * time.Minute, Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()}}
+	obs, dialing := silentMembers()
 	w := NewWatcher(testenv.Clientset(t, cfg), ns, WatchOptions{Observer: obs, SyncTimeout: 10 * time.Minute, DirectProbeGrace: 10 * time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -376,6 +358,22 @@ func TestWatcherWaitsForTheDirectReadsProbes(t *testing.T) {
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("observe from the caches: %v (%d clusters)", err, len(rs))
 	}
+}
+
+// silentMembers is an Observer whose probes never answer: each dial
+// waits for its context (the probe timeout: 10 minutes), after saying on
+// dialing that it began.
+func silentMembers() (Observer, <-chan struct{}) {
+	dialing := make(chan struct{}, 1)
+	dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
+		select {
+		case dialing <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return Observer{Dial: dial, ProbeTimeout: 10 * time.Minute, Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()}}, dialing
 }
 
 // oneMemberCluster creates the fixture cluster name with one member in a
