@@ -138,6 +138,8 @@ type podCapture struct {
 	startTO time.Duration
 	// progress is told the bytes streamed so far.
 	progress func(int64)
+	// last is the capture pod as wait last read it.
+	last *corev1.Pod
 }
 
 // captureEndpoint is the address a pod dials the member at: its stable
@@ -224,6 +226,7 @@ func CapturePod(sts *appsv1.StatefulSet, spec CapturePodSpec, pc PodCapturer) (*
 				GenerationLabel:       c.Generation,
 				ActionLabel:           spec.ActionID,
 				captureSpecAnnotation: captureSpecHash(ctr),
+				AgentImageAnnotation:  spec.AgentImage,
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID}},
 		},
@@ -304,6 +307,9 @@ func (p *podCapture) run(ctx context.Context, sts *appsv1.StatefulSet) (*artifac
 		return nil, nil, err
 	}
 	rc, err := p.wait(ctx, pod)
+	if p.last != nil {
+		pod = p.last
+	}
 	return rc, pod, err
 }
 
@@ -540,6 +546,7 @@ func (p *podCapture) wait(ctx context.Context, pod *corev1.Pod) (*artifact.Captu
 			// a transient error: the deadline below still holds
 		default:
 			pod = got
+			p.last = got
 		}
 		switch pod.Status.Phase {
 		case corev1.PodSucceeded:

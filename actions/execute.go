@@ -202,6 +202,9 @@ type run struct {
 	ns, name  string
 	lock      *Lock
 	ops       MemberOps
+	// sends guards the dial ops were built with (nil for member
+	// operations handed to the Executor).
+	sends     *sendGuard
 	entryID   string
 	mutated   bool
 	conflicts map[string]int
@@ -655,12 +658,42 @@ func verify(confirmed, now classify.Decision) error {
 			diffs = append(diffs, err.Error())
 		}
 	}
+	// The ledger entries the decision continues and supersedes are part
+	// of what was shown: a rerun that would now resume another entry, or
+	// supersede one the dialog did not name, is not the confirmed plan.
+	if confirmed.Resume != now.Resume {
+		diffs = append(diffs, fmt.Sprintf("the decision now resumes ledger entry %s, the confirmed plan resumed %s", orNoEntry(now.Resume), orNoEntry(confirmed.Resume)))
+	}
+	if !sameSet(confirmed.Supersedes, now.Supersedes) {
+		diffs = append(diffs, fmt.Sprintf("the decision now supersedes %v, the confirmed plan superseded %v", now.Supersedes, confirmed.Supersedes))
+	}
 	if len(diffs) > 0 {
 		sort.Strings(diffs)
 		return &FenceConflictError{Detail: strings.Join(diffs, "; ")}
 	}
 	return nil
 }
+
+func orNoEntry(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
+}
+
+// promotedSince says how a Patroni pod fence's role label moved to the
+// primary's since the plan was confirmed ("" when it did not): the
+// fingerprint leaves the role out, and a primary is never deleted or
+// reinitialized.
+func promotedSince(confirmed, now *model.Fence) string {
+	if confirmed == nil || now == nil || confirmed.Role == now.Role || !primaryRole(now.Role) || primaryRole(confirmed.Role) {
+		return ""
+	}
+	return fmt.Sprintf("pod %s is labelled role %q now, %q when the plan was confirmed: Patroni promoted it, and a primary is never deleted or reinitialized", now.Name, now.Role, orNoEntry(confirmed.Role))
+}
+
+// primaryRole reports whether a Patroni role label names the primary.
+func primaryRole(r string) bool { return r == "master" || r == "primary" }
 
 // scaleFence is the StatefulSet fence of a restore's first scale step.
 func scaleFence(d classify.Decision) *model.Fence {
@@ -727,6 +760,9 @@ func covered(confirmed classify.Decision, s classify.Step) error {
 				return fmt.Errorf("pod %s changed since the plan was confirmed (uid %s, now %s; or its labels, annotations, owners or spec): the plan now wants to %s, and only the member as confirmed may be reinitialized",
 					s.Fence.Name, c.Fence.UID, s.Fence.UID, s.Detail)
 			}
+			if why := promotedSince(c.Fence, s.Fence); why != "" {
+				return errors.New(why)
+			}
 			return nil
 		case model.StepDeletePod, model.StepDeletePVC, model.StepDeleteRestorePod, model.StepScaleDown, model.StepScaleUp:
 			if c.Fence == nil {
@@ -741,6 +777,9 @@ func covered(confirmed classify.Decision, s classify.Step) error {
 			if !sameSpec(*c.Fence, *s.Fence) {
 				return fmt.Errorf("%s %s/%s changed since the plan was confirmed (its labels, annotations, owners, finalizers or spec; resourceVersion %s, now %s): the plan now wants to %s, and only the object as confirmed may be changed",
 					s.Fence.Kind, s.Fence.Namespace, s.Fence.Name, c.Fence.ResourceVersion, s.Fence.ResourceVersion, s.Detail)
+			}
+			if why := promotedSince(c.Fence, s.Fence); why != "" {
+				return errors.New(why)
 			}
 			return nil
 		default:
@@ -1175,7 +1214,9 @@ func usesMemberOps(k model.StepKind) bool {
 // credentials changed nothing: the error says which credentials were
 // sent and how to name the right ones.
 func (r *run) do(ctx context.Context, s classify.Step) (model.Outcome, string, error) {
+	sent := r.sends.begin()
 	o, detail, err := r.doStep(ctx, s)
+	err = sent.judge(err)
 	if errors.Is(err, engine.ErrForbidden) {
 		err = fmt.Errorf("%w; the member changed nothing for this step. Its REST API refuses this client whatever the password: allow hactl's address in Patroni's restapi.allowlist, or, with verify_client, name a client certificate with %s", err, status.AnnotationTLSSecret)
 	}
@@ -1286,7 +1327,15 @@ func (r *run) memberOps(ctx context.Context) (MemberOps, error) {
 	if err != nil {
 		return nil, err
 	}
-	po := engine.ProbeOptions{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds, Auth: auth}
+	// The engine's requests travel in a tunnel the API transport guard
+	// never sees: its dial and every write check the lock themselves.
+	r.sends = &sendGuard{valid: func() error {
+		if r.lock == nil {
+			return nil
+		}
+		return r.lock.Valid()
+	}}
+	po := engine.ProbeOptions{Dial: r.sends.Dial(r.x.Observer.Dial), Timeout: r.x.Observer.ProbeTimeout, Credentials: creds, Auth: auth}
 	if a, ok := eng.(engine.Actioner); ok {
 		r.ops = a.Actions(po)
 	} else {

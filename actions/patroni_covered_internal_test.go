@@ -66,3 +66,52 @@ func TestVerifyPatroniSteps(t *testing.T) {
 		t.Errorf("the same pod, status moved: %v", err)
 	}
 }
+
+// TestVerifyRoleAndLedger: a pod confirmed as a replica and labelled the
+// primary now is a fence conflict for a reinitialize and a delete (the
+// fingerprint leaves the role label out); the reverse (the primary
+// handed over first) is covered. A decision that now resumes or
+// supersedes other ledger entries than the confirmed one is not the
+// confirmed plan.
+func TestVerifyRoleAndLedger(t *testing.T) {
+	pod := func(role string) *model.Fence {
+		return &model.Fence{Kind: "Pod", Namespace: "db", Name: "pg-1", UID: "u1", ResourceVersion: "10", Fingerprint: "fp", Role: role}
+	}
+	ri := func(role string) classify.Step {
+		return classify.Step{Kind: model.StepReinitialize, Member: "pg-1", MemberID: "pg-1", Fence: pod(role), Detail: "reinitialize pg-1"}
+	}
+	del := func(role string) classify.Step {
+		return classify.Step{Kind: model.StepDeletePod, Member: "pg-1", Fence: pod(role), Detail: "delete pod pg-1"}
+	}
+	dec := func(s classify.Step) classify.Decision {
+		return classify.Decision{Verb: classify.VerbProceed, Steps: []classify.Step{s}, Fences: []model.Fence{*s.Fence}}
+	}
+	for _, step := range []func(string) classify.Step{ri, del} {
+		if err := covered(dec(step("replica")), step("master")); err == nil || !strings.Contains(err.Error(), "Patroni promoted it") {
+			t.Errorf("%s of a pod promoted since: %v, want refused", step("").Kind, err)
+		}
+		if err := verify(dec(step("replica")), dec(step("primary"))); !errors.Is(err, ErrFenceConflict) {
+			t.Errorf("verify %s of a pod promoted since: %v, want a fence conflict", step("").Kind, err)
+		}
+		if err := covered(dec(step("master")), step("replica")); err != nil {
+			t.Errorf("%s of the old primary after its hand-over: %v", step("").Kind, err)
+		}
+		if err := covered(dec(step("replica")), step("replica")); err != nil {
+			t.Errorf("%s of the same replica: %v", step("").Kind, err)
+		}
+	}
+	base := dec(ri("replica"))
+	for name, mut := range map[string]func(*classify.Decision){
+		"resumes another entry": func(d *classify.Decision) { d.Resume = "reseed.pg-1.x" },
+		"supersedes an entry":   func(d *classify.Decision) { d.Supersedes = []string{"switchover.y"} },
+	} {
+		now := base
+		mut(&now)
+		if err := verify(base, now); !errors.Is(err, ErrFenceConflict) || !strings.Contains(err.Error(), "confirmed plan") {
+			t.Errorf("%s: %v, want a fence conflict", name, err)
+		}
+		if err := verify(now, now); err != nil {
+			t.Errorf("%s, as confirmed: %v", name, err)
+		}
+	}
+}

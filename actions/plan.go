@@ -1,10 +1,14 @@
 package actions
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
 )
 
 // A saved plan ("plan now, apply later, exactly this") is a decision
@@ -106,9 +111,11 @@ func via(server string) string {
 // exactly what the plan says. What counts:
 //
 //   - the verb (a plan that proceeded and now refuses, awaits or is done);
-//   - the intent: action, member and every option (the lock holder
-//     identity aside), and for a restore the generation's identity and
-//     manifest digest;
+//   - the intent: action, member and every option, the verdict's
+//     thresholds included, compared by its JSON so that an option added
+//     later is compared too (PlanOptionsNotCompared lists the exceptions:
+//     the lock holder identity), and for a restore the generation's
+//     identity and manifest digest;
 //   - the cluster (namespace, name, StatefulSet UID, engine), its shape
 //     and flow;
 //   - every fence: an object to delete or scale by kind and name, with
@@ -123,11 +130,16 @@ func via(server string) string {
 //     member), the target's peer URLs, the ledger entry resumed or
 //     superseded, the replicas a restore scales back to, and the quorum's
 //     size (voters, quorum, whether the target votes, whether the check
-//     applies and holds).
+//     applies and holds);
+//   - the quorum by the lags observed: a voter that was within the lag
+//     threshold when the plan was made (the smaller of the plan's and
+//     the one the decision was made with now) and trails the leader by
+//     more now.
 //
 // What does not count: when the decision was made and observed, the
 // step details' wording (a seed source's applied index, say), notes, the
-// status reasons, which voters are healthy when the quorum check still
+// status reasons, lags that move within the threshold, which voters are
+// healthy for other reasons than their lag when the quorum check still
 // holds, and a fence's resourceVersion moved by status alone.
 func PlanDiff(plan, now classify.Decision) []string {
 	var out []string
@@ -182,6 +194,7 @@ func PlanDiff(plan, now classify.Decision) []string {
 	if plan.Replicas != now.Replicas {
 		add("the restore now scales back to %d replicas, the plan's to %d", now.Replicas, plan.Replicas)
 	}
+	lagsDiff(add, plan, now)
 	if a, b := plan.Quorum, now.Quorum; a.Voters != b.Voters || a.Quorum != b.Quorum || a.TargetVotes != b.TargetVotes || a.Checked != b.Checked || a.OK != b.OK {
 		add("the quorum is now %d voters, quorum %d (target votes %v, check %v, ok %v); the plan's was %d voters, quorum %d (target votes %v, check %v, ok %v)",
 			b.Voters, b.Quorum, b.TargetVotes, b.Checked, b.OK, a.Voters, a.Quorum, a.TargetVotes, a.Checked, a.OK)
@@ -197,8 +210,51 @@ func orNone(s string) string {
 	return s
 }
 
-// intentDiff compares what was asked for, the caller's lock identity
-// aside (apply runs as another process than the one that planned).
+// PlanOptionsNotCompared are the fields of classify.Options, by their Go
+// names, a saved plan's intent is not held to. Every other field, the
+// verdict's thresholds and any field added later included, is compared
+// by its JSON (optionsDiff): a plan shows it and apply refuses a plan
+// that differs in it.
+//
+//   - LockHolder is the caller's own identity on the cluster's lock:
+//     apply runs as another process than the one that planned.
+var PlanOptionsNotCompared = []string{"LockHolder"}
+
+// optionName is how an option is named in a refusal, by its JSON path
+// under decision.intent.options: a flag where one sets it, else that
+// path.
+func optionName(path string) string {
+	switch path {
+	case "moveLeader":
+		return "--move-leader"
+	case "switchoverFirst":
+		return "--switchover-first"
+	case "supersede":
+		return "--supersede"
+	case "force":
+		return "--force"
+	case "generation":
+		return "--generation"
+	case "seedStore":
+		return "the seed store"
+	case "agentImage":
+		return "--agent-image"
+	case "storeSecret":
+		return "--store-secret"
+	case "maxAge":
+		return "the observation age bound"
+	case "staleEntryAfter":
+		return "the stale entry bound"
+	case "verdict.lagThreshold":
+		return "the lag threshold (apply decides with its own --lag-threshold)"
+	case "verdict.walLagThreshold":
+		return "the WAL lag threshold (apply decides with its own --wal-lag-threshold)"
+	}
+	return "decision.intent.options." + path
+}
+
+// intentDiff compares what was asked for: the action, the member and
+// every option but those PlanOptionsNotCompared names.
 func intentDiff(add func(string, ...any), a, b classify.Intent) {
 	if a.Action != b.Action {
 		add("the action is now %s, the plan's was %s", b.Action, a.Action)
@@ -206,27 +262,83 @@ func intentDiff(add func(string, ...any), a, b classify.Intent) {
 	if a.Member != b.Member {
 		add("the member is now %s, the plan's was %s", orNone(b.Member), orNone(a.Member))
 	}
-	x, y := a.Options, b.Options
-	for _, o := range []struct {
-		name string
-		a, b any
-	}{
-		{"--move-leader", x.MoveLeader, y.MoveLeader},
-		{"--switchover-first", x.SwitchoverFirst, y.SwitchoverFirst},
-		{"--supersede", x.Supersede, y.Supersede},
-		{"--force", x.Force, y.Force},
-		{"--generation", x.Generation, y.Generation},
-		{"the seed store", x.SeedStore, y.SeedStore},
-		{"--agent-image", x.AgentImage, y.AgentImage},
-		{"--store-secret", x.StoreSecret, y.StoreSecret},
-		{"the observation age bound", x.MaxAge, y.MaxAge},
-		{"the stale entry bound", x.StaleEntryAfter, y.StaleEntryAfter},
-	} {
-		if o.a != o.b {
-			add("option %s is now %v, the plan's was %v", o.name, o.b, o.a)
+	optionsDiff(add, a.Options, b.Options)
+	sourceDiff(add, a.Options.Source, b.Options.Source)
+}
+
+// optionsDiff compares two intents' options field by field, by their
+// JSON, nested structs by each of their fields; Source is compared by
+// sourceDiff.
+func optionsDiff(add func(string, ...any), x, y classify.Options) {
+	a, b := optionFields(x), optionFields(y)
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
 		}
 	}
-	s, t := x.Source, y.Source
+	sort.Strings(keys)
+	for _, k := range keys {
+		if a[k] == b[k] {
+			continue
+		}
+		add("option %s is now %s, the plan's was %s", optionName(k), orUnset(b[k]), orUnset(a[k]))
+	}
+}
+
+// optionFields flattens o's JSON to path: value, without the fields
+// PlanOptionsNotCompared names and without Source.
+func optionFields(o classify.Options) map[string]string {
+	v := reflect.ValueOf(&o).Elem()
+	for _, name := range PlanOptionsNotCompared {
+		if f := v.FieldByName(name); f.IsValid() {
+			f.SetZero()
+		}
+	}
+	o.Source = nil
+	out := map[string]string{}
+	b, err := json.Marshal(o)
+	if err != nil {
+		out["(options)"] = err.Error()
+		return out
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		out["(options)"] = err.Error()
+		return out
+	}
+	flattenJSON("", m, out)
+	return out
+}
+
+func flattenJSON(prefix string, m map[string]any, out map[string]string) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case map[string]any:
+			flattenJSON(prefix+k+".", v, out)
+		case string:
+			out[prefix+k] = strconv.Quote(v)
+		default:
+			b, _ := json.Marshal(v)
+			out[prefix+k] = string(b)
+		}
+	}
+}
+
+func orUnset(s string) string {
+	if s == "" {
+		return "unset"
+	}
+	return s
+}
+
+// sourceDiff compares the generation a restore restores.
+func sourceDiff(add func(string, ...any), s, t *classify.GenerationFacts) {
 	switch {
 	case s == nil && t == nil:
 	case s == nil || t == nil:
@@ -235,6 +347,41 @@ func intentDiff(add func(string, ...any), a, b classify.Intent) {
 		add("generation %s's manifest digest is now %s, the plan's was %s (deleted and published again?)", t.Generation, orNone(t.Digest), orNone(s.Digest))
 	case s.Generation != t.Generation || s.Engine != t.Engine || s.ClusterID != t.ClusterID || s.Revision != t.Revision || !s.CapturedAt.Equal(t.CapturedAt):
 		add("the generation to restore is now %s, the plan's was %s", genFacts(t), genFacts(s))
+	default:
+		// any other fact, compared by its JSON
+		a, _ := json.Marshal(s)
+		b, _ := json.Marshal(t)
+		if !bytes.Equal(a, b) {
+			add("the generation to restore is now %s, the plan's was %s", b, a)
+		}
+	}
+}
+
+// lagBound is the lag a voter may trail the leader by and count as
+// healthy, for comparing a plan's quorum with the quorum now: the
+// smaller of the plan's lag threshold and the one the decision was made
+// with now (each its default when unset), so that an edited threshold
+// never loosens it.
+func lagBound(plan, now uint64) uint64 {
+	if plan == 0 {
+		plan = verdict.DefaultLagThreshold
+	}
+	if now == 0 {
+		now = verdict.DefaultLagThreshold
+	}
+	return min(plan, now)
+}
+
+// lagsDiff compares the quorum by the lags observed: a voter that was
+// within the lag bound when the plan was made and trails the leader by
+// more now is named, whatever the quorum's verdicts say.
+func lagsDiff(add func(string, ...any), plan, now classify.Decision) {
+	bound := lagBound(plan.Intent.Options.Verdict.LagThreshold, now.Intent.Options.Verdict.LagThreshold)
+	for name, was := range plan.Quorum.Lags {
+		is, ok := now.Quorum.Lags[name]
+		if ok && was >= 0 && uint64(was) <= bound && is > 0 && uint64(is) > bound {
+			add("voter %s now trails the leader by %d entries, more than the lag threshold %d; when the plan was made it trailed by %d", name, is, bound, was)
+		}
 	}
 }
 

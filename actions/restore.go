@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/hactl-dev/hactl/classify"
@@ -90,7 +91,10 @@ func (r *run) scale(ctx context.Context, s classify.Step, dry bool) (model.Outco
 }
 
 // runRestore creates the member's restore pod. One that exists already
-// for the same generation and action counts as done.
+// for the same generation and action counts as done. The pod runs the
+// agent image by digest when one is known (restoreImage); the first pod
+// of a tag runs the tag, and the digest its node reports is what every
+// later restore pod of the action runs.
 func (r *run) runRestore(ctx context.Context, s classify.Step, dry bool) (model.Outcome, string, error) {
 	cl := r.last.Observation.Cluster
 	pods := r.x.client().CoreV1().Pods(cl.Namespace)
@@ -98,10 +102,17 @@ func (r *run) runRestore(ctx context.Context, s classify.Step, dry bool) (model.
 	if err != nil {
 		return "", "", fmt.Errorf("reading StatefulSet %s/%s: %w", cl.Namespace, cl.Name, err)
 	}
-	pod, err := RestorePod(sts, cl, r.confirmed.Intent.Options, s, r.entryID)
+	img, err := r.restoreImage(ctx, pods, cl.Name, dry)
 	if err != nil {
 		return "", "", err
 	}
+	o := r.confirmed.Intent.Options
+	o.AgentImage = img.image
+	pod, err := RestorePod(sts, cl, o, s, r.entryID)
+	if err != nil {
+		return "", "", err
+	}
+	pod.Annotations[AgentImageAnnotation] = img.asked
 	if err := samePinnedGeneration(ctx, pods, cl.Name, pod); err != nil {
 		return "", "", err
 	}
@@ -109,14 +120,14 @@ func (r *run) runRestore(ctx context.Context, s classify.Step, dry bool) (model.
 	if dry {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	_, err = pods.Create(ctx, pod, opts)
+	created, err := pods.Create(ctx, pod, opts)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		got, gerr := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if gerr == nil && got.Labels[RestoreLabel] == cl.Name && got.Annotations[GenerationLabel] == pod.Annotations[GenerationLabel] &&
 			got.Annotations[DigestAnnotation] == pod.Annotations[DigestAnnotation] &&
 			(dry || got.Annotations[ActionLabel] == pod.Annotations[ActionLabel]) {
-			return model.OutcomeAlready, fmt.Sprintf("restore pod %s exists already (phase %s)", pod.Name, got.Status.Phase), nil
+			return model.OutcomeAlready, fmt.Sprintf("restore pod %s exists already (phase %s, %s)", pod.Name, got.Status.Phase, podImageRan(got, "restore")), nil
 		}
 		return "", "", fmt.Errorf("pod %s/%s exists and is not this restore's (delete it if it is a leftover): %w", cl.Namespace, pod.Name, err)
 	case apierrors.IsForbidden(err):
@@ -124,10 +135,144 @@ func (r *run) runRestore(ctx context.Context, s classify.Step, dry bool) (model.
 	case err != nil:
 		return "", "", fmt.Errorf("creating restore pod %s: %w", pod.Name, err)
 	case dry:
-		return model.OutcomeDryRun, fmt.Sprintf("would create restore pod %s (server dry run)", pod.Name), nil
+		ran := imageRan(img.asked, img.pinned(), img.by, img.imageID)
+		if img.pinned() == "" && !ImagePinned(img.asked) {
+			ran = "agent image " + img.asked + " (a tag: the first restore pod's node resolves it)"
+		}
+		return model.OutcomeDryRun, fmt.Sprintf("would create restore pod %s running %s (server dry run)", pod.Name, ran), nil
 	}
-	return model.OutcomeDone, fmt.Sprintf("created restore pod %s: generation %s into %s on volume %s-%s", pod.Name,
-		r.confirmed.Intent.Options.Generation, cl.Template.DataDir, cl.Template.DataVolume, s.Member), nil
+	if img.learn {
+		// The first pod of the tag: its node says which digest the tag
+		// is, and every later restore pod of the action runs that.
+		r.note("restore pod %s created: waiting for its node to report the digest of agent image %s", pod.Name, img.asked)
+		got, _ := awaitImageID(ctx, pods, created, "restore", DefaultAgentImageWait)
+		id, _ := containerImageID(got, "restore")
+		img.imageID = id
+		if pinned := PinnedFromImageID(img.asked, id); pinned != "" {
+			img.image, img.by = pinned, "the node of restore pod "+pod.Name
+			r.note("restore pod %s runs %s: the later restore pods of this action run that digest", pod.Name, img.image)
+		} else {
+			r.warn("restore pod %s runs agent image %s by its tag and no digest of it is known (its node reported %q): the restore pods of this action run the tag, which each node resolves on its own; name the image by digest (--agent-image repo@sha256:…) to pin it",
+				pod.Name, img.asked, id)
+		}
+	}
+	return model.OutcomeDone, fmt.Sprintf("created restore pod %s running %s: generation %s into %s on volume %s-%s", pod.Name,
+		imageRan(img.asked, img.pinned(), img.by, img.imageID), r.confirmed.Intent.Options.Generation, cl.Template.DataDir, cl.Template.DataVolume, s.Member), nil
+}
+
+// agentImagePick is the agent image a restore pod runs.
+type agentImagePick struct {
+	// asked is the image asked for (--agent-image); image what the pod
+	// runs: asked, or asked pinned to the digest learned by (by).
+	asked, image, by string
+	// learn: image is a tag no pod of this action ran yet: the digest is
+	// learned from this pod's node.
+	learn bool
+	// imageID is what a node reported when no digest is known.
+	imageID string
+}
+
+// pinned is the digest the pod runs, "" when it runs a tag.
+func (p agentImagePick) pinned() string {
+	if ImagePinned(p.image) {
+		return p.image
+	}
+	return ""
+}
+
+// restoreImage picks the agent image of this action's next restore pod:
+// the image asked for when it is a digest; else the digest an earlier
+// restore pod of this action ran for the same tag, as the ledger entry's
+// receipts record it or as that pod (its spec, or its node's report)
+// shows it, waiting for the report of one that has not started yet; else
+// the tag, to be learned from this pod's node when no pod of this action
+// ran it before.
+func (r *run) restoreImage(ctx context.Context, pods corev1client.PodInterface, cluster string, dry bool) (agentImagePick, error) {
+	asked := r.confirmed.Intent.Options.AgentImage
+	p := agentImagePick{asked: asked, image: asked}
+	if asked == "" || ImagePinned(asked) {
+		return p, nil
+	}
+	if _, _, err := imageRepository(asked); err != nil {
+		return p, err
+	}
+	details := r.restoreDetails()
+	if pinned := recordedImage(details, asked); pinned != "" {
+		p.image, p.by = pinned, "an earlier restore pod of this action, as ledger entry "+r.entryID+" records it"
+		return p, nil
+	}
+	if r.entryID == "" {
+		return p, nil
+	}
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: RestoreLabel + "=" + cluster})
+	if err != nil {
+		return p, fmt.Errorf("listing the restore pods of %s: %w", cluster, err)
+	}
+	var pending *corev1.Pod
+	ran := false
+	for i := range list.Items {
+		q := &list.Items[i]
+		if q.DeletionTimestamp != nil || q.Annotations[ActionLabel] != r.entryID || q.Annotations[AgentImageAnnotation] != asked {
+			continue
+		}
+		if spec := containerImage(q, "restore"); ImagePinned(spec) {
+			p.image, p.by = spec, "an earlier restore pod of this action ("+q.Name+")"
+			return p, nil
+		}
+		id, final := containerImageID(q, "restore")
+		if pinned := PinnedFromImageID(asked, id); pinned != "" {
+			p.image, p.by = pinned, "the node of restore pod "+q.Name
+			return p, nil
+		}
+		switch {
+		case final:
+			ran, p.imageID = true, id
+		case pending == nil:
+			pending = q
+		}
+	}
+	if unresolvedRecorded(details, asked) {
+		// An earlier pod's node was waited for already and reported no
+		// digest: its state now is all there is to know.
+		ran = true
+	}
+	if pending != nil && !ran && !dry {
+		got, err := awaitImageID(ctx, pods, pending, "restore", DefaultAgentImageWait)
+		if err != nil {
+			return p, err
+		}
+		id, _ := containerImageID(got, "restore")
+		if pinned := PinnedFromImageID(asked, id); pinned != "" {
+			p.image, p.by = pinned, "the node of restore pod "+got.Name
+			return p, nil
+		}
+		p.imageID = id
+		ran = true
+	}
+	p.learn = !ran && !dry
+	return p, nil
+}
+
+// restoreDetails are the details of this action's run-restore receipts:
+// this run's and those its ledger entry recorded before.
+func (r *run) restoreDetails() []string {
+	var out []string
+	add := func(rc model.Receipt) {
+		if rc.Step == model.StepRunRestore && (rc.Outcome == model.OutcomeDone || rc.Outcome == model.OutcomeAlready) && rc.DryRun == "" {
+			out = append(out, rc.Detail)
+		}
+	}
+	for _, rc := range r.res.Receipts {
+		add(rc)
+	}
+	for _, e := range r.last.Observation.Ledger {
+		if r.entryID != "" && e.ID == r.entryID {
+			for _, rc := range e.Receipts {
+				add(rc)
+			}
+		}
+	}
+	return out
 }
 
 // samePinnedGeneration refuses to create pod while a restore pod of the
@@ -218,9 +363,10 @@ func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Optio
 				MemberLabel:    s.Member,
 			},
 			Annotations: map[string]string{
-				GenerationLabel:  o.Generation,
-				DigestAnnotation: src.Digest,
-				ActionLabel:      actionID,
+				GenerationLabel:      o.Generation,
+				DigestAnnotation:     src.Digest,
+				ActionLabel:          actionID,
+				AgentImageAnnotation: o.AgentImage,
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID}},
 		},

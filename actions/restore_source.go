@@ -11,8 +11,10 @@ import (
 )
 
 // DefaultAgentImage is hactl's own image at this build's version: what
-// restore pods run unless told otherwise (any image with kubectl-hactl on
-// its PATH will do).
+// agent pods run unless told otherwise (any image with kubectl-hactl on
+// its PATH will do). It is a tag: the receipts name the digest the pods'
+// nodes report, and the restore pods after the first run the first one's
+// (see agentimage.go).
 func DefaultAgentImage() string { return "ghcr.io/hactl-dev/hactl:" + buildinfo.Version }
 
 // RestoreSource is the generation a restore restores, as the cluster's

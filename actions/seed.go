@@ -368,7 +368,11 @@ func (r *run) captureInPod(ctx context.Context, pc PodCapturer, c SeedCapture, m
 	if err != nil {
 		return fallback(err)
 	}
-	*via = fmt.Sprintf("in capture pod %s on node %s, next to it (only its receipt crossed the API server)", pod.Name, nodeOfAffinity(pod))
+	ran := podImageRan(pod, "capture")
+	*via = fmt.Sprintf("in capture pod %s on node %s, next to it, running %s (only its receipt crossed the API server)", pod.Name, nodeOfAffinity(pod), ran)
+	if strings.Contains(ran, "no digest known") {
+		r.warn("capture pod %s ran %s; name the image by digest (--agent-image repo@sha256:…) to pin it", pod.Name, ran)
+	}
 	id := rc.Identity
 	if id == nil || (c.ClusterID != "" && !strings.EqualFold(id.ClusterID, c.ClusterID)) || (c.MemberID != "" && !strings.EqualFold(id.SourceMemberID, c.MemberID)) {
 		p.deletePod(ctx, pod)

@@ -65,8 +65,19 @@ type Options struct {
 	// does not obviously need (--force): the cluster has quorum, or the
 	// generation names another cluster ID.
 	Force bool `json:"force,omitempty"`
-	// Verdict holds the thresholds phases and lag are derived with.
-	Verdict verdict.Options `json:"-"`
+	// AcceptNoFailover lets reseed and replace of a Patroni cluster take
+	// down its last failover-capable replica (--accept-no-failover):
+	// while that member rebuilds, losing the primary would leave no
+	// member to fail over to.
+	AcceptNoFailover bool `json:"acceptNoFailover,omitempty"`
+	// AcceptWriteStall lets reseed and replace take down the synchronous
+	// standby of a Patroni cluster in synchronous_mode_strict
+	// (--accept-write-stall): the primary stops committing writes until a
+	// synchronous standby streams again.
+	AcceptWriteStall bool `json:"acceptWriteStall,omitempty"`
+	// Verdict holds the thresholds phases and lag are derived with. A
+	// saved plan shows them, and apply compares them with its own.
+	Verdict verdict.Options `json:"verdict"`
 }
 
 func (o Options) withDefaults() Options {
@@ -194,6 +205,10 @@ const (
 	CodeNoSwitchoverCandidate Code = "no_switchover_candidate"
 	CodeMemberUnreachable     Code = "member_unreachable"
 	CodeActionUnsupported     Code = "action_unsupported"
+	CodeTargetPromoted        Code = "target_promoted"
+	CodeLastFailoverReplica   Code = "last_failover_replica"
+	CodeSyncStandbyStrict     Code = "sync_standby_strict"
+	CodeMaintenancePaused     Code = "maintenance_paused"
 )
 
 // Note codes: information about the decision that blocks nothing.
@@ -206,6 +221,9 @@ const (
 	CodeSuperseding     Code = "superseding"
 	CodeWritesDiscarded Code = "writes_discarded"
 	CodeSwitchoverFirst Code = "switchover_first"
+	// Patroni switchovers.
+	CodeSwitchoverOther Code = "switchover_other_member"
+	CodeRejoinPending   Code = "rejoin_pending"
 )
 
 // AllBlockerCodes lists every blocker code.
@@ -220,12 +238,13 @@ var AllBlockerCodes = []Code{
 	CodeRestoreUnsupported, CodeGenerationUnverified, CodeGenerationForeign, CodeClusterHasQuorum,
 	CodeRestoreFailed, CodeMemberIDDuplicate,
 	CodePrimaryUnknown, CodeTargetIsPrimary, CodeNoSwitchoverCandidate, CodeMemberUnreachable, CodeActionUnsupported,
+	CodeTargetPromoted, CodeLastFailoverReplica, CodeSyncStandbyStrict, CodeMaintenancePaused,
 }
 
 // AllNoteCodes lists every note code.
 var AllNoteCodes = []Code{
 	CodeResuming, CodeLockStale, CodeLeaderMove, CodeMemberRemoved, CodeDelegated,
-	CodeSuperseding, CodeWritesDiscarded, CodeSwitchoverFirst,
+	CodeSuperseding, CodeWritesDiscarded, CodeSwitchoverFirst, CodeSwitchoverOther, CodeRejoinPending,
 }
 
 // Override flags, named as the CLI spells them.
@@ -236,6 +255,12 @@ const (
 	// FlagSwitchoverFirst lets reseed and replace act on a Patroni
 	// cluster's primary by switching over to a healthy replica first.
 	FlagSwitchoverFirst = "--switchover-first"
+	// FlagAcceptNoFailover lets reseed and replace take down a Patroni
+	// cluster's last failover-capable replica.
+	FlagAcceptNoFailover = "--accept-no-failover"
+	// FlagAcceptWriteStall lets reseed and replace take down the
+	// synchronous standby under synchronous_mode_strict.
+	FlagAcceptWriteStall = "--accept-write-stall"
 )
 
 // Blocker is one reason the action may not go ahead. Override names the
@@ -291,6 +316,10 @@ type Quorum struct {
 	// out.
 	HealthyVoters  []string `json:"healthyVoters"`
 	HealthyWithout int      `json:"healthyWithoutTarget"`
+	// Lags are how many raft entries each voter whose lag is known
+	// trails the leader frontier, by member name: what HealthyVoters
+	// was derived from, and what a saved plan's quorum is compared by.
+	Lags map[string]int64 `json:"lags,omitempty"`
 	// TargetVotes: the target is a voter now.
 	TargetVotes bool `json:"targetVotes"`
 	// Checked: the check applies to this decision (it removes a voter).

@@ -39,6 +39,12 @@ type engineRules interface {
 	// or the replacement it brings back. Such an entry is never stale
 	// (see notResumable).
 	holdsRecorded(c *classifier, e *model.LedgerEntry) bool
+	// staleWait says why the in-progress entry e waits on a condition
+	// that can no longer come true ("" when it may still come true, or
+	// when the engine has no such waits). With finished, an entry whose
+	// action has completed without recording so counts too: another
+	// action may then supersede it instead of waiting for a rerun.
+	staleWait(c *classifier, e *model.LedgerEntry, finished bool) string
 }
 
 // engines maps each engine hactl acts on to its rules.
@@ -81,3 +87,5 @@ func (noRules) switchover(*classifier) {}
 // holdsRecorded: without rules nothing can be read from the engine, so an
 // entry is kept (the decision is refused anyway).
 func (noRules) holdsRecorded(*classifier, *model.LedgerEntry) bool { return true }
+
+func (noRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }

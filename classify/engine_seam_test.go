@@ -53,6 +53,8 @@ func (toyRules) switchover(c *classifier) {
 
 func (r toyRules) holdsRecorded(*classifier, *model.LedgerEntry) bool { return r.holds }
 
+func (toyRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
+
 // toyRegistry holds the toy engine's rules and no others.
 func toyRegistry(r toyRules) map[model.Engine]engineRules {
 	return map[model.Engine]engineRules{engineToy: r}

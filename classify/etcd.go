@@ -24,6 +24,11 @@ func (etcdRules) switchover(c *classifier) {
 	c.block(CodeActionUnsupported, c.in.Member, "", "switchover applies to Patroni clusters; an etcd cluster's leadership moves with --move-leader as part of replace and reseed")
 }
 
+// staleWait: etcd's waits (a learner catching up, a pod recreated) are
+// bounded by the executor's timeouts and judged stale by
+// replaceNotResumable.
+func (etcdRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
+
 // holdsRecorded: an answering member still lists the member ID the entry
 // recorded, or what the action itself brings back (a learner or voter
 // with the recorded peer URL or the member's name), which is where a

@@ -35,6 +35,19 @@ func (c etcd) quorumMath(m *model.Member, cur *model.Peer) {
 		}
 	}
 	q.TargetVotes = cur != nil && !cur.IsLearner
+	for i := range c.obs.Members {
+		v := &c.obs.Members[i]
+		if v.Lag == nil || v.Engine == nil {
+			continue
+		}
+		if p := c.peerByID(v.Engine.MemberID); p == nil || p.IsLearner {
+			continue
+		}
+		if q.Lags == nil {
+			q.Lags = map[string]int64{}
+		}
+		q.Lags[v.Name] = *v.Lag
+	}
 	c.d.Quorum = q
 }
 

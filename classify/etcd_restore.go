@@ -37,12 +37,83 @@ func (c etcd) restore() {
 	}
 	peers := c.restoreTemplateGates(replicas)
 	c.restoreSourceGates()
-	if src := c.o.Source; c.resume == nil && src != nil {
+	// A restore resumed before it changed anything (its holder died
+	// between recording the entry and its first change) is decided
+	// afresh: the world may have moved on since, the members may have
+	// their quorum back.
+	changed := c.restoreChanged()
+	if src := c.o.Source; len(changed) == 0 && src != nil {
 		c.restoreForeignGate(src)
 		c.restoreQuorumGate()
 		c.restoreDiscardNotes(src)
 	}
-	c.restorePlan(replicas, peers)
+	c.restorePlan(replicas, peers, changed)
+}
+
+// restoreChanged lists what the resumed restore changed, or may have
+// changed: nil when nothing is resumed or it changed nothing. It judges
+// conservatively, from the entry's receipts (a changing step done,
+// already so, unanswered, or written ahead: its request may have reached
+// the API server) and from the world (the StatefulSet wants fewer
+// replicas than the entry recorded; a restore pod of the entry, or of
+// no action, exists).
+func (c etcd) restoreChanged() []string {
+	e := c.resume
+	if e == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range e.Receipts {
+		if !r.Step.Mutates() {
+			continue
+		}
+		var what string
+		switch r.Outcome {
+		case model.OutcomeDone:
+			what = fmt.Sprintf("%s done", r.Step)
+		case model.OutcomeAlready:
+			what = fmt.Sprintf("%s already so", r.Step)
+		case model.OutcomeUnknown:
+			what = fmt.Sprintf("%s sent without an answer", r.Step)
+		case model.OutcomeSending:
+			what = fmt.Sprintf("%s written ahead as sending", r.Step)
+		default:
+			continue
+		}
+		if r.Member != "" && r.Step == model.StepRunRestore {
+			what += " (" + r.Member + ")"
+		}
+		if !seen[what] {
+			seen[what] = true
+			out = append(out, what)
+		}
+	}
+	cl := c.obs.Cluster
+	if cl.Replicas < e.Replicas {
+		out = append(out, fmt.Sprintf("StatefulSet %s wants %d of the %d replicas recorded", cl.Name, cl.Replicas, e.Replicas))
+	}
+	for _, p := range cl.RestorePods {
+		if p.Action == e.ID || (p.Action == "" && p.Generation == e.Generation) {
+			out = append(out, fmt.Sprintf("restore pod %s exists", p.Name))
+		}
+	}
+	return out
+}
+
+// restoreResumeGate says what the rest of a restore that already changed
+// the cluster discards, and refuses (unless --force) to scale down
+// members that hold quorum again.
+func (c etcd) restoreResumeGate(changed []string) {
+	src := c.o.Source
+	if src == nil {
+		return
+	}
+	c.note(CodeWritesDiscarded, "", "ledger entry %s already changed the cluster (%s): the rest of the restore replaces every member's data with revision %d of generation %s; every write after it is gone",
+		c.resume.ID, strings.Join(changed, "; "), src.Revision, src.Generation)
+	if c.obs.Cluster.Replicas > 0 {
+		c.restoreQuorumGate()
+	}
 }
 
 // restoreShapeGates refuses the shapes and pod management policies a
@@ -176,8 +247,9 @@ func (c etcd) restoreDiscardNotes(src *GenerationFacts) {
 	}
 }
 
-// restorePlan derives the restore's steps from the observed world.
-func (c etcd) restorePlan(replicas int, peers map[string]string) {
+// restorePlan derives the restore's steps from the observed world;
+// changed is what the resumed restore changed (restoreChanged).
+func (c etcd) restorePlan(replicas int, peers map[string]string, changed []string) {
 	cl := c.obs.Cluster
 	stsFence := &model.Fence{Kind: "StatefulSet", Namespace: cl.Namespace, Name: cl.Name, UID: cl.UID,
 		ResourceVersion: cl.ResourceVersion, Fingerprint: cl.Fingerprint}
@@ -203,6 +275,9 @@ func (c etcd) restorePlan(replicas int, peers map[string]string) {
 	case restored:
 		c.afterRestore(replicas, ours, stsFence)
 	default:
+		if len(changed) > 0 {
+			c.restoreResumeGate(changed)
+		}
 		c.restoreSteps(replicas, peers, ours, stsFence)
 	}
 }

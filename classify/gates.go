@@ -71,6 +71,11 @@ func (c *classifier) ledgerGate() {
 			c.note(CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded", e.Action, e.Member, e.ID, e.Phase)
 			continue
 		}
+		if why := c.rules.staleWait(c, e, true); why != "" && !c.lockedByOther() {
+			c.supersede(e)
+			c.note(CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded: %s", e.Action, orName(e.Member, "the cluster"), e.ID, e.Phase, why)
+			continue
+		}
 		c.block(CodeActionInProgress, e.Member, FlagSupersede, "%s of %s is recorded in progress (ledger entry %s, phase %s, by %s); finish it by running the same command again",
 			e.Action, e.Member, e.ID, e.Phase, e.Holder)
 	}
@@ -79,6 +84,13 @@ func (c *classifier) ledgerGate() {
 		c.note(CodeResuming, c.resume.Member, "continuing ledger entry %s (phase %s), started %s by %s", c.resume.ID, c.resume.Phase,
 			c.resume.StartedAt.UTC().Format(time.RFC3339), c.resume.Holder)
 	}
+}
+
+// lockedByOther reports whether another holder holds the cluster's lock
+// now (lockGate refuses then): its entries are its own to finish.
+func (c *classifier) lockedByOther() bool {
+	l := c.obs.Lock
+	return l != nil && l.Holder != "" && l.Holder != c.o.LockHolder && l.Held(c.now)
 }
 
 func (c *classifier) supersede(e *model.LedgerEntry) {
@@ -102,6 +114,8 @@ func (c *classifier) notResumable(e *model.LedgerEntry) string {
 		return c.restoreNotResumable(e)
 	case model.ActionReplace, model.ActionReseed:
 		return c.replaceNotResumable(e)
+	case model.ActionSwitchover:
+		return c.rules.staleWait(c, e, false)
 	case model.ActionSeed:
 		if e.Generation != c.o.Generation {
 			return fmt.Sprintf("it seeds generation %s, this seed generation %s: a new seed that passes every gate", orName(e.Generation, "(none)"), orName(c.o.Generation, "(none)"))

@@ -57,7 +57,7 @@ func (c *classifier) deleteBoth(m *model.Member, pvc *model.PVCFacts, pvcOrig bo
 	}
 	if p := m.Pod; p != nil {
 		f := model.Fence{Kind: "Pod", Namespace: c.obs.Cluster.Namespace, Name: p.Name, UID: p.UID,
-			ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
+			ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint, Role: p.RoleLabel}
 		c.step(Step{Kind: model.StepDeletePod, Member: m.Name, Fence: &f,
 			Detail: fmt.Sprintf("delete pod %s (uid %s, resourceVersion %s)", p.Name, p.UID, p.ResourceVersion)})
 		c.step(Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", p.Name)})

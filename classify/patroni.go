@@ -50,6 +50,45 @@ func (patroniRules) holdsRecorded(c *classifier, e *model.LedgerEntry) bool {
 	return m != nil && m.Engine != nil && m.Engine.Reachable && m.Engine.Patroni != nil
 }
 
+// SwitchoverSettleAfter is how long after Patroni answered a switchover
+// its old primary may still be the primary before the switchover counts
+// as one that can no longer complete (Patroni answers once the
+// candidate is promoted; a primary that is the old one again a while
+// later means it was undone).
+const SwitchoverSettleAfter = 2 * time.Minute
+
+// staleWait: a switchover entry waits for a member other than its old
+// primary to hold the leader lock as the one writable primary. It can no
+// longer come true once the old primary leads again well after Patroni
+// answered, or when nothing of it was answered and nobody touched it
+// for StaleEntryAfter; with finished, a switchover that has happened
+// counts too. An entry of this very process is left to its own waits.
+func (patroniRules) staleWait(c *classifier, e *model.LedgerEntry, finished bool) string {
+	if e.Action != model.ActionSwitchover || (e.Holder != "" && e.Holder == c.o.LockHolder) {
+		return ""
+	}
+	x := patroni{c}
+	var rec *model.Receipt
+	for i := range e.Receipts {
+		r := &e.Receipts[i]
+		if r.Step == model.StepSwitchover && r.DryRun == "" && r.From != "" && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready) {
+			rec = r
+		}
+	}
+	prim := x.lockedPrimary()
+	age := c.now.Sub(e.UpdatedAt)
+	switch {
+	case rec != nil && prim != nil && prim.Name != rec.From && finished:
+		return fmt.Sprintf("its switchover from %s has happened (%s is the primary holding the leader lock)", rec.From, prim.Name)
+	case rec != nil && prim != nil && prim.Name == rec.From && !rec.At.IsZero() && c.now.Sub(rec.At) > SwitchoverSettleAfter:
+		return fmt.Sprintf("Patroni answered its switchover from %s to %s %s ago, yet %s is the primary holding the leader lock again: it can no longer complete, it is stale",
+			rec.From, rec.MemberID, c.now.Sub(rec.At).Round(time.Second), rec.From)
+	case !e.UpdatedAt.IsZero() && age > c.o.StaleEntryAfter:
+		return fmt.Sprintf("it was last updated %s ago and its switchover has not completed: it is stale", age.Round(time.Second))
+	}
+	return ""
+}
+
 // patroni is a decision on a Patroni cluster: the classifier with
 // Patroni's rules and helpers.
 type patroni struct{ *classifier }
@@ -107,6 +146,7 @@ func (c patroni) gates(target string) *model.Member {
 		return nil
 	}
 	c.systemIDGate(target)
+	c.pauseGate()
 	if cl := c.obs.Cluster.Patroni; cl != nil && cl.FailoverPending {
 		c.block(CodeActionInProgress, "", "", "a switchover or failover is pending in ConfigMap %s-failover (someone else asked Patroni for one): wait until Patroni has carried it out or it is cancelled (patronictl flush %s switchover)", cl.Scope, cl.Scope)
 	}
@@ -130,6 +170,36 @@ func (c patroni) gates(target string) *model.Member {
 	}
 	c.d.Leader = prim.Name
 	return prim
+}
+
+// paused reports whether the cluster is in maintenance mode: its
+// dynamic configuration says pause, or a member reports it.
+func (c patroni) paused() bool {
+	if cl := c.obs.Cluster.Patroni; cl != nil && cl.Paused {
+		return true
+	}
+	for i := range c.obs.Members {
+		if p := pg(&c.obs.Members[i]); p != nil && p.Paused {
+			return true
+		}
+	}
+	return false
+}
+
+// pauseGate refuses every action while the cluster is in maintenance
+// mode: each relies on Patroni to act (a replaced member bootstraps from
+// the primary, a reinitialized one copies and restarts, a switchover's
+// candidate is promoted), and a paused Patroni leaves an empty data
+// directory empty and fails nothing over.
+func (c patroni) pauseGate() {
+	if !c.paused() {
+		return
+	}
+	scope := c.obs.Cluster.Name
+	if cl := c.obs.Cluster.Patroni; cl != nil && cl.Scope != "" {
+		scope = cl.Scope
+	}
+	c.block(CodeMaintenancePaused, "", "", "the cluster is in maintenance mode (pause): Patroni neither fails over nor bootstraps a member on an empty data directory, and hactl relies on it for every action; resume it first (patronictl resume %s) or repair by hand", scope)
 }
 
 // systemIDGate refuses members answering for another system identifier
@@ -226,8 +296,24 @@ func (c patroni) candidate(prim *model.Member, named, exclude string) *model.Mem
 		}
 		return m
 	}
-	var ok []*model.Member
-	var not []string
+	ok, not := c.candidates(prim, exclude)
+	if len(ok) == 0 {
+		detail := "no replica is running, streaming from the primary " + prim.Name + " within the lag threshold, without nofailover"
+		if len(not) > 0 {
+			detail += " (" + strings.Join(not, "; ") + ")"
+		}
+		c.block(CodeNoSwitchoverCandidate, "", "", "%s", detail)
+		return nil
+	}
+	return c.member(ok[0])
+}
+
+// candidates are the members other than prim and exclude that could
+// take over from prim, best first (the synchronous standby first in
+// synchronous mode, then the least lag, then the lowest ordinal), and
+// why each other one could not.
+func (c patroni) candidates(prim *model.Member, exclude string) (ok, not []string) {
+	var ms []*model.Member
 	for i := range c.obs.Members {
 		m := &c.obs.Members[i]
 		if m.Name == prim.Name || m.Name == exclude {
@@ -237,19 +323,11 @@ func (c patroni) candidate(prim *model.Member, named, exclude string) *model.Mem
 			not = append(not, m.Name+": "+why)
 			continue
 		}
-		ok = append(ok, m)
-	}
-	if len(ok) == 0 {
-		detail := "no replica is running, streaming from the primary " + prim.Name + " within the lag threshold, without nofailover"
-		if len(not) > 0 {
-			detail += " (" + strings.Join(not, "; ") + ")"
-		}
-		c.block(CodeNoSwitchoverCandidate, "", "", "%s", detail)
-		return nil
+		ms = append(ms, m)
 	}
 	syncMode := c.obs.Cluster.Patroni != nil && c.obs.Cluster.Patroni.SynchronousMode
-	sort.SliceStable(ok, func(i, j int) bool {
-		a, b := ok[i], ok[j]
+	sort.SliceStable(ms, func(i, j int) bool {
+		a, b := ms[i], ms[j]
 		if syncMode && c.isSync(a, prim) != c.isSync(b, prim) {
 			return c.isSync(a, prim)
 		}
@@ -258,7 +336,10 @@ func (c patroni) candidate(prim *model.Member, named, exclude string) *model.Mem
 		}
 		return a.Ordinal < b.Ordinal
 	})
-	return ok[0]
+	for _, m := range ms {
+		ok = append(ok, m.Name)
+	}
+	return ok, not
 }
 
 // switchoverSteps plans handing the primary role from prim to cand.
@@ -270,18 +351,64 @@ func (c patroni) switchoverSteps(prim, cand *model.Member) {
 
 func (c patroni) awaitSwitchover(from, to string) {
 	c.step(Step{Kind: model.StepAwaitSwitchover, Member: to, MemberID: to, From: from,
-		Detail: fmt.Sprintf("wait until %s answers as the writable primary and %s as a running replica", to, from)})
+		Detail: fmt.Sprintf("wait until %s answers as the one writable primary holding the leader lock (%s rejoins as a replica by itself)", to, from)})
 }
 
-// switchedOver reports whether to answers as the one writable primary and
-// from as a running replica.
-func (c patroni) switchedOver(from, to string) bool {
+// lockedPrimary is the one running writable primary when the leader
+// lock names it (or the lock could not be read), nil otherwise.
+func (c patroni) lockedPrimary() *model.Member {
 	prim := c.primary()
-	if prim == nil || prim.Name != to {
-		return false
+	if prim == nil {
+		return nil
 	}
-	p := pg(c.member(from))
-	return p != nil && !p.Writable() && p.Role == "replica" && p.State == "running"
+	if cl := c.obs.Cluster.Patroni; cl != nil && cl.ObjectsErr == "" && (!cl.LockFound || cl.LockHolder != prim.Name || cl.LockStale(c.now)) {
+		return nil
+	}
+	return prim
+}
+
+// switchedOver reports whether the switchover from from has happened: a
+// member other than from is the one running writable primary and holds
+// the leader lock. It does not wait for the old primary: Patroni rejoins
+// it by itself (see switchoverNotes).
+func (c patroni) switchedOver(from string) bool {
+	prim := c.lockedPrimary()
+	return prim != nil && prim.Name != from
+}
+
+// switchoverNotes say who took over from from when Patroni chose another
+// member than to, and how the old primary stands.
+func (c patroni) switchoverNotes(from, to string) {
+	if prim := c.primary(); prim != nil && prim.Name != to {
+		c.note(CodeSwitchoverOther, prim.Name, "Patroni made %s the primary, not %s as asked: the switchover from %s is done", prim.Name, to, from)
+	}
+	c.rejoinNote(from)
+}
+
+// rejoinNote reports the old primary from when it is not a running
+// replica streaming from the primary.
+func (c patroni) rejoinNote(from string) {
+	m := c.member(from)
+	if m == nil {
+		return
+	}
+	p := pg(m)
+	why := ""
+	switch {
+	case p == nil:
+		why = "its Patroni does not answer"
+	case p.Role != "replica" || p.State != "running":
+		why = fmt.Sprintf("it answers role %q, state %q", p.Role, p.State)
+	default:
+		if prim := c.primary(); prim != nil {
+			if _, ok := pg(prim).Streaming(from); !ok {
+				why = "it does not stream from the primary " + prim.Name
+			}
+		}
+	}
+	if why != "" {
+		c.note(CodeRejoinPending, from, "%s, the old primary, has not rejoined as a streaming replica yet (%s): Patroni rejoins it by itself (pg_rewind or a fresh copy); if it stays so, reseed it", from, why)
+	}
 }
 
 // recordedSwitchover is the switchover the resumed entry sent (its
@@ -305,8 +432,9 @@ func (c patroni) recordedSwitchover() *model.Receipt {
 func (c patroni) switchover() {
 	if rec := c.recordedSwitchover(); rec != nil && rec.MemberID != "" && rec.From != "" {
 		// Resume: the request was sent; judge by the members' answers.
-		if c.switchedOver(rec.From, rec.MemberID) {
-			c.d.Leader = rec.MemberID
+		if c.switchedOver(rec.From) {
+			c.switchoverNotes(rec.From, rec.MemberID)
+			c.d.Leader = c.primary().Name
 			c.done = true
 			return
 		}
@@ -367,6 +495,30 @@ func (c patroni) replace() {
 		c.block(CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", orName(t.OperatorOwner, "an operator"))
 	}
 	c.d.Replaced = c.replaced(m)
+	handedOver := false
+	if c.resume != nil {
+		// A resume passes the same gates as a fresh decision: whatever
+		// the entry recorded, the member is never deleted, reinitialized
+		// or replaced while it is the primary.
+		prim := c.gates(name)
+		if prim == nil {
+			return
+		}
+		if prim.Name == name && !c.o.SwitchoverFirst {
+			c.promoted(m)
+			return
+		}
+		if !c.riskGates(m, prim, prim.Name == name) {
+			return
+		}
+		if prim.Name == name {
+			// --switchover-first: the primary hands over before the rest
+			if !c.handOver(prim, name) {
+				return
+			}
+			handedOver = true
+		}
+	}
 	if c.in.Action == model.ActionReplace && c.replaceResume(m) {
 		return
 	}
@@ -384,20 +536,27 @@ func (c patroni) replace() {
 	if prim == nil {
 		return
 	}
-	if prim.Name == name {
+	switch {
+	case handedOver:
+	case prim.Name == name:
 		if !c.o.SwitchoverFirst {
 			c.block(CodeTargetIsPrimary, name, FlagSwitchoverFirst, "%s is the primary: %s it would stop the cluster's writes", name, map[model.Action]string{model.ActionReseed: "reinitializing", model.ActionReplace: "replacing"}[c.in.Action])
 			return
 		}
-		cand := c.candidate(prim, "", name)
-		if cand == nil {
+		if c.resume == nil && !c.riskGates(m, prim, true) {
 			return
 		}
-		c.note(CodeSwitchoverFirst, name, "%s is the primary: it hands over to %s first", name, cand.Name)
-		c.switchoverSteps(prim, cand)
-	} else if rec := c.recordedSwitchover(); rec != nil && rec.From == name && !c.switchedOver(name, rec.MemberID) {
-		// The switchover this action made has not settled yet.
-		c.awaitSwitchover(name, rec.MemberID)
+		if !c.handOver(prim, name) {
+			return
+		}
+	default:
+		if c.resume == nil && !c.riskGates(m, prim, false) {
+			return
+		}
+		if rec := c.recordedSwitchover(); rec != nil && rec.From == name && !c.switchedOver(name) {
+			// The switchover this action made has not settled yet.
+			c.awaitSwitchover(name, rec.MemberID)
+		}
 	}
 	if c.in.Action == model.ActionReseed {
 		if pg(m) == nil && prim.Name != name {
@@ -409,6 +568,65 @@ func (c patroni) replace() {
 	}
 	c.deleteBoth(m, m.PVC, m.PVC != nil)
 	c.recreated(name)
+}
+
+// handOver plans the switchover from the primary prim (the target name)
+// to the best candidate, blocking when there is none. It reports whether
+// it planned.
+func (c patroni) handOver(prim *model.Member, name string) bool {
+	cand := c.candidate(prim, "", name)
+	if cand == nil {
+		return false
+	}
+	c.note(CodeSwitchoverFirst, name, "%s is the primary: it hands over to %s first", name, cand.Name)
+	c.switchoverSteps(prim, cand)
+	return true
+}
+
+// promoted refuses a resumed replace or reseed whose member answers as
+// the primary now: Patroni promoted it since the entry began (or the
+// entry's own switchover has not happened yet). --switchover-first hands
+// the primary role over first instead.
+func (c patroni) promoted(m *model.Member) {
+	e := c.resume
+	tl := ""
+	if p := pg(m); p != nil && p.Timeline > 0 {
+		tl = fmt.Sprintf(" on timeline %d", p.Timeline)
+	}
+	c.block(CodeTargetPromoted, m.Name, FlagSwitchoverFirst, "%s is the primary now%s, holding the leader lock: Patroni promoted it after %s ledger entry %s began (phase %s, started %s); a resume never deletes, reinitializes or replaces the primary. Rerun with --switchover-first to hand the primary role to a healthy replica first, or --supersede to drop the entry",
+		m.Name, tl, e.Action, e.ID, e.Phase, e.StartedAt.UTC().Format(time.RFC3339))
+}
+
+// riskGates refuse taking down m (a replica now, or the primary handing
+// over first) when it leaves the cluster without a failover candidate
+// while m rebuilds (--accept-no-failover), or when m is the synchronous
+// standby under synchronous_mode_strict, so the primary would stop
+// committing (--accept-write-stall). They report whether the decision
+// goes on.
+func (c patroni) riskGates(m, prim *model.Member, handingOver bool) bool {
+	ok := true
+	if !c.o.AcceptNoFailover {
+		// The candidates left while m rebuilds: those that can take over
+		// now, less m and, when m hands over first, the one that becomes
+		// the primary (with none, the hand-over itself is refused).
+		capable, not := c.candidates(prim, m.Name)
+		losing := c.candidateWhyNot(m, prim) == ""
+		switch {
+		case handingOver && len(capable) == 1:
+			c.block(CodeLastFailoverReplica, m.Name, FlagAcceptNoFailover, "%s hands the primary role to %s first: while %s rebuilds, no other member could take over from %s, and losing it would leave no member to fail over to (%s)",
+				m.Name, capable[0], m.Name, capable[0], orName(strings.Join(not, "; "), "no other replica"))
+			ok = false
+		case !handingOver && losing && len(capable) == 0:
+			c.block(CodeLastFailoverReplica, m.Name, FlagAcceptNoFailover, "%s is the last member that could take over from the primary %s: while it rebuilds, losing the primary would leave no member to fail over to (%s)",
+				m.Name, prim.Name, orName(strings.Join(not, "; "), "no other replica"))
+			ok = false
+		}
+	}
+	if cl := c.obs.Cluster.Patroni; !c.o.AcceptWriteStall && cl != nil && cl.SynchronousModeStrict && m.Name != prim.Name && c.isSync(m, prim) {
+		c.block(CodeSyncStandbyStrict, m.Name, FlagAcceptWriteStall, "%s is the synchronous standby and synchronous_mode_strict is on: while it rebuilds, the primary %s commits no writes until another replica becomes synchronous", m.Name, prim.Name)
+		ok = false
+	}
+	return ok
 }
 
 // replaced is what the action replaces: recorded by the resumed entry, or
@@ -431,7 +649,7 @@ func (c patroni) replaced(m *model.Member) model.Replaced {
 func (c patroni) reinitialize(m *model.Member) {
 	var f *model.Fence
 	if p := m.Pod; p != nil {
-		f = &model.Fence{Kind: "Pod", Namespace: c.obs.Cluster.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
+		f = &model.Fence{Kind: "Pod", Namespace: c.obs.Cluster.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint, Role: p.RoleLabel}
 	}
 	since := ""
 	if p := pg(m); p != nil {
@@ -481,8 +699,9 @@ func lastReceiptAt(e *model.LedgerEntry, k model.StepKind) time.Time {
 	return at
 }
 
-// reseedResume plans a resumed reseed whose reinitialize was recorded as
-// sent: it only waits. It reports whether it planned.
+// reseedResume plans a resumed reseed whose reinitialize the member
+// answered (done, or already in progress): it only waits. It reports
+// whether it planned.
 func (c patroni) reseedResume(m *model.Member) bool {
 	e := c.resume
 	if e == nil {
@@ -498,7 +717,11 @@ func (c patroni) reseedResume(m *model.Member) bool {
 	}
 	known := since != "" && now != ""
 	restarted := known && now != since
-	if !hasReceipt(e, model.StepReinitialize) && !restarted {
+	if !hasReceipt(e, model.StepReinitialize) {
+		// Only a reinitialize the member answered counts: after a
+		// request sent without an answer, a restart may be anything (a
+		// crash, Patroni restarting PostgreSQL), so the reinitialize is
+		// planned again (a member already rebuilding answers so).
 		return false
 	}
 	if known {

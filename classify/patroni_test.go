@@ -146,7 +146,7 @@ func patroniRows() []row {
 	return []row{
 		pgRow(row{name: "patroni: reseed a replica", intent: pgReseed1, verb: VerbProceed, steps: reseedPlan,
 			check: func(t *testing.T, d Decision) {
-				want := []model.Fence{{Kind: "Pod", Namespace: "db", Name: "pg-1", UID: "pod-uid-pg-1", ResourceVersion: "301", Fingerprint: "pgfp-pg-1"}}
+				want := []model.Fence{{Kind: "Pod", Namespace: "db", Name: "pg-1", UID: "pod-uid-pg-1", ResourceVersion: "301", Fingerprint: "pgfp-pg-1", Role: "replica"}}
 				if !reflect.DeepEqual(d.Fences, want) || d.Leader != "pg-0" {
 					t.Errorf("fences %+v leader %s", d.Fences, d.Leader)
 				}
@@ -162,9 +162,54 @@ func patroniRows() []row {
 			}}),
 		pgRow(row{name: "patroni: reseed the primary, switching over first", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
 			verb: VerbProceed, steps: append(slices.Clone(switchPlan), reseedPlan...), notes: []Code{CodeSwitchoverFirst}, check: switchStep("pg-0", "pg-1")}),
-		pgRow(row{name: "patroni: replace the primary, switching over first, pg-1 lagging", intent: withOpts(intentFor(model.ActionReplace, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+		pgRow(row{name: "patroni: replace the primary, switching over first, pg-1 lagging: no failover candidate left", intent: withOpts(intentFor(model.ActionReplace, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+			mutate: func(o *model.Observation) { pgf(o, 1).ReplayedLocation = ptr(pgFrontier - 5<<20) },
+			verb:   VerbRefuse, codes: []Code{CodeLastFailoverReplica}, check: blockDetail(CodeLastFailoverReplica, "hands the primary role to pg-2 first")}),
+		pgRow(row{name: "patroni: replace the primary, switching over first, pg-1 lagging, --accept-no-failover", intent: withOpts(intentFor(model.ActionReplace, "pg-0"), func(o *Options) { o.SwitchoverFirst, o.AcceptNoFailover = true, true }),
 			mutate: func(o *model.Observation) { pgf(o, 1).ReplayedLocation = ptr(pgFrontier - 5<<20) },
 			verb:   VerbProceed, steps: append(slices.Clone(switchPlan), pgReplace...), check: switchStep("pg-0", "pg-2")}),
+		pgRow(row{name: "patroni: reseed the last failover-capable replica", intent: pgReseed1,
+			mutate: func(o *model.Observation) { pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 5<<20) },
+			verb:   VerbRefuse, codes: []Code{CodeLastFailoverReplica},
+			check: func(t *testing.T, d Decision) {
+				blockDetail(CodeLastFailoverReplica, "pg-2: its replay is")(t, d)
+				if len(d.Blockers) != 1 || d.Blockers[0].Override != FlagAcceptNoFailover {
+					t.Errorf("blockers %+v, want one with override %s", d.Blockers, FlagAcceptNoFailover)
+				}
+			}}),
+		pgRow(row{name: "patroni: replace the last failover-capable replica (the other tagged nofailover)", intent: pgReplace1,
+			mutate: func(o *model.Observation) { pgf(o, 2).NoFailover = true },
+			verb:   VerbRefuse, codes: []Code{CodeLastFailoverReplica}}),
+		pgRow(row{name: "patroni: reseed the last failover-capable replica, --accept-no-failover", intent: withOpts(pgReseed1, func(o *Options) { o.AcceptNoFailover = true }),
+			mutate: func(o *model.Observation) { pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 5<<20) },
+			verb:   VerbProceed, steps: reseedPlan}),
+		pgRow(row{name: "patroni: reseed a lagging replica while another can take over", intent: pgReseed1,
+			mutate: func(o *model.Observation) { pgf(o, 1).ReplayedLocation = ptr(pgFrontier - 5<<20) },
+			verb:   VerbProceed, steps: reseedPlan}),
+		pgRow(row{name: "patroni: reseed the synchronous standby under synchronous_mode_strict", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Patroni.SynchronousMode, o.Cluster.Patroni.SynchronousModeStrict, o.Cluster.Patroni.SyncStandby = true, true, "pg-1"
+			},
+			verb: VerbRefuse, codes: []Code{CodeSyncStandbyStrict}, check: blockDetail(CodeSyncStandbyStrict, "commits no writes")}),
+		pgRow(row{name: "patroni: reseed the synchronous standby under synchronous_mode_strict, --accept-write-stall", intent: withOpts(pgReseed1, func(o *Options) { o.AcceptWriteStall = true }),
+			mutate: func(o *model.Observation) {
+				o.Cluster.Patroni.SynchronousMode, o.Cluster.Patroni.SynchronousModeStrict, o.Cluster.Patroni.SyncStandby = true, true, "pg-1"
+			},
+			verb: VerbProceed, steps: reseedPlan}),
+		pgRow(row{name: "patroni: reseed the synchronous standby, not strict", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Patroni.SynchronousMode, o.Cluster.Patroni.SyncStandby = true, "pg-1"
+			},
+			verb: VerbProceed, steps: reseedPlan}),
+		pgRow(row{name: "patroni: reseed in maintenance mode", intent: pgReseed1,
+			mutate: func(o *model.Observation) { o.Cluster.Patroni.Paused = true },
+			verb:   VerbRefuse, codes: []Code{CodeMaintenancePaused}, check: blockDetail(CodeMaintenancePaused, "patronictl resume pg")}),
+		pgRow(row{name: "patroni: replace in maintenance mode (a member says so)", intent: pgReplace1,
+			mutate: func(o *model.Observation) { pgf(o, 2).Paused = true },
+			verb:   VerbRefuse, codes: []Code{CodeMaintenancePaused}}),
+		pgRow(row{name: "patroni: switchover in maintenance mode", intent: pgSwitch,
+			mutate: func(o *model.Observation) { o.Cluster.Patroni.Paused = true },
+			verb:   VerbRefuse, codes: []Code{CodeMaintenancePaused}}),
 		pgRow(row{name: "patroni: reseed the primary, no candidate", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
 			mutate: func(o *model.Observation) { notStreaming(o, 1); notStreaming(o, 2) },
 			verb:   VerbRefuse, codes: []Code{CodeNoSwitchoverCandidate}, check: blockDetail(CodeNoSwitchoverCandidate, "pg-1: it is not streaming from the primary pg-0")}),
@@ -188,7 +233,7 @@ func patroniRows() []row {
 			verb:   VerbProceed, steps: pgReplace}),
 		pgRow(row{name: "patroni: another member on another system", intent: pgReplace1,
 			mutate: func(o *model.Observation) { pgf(o, 2).SystemID = "1234"; o.Members[2].Engine.ClusterID = "1234" },
-			verb:   VerbRefuse, codes: []Code{CodeClusterIDSplit}}),
+			verb:   VerbRefuse, codes: []Code{CodeClusterIDSplit, CodeLastFailoverReplica}}),
 		pgRow(row{name: "patroni: switchover to the least lagging", intent: pgSwitch, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-1")}),
 		pgRow(row{name: "patroni: switchover --to pg-2", intent: pgSwitchTo2, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
 		pgRow(row{name: "patroni: switchover in synchronous mode prefers the sync standby", intent: pgSwitch,
@@ -309,12 +354,61 @@ func patroniRows() []row {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r)}
 				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
 			}, verb: VerbDone, noSteps: true}),
-		pgRow(row{name: "patroni resume: reinitialize only written ahead, but PostgreSQL restarted since: not sent again", intent: pgReseed1,
+		pgRow(row{name: "patroni resume: reinitialize only written ahead, PostgreSQL restarted since: not counted as rebuilt, sent again", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending, Since: "2026-12-01 18:46:53.4+00:00"})}
-				notStreaming(o, 1)
 				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
-			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
+			}, verb: VerbProceed, steps: reseedPlan}),
+		pgRow(row{name: "patroni resume: reinitialize unanswered, PostgreSQL restarted since: sent again", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1",
+					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending, Since: "2026-12-01 18:46:53.4+00:00"},
+					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeUnknown, Since: "2026-12-01 18:46:53.4+00:00"})}
+				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
+			}, verb: VerbProceed, steps: reseedPlan}),
+		pgRow(row{name: "patroni resume: reinitialize already in progress (answered), restarted, streaming: rebuilt", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1",
+					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeAlready, Since: "2026-12-01 18:46:53.4+00:00"})}
+				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
+			}, verb: VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni resume: replace after its volume's delete, the member promoted since: refused, nothing deleted", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
+				o.Members[1].PVC.DeletionMarked = true
+				promoted(o, 0, 1)
+			}, verb: VerbRefuse, codes: []Code{CodeTargetPromoted},
+			check: func(t *testing.T, d Decision) {
+				blockDetail(CodeTargetPromoted, "Patroni promoted it after replace ledger entry")(t, d)
+				if d.Deletes() || len(d.Steps) > 0 || len(d.Blockers) != 1 || d.Blockers[0].Override != FlagSwitchoverFirst {
+					t.Errorf("steps %v, blockers %+v", kinds(d), d.Blockers)
+				}
+			}}),
+		pgRow(row{name: "patroni resume: replace after its volume's delete, the member promoted since, --switchover-first: hands over before the delete", intent: withOpts(pgReplace1, func(o *Options) { o.SwitchoverFirst = true }),
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
+				o.Members[1].PVC.DeletionMarked = true
+				promoted(o, 0, 1)
+			}, verb: VerbProceed, notes: []Code{CodeSwitchoverFirst},
+			steps: []model.StepKind{model.StepSwitchover, model.StepAwaitSwitchover, model.StepDeletePod, model.StepAwaitPodGone, model.StepAwaitPodRecreated, model.StepAwaitStreaming},
+			check: switchStep("pg-1", "pg-0")}),
+		pgRow(row{name: "patroni resume: reseed whose member was promoted since: refused", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize))}
+				promoted(o, 0, 1)
+			}, verb: VerbRefuse, codes: []Code{CodeTargetPromoted}}),
+		pgRow(row{name: "patroni resume: replace resumed in maintenance mode: refused", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
+				o.Members[1].PVC.DeletionMarked = true
+				o.Cluster.Patroni.Paused = true
+			}, verb: VerbRefuse, codes: []Code{CodeMaintenancePaused}}),
+		pgRow(row{name: "patroni resume: replace resumed with no primary: refused", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
+				o.Members[1].PVC.DeletionMarked = true
+				pgf(o, 0).State = "stopped"
+			}, verb: VerbRefuse, codes: []Code{CodePrimaryUnknown}}),
 		pgRow(row{name: "patroni resume: replaced pod streams", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC), done(model.StepDeletePod))}
@@ -364,7 +458,48 @@ func patroniRows() []row {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
 				promoted(o, 0, 1)
 				pgf(o, 0).Role, pgf(o, 0).State = "demoted", "stopping"
-			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitSwitchover}}),
+			}, verb: VerbDone, noSteps: true, notes: []Code{CodeRejoinPending}}),
+		pgRow(row{name: "patroni resume: switchover answered, old primary cannot rejoin: done, reported", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0", At: now.Add(-time.Hour)})}
+				promoted(o, 0, 1)
+				pgf(o, 0).State = "stopped"
+			}, verb: VerbDone, noSteps: true, notes: []Code{CodeRejoinPending},
+			check: func(t *testing.T, d Decision) {
+				if d.Leader != "pg-1" {
+					t.Errorf("leader %s", d.Leader)
+				}
+			}}),
+		pgRow(row{name: "patroni resume: switchover answered, Patroni chose another member: done, named", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
+				promoted(o, 0, 2)
+			}, verb: VerbDone, noSteps: true, notes: []Code{CodeSwitchoverOther},
+			check: func(t *testing.T, d Decision) {
+				if d.Leader != "pg-2" {
+					t.Errorf("leader %s", d.Leader)
+				}
+			}}),
+		pgRow(row{name: "patroni resume: switchover answered long ago, the old primary leads again: stale, a new switchover through every gate", intent: pgSwitch,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0", At: now.Add(-SwitchoverSettleAfter - time.Minute)})}
+			}, verb: VerbProceed, steps: switchPlan, notes: []Code{CodeSuperseding},
+			check: func(t *testing.T, d Decision) {
+				if d.Resume != "" || len(d.Supersedes) != 1 {
+					t.Errorf("resume %q supersedes %v", d.Resume, d.Supersedes)
+				}
+			}}),
+		pgRow(row{name: "patroni: a switchover entry that has happened does not block a reseed", intent: intentFor(model.ActionReseed, "pg-0"),
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
+				promoted(o, 0, 1)
+				pgf(o, 0).State = "stopped" // the old primary cannot rejoin: reseeding it is the repair
+				notStreaming(o, 0)
+			}, verb: VerbProceed, steps: reseedPlan, notes: []Code{CodeSuperseding}}),
+		pgRow(row{name: "patroni: a switchover entry still settling blocks a reseed", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0", At: now.Add(-5 * time.Second)})}
+			}, verb: VerbRefuse, codes: []Code{CodeActionInProgress}}),
 		pgRow(row{name: "patroni resume: switchover unanswered, nothing moved", intent: pgSwitch,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeUnknown, MemberID: "pg-1", From: "pg-0"})}
@@ -494,4 +629,75 @@ func verdictObs(obs model.Observation) model.Observation {
 	o := obs
 	o.Members = verdictMembers(obs)
 	return o
+}
+
+// TestPatroniResumeNeverActsOnThePrimary resumes replace and reseed
+// entries at every recorded point, for every member, after Patroni
+// promoted each member in turn, in several states of the others and
+// with and without the overrides: no plan ever deletes, or reinitializes,
+// the member that answers as the primary now, unless it hands the
+// primary role away first.
+func TestPatroniResumeNeverActsOnThePrimary(t *testing.T) {
+	receipts := map[string][]model.Receipt{
+		"nothing":        nil,
+		"pvc deleted":    {done(model.StepDeletePVC)},
+		"pod deleted":    {done(model.StepDeletePVC), done(model.StepDeletePod)},
+		"pvc sending":    {{Step: model.StepDeletePVC, Outcome: model.OutcomeSending}},
+		"reinit done":    {done(model.StepReinitialize)},
+		"reinit sending": {{Step: model.StepReinitialize, Outcome: model.OutcomeSending, Since: "t0"}},
+		"reinit unknown": {{Step: model.StepReinitialize, Outcome: model.OutcomeUnknown, Since: "t0"}},
+		"switched":       {{Step: model.StepSwitchover, Outcome: model.OutcomeDone, From: "pg-1", MemberID: "pg-2", At: now.Add(-time.Minute)}},
+	}
+	others := map[string]func(*model.Observation, int){
+		"healthy":    func(*model.Observation, int) {},
+		"lagging":    func(o *model.Observation, i int) { pgf(o, i).ReplayedLocation = ptr(pgFrontier - 4<<20) },
+		"terminated": func(o *model.Observation, i int) { o.Members[i].PVC.DeletionMarked = true },
+		"restarted":  func(o *model.Observation, i int) { pgf(o, i).PostmasterStart = "t1" },
+	}
+	n := 0
+	for _, action := range []model.Action{model.ActionReplace, model.ActionReseed} {
+		for _, target := range []string{"pg-1", "pg-2"} {
+			for rn, rs := range receipts {
+				for _, to := range []int{0, 1, 2} {
+					for on, os := range others {
+						for _, opts := range []Options{{}, {SwitchoverFirst: true}, {AcceptNoFailover: true, SwitchoverFirst: true}} {
+							obs := pgHealthy()
+							if to != 0 {
+								promoted(&obs, 0, to)
+							}
+							ti := int(target[3] - '0')
+							os(&obs, ti)
+							obs.Ledger = []model.LedgerEntry{pgEntry(action, target, slices.Clone(rs)...)}
+							in := Intent{Action: action, Member: target, Options: opts}
+							d := Classify(obs, in, now)
+							n++
+							prim := fmt.Sprintf("pg-%d", to)
+							name := fmt.Sprintf("%s %s, %s recorded, %s primary, target %s, switchover-first=%v accept-no-failover=%v", action, target, rn, prim, on, opts.SwitchoverFirst, opts.AcceptNoFailover)
+							handedOver := false
+							for _, s := range d.Steps {
+								switch s.Kind {
+								case model.StepSwitchover:
+									if s.From != prim {
+										t.Errorf("%s: switchover from %s, the primary is %s", name, s.From, prim)
+									}
+									handedOver = true
+								case model.StepReinitialize, model.StepDeletePod, model.StepDeletePVC:
+									if s.Member == prim && !handedOver {
+										t.Errorf("%s: %s of the primary %s:\n%s", name, s.Kind, prim, strings.Join(Describe(d), "\n"))
+									}
+								}
+							}
+							if target == prim && !opts.SwitchoverFirst && d.Verb != VerbRefuse {
+								t.Errorf("%s: %s, want refused:\n%s", name, d.Verb, strings.Join(Describe(d), "\n"))
+							}
+							if target == prim && !opts.SwitchoverFirst && rs != nil && !d.Blocked(CodeTargetPromoted) && !d.Blocked(CodeTargetIsPrimary) {
+								t.Errorf("%s: blockers %+v, want target_promoted", name, d.Blockers)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d resumed decisions", n)
 }

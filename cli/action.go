@@ -58,6 +58,11 @@ type ActionOptions struct {
 	// SwitchoverFirst: reseed or replace a Patroni primary after
 	// switching over (--switchover-first).
 	SwitchoverFirst bool
+	// AcceptNoFailover and AcceptWriteStall take down a Patroni
+	// cluster's last failover candidate, or its synchronous standby under
+	// synchronous_mode_strict (--accept-no-failover, --accept-write-stall).
+	AcceptNoFailover bool
+	AcceptWriteStall bool
 	// WALLagThreshold is a Patroni replica's replay lag in bytes that
 	// still counts as caught up (0: the cluster's own bound).
 	WALLagThreshold uint64
@@ -132,6 +137,8 @@ func (o *ActionOptions) AddFlags(cmd *cobra.Command) {
 	f.Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a member may trail the leader frontier and count as caught up (and be promoted).")
 	if o.Action == model.ActionReplace || o.Action == model.ActionReseed {
 		f.BoolVar(&o.SwitchoverFirst, "switchover-first", false, "Patroni: if the member is the primary, switch over to the healthiest replica first (otherwise acting on the primary is refused).")
+		f.BoolVar(&o.AcceptNoFailover, "accept-no-failover", false, "Patroni: act even though the member is the last replica that could take over from the primary: while it rebuilds, losing the primary leaves nothing to fail over to.")
+		f.BoolVar(&o.AcceptWriteStall, "accept-write-stall", false, "Patroni: act even though the member is the synchronous standby under synchronous_mode_strict: while it rebuilds, the primary commits no writes.")
 		f.Uint64Var(&o.WALLagThreshold, "wal-lag-threshold", 0, "Patroni: bytes of WAL a replica's replay may trail the primary's position and count as caught up (default: the cluster's maximum_lag_on_failover, else 1 MiB).")
 	}
 	if o.Action == model.ActionReseed {
@@ -203,6 +210,7 @@ func (o *ActionOptions) prepareRestore(ctx context.Context) error {
 	o.source, o.storeURL, o.secretName, o.restoreBytes = src.Facts, src.StoreURL, src.StoreSecret, m.TotalSize
 	fmt.Fprintf(o.human(), "generation %s in %s: %s cluster %s, revision %d, %d file(s), %s, created %s\n", id.Generation, src.Store,
 		id.Engine, id.ClusterID, id.Revision, len(m.Files), format.Bytes(m.TotalSize), m.CreatedAt.UTC().Format(time.RFC3339))
+	fmt.Fprintln(o.human(), actions.AgentImagePlan(o.AgentImage, model.ActionRestore))
 	if src.StoreSecret == "" && !strings.HasPrefix(src.StoreURL, "file://") {
 		fmt.Fprintf(o.ErrOut, "warning: no --store-secret (or %s annotation): the restore pods get no store credentials and rely on their own environment\n", artifact.AnnotationStoreSecret)
 	}
@@ -256,6 +264,7 @@ func (o *ActionOptions) executor() *actions.Executor {
 func (o *ActionOptions) intent() classify.Intent {
 	return classify.Intent{Action: o.Action, Member: o.Member, Options: classify.Options{
 		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Generation: o.Generation,
+		AcceptNoFailover: o.AcceptNoFailover, AcceptWriteStall: o.AcceptWriteStall,
 		Verdict: verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold},
 		Source:  o.source, Force: o.Force, SeedStore: o.storeURL, StoreSecret: o.secretName, AgentImage: o.AgentImage,
 	}}

@@ -20,6 +20,7 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/verdict"
 )
 
 // DefaultPlanMaxAge is how old a saved plan apply acts on by default.
@@ -58,6 +59,10 @@ type ApplyOptions struct {
 	ProbeTimeout time.Duration
 	Capture      string
 	AgentImage   string
+	// LagThreshold and WALLagThreshold are what apply decides with,
+	// never the plan's: a plan made with other thresholds is refused.
+	LagThreshold    uint64
+	WALLagThreshold uint64
 
 	plan            *planDoc
 	timeoutSet      bool
@@ -76,7 +81,8 @@ type ApplyOptions struct {
 // NewApplyOptions returns options with their defaults.
 func NewApplyOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ApplyOptions {
 	return &ApplyOptions{configFlags: flags, MaxAge: DefaultPlanMaxAge, DryRun: string(actions.DryRunNone),
-		Timeout: actions.DefaultWaitTimeout, ProbeTimeout: engine.DefaultTimeout, now: time.Now, IOStreams: streams}
+		Timeout: actions.DefaultWaitTimeout, ProbeTimeout: engine.DefaultTimeout, LagThreshold: verdict.DefaultLagThreshold,
+		now: time.Now, IOStreams: streams}
 }
 
 // NewCmdApply builds `kubectl hactl apply -f PLAN`.
@@ -84,7 +90,7 @@ func NewCmdApply(flags *genericclioptions.ConfigFlags, streams genericiooptions.
 	o := NewApplyOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "apply -f PLAN",
-		Short: "Execute a saved plan of replace, reseed, restore or seed exactly, or refuse if the cluster changed",
+		Short: "Execute a saved plan of replace, reseed, restore, seed or switchover exactly, or refuse if the cluster changed",
 		Long: `Execute a plan saved with --dry-run=client -o json (plan now, apply later,
 exactly this): the plan holds the classifier's decision with every fence,
 when it was made and which cluster it is for.
@@ -94,13 +100,20 @@ apply refuses, with exit 6 and nothing changed, a plan older than --max-age
 (the kube-system namespace's UID) or another StatefulSet (its UID), and a
 plan the cluster no longer matches. It decides again, first to show whether
 the plan still holds and then under the cluster's lock, exactly as the verb
-would, and compares: the action and its options, the steps, every fence
-(UID; resourceVersion unless only the object's status moved), the member to
-remove and the member IDs the steps name, the leader, the engine cluster
-ID, what is replaced, the ledger entry resumed, and for a restore the
+would with the plan's command line, and compares: the action and every
+option (the lag thresholds included), the steps, every fence (UID;
+resourceVersion unless only the object's status moved), the member to
+remove and the member IDs the steps name, the leader (a switchover's
+primary), the engine cluster ID, what is replaced, the ledger entry
+resumed, the quorum and each voter's lag, and for a restore the
 generation's manifest digest. Any difference is named; nothing is deleted.
 When they are equal it executes the plan's decision, and the executor's
 fences guard the rest of the way, as for the verb.
+
+apply decides with its own --lag-threshold and --wal-lag-threshold (the
+verbs' defaults), never with the plan's: a plan made with other thresholds
+(or edited to name others) is refused with exit 6; give the plan's values
+to these flags to apply it.
 
 The plan is shown and confirmed (y/N) on a terminal; without a terminal,
 or with -f - (stdin holds the plan), --yes is needed. --dry-run=client
@@ -148,6 +161,8 @@ func (o *ApplyOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member (default: the plan's).")
 	f.StringVar(&o.Capture, "capture", string(actions.CaptureAuto), `Seed plans: where the snapshot travels, "auto", "pod" or "port-forward" (see kubectl hactl seed --help).`)
 	f.StringVar(&o.AgentImage, "agent-image", "", "Seed plans: the capture pod's image (default "+actions.DefaultAgentImage()+").")
+	f.Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, fmt.Sprintf("The lag threshold apply decides with (raft entries, 1 to %d); a plan made with another one is refused (exit 6).", MaxLagThreshold))
+	f.Uint64Var(&o.WALLagThreshold, "wal-lag-threshold", 0, fmt.Sprintf("Patroni: the WAL lag threshold apply decides with (bytes, at most %d; 0: the cluster's maximum_lag_on_failover, else 1 MiB); a plan made with another one is refused (exit 6).", MaxWALLagThreshold))
 }
 
 // Complete reads the kubeconfig.
@@ -185,6 +200,9 @@ func (o *ApplyOptions) Validate() error {
 	}
 	if (o.timeoutSet && o.Timeout <= 0) || (o.probeTimeoutSet && o.ProbeTimeout <= 0) {
 		return usageError("--timeout and --probe-timeout must be positive")
+	}
+	if err := checkThresholds(o.LagThreshold, o.WALLagThreshold); err != nil {
+		return err
 	}
 	if o.plan == nil {
 		p, err := o.readPlan()
@@ -267,13 +285,15 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	}
 	x := ao.executor()
 	x.Plan = &p.Decision
+	// The decision is made again with the intent the verb builds from
+	// the plan's command line and apply's own thresholds, never with the
+	// plan's intent: what an edit changed there shows as a difference.
 	confirmed := p.Decision
+	confirmed.Intent = ao.intent()
 	if p.Action == model.ActionRestore {
-		in, err := o.repinRestore(ctx)
-		if err != nil {
+		if err := o.repinRestore(ctx, &confirmed.Intent); err != nil {
 			return ao.finish(res, actionError(o.withReplan(err)))
 		}
-		confirmed.Intent = in
 	}
 	if err := o.recheck(ctx, w, x, confirmed.Intent); err != nil {
 		return ao.finish(res, actionError(o.withReplan(err)))
@@ -323,7 +343,12 @@ func (o *ApplyOptions) actionOptions() *ActionOptions {
 	ao.Cluster, ao.Member, ao.Namespace = p.Target.StatefulSet, p.Member, p.Target.Namespace
 	ao.Yes, ao.DryRun, ao.Output = o.Yes, o.DryRun, o.Output
 	ao.MoveLeader, ao.Supersede, ao.Force, ao.Generation, ao.AgentImage = p.Options.MoveLeader, p.Options.Supersede, p.Options.Force, p.Options.Generation, p.Options.AgentImage
-	ao.LagThreshold, ao.WALLagThreshold, ao.SwitchoverFirst = p.Options.LagThreshold, p.Options.WALLagThreshold, p.Options.SwitchoverFirst
+	ao.SwitchoverFirst, ao.AcceptNoFailover, ao.AcceptWriteStall = p.Options.SwitchoverFirst, p.Options.AcceptNoFailover, p.Options.AcceptWriteStall
+	// apply's own thresholds, never the plan's (compared, not used)
+	ao.LagThreshold, ao.WALLagThreshold = o.LagThreshold, o.WALLagThreshold
+	if p.Action == model.ActionRestore {
+		ao.storeURL, ao.secretName = p.Options.Store, p.Options.StoreSecret
+	}
 	ao.ProbeTimeout, ao.Timeout = o.durations()
 	ao.client, ao.dial, ao.inIsTTY = o.client, o.dial, o.inIsTTY
 	return ao
@@ -424,22 +449,22 @@ func (o *ApplyOptions) checkTarget(ctx context.Context) error {
 	return nil
 }
 
-// repinRestore reads the plan's generation from its store again, so that
-// the decision made now names the manifest as it is now: one deleted and
-// published again under the same ID differs by its digest.
-func (o *ApplyOptions) repinRestore(ctx context.Context) (classify.Intent, error) {
+// repinRestore reads the plan's generation from its store again and pins
+// intent in to it, so that the decision made now names the manifest as it
+// is now: one deleted and published again under the same ID differs by
+// its digest.
+func (o *ApplyOptions) repinRestore(ctx context.Context, in *classify.Intent) error {
 	p := o.plan
-	in := p.Decision.Intent
 	src, err := actions.ReadRestoreSource(ctx, o.client, p.Target.Namespace, p.Target.StatefulSet, p.Options.Generation,
 		actions.StoreRef{URL: p.Options.Store, Secret: p.Options.StoreSecret})
 	switch {
 	case err != nil && refusedRestore(err):
-		return in, &actions.PlanConflictError{Changes: []string{fmt.Sprintf("generation %s cannot be read from the plan's store as the plan saw it: %v", p.Options.Generation, err)}}
+		return &actions.PlanConflictError{Changes: []string{fmt.Sprintf("generation %s cannot be read from the plan's store as the plan saw it: %v", p.Options.Generation, err)}}
 	case err != nil:
-		return in, err
+		return err
 	}
 	src.Pin(&in.Options)
-	return in, nil
+	return nil
 }
 
 // recheck decides again now (without the lock) and holds the decision
@@ -500,7 +525,7 @@ func (o *ApplyOptions) runSeed(ctx context.Context) error {
 	so.Cluster, so.Namespace, so.Generation, so.Member = p.Target.StatefulSet, p.Target.Namespace, p.Options.Generation, p.Member
 	so.Yes, so.DryRun, so.Output, so.Supersede = o.Yes, string(dry), o.Output, p.Options.Supersede
 	so.ProbeTimeout, so.Timeout = o.durations()
-	so.LagThreshold = p.Options.LagThreshold
+	so.LagThreshold = o.LagThreshold // apply's own, never the plan's
 	so.Capture, so.AgentImage = o.Capture, o.AgentImage
 	if so.Capture == "" {
 		so.Capture = string(actions.CaptureAuto)
@@ -544,7 +569,11 @@ func (o *ApplyOptions) seed(ctx context.Context, so *SeedOptions, doc *seedDoc) 
 	}
 	x := so.executor()
 	x.Plan = &p.Decision
-	d, res, warn, err := x.Decide(ctx, p.Target.Namespace, p.Target.StatefulSet, p.Decision.Intent)
+	// Decided again with the seed's own intent from the plan's command
+	// line, never with the plan's intent (see Run).
+	confirmed := p.Decision
+	confirmed.Intent = so.intent(cs)
+	d, res, warn, err := x.Decide(ctx, p.Target.Namespace, p.Target.StatefulSet, confirmed.Intent)
 	printWarnings(o.ErrOut, warn)
 	if err != nil {
 		return err
@@ -561,5 +590,17 @@ func (o *ApplyOptions) seed(ctx context.Context, so *SeedOptions, doc *seedDoc) 
 	if err := o.checkAge(); err != nil {
 		return err
 	}
-	return so.execute(ctx, x, cs, p.Decision, doc)
+	return so.execute(ctx, x, cs, confirmed, doc)
+}
+
+// checkThresholds refuses lag thresholds outside their documented ranges
+// (exit 2).
+func checkThresholds(lag, wal uint64) error {
+	if lag < 1 || lag > MaxLagThreshold {
+		return usageError("--lag-threshold %d is outside its range: 1 to %d raft entries", lag, MaxLagThreshold)
+	}
+	if wal > MaxWALLagThreshold {
+		return usageError("--wal-lag-threshold %d is outside its range: 0 (the cluster's own) to %d bytes", wal, MaxWALLagThreshold)
+	}
+	return nil
 }

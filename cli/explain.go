@@ -27,11 +27,15 @@ type ExplainOptions struct {
 	Intent          string
 	MoveLeader      bool
 	SwitchoverFirst bool
-	Supersede       bool
-	Generation      string
-	Output          string
-	ProbeTimeout    time.Duration
-	LagThreshold    uint64
+	// AcceptNoFailover and AcceptWriteStall explain as if those
+	// overrides were given (Patroni).
+	AcceptNoFailover bool
+	AcceptWriteStall bool
+	Supersede        bool
+	Generation       string
+	Output           string
+	ProbeTimeout     time.Duration
+	LagThreshold     uint64
 
 	client kubernetes.Interface
 	dial   engine.DialFunc
@@ -87,6 +91,8 @@ Exit codes:
 	f.StringVar(&o.Intent, "intent", o.Intent, "The action to explain: replace, reseed, seed, restore or switchover.")
 	f.BoolVar(&o.MoveLeader, "move-leader", false, "Explain as if --move-leader were given.")
 	f.BoolVar(&o.SwitchoverFirst, "switchover-first", false, "Explain as if --switchover-first were given (Patroni).")
+	f.BoolVar(&o.AcceptNoFailover, "accept-no-failover", false, "Explain as if --accept-no-failover were given (Patroni).")
+	f.BoolVar(&o.AcceptWriteStall, "accept-write-stall", false, "Explain as if --accept-write-stall were given (Patroni).")
 	f.BoolVar(&o.Supersede, "supersede", false, "Explain as if --supersede were given.")
 	f.StringVar(&o.Generation, "generation", "", "Seed generation to reseed from (reseed only).")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints the decision.")
@@ -138,6 +144,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		Verdict: verdict.Options{LagThreshold: o.LagThreshold}}
 	in := classify.Intent{Action: model.Action(o.Intent), Member: o.Member, Options: classify.Options{
 		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Generation: o.Generation,
+		AcceptNoFailover: o.AcceptNoFailover, AcceptWriteStall: o.AcceptWriteStall,
 	}}
 	d, _, warn, err := obs.Decide(ctx, o.Namespace, o.Cluster, in)
 	printWarnings(o.ErrOut, warn)

@@ -23,12 +23,29 @@ import (
 )
 
 // PlanKind is the kind of a saved plan: what `replace`, `reseed`,
-// `restore` and `seed` print with --dry-run=client -o json|yaml, and what
-// `apply -f` reads.
+// `restore`, `seed` and `switchover` print with --dry-run=client -o
+// json|yaml, and what `apply -f` reads.
 const PlanKind = "ActionPlan"
 
 // maxPlanSize bounds a plan file read by apply.
 const maxPlanSize = 16 << 20
+
+// The documented ranges of what apply takes from its flags and from a
+// plan (docs/actions.md, "Saved plans"). apply decides with its own lag
+// thresholds, each within its range; a plan's are only compared with
+// them. A plan's timeouts are used unless apply's flags override them,
+// and a plan whose timeouts lie outside their ranges is not valid.
+const (
+	// MaxLagThreshold bounds --lag-threshold (raft entries; 1 at least).
+	MaxLagThreshold uint64 = 1_000_000
+	// MaxWALLagThreshold bounds --wal-lag-threshold (bytes; 0: the
+	// cluster's own).
+	MaxWALLagThreshold uint64 = 1 << 40
+	// MaxProbeTimeout bounds a plan's probeTimeout.
+	MaxProbeTimeout = 10 * time.Minute
+	// MaxWaitTimeout bounds a plan's timeout.
+	MaxWaitTimeout = 24 * time.Hour
+)
 
 // planDoc is a saved plan. It keeps, under the same names, every field of
 // the receipts document these dry runs printed before (ActionReceipts for
@@ -72,20 +89,27 @@ type planDoc struct {
 
 // planOptions are the options a plan was made with.
 type planOptions struct {
-	MoveLeader      bool   `json:"moveLeader,omitempty"`
-	SwitchoverFirst bool   `json:"switchoverFirst,omitempty"`
-	Supersede       bool   `json:"supersede,omitempty"`
-	Force           bool   `json:"force,omitempty"`
-	Generation      string `json:"generation,omitempty"`
+	MoveLeader      bool `json:"moveLeader,omitempty"`
+	SwitchoverFirst bool `json:"switchoverFirst,omitempty"`
+	// AcceptNoFailover and AcceptWriteStall are Patroni's overrides
+	// (--accept-no-failover, --accept-write-stall).
+	AcceptNoFailover bool   `json:"acceptNoFailover,omitempty"`
+	AcceptWriteStall bool   `json:"acceptWriteStall,omitempty"`
+	Supersede        bool   `json:"supersede,omitempty"`
+	Force            bool   `json:"force,omitempty"`
+	Generation       string `json:"generation,omitempty"`
 	// Store is the store URL (restore: the one the restore pods read;
 	// seed: the one published to; a credential in it is redacted) and
 	// StoreSecret the Secret holding its credentials.
-	Store        string `json:"store,omitempty"`
-	StoreSecret  string `json:"storeSecret,omitempty"`
-	AgentImage   string `json:"agentImage,omitempty"`
-	LagThreshold uint64 `json:"lagThreshold"`
-	// WALLagThreshold is Patroni's replay lag bound in bytes (0: the
-	// cluster's own).
+	Store       string `json:"store,omitempty"`
+	StoreSecret string `json:"storeSecret,omitempty"`
+	AgentImage  string `json:"agentImage,omitempty"`
+	// LagThreshold and WALLagThreshold (Patroni's replay lag bound in
+	// bytes, 0: the cluster's own) are the thresholds the plan was
+	// decided with, as decision.intent.options.verdict shows them. apply
+	// never decides with them: it decides with its own --lag-threshold
+	// and --wal-lag-threshold and refuses a plan made with others.
+	LagThreshold    uint64 `json:"lagThreshold"`
 	WALLagThreshold uint64 `json:"walLagThreshold,omitempty"`
 	// ProbeTimeout and Timeout are durations ("2s", "10m0s"); apply's
 	// own flags override them.
@@ -158,6 +182,7 @@ func (o *ActionOptions) planOr(doc receiptsDoc) any {
 	in := d.Intent.Options
 	p := newPlanDoc(context.Background(), o.connFacts(), d, planOptions{
 		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Force: o.Force, Generation: o.Generation,
+		AcceptNoFailover: o.AcceptNoFailover, AcceptWriteStall: o.AcceptWriteStall,
 		WALLagThreshold: o.WALLagThreshold, Store: in.SeedStore, StoreSecret: in.StoreSecret, AgentImage: in.AgentImage,
 		LagThreshold: o.LagThreshold, ProbeTimeout: o.ProbeTimeout.String(), Timeout: o.Timeout.String(),
 	}, o.ErrOut)
@@ -219,7 +244,7 @@ func readPlan(r io.Reader, name string) (*planDoc, error) {
 	}
 	switch {
 	case head.APIVersion == "" && head.Kind == "":
-		return nil, usageError("%s is not a hactl plan: it has no apiVersion and kind (make one with 'kubectl hactl replace|reseed|restore|seed ... --dry-run=client -o json > plan.json')", name)
+		return nil, usageError("%s is not a hactl plan: it has no apiVersion and kind (make one with 'kubectl hactl replace|reseed|restore|seed|switchover ... --dry-run=client -o json > plan.json')", name)
 	case head.APIVersion != status.SchemaVersion:
 		return nil, usageError("the plan %s has apiVersion %q; this kubectl-hactl (%s) reads %s: make the plan again with this version", name, head.APIVersion, buildinfo.Version, status.SchemaVersion)
 	case head.Kind != PlanKind:
@@ -277,9 +302,17 @@ func (p *planDoc) validate() error {
 		need(p.Options.Generation != "", "options.generation")
 		need(p.Options.Store != "", "options.store")
 		need(d.Intent.Options.SeedStore != "", "decision.intent.options.seedStore")
+	case model.ActionSwitchover:
+		// The primary as observed is the switchover's fence: every step
+		// that hands over names it.
+		for i, st := range d.Steps {
+			if st.Kind == model.StepSwitchover || st.Kind == model.StepAwaitSwitchover {
+				need(st.From != "", fmt.Sprintf("decision.steps[%d].from", i))
+			}
+		}
 	case "":
 	default:
-		return fmt.Errorf("unknown action %q (a plan is for replace, reseed, restore or seed)", p.Action)
+		return fmt.Errorf("unknown action %q (a plan is for replace, reseed, restore, seed or switchover)", p.Action)
 	}
 	if d.Verb == classify.VerbProceed {
 		need(len(d.Steps) > 0, "decision.steps")
@@ -299,9 +332,13 @@ func (p *planDoc) validate() error {
 		{"decision.intent.member", d.Intent.Member, p.Member},
 		{"decision.intent.options.moveLeader", d.Intent.Options.MoveLeader, p.Options.MoveLeader},
 		{"decision.intent.options.switchoverFirst", d.Intent.Options.SwitchoverFirst, p.Options.SwitchoverFirst},
+		{"decision.intent.options.acceptNoFailover", d.Intent.Options.AcceptNoFailover, p.Options.AcceptNoFailover},
+		{"decision.intent.options.acceptWriteStall", d.Intent.Options.AcceptWriteStall, p.Options.AcceptWriteStall},
 		{"decision.intent.options.supersede", d.Intent.Options.Supersede, p.Options.Supersede},
 		{"decision.intent.options.force", d.Intent.Options.Force, p.Options.Force},
 		{"decision.intent.options.generation", d.Intent.Options.Generation, p.Options.Generation},
+		{"decision.intent.options.verdict.lagThreshold", d.Intent.Options.Verdict.LagThreshold, p.Options.LagThreshold},
+		{"decision.intent.options.verdict.walLagThreshold", d.Intent.Options.Verdict.WALLagThreshold, p.Options.WALLagThreshold},
 	} {
 		if f.a != f.b {
 			return fmt.Errorf("%s is %v, but the plan says %v elsewhere: was it edited? make it again", f.field, f.a, f.b)
@@ -319,9 +356,16 @@ func (p *planDoc) validate() error {
 			}
 		}
 	}
-	for _, s := range []string{p.Options.ProbeTimeout, p.Options.Timeout} {
-		if v, err := time.ParseDuration(s); err != nil || v <= 0 {
-			return fmt.Errorf("options: %q is not a positive duration", s)
+	for _, f := range []struct {
+		field, s string
+		max      time.Duration
+	}{{"options.probeTimeout", p.Options.ProbeTimeout, MaxProbeTimeout}, {"options.timeout", p.Options.Timeout, MaxWaitTimeout}} {
+		v, err := time.ParseDuration(f.s)
+		switch {
+		case err != nil || v <= 0:
+			return fmt.Errorf("%s: %q is not a positive duration", f.field, f.s)
+		case v > f.max:
+			return fmt.Errorf("%s %s is outside its range (more than 0, at most %s)", f.field, v, f.max)
 		}
 	}
 	// The fences listed are those the steps carry (a restore's scale
@@ -390,7 +434,9 @@ func (p *planDoc) command(extra ...string) string {
 	for _, f := range []struct {
 		on   bool
 		flag string
-	}{{p.Options.MoveLeader, "--move-leader"}, {p.Options.SwitchoverFirst, "--switchover-first"}, {p.Options.Supersede, "--supersede"}, {p.Options.Force, "--force"}} {
+	}{{p.Options.MoveLeader, "--move-leader"}, {p.Options.SwitchoverFirst, "--switchover-first"},
+		{p.Options.AcceptNoFailover, "--accept-no-failover"}, {p.Options.AcceptWriteStall, "--accept-write-stall"},
+		{p.Options.Supersede, "--supersede"}, {p.Options.Force, "--force"}} {
 		if f.on {
 			args = append(args, f.flag)
 		}

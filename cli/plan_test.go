@@ -18,6 +18,7 @@ import (
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/verdict"
 )
 
 var planAt = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -27,7 +28,8 @@ var planAt = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 func validPlan() *planDoc {
 	pod := &model.Fence{Kind: "Pod", Namespace: "db", Name: "etcd-1", UID: "pod-uid", ResourceVersion: "10", Fingerprint: "fp"}
 	d := classify.Decision{
-		Intent:  classify.Intent{Action: model.ActionReplace, Member: "etcd-1"},
+		Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-1",
+			Options: classify.Options{Verdict: verdict.Options{LagThreshold: 1000}}},
 		Cluster: classify.ClusterRef{Namespace: "db", Name: "etcd", UID: "sts-uid", Engine: model.EngineEtcd},
 		Shape:   model.ShapeStaticExisting, Flow: classify.FlowLearner, Verb: classify.VerbProceed, Phase: model.ActionPhaseRemoving,
 		Steps: []classify.Step{
@@ -127,9 +129,23 @@ func TestReadPlanRefusesInvalidPlans(t *testing.T) {
 		{name: "no steps", edit: func(m map[string]any) { sub(m, "decision")["steps"] = []any{} }, want: "decision.steps"},
 		{name: "member edited", edit: func(m map[string]any) { m["member"] = "etcd-2" }, want: "decision.intent.member is etcd-1"},
 		{name: "option edited", edit: func(m map[string]any) { sub(m, "options")["moveLeader"] = true }, want: "decision.intent.options.moveLeader"},
+		{name: "override added to the options only", edit: func(m map[string]any) { sub(m, "options")["acceptNoFailover"] = true }, want: "decision.intent.options.acceptNoFailover"},
+		{name: "override added to the decision only", edit: func(m map[string]any) { sub(m, "decision", "intent", "options")["acceptWriteStall"] = true }, want: "decision.intent.options.acceptWriteStall"},
 		{name: "statefulset uid edited", edit: func(m map[string]any) { sub(m, "target")["statefulSetUID"] = "other" }, want: "decision.cluster.uid"},
 		{name: "fences edited", edit: func(m map[string]any) { sub(m, "decision")["fences"] = []any{} }, want: "decision.fences differ"},
 		{name: "bad duration", edit: func(m map[string]any) { sub(m, "options")["timeout"] = "-1s" }, want: "not a positive duration"},
+		{name: "wait timeout out of range", edit: func(m map[string]any) { sub(m, "options")["timeout"] = "10000h" }, want: "options.timeout 10000h0m0s is outside"},
+		{name: "probe timeout out of range", edit: func(m map[string]any) { sub(m, "options")["probeTimeout"] = "1h" }, want: "options.probeTimeout 1h0m0s is outside"},
+		{name: "lag threshold edited in the options only", edit: func(m map[string]any) { sub(m, "options")["lagThreshold"] = uint64(1) << 62 }, want: "decision.intent.options.verdict.lagThreshold"},
+		{name: "wal lag threshold edited in the options only", edit: func(m map[string]any) { sub(m, "options")["walLagThreshold"] = 5 }, want: "decision.intent.options.verdict.walLagThreshold"},
+		{name: "switchover without its fence", edit: func(m map[string]any) {
+			m["action"], m["member"] = "switchover", ""
+			in := sub(m, "decision", "intent")
+			in["action"], in["member"] = "switchover", ""
+			sub(m, "decision")["fences"] = []any{}
+			sub(m, "decision")["memberFence"] = nil
+			sub(m, "decision")["steps"] = []any{map[string]any{"kind": "switchover", "phase": "restoring", "member": "pg-1", "memberID": "pg-1", "detail": "switch over"}}
+		}, want: "decision.steps[0].from"},
 		{name: "restore without digest", edit: func(m map[string]any) {
 			m["action"] = "restore"
 			m["member"] = ""
@@ -212,6 +228,10 @@ func TestApplyValidate(t *testing.T) {
 		{"negative max age", func(o *ApplyOptions) { o.MaxAge = -time.Second }, "--max-age"},
 		{"bad dry run", func(o *ApplyOptions) { o.DryRun = "maybe" }, "--dry-run"},
 		{"bad output", func(o *ApplyOptions) { o.Output = "table" }, "--output"},
+		{"lag threshold 0", func(o *ApplyOptions) { o.LagThreshold = 0 }, "--lag-threshold 0 is outside its range"},
+		{"lag threshold 2^62", func(o *ApplyOptions) { o.LagThreshold = 1 << 62 }, "--lag-threshold 4611686018427387904 is outside its range"},
+		{"lag threshold at its bound", func(o *ApplyOptions) { o.LagThreshold = MaxLagThreshold }, ""},
+		{"wal lag threshold too large", func(o *ApplyOptions) { o.WALLagThreshold = MaxWALLagThreshold + 1 }, "--wal-lag-threshold"},
 	} {
 		o := NewApplyOptions(nil, streams)
 		o.Filename = file
@@ -240,5 +260,65 @@ func TestApplyHelpDocumentsExitCodes(t *testing.T) {
 		if !strings.Contains("\n"+out.String(), want) {
 			t.Errorf("completion %q lacks %q:\n%s", args, want, out.String())
 		}
+	}
+}
+
+// switchoverPlan is a plan of switchover --to pg-1 as switchover
+// --dry-run=client -o json prints it: the primary pg-0 is its fence.
+func switchoverPlan() *planDoc {
+	p := validPlan()
+	p.Action, p.Cluster, p.Member = model.ActionSwitchover, "db/pg", "pg-1"
+	p.Target.StatefulSet = "pg"
+	d := &p.Decision
+	d.Intent = classify.Intent{Action: model.ActionSwitchover, Member: "pg-1", Options: classify.Options{Verdict: verdict.Options{LagThreshold: 1000}}}
+	d.Cluster = classify.ClusterRef{Namespace: "db", Name: "pg", UID: "sts-uid", Engine: model.EnginePatroni}
+	d.Flow, d.Phase, d.Leader, d.ClusterID = classify.FlowNone, model.ActionPhaseRestoring, "pg-0", ""
+	d.Steps = []classify.Step{
+		{Kind: model.StepSwitchover, Member: "pg-1", MemberID: "pg-1", From: "pg-0", Detail: "switch over from pg-0 to pg-1"},
+		{Kind: model.StepAwaitSwitchover, Member: "pg-1", MemberID: "pg-1", From: "pg-0", Detail: "wait"},
+	}
+	d.Fences, d.MemberFence = []model.Fence{}, nil
+	return p
+}
+
+// TestReadPlanAcceptsASwitchoverPlan: a switchover's saved plan is a
+// plan apply reads, and it makes it again with --to.
+func TestReadPlanAcceptsASwitchoverPlan(t *testing.T) {
+	b, err := json.Marshal(switchoverPlan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := readPlan(bytes.NewReader(b), "plan.json")
+	if err != nil {
+		t.Fatalf("exit %d: %v", codeOf(err), err)
+	}
+	if got, want := p.replanCommand(), "kubectl hactl switchover pg -n db --to pg-1 --dry-run=client -o json"; got != want {
+		t.Errorf("replan %q, want %q", got, want)
+	}
+}
+
+// TestApplyDecidesWithItsOwnThresholds: the lag thresholds a plan names
+// are never what apply decides with: an edited plan cannot loosen the
+// quorum check. apply decides with its own --lag-threshold and
+// --wal-lag-threshold (the verbs' defaults), and compares.
+func TestApplyDecidesWithItsOwnThresholds(t *testing.T) {
+	p := validPlan()
+	p.Options.LagThreshold, p.Options.WALLagThreshold = 1<<62, 1<<62
+	p.Decision.Intent.Options.Verdict.LagThreshold, p.Decision.Intent.Options.Verdict.WALLagThreshold = 1<<62, 1<<62
+	o := NewApplyOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	o.plan = p
+	ao := o.actionOptions()
+	if ao.LagThreshold != 1000 || ao.WALLagThreshold != 0 {
+		t.Errorf("apply decides with lag threshold %d and WAL lag threshold %d, the plan's; want 1000 and 0 (its own defaults)", ao.LagThreshold, ao.WALLagThreshold)
+	}
+	// Nor with anything else the plan's intent says that its command
+	// line does not: an edited observation age bound stays apply's.
+	p.Decision.Intent.Options.MaxAge, p.Decision.Intent.Options.StaleEntryAfter = 1000*time.Hour, time.Nanosecond
+	in := o.actionOptions().intent()
+	if v := in.Options.Verdict; v.LagThreshold != 1000 || v.WALLagThreshold != 0 || in.Options.MaxAge != 0 || in.Options.StaleEntryAfter != 0 {
+		t.Errorf("apply decides with the intent %+v", in)
+	}
+	if c := actions.PlanDiff(p.Decision, classify.Decision{Intent: in}); !strings.Contains(strings.Join(c, "\n"), "the lag threshold (apply decides with its own --lag-threshold) is now 1000, the plan's was 4611686018427387904") {
+		t.Errorf("the plan's threshold is not named as a change: %q", c)
 	}
 }

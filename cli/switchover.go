@@ -32,8 +32,11 @@ The observed primary is the fence: if another member became primary
 between the decision and the action, hactl stops with exit 6 and changes
 nothing (Patroni itself refuses a switchover naming a leader that no longer
 leads, with HTTP 412). hactl reports the switchover done only when the
-members' own answers show the candidate as the writable primary and the
-old primary as a replica, never from Patroni's answer alone.
+members' own answers show a member other than the old primary as the one
+writable primary holding the leader lock (the candidate, or the member
+Patroni chose, named in a note), never from Patroni's answer alone. It does
+not wait for the old primary: Patroni rejoins it as a replica, and until it
+streams again the result says so (rejoin_pending).
 
 The lock is the Lease hactl-CLUSTER; every step writes a receipt to the
 ledger ConfigMap hactl-CLUSTER and an Event on the StatefulSet. If the

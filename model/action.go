@@ -106,8 +106,8 @@ const (
 	// StepSwitchover asks the observed primary to hand the leader lock to
 	// a candidate (POST /switchover, which Patroni refuses with 412 when
 	// the primary named is no longer the primary); StepAwaitSwitchover
-	// waits until the members' own answers show the candidate as the
-	// writable primary and the old primary as a replica.
+	// waits until the members' own answers show a member other than the
+	// old primary as the one writable primary holding the leader lock.
 	StepSwitchover      StepKind = "switchover"
 	StepAwaitSwitchover StepKind = "await-switchover"
 	// StepReinitialize asks a replica to throw its data away and copy it

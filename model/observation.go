@@ -330,4 +330,8 @@ type Fence struct {
 	// spec) from the kubelet reporting status, which also moves the
 	// resourceVersion.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Role is a Patroni member pod's role label as observed ("" for
+	// other objects): the fingerprint leaves it out (Patroni rewrites
+	// it), so a promotion since the plan was confirmed is told by it.
+	Role string `json:"role,omitempty"`
 }

@@ -123,6 +123,9 @@ type PatroniClusterFacts struct {
 	// candidate's lag in bytes (0 when not set).
 	MaximumLagOnFailover int64 `json:"maximumLagOnFailover,omitempty"`
 	SynchronousMode      bool  `json:"synchronousMode,omitempty"`
+	// SynchronousModeStrict: synchronous_mode_strict is set, so the
+	// primary stops committing while no synchronous standby streams.
+	SynchronousModeStrict bool `json:"synchronousModeStrict,omitempty"`
 	// Paused: the dynamic configuration has pause set.
 	Paused bool `json:"paused,omitempty"`
 	// Initialize is the system identifier the cluster was initialised

@@ -140,11 +140,13 @@ func decodePatroniCluster(sts *appsv1.StatefulSet, ix *index) *model.PatroniClus
 			TTL                  json.Number `json:"ttl"`
 			MaximumLagOnFailover json.Number `json:"maximum_lag_on_failover"`
 			SynchronousMode      any         `json:"synchronous_mode"`
+			SynchronousStrict    any         `json:"synchronous_mode_strict"`
 			Pause                any         `json:"pause"`
 		}
 		if err := json.Unmarshal([]byte(cm.Annotations["config"]), &cfg); err == nil {
 			f.MaximumLagOnFailover, _ = cfg.MaximumLagOnFailover.Int64()
 			f.SynchronousMode = truthy(cfg.SynchronousMode)
+			f.SynchronousModeStrict = f.SynchronousMode && truthy(cfg.SynchronousStrict)
 			f.Paused = truthy(cfg.Pause)
 			if f.LockTTL == 0 {
 				if n, err := cfg.TTL.Int64(); err == nil {

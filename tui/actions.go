@@ -48,6 +48,10 @@ func setOverride(o *classify.Options, flag string, on bool) bool {
 		o.Supersede = on
 	case classify.FlagForce:
 		o.Force = on
+	case classify.FlagAcceptNoFailover:
+		o.AcceptNoFailover = on
+	case classify.FlagAcceptWriteStall:
+		o.AcceptWriteStall = on
 	default:
 		return false
 	}
@@ -65,6 +69,10 @@ func overrideOn(o classify.Options, flag string) bool {
 		return o.Supersede
 	case classify.FlagForce:
 		return o.Force
+	case classify.FlagAcceptNoFailover:
+		return o.AcceptNoFailover
+	case classify.FlagAcceptWriteStall:
+		return o.AcceptWriteStall
 	}
 	return false
 }

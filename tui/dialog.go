@@ -414,7 +414,7 @@ func (d *dialog) decidedFoot(w int) []string {
 	t := d.theme
 	foot := []string{""}
 	var on []string
-	for _, f := range []string{classify.FlagMoveLeader, classify.FlagSwitchoverFirst, classify.FlagSupersede, classify.FlagForce} {
+	for _, f := range []string{classify.FlagMoveLeader, classify.FlagSwitchoverFirst, classify.FlagSupersede, classify.FlagForce, classify.FlagAcceptNoFailover, classify.FlagAcceptWriteStall} {
 		if overrideOn(d.req.Intent.Options, f) {
 			on = append(on, f)
 		}

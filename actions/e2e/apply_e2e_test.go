@@ -18,6 +18,7 @@ import (
 	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/fault"
 )
 
 // Saved plans: `replace … --dry-run=client -o json > plan.json`, then
@@ -398,5 +399,206 @@ func TestApplyRefusesForeignAndTamperedPlans(t *testing.T) {
 	}
 	if plan.Decision.MemberFence == nil {
 		t.Fatalf("plan: %+v", plan)
+	}
+}
+
+// memberIDs lists the cluster's members by ID as pod answers (its own
+// member list), sorted.
+func memberIDs(t *testing.T, pod string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	peers, err := s.Member(t, pod).MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range peers {
+		ids = append(ids, p.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// memberID is member's etcd member ID as observed.
+func memberID(t *testing.T, cluster, member string) string {
+	t.Helper()
+	res, _, err := s.Observer().Observe(context.Background(), namespace, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Observation.Members {
+		if m.Name == member && m.Engine != nil && m.Engine.MemberID != "" {
+			return m.Engine.MemberID
+		}
+	}
+	t.Fatalf("no member ID for %s", member)
+	return ""
+}
+
+// putKeys writes n keys through pod, eight at a time.
+func putKeys(t *testing.T, pod string, n int) {
+	t.Helper()
+	c := s.Member(t, pod)
+	work, errs := make(chan int), make(chan error, n)
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range work {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := c.Put(ctx, fmt.Sprintf("/hactl-e2e/lag/%06d", i), strings.Repeat("x", 64))
+				cancel()
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	for range 8 {
+		<-done
+	}
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatalf("writing %d keys through %s: %v", n, pod, err)
+	}
+}
+
+// TestApplyRefusesAnEditedLagThreshold: a replace planned while every
+// voter is healthy; then a voter is cut off from its peers while 2000
+// entries land, so that it trails the leader by more than the lag
+// threshold: removing the target would leave one healthy voter of three.
+// The plan as made is refused (exit 6: the decision is now a refusal);
+// so is the plan with its lag threshold edited to 2^62, which would count
+// the lagging voter as healthy (exit 6, both with a dry run and with
+// --yes), and no member is removed, as the members' own list says.
+func TestApplyRefusesAnEditedLagThreshold(t *testing.T) {
+	skipShort(t)
+	cluster := staticCluster
+	s.WaitFailoverReady(t, cluster)
+	leader, followers := s.Roles(t, cluster)
+	member, lagging := followers[0], followers[1]
+	file, _ := makePlan(t, cluster, member)
+	edited := editPlan(t, file, func(m map[string]any) {
+		const huge = uint64(1) << 62
+		field(m, "options")["lagThreshold"] = huge
+		// The same in the decision, where the plan shows it, so that the
+		// plan agrees with itself.
+		if v, ok := field(m, "decision", "intent", "options")["verdict"].(map[string]any); ok {
+			v["lagThreshold"] = huge
+		}
+	})
+
+	ctx := context.Background()
+	if err := s.SB.Break(ctx, namespace+"/"+lagging, fault.Isolate); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.SB.Break(context.Background(), namespace+"/"+lagging, fault.Heal); err != nil {
+			t.Errorf("healing %s: %v", lagging, err)
+		}
+		s.WaitFailoverReady(t, cluster)
+	})
+	putKeys(t, leader, 2000)
+	poll.Until(t, 2*time.Minute, lagging+" to trail the leader by more than 1000 entries", func() error {
+		res, _, err := s.Observer().Observe(context.Background(), namespace, cluster)
+		if err != nil {
+			return err
+		}
+		for _, m := range res.Observation.Members {
+			if m.Name == lagging {
+				if m.Lag == nil || *m.Lag <= 1000 || m.Phase != model.PhaseCatchingUp {
+					return fmt.Errorf("%s: phase %s, lag %v", m.Name, m.Phase, m.Lag)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("%s not observed", lagging)
+	}, poll.Every(time.Second))
+
+	ids := memberIDs(t, leader)
+	entries := len(s.Ledger(t, cluster).Entries)
+	unchanged := func(what string) {
+		t.Helper()
+		if got := memberIDs(t, leader); strings.Join(got, ",") != strings.Join(ids, ",") {
+			t.Fatalf("%s removed a member: members %v, before %v", what, got, ids)
+		}
+		if got := len(s.Ledger(t, cluster).Entries); got != entries {
+			t.Errorf("%s wrote a ledger entry: %d, before %d", what, got, entries)
+		}
+	}
+	// The plan as reviewed: refused, the quorum would break.
+	r := s.Hactl(t, "apply", "-f", file, "--dry-run=client")
+	if r.Code != 6 || !strings.Contains(r.Stderr, "quorum_would_break") {
+		t.Fatalf("the plan as made, with %s lagging: want exit 6 naming quorum_would_break, got %s", lagging, r)
+	}
+	unchanged("apply --dry-run=client of the plan as made")
+	// Edited: refused too, first by a dry run (a failure here stops
+	// before the real apply, which would break the quorum).
+	r = s.Hactl(t, "apply", "-f", edited, "--dry-run=client")
+	if r.Code != 6 || !strings.Contains(r.Stderr, "quorum_would_break") {
+		t.Fatalf("the plan with its lag threshold edited to 2^62, dry run: want exit 6 naming quorum_would_break, got %s", r)
+	}
+	unchanged("apply --dry-run=client of the edited plan")
+	r = s.Hactl(t, "apply", "-f", edited, "--yes")
+	if r.Code != 6 || !strings.Contains(r.Stderr, "nothing was changed") {
+		t.Errorf("the plan with its lag threshold edited to 2^62: want exit 6, got %s", r)
+	}
+	t.Logf("apply of the edited plan: %s", strings.TrimSpace(r.Stderr[strings.LastIndex(r.Stderr, "error: "):]))
+	unchanged("apply --yes of the edited plan")
+}
+
+// TestApplyRefusesASwappedMemberID: a replace plan whose remove-member
+// step is edited to name the leader's member ID (alone, and together
+// with the member fence and what is replaced, so that the plan agrees
+// with itself) is refused; no member is removed, as the members' own
+// list says, and nothing else changes.
+func TestApplyRefusesASwappedMemberID(t *testing.T) {
+	skipShort(t)
+	cluster := staticCluster
+	s.WaitFailoverReady(t, cluster)
+	leader, followers := s.Roles(t, cluster)
+	member := followers[0]
+	file, plan := makePlan(t, cluster, member)
+	leaderID, memberIDNow := memberID(t, cluster, leader), plan.Decision.MemberFence.ID
+	swapStep := func(m map[string]any) {
+		for _, st := range field(m, "decision")["steps"].([]any) {
+			if st := st.(map[string]any); st["kind"] == string(model.StepRemoveMember) {
+				if st["memberID"] != memberIDNow {
+					t.Fatalf("the remove step names %v, the member fence %s", st["memberID"], memberIDNow)
+				}
+				st["memberID"] = leaderID
+			}
+		}
+	}
+	before := observeWorld(t, cluster, member)
+	ids := memberIDs(t, leader)
+	for _, c := range []struct {
+		name string
+		edit func(m map[string]any)
+		code int
+		want string
+	}{
+		{"the remove step only", swapStep, 6, "step 1 (remove-member) now names member " + member + " (id " + memberIDNow},
+		{"the remove step, the member fence and what is replaced", func(m map[string]any) {
+			swapStep(m)
+			field(m, "decision", "memberFence")["id"] = leaderID
+			field(m, "decision", "replaced")["memberID"] = leaderID
+		}, 6, "the member to remove is now " + memberIDNow},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := s.Hactl(t, "apply", "-f", editPlan(t, file, c.edit), "--yes")
+			assertRefused(t, r, c.code, c.want, cluster, member, before)
+			if got := memberIDs(t, leader); strings.Join(got, ",") != strings.Join(ids, ",") {
+				t.Errorf("members %v, before %v", got, ids)
+			}
+		})
+	}
+	if got := s.Hactl(t, "status", cluster); got.Code != 0 {
+		t.Errorf("status after the refusals: %s", got)
 	}
 }

@@ -72,8 +72,8 @@ func notProduct(p string) bool {
 		}
 	}
 	// End-to-end test packages: …/e2e, actions/pge2e (Patroni's), and the
-	// adversarial runs.
-	return strings.HasSuffix(p, "e2e") || strings.HasSuffix(p, "/adversarial")
+	// adversarial runs (etcd's and Patroni's).
+	return strings.HasSuffix(p, "e2e") || strings.HasSuffix(p, "/adversarial") || strings.HasSuffix(p, "/pgadversarial")
 }
 
 // frameworks are import-path prefixes the pure packages (model, verdict,
