@@ -29,11 +29,13 @@ func memberTarget(pod string) engine.Target {
 }
 
 // hookOps wrap the real operations: before runs ahead of a switchover
-// (another operator acting first); lostReply sends the switchover for real
-// and then reports its answer lost.
+// (another operator acting first); after runs once, when the first
+// switchover was answered; lostReply sends the switchover for real and
+// then reports its answer lost.
 type hookOps struct {
 	engine.MemberOps
 	before    func(ctx context.Context)
+	after     func()
 	lostReply bool
 }
 
@@ -46,6 +48,10 @@ func (h *hookOps) MoveLeader(ctx context.Context, via engine.Target, to string) 
 		h.before(ctx)
 	}
 	err := h.MemberOps.MoveLeader(ctx, via, to)
+	if after := h.after; after != nil && err == nil {
+		h.after = nil
+		after()
+	}
 	if h.lostReply && err == nil {
 		return fmt.Errorf("%w: the reply was lost (test)", engine.ErrOutcomeUnknown)
 	}
@@ -129,8 +135,8 @@ func TestSwitchover(t *testing.T) {
 	}
 	cand := d.Steps[0].MemberID
 	t.Logf("switchover from %s to %s done in %s", prim, cand, took.Round(100*time.Millisecond))
-	p, r := roles(t)
-	if len(p) != 1 || p[0] != cand || !slices.Contains(r, prim) || res.Final.Leader != cand {
+	p, r, ok := awaitRejoined(t, cand, prim)
+	if !ok || res.Final.Leader != cand {
 		t.Errorf("primaries %v replicas %v (final leader %s), want %s primary and %s a replica", p, r, res.Final.Leader, cand, prim)
 	}
 	assertRowEverywhere(t, row)
@@ -154,7 +160,7 @@ func TestSwitchoverReplyLost(t *testing.T) {
 	if !hasOutcome(res, model.StepSwitchover, model.OutcomeUnknown) || hasOutcome(res, model.StepReleaseLock, model.OutcomeFailed) {
 		t.Errorf("receipts %v: want the switchover unknown, then observed", receiptKinds(res))
 	}
-	if p, r := roles(t); len(p) != 1 || p[0] != reps[0] || !slices.Contains(r, prim) {
+	if p, r, ok := awaitRejoined(t, reps[0], prim); !ok {
 		t.Errorf("primaries %v, replicas %v", p, r)
 	}
 	waitFailoverReady(t)
@@ -289,7 +295,7 @@ func TestReseedPrimarySwitchingOverFirst(t *testing.T) {
 	if !hasOutcome(res, model.StepSwitchover, model.OutcomeDone) || !hasOutcome(res, model.StepReinitialize, model.OutcomeDone) {
 		t.Errorf("receipts %v", receiptKinds(res))
 	}
-	if p, r := roles(t); len(p) != 1 || p[0] != cand || !slices.Contains(r, prim) {
+	if p, r, ok := awaitRejoined(t, cand, prim); !ok {
 		t.Errorf("primaries %v, replicas %v: want %s primary, %s a replica", p, r, cand, prim)
 	}
 	assertRowEverywhere(t, row)

@@ -1,7 +1,6 @@
 package pge2e
 
 import (
-	"slices"
 	"testing"
 	"time"
 )
@@ -31,8 +30,7 @@ func TestThroughKubectl(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("switchover to %s: exit %d\n%s\n%s", to, r.Code, r.Stdout, r.Stderr)
 	}
-	p, rs := roles(t)
-	if !slices.Equal(p, []string{to}) || !slices.Contains(rs, prim) {
+	if p, rs, ok := awaitRejoined(t, to, prim); !ok {
 		t.Errorf("after the switchover: primaries %v, replicas %v; want %s primary, %s a replica", p, rs, to, prim)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -104,6 +105,23 @@ func roles(t *testing.T) (primaries, replicas []string) {
 		}
 	}
 	return primaries, replicas
+}
+
+// awaitRejoined polls until prim is the one primary and old answers as a
+// replica: a switchover is done once the new primary holds the lock, and
+// Patroni rejoins the old one by itself a few seconds later. It returns
+// the roles last seen and whether they came to be.
+func awaitRejoined(t *testing.T, prim, old string) ([]string, []string, bool) {
+	t.Helper()
+	var p, r []string
+	err := poll.Wait(time.Minute, func() error {
+		p, r = roles(t)
+		if len(p) != 1 || p[0] != prim || !slices.Contains(r, old) {
+			return fmt.Errorf("primaries %v, replicas %v", p, r)
+		}
+		return nil
+	}, poll.Every(500*time.Millisecond))
+	return p, r, err == nil
 }
 
 func primary(t *testing.T) (string, []string) {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/classify"
-	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
@@ -162,7 +161,7 @@ func TestSwitchoverDoneWhenTheOldPrimaryCannotRejoin(t *testing.T) {
 	x.WaitTimeout = 90 * time.Second
 	d := decide(t, x, classify.Intent{Action: model.ActionSwitchover, Member: reps[0]})
 	frozen := false
-	x.Members = &afterOps{MemberOps: realOps(), after: func() {
+	x.Members = &hookOps{MemberOps: realOps(), after: func() {
 		if err := s.SB.Break(ctx, namespace+"/"+prim, fault.Pause); err != nil {
 			t.Errorf("freezing %s: %v", prim, err)
 			return
@@ -193,24 +192,4 @@ func TestSwitchoverDoneWhenTheOldPrimaryCannotRejoin(t *testing.T) {
 	if p, _ := roles(t); len(p) != 1 || p[0] != reps[0] {
 		t.Errorf("primaries %v, want %s", p, reps[0])
 	}
-}
-
-// afterOps run after once the switchover was answered.
-type afterOps struct {
-	engine.MemberOps
-	after func()
-	done  bool
-}
-
-func (a *afterOps) Reinitialize(ctx context.Context, m engine.Target) error {
-	return a.MemberOps.(engine.Reinitializer).Reinitialize(ctx, m)
-}
-
-func (a *afterOps) MoveLeader(ctx context.Context, via engine.Target, to string) error {
-	err := a.MemberOps.MoveLeader(ctx, via, to)
-	if err == nil && !a.done {
-		a.done = true
-		a.after()
-	}
-	return err
 }

@@ -1,0 +1,1117 @@
+package pgadversarial
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/internal/e2esuite"
+	"github.com/hactl-dev/hactl/internal/poll"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/fault"
+)
+
+const (
+	// envSeed replays a run; envRounds runs more rounds than one of each
+	// kind.
+	envSeed   = "HACTL_PG_ADVERSARIAL_SEED"
+	envRounds = "HACTL_PG_ADVERSARIAL_ROUNDS"
+	// envKinds, a comma-separated list of round kinds, runs only those.
+	envKinds = "HACTL_PG_ADVERSARIAL_KINDS"
+	// procBound is how long a hactl process of a round may run: every
+	// wait is bounded by --timeout, so one still running after this
+	// waits forever.
+	procBound = 4 * time.Minute
+	// waitTimeout is the --timeout the rounds give each action's waits.
+	waitTimeout = "90s"
+	// rowsPerRound are the rows committed before each round.
+	rowsPerRound = 3
+)
+
+// history is what the rounds leave for the checks.
+type history struct {
+	mu       sync.Mutex
+	tl       *timeline
+	procs    int
+	faults   []string
+	entries  map[string]model.LedgerEntry
+	external []externalSwitch
+	// stopped are the identities of the processes a round SIGKILLed or
+	// froze.
+	stopped map[string]bool
+	rows    []string
+	changes int
+	dir     string
+}
+
+func (h *history) fault(t *testing.T, format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	t.Logf("fault: %s", msg)
+	h.mu.Lock()
+	h.faults = append(h.faults, msg)
+	h.mu.Unlock()
+}
+
+// TestPGAdversarialRounds runs the rounds (each kind once, in a seeded
+// order; HACTL_PG_ADVERSARIAL_ROUNDS more picks kinds at random), checking
+// after every round.
+func TestPGAdversarialRounds(t *testing.T) {
+	if testing.Short() || s == nil {
+		t.Skip("end-to-end test (the sandbox) skipped with -short")
+	}
+	seed := time.Now().UnixNano()
+	if v := os.Getenv(envSeed); v != "" {
+		var err error
+		if seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatalf("%s: %v", envSeed, err)
+		}
+	}
+	t.Logf("seed %d (replay: %s=%d go test -run TestPGAdversarialRounds ./actions/pgadversarial)", seed, envSeed, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	kinds := roundKinds()
+	if v := os.Getenv(envKinds); v != "" {
+		var picked []roundKind
+		for _, k := range kinds {
+			if slices.Contains(strings.Split(v, ","), k.name) {
+				picked = append(picked, k)
+			}
+		}
+		if len(picked) == 0 {
+			t.Fatalf("%s=%q names no round kind", envKinds, v)
+		}
+		kinds = picked
+	}
+	rounds := len(kinds)
+	if v := os.Getenv(envRounds); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive number", envRounds, v)
+		}
+		rounds = n
+	}
+	h := &history{tl: &timeline{}, entries: map[string]model.LedgerEntry{}, stopped: map[string]bool{}, dir: t.TempDir()}
+	s.WaitFailoverReady(t, cluster)
+	p := startProbe(h.tl)
+	defer p.stop()
+	// 50 ms each way: a distant API server (its port-forwards too)
+	proxy, kubeconfig := startProxy(t, 50*time.Millisecond)
+	defer proxy.Close()
+
+	order := rng.Perm(len(kinds))
+	start := time.Now()
+	for i := 0; i < rounds; i++ {
+		k := kinds[rng.IntN(len(kinds))]
+		if i < len(order) {
+			k = kinds[order[i]]
+		}
+		ok := t.Run(fmt.Sprintf("%d-%s", i, k.name), func(t *testing.T) {
+			r := &round{t: t, rng: rng, h: h, kubeconfig: kubeconfig, lines: make(chan procLine, 4096)}
+			r.run(k)
+		})
+		if !ok {
+			t.Errorf("round %d (%s) failed: seed %d (%s=%d replays it)", i, k.name, seed, envSeed, seed)
+			if err := settled(); err != nil {
+				t.Errorf("stopped after round %d: %v", i, err)
+				break
+			}
+		}
+	}
+	p.stop()
+	for _, v := range checkChanged(h.changes) {
+		t.Error(v)
+	}
+	t.Logf("%d rounds in %s: %d hactl processes, %d faults: %s; probe: %s", rounds, time.Since(start).Round(time.Second),
+		h.procs, len(h.faults), strings.Join(h.faults, "; "), h.tl)
+}
+
+// settled says why the next round cannot start on what a failed round
+// left (nil if it can): an action still in progress, or a cluster that
+// does not become failover-ready.
+func settled() error {
+	l, err := actions.ReadLedger(context.Background(), s.KC, namespace, cluster)
+	if err != nil {
+		return err
+	}
+	for _, e := range l.Entries {
+		if e.State == model.EntryInProgress {
+			return fmt.Errorf("%s %s (%s) is still in progress", e.Action, e.Member, e.ID)
+		}
+	}
+	return poll.Wait(3*time.Minute, func() error {
+		res, _, err := s.Observer().Observe(context.Background(), namespace, cluster)
+		if err != nil {
+			return err
+		}
+		if !res.Verdict.FailoverReady {
+			return fmt.Errorf("not failover-ready: %+v", res.Verdict.Reasons)
+		}
+		return nil
+	}, poll.Every(time.Second))
+}
+
+// startProxy starts a latency proxy in front of the API server and writes
+// a kubeconfig that goes through it.
+func startProxy(t *testing.T, delay time.Duration) (*latencyProxy, string) {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(s.SB.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proxy *latencyProxy
+	for _, c := range cfg.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proxy == nil {
+			if proxy, err = newLatencyProxy(u.Host, delay); err != nil {
+				t.Fatal(err)
+			}
+		}
+		u.Host = proxy.Addr()
+		c.Server = u.String()
+	}
+	if proxy == nil {
+		t.Fatal("the sandbox kubeconfig names no cluster")
+	}
+	path := filepath.Join(s.Dir(), "kubeconfig-slow")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return proxy, path
+}
+
+// round is one round: its processes, their progress lines, its faults.
+type round struct {
+	t          *testing.T
+	rng        *rand.Rand
+	h          *history
+	kubeconfig string // through the latency proxy
+	lines      chan procLine
+	procs      []*proc
+	since      time.Time
+}
+
+type proc struct {
+	name    string
+	stopped bool // SIGKILLed or SIGSTOPped by the round
+	*e2esuite.Started
+}
+
+type procLine struct {
+	p    *proc
+	line string
+}
+
+type roundKind struct {
+	name string
+	run  func(r *round)
+}
+
+func roundKinds() []roundKind {
+	return []roundKind{
+		{"switchover-race", switchoverRace},
+		{"same-member", sameMember},
+		{"different-members", differentMembers},
+		{"frozen-holder", frozenHolder},
+		{"promoted-target", promotedTarget},
+		{"frozen-takeover", frozenTakeover},
+		{"killed-switchover", killedSwitchover},
+	}
+}
+
+// run runs one round between the checks: rows committed and seen on every
+// member before; afterwards every action left in progress is finished by
+// a rerun, as an operator would, and everything is checked.
+func (r *round) run(k roundKind) {
+	t := r.t
+	s.WaitFailoverReady(t, cluster)
+	rows := r.commitRows()
+	r.since = time.Now()
+	defer r.reap()
+	k.run(r)
+	r.settle()
+	r.repairUnrejoined()
+	if err := settled(); err != nil {
+		// checked all the same: what the round left is what matters
+		t.Errorf("after the round: %v", err)
+		tailLogs(t)
+	}
+	r.check(rows)
+}
+
+// repairUnrejoined does what hactl advises (note rejoin_pending) when
+// the round left a member that is neither the primary nor a running
+// replica after a bounded wait: an old primary whose rejoin Patroni could
+// not finish (a crash raced its demotion) is reseeded with kubectl-hactl.
+// Bounded: a member still not running afterwards fails the round.
+func (r *round) repairUnrejoined() {
+	t := r.t
+	stuck := func() []string {
+		var out []string
+		ms, err := s.SB.Members(context.Background())
+		if err != nil {
+			return nil
+		}
+		for _, m := range ms {
+			if m.Namespace != namespace {
+				continue
+			}
+			smp, ok := readPatroni(m.Address, m.Name)
+			if !ok || (!smp.primary() && !(smp.Role == "replica" && smp.State == "running")) {
+				out = append(out, m.Name)
+			}
+		}
+		return out
+	}
+	if poll.Wait(90*time.Second, func() error {
+		if st := stuck(); len(st) > 0 {
+			return fmt.Errorf("not running: %v", st)
+		}
+		return nil
+	}, poll.Every(time.Second)) == nil {
+		return
+	}
+	for _, m := range stuck() {
+		res := s.Hactl(t, "reseed", cluster, m, "--yes", "--timeout", waitTimeout, "--probe-timeout", "5s")
+		r.h.mu.Lock()
+		r.h.procs++
+		r.h.mu.Unlock()
+		t.Logf("%s did not rejoin as a running replica: reseeded it, as hactl advises: exit %d (%s)", m, res.Code, lastLine(res.Stdout))
+		if res.Code != 0 {
+			t.Logf("%s", res)
+		}
+	}
+}
+
+// tailLogs logs the end of every member's latest container log.
+func tailLogs(t *testing.T) {
+	for _, m := range members() {
+		files, _ := filepath.Glob(filepath.Join(s.SB.Dir, "runner", "logs", "pods", namespace+"_"+m+"_*", "*", "*.log"))
+		var newest string
+		var at time.Time
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil && fi.ModTime().After(at) {
+				newest, at = f, fi.ModTime()
+			}
+		}
+		if newest == "" {
+			continue
+		}
+		b, _ := os.ReadFile(newest)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		t.Logf("%s: the end of %s:\n%s", m, newest, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+	}
+}
+
+// members are the pods of the cluster, by name.
+func members() []string {
+	return []string{cluster + "-0", cluster + "-1", cluster + "-2"}
+}
+
+// roles reads every member's /patroni on its own: the running primary and
+// the running replicas.
+func roles(t *testing.T) (primary string, replicas []string) {
+	t.Helper()
+	poll.Until(t, time.Minute, "one running primary and two running replicas", func() error {
+		ms, err := s.SB.Members(context.Background())
+		if err != nil {
+			return err
+		}
+		var prims, reps []string
+		for _, m := range ms {
+			if m.Namespace != namespace {
+				continue
+			}
+			smp, ok := readPatroni(m.Address, m.Name)
+			switch {
+			case !ok:
+			case smp.primary():
+				prims = append(prims, m.Name)
+			case smp.Role == "replica" && smp.State == "running":
+				reps = append(reps, m.Name)
+			}
+		}
+		sort.Strings(reps)
+		if len(prims) != 1 || len(reps) != 2 {
+			return fmt.Errorf("primaries %v, replicas %v", prims, reps)
+		}
+		primary, replicas = prims[0], reps
+		return nil
+	}, poll.Every(500*time.Millisecond))
+	return primary, replicas
+}
+
+// commitRows writes rowsPerRound rows through the primary and waits until
+// every member has them (read on each one's own PostgreSQL): committed and
+// replicated before anything happens.
+func (r *round) commitRows() []string {
+	t := r.t
+	prim, _ := roles(t)
+	var vals []string
+	for i := 0; i < rowsPerRound; i++ {
+		vals = append(vals, fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "."), i, time.Now().UnixNano()))
+	}
+	sql := "CREATE TABLE IF NOT EXISTS hactl_pgadv (v text PRIMARY KEY); INSERT INTO hactl_pgadv VALUES ('" + strings.Join(vals, "'),('") + "')"
+	if _, err := s.Psql(t, namespace, cluster, prim, sql); err != nil {
+		t.Fatal(err)
+	}
+	r.h.mu.Lock()
+	r.h.rows = append(r.h.rows, vals...)
+	want := append([]string(nil), r.h.rows...)
+	r.h.mu.Unlock()
+	if v, unread := readRows(t, want, time.Minute); len(checkRows(want, v)) > 0 || len(unread) > 0 {
+		t.Fatalf("the rows committed before the round did not reach every member: %v %v", checkRows(want, v), unread)
+	}
+	return want
+}
+
+// readRows reads the table on every member until each has every row of
+// want, or timeout passes; it returns what each member had last (a member
+// never read is left out, and its error returned).
+func readRows(t *testing.T, want []string, timeout time.Duration) (map[string]map[string]bool, map[string]error) {
+	have := map[string]map[string]bool{}
+	unread := map[string]error{}
+	_ = poll.Wait(timeout, func() error {
+		var errs []string
+		for _, m := range members() {
+			out, err := s.Psql(t, namespace, cluster, m, "SELECT v FROM hactl_pgadv")
+			if err != nil {
+				errs = append(errs, err.Error())
+				if have[m] == nil {
+					unread[m] = err
+				}
+				continue
+			}
+			delete(unread, m)
+			got := map[string]bool{}
+			for _, l := range strings.Split(out, "\n") {
+				got[strings.TrimSpace(l)] = true
+			}
+			have[m] = got
+		}
+		if v := checkRows(want, have); len(v) > 0 || len(errs) > 0 {
+			return fmt.Errorf("%v %v", v, errs)
+		}
+		return nil
+	}, poll.Every(time.Second))
+	return have, unread
+}
+
+// launch starts kubectl-hactl ARGS, through the latency proxy if slow.
+func (r *round) launch(name string, slow bool, args ...string) *proc {
+	var env []string
+	if slow {
+		env = []string{"KUBECONFIG=" + r.kubeconfig}
+		name += "(slow API)"
+	}
+	switch args[0] {
+	case "replace", "reseed", "switchover", "apply":
+		args = append(args, "--timeout", waitTimeout, "--probe-timeout", "5s")
+	}
+	p := &proc{name: name, Started: s.Start(r.t, env, args...)}
+	go func() {
+		for l := range p.Lines {
+			select {
+			case r.lines <- procLine{p, l}:
+			default:
+			}
+		}
+	}()
+	r.procs = append(r.procs, p)
+	r.h.mu.Lock()
+	r.h.procs++
+	r.h.mu.Unlock()
+	return p
+}
+
+// plan saves the plan of ARGS (--dry-run=client -o json) for apply.
+func (r *round) plan(name string, args ...string) string {
+	res := s.Hactl(r.t, append(args, "--dry-run=client", "-o", "json")...)
+	if res.Code != 0 {
+		r.t.Fatalf("saving the plan of %v: %s", args, res)
+	}
+	path := filepath.Join(r.h.dir, fmt.Sprintf("%s-%d.json", name, time.Now().UnixNano()))
+	if err := os.WriteFile(path, []byte(res.Stdout), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	return path
+}
+
+// breakMember injects a member fault; one that cannot land (the member's
+// process not running) is skipped and said so.
+func (r *round) breakMember(member string, k fault.Kind, why string) bool {
+	if err := s.SB.Break(context.Background(), namespace+"/"+member, k); err != nil {
+		r.t.Logf("fault %s %s skipped: %v", k, member, err)
+		return false
+	}
+	r.h.fault(r.t, "%s %s %s", k, member, why)
+	return true
+}
+
+// jitter sleeps a random time up to max: where a fault lands.
+func (r *round) jitter(max time.Duration) {
+	time.Sleep(time.Duration(r.rng.Int64N(int64(max))))
+}
+
+func (r *round) allDone() bool {
+	for _, p := range r.procs {
+		select {
+		case <-p.Done:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// awaitLine returns the first progress line (of any process of the round)
+// for which match holds, or false if every process ended first or the
+// timeout passed.
+func (r *round) awaitLine(match func(string) bool, timeout time.Duration) (procLine, bool) {
+	return r.awaitProcLine(func(pl procLine) bool { return match(pl.line) }, timeout)
+}
+
+// awaitProcLine is awaitLine matching the process too.
+func (r *round) awaitProcLine(match func(procLine) bool, timeout time.Duration) (procLine, bool) {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case pl := <-r.lines:
+			if match(pl) {
+				return pl, true
+			}
+		case <-deadline:
+			return procLine{}, false
+		case <-time.After(200 * time.Millisecond):
+			if r.allDone() {
+				for {
+					select {
+					case pl := <-r.lines:
+						if match(pl) {
+							return pl, true
+						}
+					default:
+						return procLine{}, false
+					}
+				}
+			}
+		}
+	}
+}
+
+// stepLine matches the progress line of a receipt of step ("  [phase]
+// step outcome: detail"), never a line of the plan printed before it
+// ("  1. [phase] step ...").
+func stepLine(step model.StepKind) func(string) bool {
+	return func(l string) bool {
+		return strings.HasPrefix(strings.TrimSpace(l), "[") && strings.Contains(l, "] "+string(step)+" ")
+	}
+}
+
+var holderRE = regexp.MustCompile(`took lease \S+ as (hactl/[^\s;]+)`)
+
+// identityOf is the lock identity a process's output names, "" if it
+// never took the lock.
+func identityOf(out string) string {
+	if m := holderRE.FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// wait waits for every process of the round (each within procBound) and
+// checks its exit code against allowed (by name prefix; a process the
+// round SIGKILLed may end -9).
+func (r *round) wait(allowed map[string][]int) map[string]int {
+	r.t.Helper()
+	codes := map[string]int{}
+	deadline := time.After(procBound)
+	for _, p := range r.procs {
+		select {
+		case <-p.Done:
+		case <-deadline:
+			_ = p.Cmd.Process.Signal(syscall.SIGCONT)
+			_ = p.Cmd.Process.Kill()
+			<-p.Done
+			r.t.Errorf("%s did not end within %s: an action waits forever:\n%s%s", p.name, procBound, p.Stdout(), p.All)
+		}
+		out := p.Stdout() + p.All.String()
+		if p.stopped {
+			r.h.mu.Lock()
+			r.h.stopped[identityOf(out)] = true
+			r.h.mu.Unlock()
+		}
+		codes[p.name] = p.Code
+		r.t.Logf("%s %s: exit %d (%s)", p.name, strings.Join(p.Cmd.Args[1:], " "), p.Code, lastLine(p.Stdout()))
+		ok := p.stopped && p.Code == -int(syscall.SIGKILL)
+		for prefix, want := range allowed {
+			if strings.HasPrefix(p.name, prefix) {
+				for _, c := range want {
+					ok = ok || c == p.Code
+				}
+			}
+		}
+		if !ok {
+			r.t.Errorf("%s exited %d (allowed %v):\n%s", p.name, p.Code, allowed, out)
+		}
+	}
+	r.procs = nil
+	return codes
+}
+
+func lastLine(s string) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	return l[len(l)-1]
+}
+
+// reap ends what a failed round left running.
+func (r *round) reap() {
+	for _, p := range r.procs {
+		_ = p.Cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.Cmd.Process.Kill()
+		<-p.Done
+	}
+	r.procs = nil
+}
+
+// settle finishes every action the round left in progress by running its
+// command again, as an operator would: a member that became the primary
+// meanwhile is handed over first (--switchover-first) once a rerun
+// refuses for that. Bounded: an action still in progress after that waits
+// forever.
+func (r *round) settle() {
+	t := r.t
+	first := map[string]bool{}
+	for attempt := 0; attempt < 6; attempt++ {
+		var open []model.LedgerEntry
+		for _, e := range s.Ledger(t, cluster).Entries {
+			if e.State == model.EntryInProgress {
+				open = append(open, e)
+			}
+		}
+		if len(open) == 0 {
+			return
+		}
+		for _, e := range open {
+			var args []string
+			switch e.Action {
+			case model.ActionReplace, model.ActionReseed:
+				args = []string{string(e.Action), cluster, e.Member}
+				if first[e.ID] {
+					args = append(args, "--switchover-first")
+				}
+			case model.ActionSwitchover:
+				args = []string{"switchover", cluster}
+				if e.Member != "" {
+					args = append(args, "--to", e.Member)
+				}
+			default:
+				t.Fatalf("the round left a %s in progress (%s)", e.Action, e.ID)
+			}
+			res := s.Hactl(t, append(args, "--yes", "--timeout", waitTimeout, "--probe-timeout", "5s")...)
+			r.h.mu.Lock()
+			r.h.procs++
+			r.h.mu.Unlock()
+			t.Logf("rerun %s to finish %s: exit %d (%s)", strings.Join(args, " "), e.ID, res.Code, lastLine(res.Stdout))
+			switch res.Code {
+			case 0:
+			case 5:
+				// the target is the primary now (target_is_primary,
+				// target_promoted): hand it over first
+				if strings.Contains(res.Stdout+res.Stderr, "--switchover-first to override") {
+					first[e.ID] = true
+				}
+				fallthrough
+			case 1, 6, 7:
+				t.Logf("%s", res)
+				waitQuiet(t)
+			default:
+				t.Fatalf("rerun %v: %s", args, res)
+			}
+		}
+	}
+	t.Errorf("actions still in progress after 6 reruns each: %+v", s.Ledger(t, cluster).Entries)
+}
+
+// waitQuiet waits (bounded) until no live holder names the lock and the
+// members answer as one running primary and two running replicas: what an
+// operator waits for before running a refused command again.
+func waitQuiet(t *testing.T) {
+	_ = poll.Wait(90*time.Second, func() error {
+		l, err := actions.ReadLock(context.Background(), s.KC, namespace, cluster)
+		if err != nil {
+			return err
+		}
+		if l.Held(time.Now()) {
+			return fmt.Errorf("held by %s", l.Holder)
+		}
+		ms, err := s.SB.Members(context.Background())
+		if err != nil {
+			return err
+		}
+		prim, reps := 0, 0
+		for _, m := range ms {
+			if smp, ok := readPatroni(m.Address, m.Name); ok && m.Namespace == namespace {
+				switch {
+				case smp.primary():
+					prim++
+				case smp.Role == "replica" && smp.State == "running":
+					reps++
+				}
+			}
+		}
+		if prim != 1 || reps != 2 {
+			return fmt.Errorf("%d primaries, %d replicas", prim, reps)
+		}
+		return nil
+	}, poll.Every(time.Second))
+}
+
+// check runs every check on what the round left.
+func (r *round) check(rows []string) {
+	t := r.t
+	for _, e := range s.Ledger(t, cluster).Entries {
+		r.h.entries[e.ID] = e
+	}
+	var entries []model.LedgerEntry
+	for _, e := range r.h.entries {
+		entries = append(entries, e)
+	}
+	events := readAuditUntilMarker(t)
+	ev := &evidence{since: r.since, events: events, tl: r.h.tl, entries: entries, external: r.h.external,
+		removals: patroniRemovals(t), frozenOrKilled: r.h.stopped}
+	report := func(what string, vs []string) {
+		for _, v := range vs {
+			t.Errorf("%s: %s", what, v)
+		}
+	}
+	have, unread := readRows(t, rows, time.Minute)
+	report("rows", checkRows(rows, have))
+	for m, err := range unread {
+		t.Errorf("rows: %s could not be read after the round: %v", m, err)
+	}
+	report("primary deleted", checkPrimaryDeletes(ev))
+	report("reinitialize of the primary", checkReinitTargets(ev))
+	lv, checked := checkLockDiscipline(ev)
+	report("lock discipline", lv)
+	report("engine request", checkEngineRequests(ev))
+	report("reinitialize not carried out", checkReinitCarriedOut(ev))
+	report("switchover not seen", checkSwitchoverSeen(ev))
+	rv, changes := checkReceipts(ev)
+	report("receipt", rv)
+	report("unsettled", checkSettled(ev))
+	r.h.mu.Lock()
+	r.h.changes += changes
+	r.h.mu.Unlock()
+	switchovers, removals := 0, 0
+	for _, e := range events {
+		if l, c, ok := failoverRequest(e); ok && !e.RequestReceived.Before(r.since) {
+			switchovers++
+			t.Logf("Patroni accepted a switchover from %s to %s: %s", l, c, e)
+		}
+	}
+	for _, l := range ev.removals {
+		if !l.At.Before(r.since) {
+			removals++
+		}
+	}
+	t.Logf("checked: %d rows on 3 members, %d hactl writes under the lock, %d changes (deletes, primary changes, rebuilds), %d switchovers Patroni accepted (audit), %d data directories removed (Patroni's logs); probe %s",
+		len(rows), checked, changes, switchovers, removals, r.h.tl)
+}
+
+// readAuditUntilMarker writes a marker ConfigMap and reads the audit log
+// until it holds the marker's write: every request completed before it is
+// then in the log (the members' Patroni keeps writing, so the log never
+// stops growing).
+func readAuditUntilMarker(t *testing.T) []auditEvent {
+	t.Helper()
+	name := fmt.Sprintf("pgadv-marker-%d", time.Now().UnixNano())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	if _, err := s.KC.CoreV1().ConfigMaps(namespace).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var events []auditEvent
+	poll.Until(t, 30*time.Second, "the audit log to hold the marker", func() error {
+		var err error
+		if events, err = readAudit(auditLog); err != nil {
+			return err
+		}
+		for _, e := range events {
+			if e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Name == name {
+				return nil
+			}
+		}
+		return fmt.Errorf("no marker among %d events", len(events))
+	}, poll.Every(500*time.Millisecond))
+	return events
+}
+
+// patroniRemovals reads every member's container log (all incarnations,
+// as the sandbox's runner keeps them, one CRI line each: "<RFC 3339 time
+// the runner read it> stderr F <Patroni's line>") for Patroni's "Removing
+// data directory": a reinitialize carried out (a new, empty volume
+// bootstraps without it).
+func patroniRemovals(t *testing.T) []logEvent {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(s.SB.Dir, "runner", "logs", "pods", namespace+"_"+cluster+"-*", "*", "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Errorf("no member log under %s: Patroni's log cannot be read", filepath.Join(s.SB.Dir, "runner", "logs", "pods"))
+	}
+	var out []logEvent
+	for _, f := range files {
+		pod := strings.TrimPrefix(filepath.Base(filepath.Dir(filepath.Dir(f))), namespace+"_")
+		member := pod
+		if i := strings.LastIndex(pod, "_"); i > 0 {
+			member = pod[:i]
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			if e, ok := removalLine(member, sc.Text()); ok {
+				out = append(out, e)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// removalLine parses one CRI log line of member's container: a Patroni
+// "Removing data directory" line, timed when the runner read it.
+func removalLine(member, l string) (logEvent, bool) {
+	if !strings.Contains(l, "INFO: Removing data directory") {
+		return logEvent{}, false
+	}
+	ts, rest, ok := strings.Cut(l, " ")
+	if !ok {
+		return logEvent{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return logEvent{}, false
+	}
+	return logEvent{At: at, Member: member, Line: rest}, true
+}
+
+// switchDirectly asks the primary's own Patroni REST API for a switchover
+// to candidate, as another operator would (patronictl), and waits until
+// the candidate answers as the primary; the suite's checks know it was
+// not hactl's. It reports whether Patroni carried it out.
+func (r *round) switchDirectly(prim, candidate string) bool {
+	t := r.t
+	from := time.Now()
+	m, err := s.SB.Member(context.Background(), namespace+"/"+prim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"leader":%q,"candidate":%q}`, prim, candidate)
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Post("http://"+net.JoinHostPort(m.Address, "8008")+"/switchover", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("switchover from %s to %s through Patroni: %v", prim, candidate, err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r.h.mu.Lock()
+	r.h.external = append(r.h.external, externalSwitch{From: from, To: time.Now().Add(time.Minute), Candidate: candidate,
+		Accepted: resp.StatusCode == http.StatusOK})
+	r.h.mu.Unlock()
+	if resp.StatusCode != http.StatusOK {
+		t.Logf("Patroni refused the switchover from %s to %s: %d %s", prim, candidate, resp.StatusCode, answer)
+		return false
+	}
+	r.h.fault(t, "another operator switched over from %s to %s", prim, candidate)
+	poll.Until(t, time.Minute, candidate+" to answer as the primary", func() error {
+		if smp, ok := r.h.tl.primaryAt(candidate, time.Now()); !ok {
+			return fmt.Errorf("%s: %+v", candidate, smp)
+		}
+		return nil
+	}, poll.Every(500*time.Millisecond))
+	return true
+}
+
+// The round kinds.
+
+// switchoverRace: a switchover choosing its candidate, one to a named
+// replica, the apply of a switchover plan saved before, and a reseed of a
+// replica, all at once (one through the slow API); meanwhile the primary's
+// Patroni is frozen for a few seconds, or its PostgreSQL crashes.
+func switchoverRace(r *round) {
+	prim, reps := roles(r.t)
+	plan := r.plan("switchover", "switchover", cluster)
+	to := reps[r.rng.IntN(2)]
+	other := reps[0]
+	if other == to {
+		other = reps[1]
+	}
+	slow := r.rng.IntN(4)
+	cmds := [][]string{
+		{"switchover", "switchover", cluster, "--yes"},
+		{"switchover-to", "switchover", cluster, "--to", to, "--yes"},
+		{"apply-switchover", "apply", "-f", plan, "--yes"},
+		{"reseed", "reseed", cluster, other, "--yes"},
+	}
+	r.rng.Shuffle(len(cmds), func(i, j int) { cmds[i], cmds[j] = cmds[j], cmds[i] })
+	for i, c := range cmds {
+		r.jitter(400 * time.Millisecond)
+		r.launch(c[0], i == slow, c[1:]...)
+	}
+	switch r.rng.IntN(2) {
+	case 0:
+		r.jitter(3 * time.Second)
+		d := 2*time.Second + time.Duration(r.rng.Int64N(int64(6*time.Second)))
+		if r.breakMember(prim, fault.FreezePatroni, fmt.Sprintf("(the primary) for %s", d.Round(time.Millisecond))) {
+			time.Sleep(d)
+			r.breakMember(prim, fault.Resume, "")
+		}
+	default:
+		r.jitter(3 * time.Second)
+		r.breakMember(prim, fault.CrashPostgres, "(the primary)")
+	}
+	r.wait(map[string][]int{"switchover": {0, 1, 5, 6, 7}, "apply": {0, 1, 5, 6, 7}, "reseed": {0, 1, 5, 6, 7}})
+}
+
+// killedSwitchover: a switchover choosing its candidate, one to a named
+// replica (one of them through the slow API) and the apply of a
+// switchover plan saved before, at once; the process that prints the
+// switchover request's receipt, or its wait's, first is SIGKILLed there;
+// the rerun must finish the entry (never leave it waiting).
+func killedSwitchover(r *round) {
+	_, reps := roles(r.t)
+	plan := r.plan("switchover", "switchover", cluster)
+	cmds := [][]string{
+		{"switchover", "switchover", cluster, "--yes"},
+		{"switchover-to", "switchover", cluster, "--to", reps[r.rng.IntN(2)], "--yes"},
+		{"apply-switchover", "apply", "-f", plan, "--yes"},
+	}
+	r.rng.Shuffle(len(cmds), func(i, j int) { cmds[i], cmds[j] = cmds[j], cmds[i] })
+	slow := r.rng.IntN(3)
+	for i, c := range cmds {
+		r.jitter(300 * time.Millisecond)
+		r.launch(c[0], i == slow, c[1:]...)
+	}
+	step := []model.StepKind{model.StepSwitchover, model.StepAwaitSwitchover}[r.rng.IntN(2)]
+	if pl, ok := r.awaitLine(stepLine(step), 2*time.Minute); ok {
+		pl.p.stopped = true
+		_ = pl.p.Cmd.Process.Signal(syscall.SIGKILL)
+		r.h.fault(r.t, "SIGKILL %s after %s", pl.p.name, step)
+	} else {
+		r.t.Logf("no process printed %s: none killed", step)
+	}
+	r.wait(map[string][]int{"switchover": {0, 1, 5, 6, 7}, "apply": {0, 1, 5, 6, 7}})
+}
+
+// patroniKillPoints are the progress lines after which a process may be
+// SIGKILLed.
+var patroniKillPoints = []model.StepKind{
+	model.StepAcquireLock, model.StepVerifyFences, model.StepReinitialize, model.StepAwaitRebuild,
+	model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone, model.StepAwaitPodRecreated, model.StepAwaitStreaming,
+}
+
+// sameMember: reseed, replace and the apply of a replace plan saved
+// before, all of the same replica at once (one through the slow API); the
+// one that prints a random step first is SIGKILLed there, and the rerun
+// resumes.
+func sameMember(r *round) {
+	_, reps := roles(r.t)
+	target := reps[r.rng.IntN(2)]
+	plan := r.plan("replace", "replace", cluster, target)
+	cmds := [][]string{
+		{"reseed", "reseed", cluster, target, "--yes"},
+		{"replace", "replace", cluster, target, "--yes"},
+		{"apply-replace", "apply", "-f", plan, "--yes"},
+	}
+	r.rng.Shuffle(len(cmds), func(i, j int) { cmds[i], cmds[j] = cmds[j], cmds[i] })
+	slow := r.rng.IntN(3)
+	for i, c := range cmds {
+		r.jitter(300 * time.Millisecond)
+		r.launch(c[0], i == slow, c[1:]...)
+	}
+	step := patroniKillPoints[r.rng.IntN(len(patroniKillPoints))]
+	if pl, ok := r.awaitLine(stepLine(step), 3*time.Minute); ok {
+		pl.p.stopped = true
+		_ = pl.p.Cmd.Process.Signal(syscall.SIGKILL)
+		r.h.fault(r.t, "SIGKILL %s after %s", pl.p.name, step)
+	} else {
+		r.t.Logf("no process printed %s: none killed", step)
+	}
+	codes := r.wait(map[string][]int{"reseed": {0, 1, 5, 6, 7}, "replace": {0, 1, 5, 6, 7}, "apply": {0, 1, 5, 6, 7}})
+	zero := 0
+	for _, c := range codes {
+		if c == 0 {
+			zero++
+		}
+	}
+	if zero > 1 {
+		r.t.Errorf("%d processes acted on %s at once and all say done: %v", zero, target, codes)
+	}
+}
+
+// differentMembers: reseed of one replica, replace of the other, the apply
+// of a reseed plan saved before and a switchover to one of them, at once;
+// the primary's PostgreSQL crashes, or a replica's Patroni freezes, at a
+// random moment.
+func differentMembers(r *round) {
+	prim, reps := roles(r.t)
+	r.rng.Shuffle(2, func(i, j int) { reps[i], reps[j] = reps[j], reps[i] })
+	plan := r.plan("reseed", "reseed", cluster, reps[0])
+	cmds := [][]string{
+		{"reseed", "reseed", cluster, reps[0], "--yes"},
+		{"replace", "replace", cluster, reps[1], "--yes"},
+		{"apply-reseed", "apply", "-f", plan, "--yes"},
+		{"switchover", "switchover", cluster, "--to", reps[r.rng.IntN(2)], "--yes"},
+	}
+	r.rng.Shuffle(len(cmds), func(i, j int) { cmds[i], cmds[j] = cmds[j], cmds[i] })
+	slow := r.rng.IntN(len(cmds))
+	for i, c := range cmds {
+		r.jitter(500 * time.Millisecond)
+		r.launch(c[0], i == slow, c[1:]...)
+	}
+	r.jitter(6 * time.Second)
+	if r.rng.IntN(2) == 0 {
+		r.breakMember(prim, fault.CrashPostgres, "(the primary when the round began)")
+	} else {
+		m := reps[r.rng.IntN(2)]
+		if r.breakMember(m, fault.FreezePatroni, "(a replica) for 3s") {
+			time.Sleep(3 * time.Second)
+			r.breakMember(m, fault.Resume, "")
+		}
+	}
+	r.wait(map[string][]int{"reseed": {0, 1, 5, 6, 7}, "replace": {0, 1, 5, 6, 7}, "apply": {0, 1, 5, 6, 7}, "switchover": {0, 1, 5, 6, 7}})
+}
+
+// frozenHolder: a replace or reseed of a replica is frozen (SIGSTOP) after
+// a random step, past two thirds of its lease; a switchover tried
+// meanwhile must find the lock held or the action in progress; woken, the
+// frozen process must stop by itself (exit 7) without changing anything
+// more, and the rerun resumes.
+func frozenHolder(r *round) {
+	_, reps := roles(r.t)
+	target := reps[r.rng.IntN(2)]
+	verb := []string{"replace", "reseed"}[r.rng.IntN(2)]
+	first := r.launch(verb+"-frozen", r.rng.IntN(2) == 0, verb, cluster, target, "--yes")
+	points := map[string][]model.StepKind{
+		"replace": {model.StepVerifyFences, model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone},
+		"reseed":  {model.StepVerifyFences, model.StepReinitialize, model.StepAwaitRebuild},
+	}[verb]
+	step := points[r.rng.IntN(len(points))]
+	if _, ok := r.awaitLine(stepLine(step), 3*time.Minute); !ok {
+		<-first.Done
+		r.t.Fatalf("the %s printed no %s:\n%s%s", verb, step, first.Stdout(), first.All)
+	}
+	if err := first.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		r.t.Fatal(err)
+	}
+	first.stopped = true
+	frozen := time.Now()
+	r.h.fault(r.t, "SIGSTOP %s after %s", first.name, step)
+	r.jitter(5 * time.Second)
+	r.launch("switchover-contender", r.rng.IntN(2) == 0, "switchover", cluster, "--yes")
+	// past two thirds of the lease by any clock: the holder renewed at
+	// the latest when it was frozen
+	d := leaseDuration*2/3 + time.Second + time.Duration(r.rng.Int64N(int64(5*time.Second)))
+	time.Sleep(time.Until(frozen.Add(d)))
+	if err := first.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		r.t.Fatal(err)
+	}
+	r.h.fault(r.t, "SIGCONT %s after %s", first.name, time.Since(frozen).Round(time.Second))
+	r.wait(map[string][]int{verb + "-frozen": {7}, "switchover-contender": {5, 7}})
+}
+
+// frozenTakeover: a replace or reseed of a replica is frozen (SIGSTOP)
+// after a random step, past its whole lease; the same command run again
+// watches the expired lease for a whole duration, takes it over and
+// resumes; the frozen process, woken once the takeover holds the lock,
+// must stop by itself (exit 7) and change nothing more.
+func frozenTakeover(r *round) {
+	_, reps := roles(r.t)
+	target := reps[r.rng.IntN(2)]
+	verb := []string{"replace", "reseed"}[r.rng.IntN(2)]
+	first := r.launch(verb+"-frozen", r.rng.IntN(2) == 0, verb, cluster, target, "--yes")
+	points := map[string][]model.StepKind{
+		"replace": {model.StepAcquireLock, model.StepVerifyFences, model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone},
+		"reseed":  {model.StepAcquireLock, model.StepVerifyFences, model.StepReinitialize},
+	}[verb]
+	step := points[r.rng.IntN(len(points))]
+	if _, ok := r.awaitLine(stepLine(step), 3*time.Minute); !ok {
+		<-first.Done
+		r.t.Fatalf("the %s printed no %s:\n%s%s", verb, step, first.Stdout(), first.All)
+	}
+	if err := first.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		r.t.Fatal(err)
+	}
+	first.stopped = true
+	frozen := time.Now()
+	r.h.fault(r.t, "SIGSTOP %s after %s", first.name, step)
+	// the lease has expired by the holder's own last renewal; the
+	// takeover still watches it for a whole duration before taking it
+	time.Sleep(time.Until(frozen.Add(leaseDuration + time.Second)))
+	second := r.launch(verb+"-takeover", r.rng.IntN(2) == 0, verb, cluster, target, "--yes")
+	if _, ok := r.awaitProcLine(func(pl procLine) bool { return pl.p == second && stepLine(model.StepAcquireLock)(pl.line) }, 3*time.Minute); !ok {
+		r.t.Errorf("%s never took the lock over (its output follows)", second.name)
+	}
+	if err := first.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		r.t.Fatal(err)
+	}
+	r.h.fault(r.t, "SIGCONT %s after %s, the lock taken over", first.name, time.Since(frozen).Round(time.Second))
+	r.wait(map[string][]int{verb + "-frozen": {7}, verb + "-takeover": {0, 5}})
+}
+
+// promotedTarget: a replace of a replica (through the slow API) is
+// SIGKILLed right after its volume's delete; another operator then
+// switches the primary role over to that very member; the rerun must not
+// delete the pod of what is now the primary (it refuses, or hands over
+// first with --switchover-first).
+func promotedTarget(r *round) {
+	prim, reps := roles(r.t)
+	target := reps[r.rng.IntN(2)]
+	uid := s.PodUID(r.t, target)
+	p := r.launch("replace", true, "replace", cluster, target, "--yes")
+	if pl, ok := r.awaitLine(func(l string) bool { return stepLine(model.StepDeletePVC)(l) && strings.Contains(l, " done") }, 3*time.Minute); ok {
+		pl.p.stopped = true
+		_ = pl.p.Cmd.Process.Signal(syscall.SIGKILL)
+		r.h.fault(r.t, "SIGKILL %s after delete-pvc", pl.p.name)
+	}
+	r.wait(map[string][]int{"replace": {0}})
+	if p.Code != -int(syscall.SIGKILL) {
+		r.t.Logf("the replace ended before it was killed: no member to promote under it")
+		return
+	}
+	// the target still runs on its old pod (its volume deleted, held by
+	// the pod): another operator makes it the primary
+	if smp, ok := r.h.tl.lastBefore(target, time.Now()); !ok || smp.PodUID != uid || smp.State != "running" {
+		r.t.Logf("%s no longer runs on its old pod (%+v): the replace got further than its volume", target, smp)
+		return
+	}
+	r.switchDirectly(prim, target)
+}
