@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/e2esuite"
@@ -145,7 +142,7 @@ func TestAdversarialRounds(t *testing.T) {
 	}
 	// 50 ms each way: a remote API server (the members' probes go through
 	// it too, port-forwarded)
-	proxy, kubeconfig := startProxy(t, 50*time.Millisecond)
+	proxy, kubeconfig := s.SlowKubeconfig(t, 50*time.Millisecond)
 	defer proxy.Close()
 
 	order := rng.Perm(len(kinds))
@@ -258,38 +255,6 @@ func checkRun(t *testing.T, h *history) {
 // recorded).
 func changed(o model.Outcome) bool {
 	return o == model.OutcomeDone || o == model.OutcomeAlready || o == model.OutcomeUnknown || o == model.OutcomeSending
-}
-
-// startProxy starts a latency proxy in front of the API server and writes
-// a kubeconfig that goes through it.
-func startProxy(t *testing.T, delay time.Duration) (*latencyProxy, string) {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(s.SB.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var proxy *latencyProxy
-	for _, c := range cfg.Clusters {
-		u, err := url.Parse(c.Server)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if proxy == nil {
-			if proxy, err = newLatencyProxy(u.Host, delay); err != nil {
-				t.Fatal(err)
-			}
-		}
-		u.Host = proxy.Addr()
-		c.Server = u.String()
-	}
-	if proxy == nil {
-		t.Fatal("the sandbox kubeconfig names no cluster")
-	}
-	path := filepath.Join(s.Dir(), "kubeconfig-slow")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return proxy, path
 }
 
 // round is one round: its processes, their progress lines, its faults.

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,7 +23,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/e2esuite"
@@ -116,7 +114,7 @@ func TestPGAdversarialRounds(t *testing.T) {
 	p := startProbe(h.tl)
 	defer p.stop()
 	// 50 ms each way: a distant API server (its port-forwards too)
-	proxy, kubeconfig := startProxy(t, 50*time.Millisecond)
+	proxy, kubeconfig := s.SlowKubeconfig(t, 50*time.Millisecond)
 	defer proxy.Close()
 
 	order := rng.Perm(len(kinds))
@@ -169,38 +167,6 @@ func settled() error {
 		}
 		return nil
 	}, poll.Every(time.Second))
-}
-
-// startProxy starts a latency proxy in front of the API server and writes
-// a kubeconfig that goes through it.
-func startProxy(t *testing.T, delay time.Duration) (*latencyProxy, string) {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(s.SB.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var proxy *latencyProxy
-	for _, c := range cfg.Clusters {
-		u, err := url.Parse(c.Server)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if proxy == nil {
-			if proxy, err = newLatencyProxy(u.Host, delay); err != nil {
-				t.Fatal(err)
-			}
-		}
-		u.Host = proxy.Addr()
-		c.Server = u.String()
-	}
-	if proxy == nil {
-		t.Fatal("the sandbox kubeconfig names no cluster")
-	}
-	path := filepath.Join(s.Dir(), "kubeconfig-slow")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return proxy, path
 }
 
 // round is one round: its processes, their progress lines, its faults.
