@@ -146,7 +146,6 @@ func (c patroni) gates(target string) *model.Member {
 		return nil
 	}
 	c.systemIDGate(target)
-	c.pauseGate()
 	if cl := c.obs.Cluster.Patroni; cl != nil && cl.FailoverPending {
 		c.block(CodeActionInProgress, "", "", "a switchover or failover is pending in ConfigMap %s-failover (someone else asked Patroni for one): wait until Patroni has carried it out or it is cancelled (patronictl flush %s switchover)", cl.Scope, cl.Scope)
 	}
@@ -191,15 +190,16 @@ func (c patroni) paused() bool {
 // the primary, a reinitialized one copies and restarts, a switchover's
 // candidate is promoted), and a paused Patroni leaves an empty data
 // directory empty and fails nothing over.
-func (c patroni) pauseGate() {
+func (c patroni) pauseGate() bool {
 	if !c.paused() {
-		return
+		return true
 	}
 	scope := c.obs.Cluster.Name
 	if cl := c.obs.Cluster.Patroni; cl != nil && cl.Scope != "" {
 		scope = cl.Scope
 	}
 	c.block(CodeMaintenancePaused, "", "", "the cluster is in maintenance mode (pause): Patroni neither fails over nor bootstraps a member on an empty data directory, and hactl relies on it for every action; resume it first (patronictl resume %s) or repair by hand", scope)
+	return false
 }
 
 // systemIDGate refuses members answering for another system identifier
@@ -385,6 +385,14 @@ func (c patroni) switchoverNotes(from, to string) {
 	c.rejoinNote(from)
 }
 
+// demoting reports whether m, an old primary, is still on its way down:
+// it answers as demoted or writable, or its PostgreSQL is stopping. A
+// reinitialize sent then is never carried out.
+func (c patroni) demoting(m *model.Member) bool {
+	p := pg(m)
+	return p != nil && (p.Writable() || p.Role == "demoted" || p.State == "stopping")
+}
+
 // rejoinNote reports the old primary from when it is not a running
 // replica streaming from the primary.
 func (c patroni) rejoinNote(from string) {
@@ -463,7 +471,7 @@ func (c patroni) freshSwitchover() {
 		return
 	}
 	prim := c.gates("")
-	if prim == nil {
+	if prim == nil || !c.pauseGate() {
 		return
 	}
 	if named == prim.Name {
@@ -496,33 +504,36 @@ func (c patroni) replace() {
 	}
 	c.d.Replaced = c.replaced(m)
 	handedOver := false
+	var resumePrim *model.Member
 	if c.resume != nil {
 		// A resume passes the same gates as a fresh decision: whatever
 		// the entry recorded, the member is never deleted, reinitialized
 		// or replaced while it is the primary.
-		prim := c.gates(name)
-		if prim == nil {
+		resumePrim = c.gates(name)
+		if resumePrim == nil {
 			return
 		}
-		if prim.Name == name && !c.o.SwitchoverFirst {
+		if resumePrim.Name == name && !c.o.SwitchoverFirst {
 			c.promoted(m)
 			return
 		}
-		if !c.riskGates(m, prim, prim.Name == name) {
-			return
-		}
-		if prim.Name == name {
+		if resumePrim.Name == name {
 			// --switchover-first: the primary hands over before the rest
-			if !c.handOver(prim, name) {
+			if ok := c.pauseGate(); !c.riskGates(m, resumePrim, true) || !ok || !c.handOver(resumePrim, name) {
 				return
 			}
 			handedOver = true
 		}
 	}
-	if c.in.Action == model.ActionReplace && c.replaceResume(m) {
-		return
-	}
-	if c.in.Action == model.ActionReseed && c.reseedResume(m) {
+	if (c.in.Action == model.ActionReplace && c.replaceResume(m)) || (c.in.Action == model.ActionReseed && c.reseedResume(m)) {
+		// The pause and risk gates hold while the resumed plan still
+		// takes the member down; its waits and its end are never
+		// refused by them (the member rebuilt is a candidate again).
+		if !handedOver && mutates(c.d.Steps) {
+			if ok := c.pauseGate(); !c.riskGates(m, resumePrim, false) || !ok {
+				c.d.Steps = c.d.Steps[:0]
+			}
+		}
 		return
 	}
 	if pod := m.Pod; pod != nil && pod.DeletionMarked {
@@ -536,6 +547,9 @@ func (c patroni) replace() {
 	if prim == nil {
 		return
 	}
+	if !handedOver && !c.pauseGate() {
+		return
+	}
 	switch {
 	case handedOver:
 	case prim.Name == name:
@@ -543,18 +557,20 @@ func (c patroni) replace() {
 			c.block(CodeTargetIsPrimary, name, FlagSwitchoverFirst, "%s is the primary: %s it would stop the cluster's writes", name, map[model.Action]string{model.ActionReseed: "reinitializing", model.ActionReplace: "replacing"}[c.in.Action])
 			return
 		}
-		if c.resume == nil && !c.riskGates(m, prim, true) {
+		if !c.riskGates(m, prim, true) {
 			return
 		}
 		if !c.handOver(prim, name) {
 			return
 		}
 	default:
-		if c.resume == nil && !c.riskGates(m, prim, false) {
+		if !c.riskGates(m, prim, false) {
 			return
 		}
-		if rec := c.recordedSwitchover(); rec != nil && rec.From == name && !c.switchedOver(name) {
-			// The switchover this action made has not settled yet.
+		if rec := c.recordedSwitchover(); rec != nil && rec.From == name && (!c.switchedOver(name) || c.demoting(m)) {
+			// The switchover this action made has not settled yet, or
+			// the old primary is still demoting: Patroni does not carry
+			// out a reinitialize that arrives while it stops.
 			c.awaitSwitchover(name, rec.MemberID)
 		}
 	}
@@ -756,15 +772,28 @@ func (c patroni) reseedResume(m *model.Member) bool {
 	return true
 }
 
-// reinitSince is the PostgreSQL start time the reinitialize of e observed
-// before it was sent ("" when none was recorded).
+// reinitSince is the PostgreSQL start time the last answered
+// reinitialize of e observed before it was sent ("" when none was
+// recorded): after a reinitialize sent again, the rebuild that counts is
+// the one after it.
 func reinitSince(e *model.LedgerEntry) string {
+	since := ""
 	for _, r := range e.Receipts {
-		if r.Step == model.StepReinitialize && r.Since != "" {
-			return r.Since
+		if r.Step == model.StepReinitialize && r.Since != "" && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready) {
+			since = r.Since
 		}
 	}
-	return ""
+	return since
+}
+
+// mutates reports whether any of steps changes something.
+func mutates(steps []Step) bool {
+	for _, s := range steps {
+		if s.Kind.Mutates() {
+			return true
+		}
+	}
+	return false
 }
 
 func (c patroni) primaryName() string {

@@ -372,6 +372,34 @@ func patroniRows() []row {
 					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeAlready, Since: "2026-12-01 18:46:53.4+00:00"})}
 				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
 			}, verb: VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni resume: reinitialize sent again after an unanswered one: the rebuild that counts is the last answered one's", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1",
+					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending, Since: "S0"},
+					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending, Since: "S1"},
+					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeDone, Since: "S1", At: now.Add(-2 * time.Second)})}
+				pgf(o, 1).PostmasterStart = "S1" // not stopped yet by the second reinitialize
+			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}}),
+		pgRow(row{name: "patroni resume: rebuilt while the other replica went down: done, the risk gates do not hold the end", intent: pgReseed1,
+			mutate: func(o *model.Observation) {
+				r := done(model.StepReinitialize)
+				r.Since = "S0"
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r)}
+				pgf(o, 1).PostmasterStart = "S1"
+				pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 5<<20)
+			}, verb: VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni resume: replaced member streams again, the cluster paused meanwhile: done", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC), done(model.StepDeletePod))}
+				o.Members[1].Pod.UID, o.Members[1].PVC.UID = "pod-uid-new", "pvc-uid-new"
+				o.Cluster.Patroni.Paused = true
+			}, verb: VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni resume: replace whose pod is still to be deleted, the last candidate: refused", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
+				o.Members[1].PVC.DeletionMarked = true
+				pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 5<<20)
+			}, verb: VerbRefuse, codes: []Code{CodeLastFailoverReplica}, noSteps: true}),
 		pgRow(row{name: "patroni resume: replace after its volume's delete, the member promoted since: refused, nothing deleted", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
@@ -397,7 +425,7 @@ func patroniRows() []row {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize))}
 				promoted(o, 0, 1)
 			}, verb: VerbRefuse, codes: []Code{CodeTargetPromoted}}),
-		pgRow(row{name: "patroni resume: replace resumed in maintenance mode: refused", intent: pgReplace1,
+		pgRow(row{name: "patroni resume: replace resumed in maintenance mode before its pod's delete: refused", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
 				o.Members[1].PVC.DeletionMarked = true
@@ -504,6 +532,12 @@ func patroniRows() []row {
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeUnknown, MemberID: "pg-1", From: "pg-0"})}
 			}, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-1")}),
+		pgRow(row{name: "patroni resume: reseed of the old primary after its switchover, still stopping: waits before the reinitialize", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+			mutate: func(o *model.Observation) {
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-0", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
+				promoted(o, 0, 1)
+				pgf(o, 0).State = "stopping"
+			}, verb: VerbProceed, steps: append([]model.StepKind{model.StepAwaitSwitchover}, reseedPlan...)}),
 		pgRow(row{name: "patroni resume: reseed of the old primary after its switchover", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-0", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
