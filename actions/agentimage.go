@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,12 +22,16 @@ import (
 // (repo@sha256:…), never by a mutable tag, wherever the digest is known:
 // every pod of one action then runs the same bytes, and its receipts name
 // them. A digest given (--agent-image repo@sha256:…) is used as is. A
-// tag is resolved by the kubelet: the first pod of the action runs the
-// tag, its container status reports the image it ran (imageID,
-// repo@sha256:…), its receipt names that digest, and every later restore
-// pod of the action runs it (a seed has one capture pod). When no digest
-// can be learned (the node reports none, or only the image's local ID)
-// the pods run the tag and the action says so.
+// tag is resolved by its registry before the plan is shown (a HEAD of its
+// manifest, ResolveAgentImage): the plan, a saved plan and every pod then
+// name repo:tag@sha256:…. When the registry cannot be asked (unreachable,
+// credentials this machine lacks, the tag unknown to it), the kubelet
+// resolves it: the first pod of the action runs the tag, its container
+// status reports the image it ran (imageID, repo@sha256:…), its receipt
+// names that digest, and every later restore pod of the action runs it (a
+// seed has one capture pod). When no digest can be learned (the node
+// reports none, or only the image's local ID) the pods run the tag and
+// the action says so.
 
 // AgentImageAnnotation records on an agent pod the agent image it was
 // asked to run (--agent-image, a tag or a digest); its container's image
@@ -36,6 +42,66 @@ const AgentImageAnnotation = "hactl.dev/agent-image"
 // agent pod's node to report the digest of the image it runs (the pod
 // scheduled, the image pulled, the container created).
 const DefaultAgentImageWait = DefaultCaptureStartTimeout
+
+// DefaultAgentImageResolveTimeout bounds the registry request that
+// resolves an agent image's tag to its digest.
+const DefaultAgentImageResolveTimeout = 10 * time.Second
+
+// ResolveAgentImage pins image to the digest its registry names for its
+// tag now: a HEAD request for the manifest (an image index for a
+// multi-platform image, which every node resolves to its own platform),
+// with the credentials of this machine's Docker config, else anonymous,
+// within DefaultAgentImageResolveTimeout. The result keeps the tag for
+// the reader: repo:tag@sha256:…, which a kubelet pulls by the digest
+// alone. A digest is returned as is, without a request. An error says
+// why the registry could not pin it (the caller then leaves the tag to
+// the node, and says so).
+func ResolveAgentImage(ctx context.Context, image string) (string, error) {
+	if ImagePinned(image) {
+		return image, nil
+	}
+	tag, err := name.NewTag(image)
+	if err != nil {
+		return "", fmt.Errorf("agent image %q: %w", image, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, DefaultAgentImageResolveTimeout)
+	defer cancel()
+	desc, err := remote.Head(tag, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithUserAgent("hactl"))
+	if err != nil {
+		return "", fmt.Errorf("asking registry %s for tag %s of %s: %w", tag.RegistryStr(), tag.TagStr(), tag.RepositoryStr(), err)
+	}
+	pinned := image + "@" + desc.Digest.String()
+	if !ImagePinned(pinned) {
+		return "", fmt.Errorf("registry %s named %q for %s, not a digest", tag.RegistryStr(), desc.Digest, image)
+	}
+	return pinned, nil
+}
+
+// pinnedTag is the tag a digest names beside it (repo:tag for
+// repo:tag@sha256:…); false when image is not a digest or names no tag.
+func pinnedTag(image string) (string, bool) {
+	if !ImagePinned(image) {
+		return "", false
+	}
+	base := image[:strings.LastIndex(image, "@")]
+	t, err := name.NewTag(base)
+	if err != nil || !strings.HasSuffix(base, ":"+t.TagStr()) {
+		return "", false
+	}
+	return base, true
+}
+
+// AgentImageResolved is the plan line for agent image asked after
+// ResolveAgentImage answered pinned (or failed with err) for action a.
+func AgentImageResolved(asked, pinned string, err error, a model.Action) string {
+	switch {
+	case err != nil:
+		return AgentImagePlan(asked, a) + "; its registry did not pin it: " + err.Error()
+	case pinned != asked:
+		return "agent image: " + pinned + " (by digest: tag " + asked + " as its registry names it now)"
+	}
+	return AgentImagePlan(asked, a)
+}
 
 // ImagePinned reports whether image names its content by digest
 // (repo@sha256:…, a tag before the digest allowed).

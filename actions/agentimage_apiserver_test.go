@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/hactl-dev/hactl/classify"
@@ -88,6 +89,74 @@ func agentImageNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interf
 	return ns, sts
 }
 
+// restoreRig runs the restore-pod steps of restores of StatefulSet
+// "etcd" (agentImageNamespace) on the real API server.
+type restoreRig struct {
+	t        *testing.T
+	ctx      context.Context
+	cs       kubernetes.Interface
+	ns       *corev1.Namespace
+	sts      *appsv1.StatefulSet
+	cl       model.ClusterFacts
+	opts     classify.Options
+	pods     corev1client.PodInterface
+	warnings []string
+}
+
+// newRestoreRig skips t without the API server (-short).
+func newRestoreRig(t *testing.T) *restoreRig {
+	t.Helper()
+	cfg := guardTestConfig()
+	if cfg == nil {
+		t.Skip("needs the API server (skipped with -short)")
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	ns, sts := agentImageNamespace(ctx, t, cs)
+	_, cl, opts, _ := pinFixture()
+	cl.Namespace, cl.UID = ns.Name, string(sts.UID)
+	return &restoreRig{t: t, ctx: ctx, cs: cs, ns: ns, sts: sts, cl: cl, opts: opts, pods: cs.CoreV1().Pods(ns.Name)}
+}
+
+// run is a run of ledger entry entry (with its earlier receipts ledger)
+// whose confirmed restore asked for agent image image.
+func (g *restoreRig) run(entry, image string, ledger ...model.Receipt) *run {
+	o := g.opts
+	o.AgentImage = image
+	r := &run{x: &Executor{Observer: &Observer{Client: g.cs}}, ns: g.ns.Name, name: "etcd", entryID: entry,
+		o:         ExecOptions{DryRun: DryRunNone, Warn: func(m string) { g.warnings = append(g.warnings, m) }},
+		confirmed: classify.Decision{Intent: classify.Intent{Action: model.ActionRestore, Options: o}}}
+	r.last = status.Result{Observation: model.Observation{Cluster: g.cl}}
+	if len(ledger) > 0 {
+		r.last.Observation.Ledger = []model.LedgerEntry{{ID: entry, Action: model.ActionRestore, Receipts: ledger}}
+	}
+	return r
+}
+
+// restore runs r's restore pod of member, and returns the image its
+// container was given, its agent-image annotation and the receipt's
+// detail.
+func (g *restoreRig) restore(r *run, member string) (image, annotation, detail string) {
+	g.t.Helper()
+	out, detail, err := r.runRestore(g.ctx, classify.Step{Kind: model.StepRunRestore, Member: member, PeerURLs: []string{"http://" + member + ".etcd:2380"}}, false)
+	if err != nil || out != model.OutcomeDone {
+		g.t.Fatalf("restore pod of %s: %s, %v", member, out, err)
+	}
+	p, err := g.pods.Get(g.ctx, RestorePodName(member), metav1.GetOptions{})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return p.Spec.Containers[0].Image, p.Annotations[AgentImageAnnotation], detail
+}
+
+// clear deletes the restore pods.
+func (g *restoreRig) clear() {
+	for _, m := range []string{"etcd-0", "etcd-1", "etcd-2"} {
+		_ = g.pods.Delete(g.ctx, RestorePodName(m), metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+	}
+}
+
 // Every restore pod of one action runs the same image bytes, and the
 // receipts name them. On the real API server: with --agent-image a tag,
 // the first restore pod runs the tag; once its node reports the digest
@@ -99,51 +168,18 @@ func agentImageNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interf
 // leaves the pods on the tag, and the action says so instead of
 // pretending.
 func TestRestorePodsRunTheDigestTheirFirstPodRan(t *testing.T) {
-	cfg := guardTestConfig()
-	if cfg == nil {
-		t.Skip("needs the API server (skipped with -short)")
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ns, sts := agentImageNamespace(ctx, t, cs)
-	_, cl, opts, _ := pinFixture()
-	cl.Namespace, cl.UID = ns.Name, string(sts.UID)
-	pods := cs.CoreV1().Pods(ns.Name)
+	g := newRestoreRig(t)
+	ctx, cs := g.ctx, g.cs
+	ns, sts, cl, pods := g.ns, g.sts, g.cl, g.pods
 
 	const tag = "ghcr.io/hactl-dev/hactl:v1.2.3"
 	digest := "sha256:" + strings.Repeat("ab", 32)
 	pinned := "ghcr.io/hactl-dev/hactl@" + digest
-	var warnings []string
-	newRun := func(entry, image string, ledger ...model.Receipt) *run {
-		o := opts
-		o.AgentImage = image
-		r := &run{x: &Executor{Observer: &Observer{Client: cs}}, ns: ns.Name, name: "etcd", entryID: entry,
-			o:         ExecOptions{DryRun: DryRunNone, Warn: func(m string) { warnings = append(warnings, m) }},
-			confirmed: classify.Decision{Intent: classify.Intent{Action: model.ActionRestore, Options: o}}}
-		r.last = status.Result{Observation: model.Observation{Cluster: cl}}
-		if len(ledger) > 0 {
-			r.last.Observation.Ledger = []model.LedgerEntry{{ID: entry, Action: model.ActionRestore, Receipts: ledger}}
-		}
-		return r
-	}
+	newRun, clear := g.run, g.clear
 	restore := func(r *run, member string) (string, string) {
 		t.Helper()
-		out, detail, err := r.runRestore(ctx, classify.Step{Kind: model.StepRunRestore, Member: member, PeerURLs: []string{"http://" + member + ".etcd:2380"}}, false)
-		if err != nil || out != model.OutcomeDone {
-			t.Fatalf("restore pod of %s: %s, %v", member, out, err)
-		}
-		p, err := pods.Get(ctx, RestorePodName(member), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Spec.Containers[0].Image, detail
-	}
-	clear := func() {
-		t.Helper()
-		for _, m := range []string{"etcd-0", "etcd-1", "etcd-2"} {
-			_ = pods.Delete(ctx, RestorePodName(m), metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
-		}
+		image, _, detail := g.restore(r, member)
+		return image, detail
 	}
 
 	// A tag: the first pod runs it, its node resolves it, the next pod
@@ -207,7 +243,7 @@ func TestRestorePodsRunTheDigestTheirFirstPodRan(t *testing.T) {
 	// A node that reports no digest: the pods run the tag, and the
 	// receipts and a warning say so.
 	clear()
-	warnings = nil
+	g.warnings = nil
 	kubelet = reportImageID(ctx, t, cs, ns.Name, RestorePodName("etcd-0"), tag, false)
 	r = newRun("entry-3", tag)
 	image0, detail0 = restore(r, "etcd-0")
@@ -223,8 +259,8 @@ func TestRestorePodsRunTheDigestTheirFirstPodRan(t *testing.T) {
 			t.Errorf("the receipt does not say the pod runs a tag with no digest known: %s", d)
 		}
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "no digest") {
-		t.Errorf("warnings %q, want one saying no digest is known", warnings)
+	if len(g.warnings) != 1 || !strings.Contains(g.warnings[0], "no digest") {
+		t.Errorf("warnings %q, want one saying no digest is known", g.warnings)
 	}
 }
 

@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -190,5 +191,12 @@ func TestAgentImagePlan(t *testing.T) {
 	}
 	if got := AgentImagePlan(tag, model.ActionSeed); !strings.Contains(got, tag) || !strings.Contains(got, "capture pod") || strings.Contains(got, "restore pod") {
 		t.Errorf("a seed's tag: %q", got)
+	}
+	pinned := tag + "@" + imgDigestA
+	if got := AgentImageResolved(tag, pinned, nil, model.ActionRestore); !strings.Contains(got, "agent image: "+pinned) || !strings.Contains(got, "its registry") {
+		t.Errorf("a tag its registry pinned: %q", got)
+	}
+	if got := AgentImageResolved(tag, "", errors.New("no such host"), model.ActionSeed); !strings.Contains(got, "capture pod") || !strings.Contains(got, "no such host") {
+		t.Errorf("a tag its registry did not pin: %q", got)
 	}
 }

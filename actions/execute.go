@@ -122,7 +122,8 @@ func orDur(d, def time.Duration) time.Duration {
 // would (its own lock does not block it).
 // A seed intent that names no store gets the one the StatefulSet's
 // annotations name; a restore intent that carries no generation facts is
-// pinned to the generation as that store holds it now.
+// pinned to the generation as that store holds it now, and its agent
+// image's tag to the digest its registry names now (when it answers).
 func (x *Executor) Decide(ctx context.Context, namespace, name string, in classify.Intent) (classify.Decision, status.Result, status.Warnings, error) {
 	in.Options.LockHolder = x.identity()
 	if in.Action == model.ActionSeed && in.Options.SeedStore == "" {
@@ -139,6 +140,9 @@ func (x *Executor) Decide(ctx context.Context, namespace, name string, in classi
 			return classify.Decision{}, status.Result{}, nil, err
 		}
 		src.Pin(&in.Options)
+		if pinned, err := ResolveAgentImage(ctx, in.Options.AgentImage); err == nil {
+			in.Options.AgentImage = pinned
+		}
 	}
 	return x.Observer.Decide(ctx, namespace, name, in)
 }

@@ -185,12 +185,21 @@ func (p agentImagePick) pinned() string {
 // restore pod of this action ran for the same tag, as the ledger entry's
 // receipts record it or as that pod (its spec, or its node's report)
 // shows it, waiting for the report of one that has not started yet; else
-// the tag, to be learned from this pod's node when no pod of this action
-// ran it before.
+// the digest its registry names for the tag now, when no pod of this
+// action ran it before; else the tag, to be learned from this pod's node.
 func (r *run) restoreImage(ctx context.Context, pods corev1client.PodInterface, cluster string, dry bool) (agentImagePick, error) {
 	asked := r.confirmed.Intent.Options.AgentImage
 	p := agentImagePick{asked: asked, image: asked}
-	if asked == "" || ImagePinned(asked) {
+	// planned is the digest the plan pinned a tag to (repo:tag@sha256:…,
+	// as ResolveAgentImage writes it): the tag's earlier pods of this
+	// action still come first, so that a rerun after the tag moved runs
+	// what they ran.
+	planned := ""
+	if tag, ok := pinnedTag(asked); ok {
+		planned, asked = asked, tag
+		p.asked, p.image = asked, planned
+	}
+	if asked == "" || (ImagePinned(asked) && planned == "") {
 		return p, nil
 	}
 	if _, _, err := imageRepository(asked); err != nil {
@@ -202,6 +211,9 @@ func (r *run) restoreImage(ctx context.Context, pods corev1client.PodInterface, 
 		return p, nil
 	}
 	if r.entryID == "" {
+		if planned != "" {
+			p.by = "its registry when the plan was made"
+		}
 		return p, nil
 	}
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: RestoreLabel + "=" + cluster})
@@ -248,6 +260,22 @@ func (r *run) restoreImage(ctx context.Context, pods corev1client.PodInterface, 
 		}
 		p.imageID = id
 		ran = true
+	}
+	if !ran && planned != "" {
+		p.by = "its registry when the plan was made"
+		return p, nil
+	}
+	if !ran {
+		// No pod of this action ran the tag: its registry pins it now,
+		// else the first pod's node does.
+		pinned, err := ResolveAgentImage(ctx, asked)
+		if err == nil {
+			p.image, p.by = pinned, "its registry"
+			return p, nil
+		}
+		if !dry {
+			r.note("agent image %s: %v; the first restore pod's node resolves the tag", asked, err)
+		}
 	}
 	p.learn = !ran && !dry
 	return p, nil

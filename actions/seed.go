@@ -354,6 +354,15 @@ func (r *run) captureInPod(ctx context.Context, pc PodCapturer, c SeedCapture, m
 	if image == "" {
 		image = DefaultAgentImage()
 	}
+	if !ImagePinned(image) {
+		// Pinned by its registry now, else run as the node resolves it.
+		if pinned, err := ResolveAgentImage(ctx, image); err == nil {
+			r.note("agent image %s: its registry names %s", image, pinned)
+			image = pinned
+		} else {
+			r.note("agent image %s: %v; the capture pod's node resolves the tag", image, err)
+		}
+	}
 	spec := CapturePodSpec{
 		Capture: c, StoreURL: r.o.Seed.StoreURL, StoreSecret: r.o.Seed.StoreSecret, AgentImage: image,
 		Node: node, Endpoint: endpoint, ServerName: serverName, TLS: cl.TLSSecret != "", Total: total,

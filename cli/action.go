@@ -147,7 +147,7 @@ func (o *ActionOptions) AddFlags(cmd *cobra.Command) {
 	if o.Action == model.ActionRestore {
 		f.StringVar(&o.Generation, "generation", "", "The seed generation to restore every member from (required).")
 		o.store.add(f)
-		f.StringVar(&o.AgentImage, "agent-image", actions.DefaultAgentImage(), "Image of the restore pods: any image with kubectl-hactl on its PATH.")
+		f.StringVar(&o.AgentImage, "agent-image", actions.DefaultAgentImage(), "Image of the restore pods: any image with kubectl-hactl on its PATH; a tag is pinned to the digest its registry names now, else to the one the first pod's node reports.")
 		f.BoolVar(&o.Force, "force", false, "Restore even though the cluster has quorum, or the generation names another cluster ID (an earlier incarnation of this one): every write after the generation is lost.")
 	}
 }
@@ -210,7 +210,12 @@ func (o *ActionOptions) prepareRestore(ctx context.Context) error {
 	o.source, o.storeURL, o.secretName, o.restoreBytes = src.Facts, src.StoreURL, src.StoreSecret, m.TotalSize
 	fmt.Fprintf(o.human(), "generation %s in %s: %s cluster %s, revision %d, %d file(s), %s, created %s\n", id.Generation, src.Store,
 		id.Engine, id.ClusterID, id.Revision, len(m.Files), format.Bytes(m.TotalSize), m.CreatedAt.UTC().Format(time.RFC3339))
-	fmt.Fprintln(o.human(), actions.AgentImagePlan(o.AgentImage, model.ActionRestore))
+	asked := o.AgentImage
+	pinned, rerr := actions.ResolveAgentImage(ctx, asked)
+	if rerr == nil {
+		o.AgentImage = pinned
+	}
+	fmt.Fprintln(o.human(), actions.AgentImageResolved(asked, pinned, rerr, model.ActionRestore))
 	if src.StoreSecret == "" && !strings.HasPrefix(src.StoreURL, "file://") {
 		fmt.Fprintf(o.ErrOut, "warning: no --store-secret (or %s annotation): the restore pods get no store credentials and rely on their own environment\n", artifact.AnnotationStoreSecret)
 	}

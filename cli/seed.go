@@ -147,7 +147,7 @@ func (o *SeedOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member.")
 	f.Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a source may trail the leader frontier.")
 	f.StringVar(&o.Capture, "capture", o.Capture, `Where the snapshot travels: "pod" captures in a one-shot pod on the source member's node, straight from the member to the store (only its receipt crosses the API server); "port-forward" streams it through the API server to this process, which uploads it; "auto" uses a pod when one can run there, else a port-forward, and says why.`)
-	f.StringVar(&o.AgentImage, "agent-image", "", "Image of the capture pod: any image with kubectl-hactl on its PATH (default "+actions.DefaultAgentImage()+"); repo@sha256:… pins its bytes, a tag is run as its node resolves it and the receipt names the digest.")
+	f.StringVar(&o.AgentImage, "agent-image", "", "Image of the capture pod: any image with kubectl-hactl on its PATH (default "+actions.DefaultAgentImage()+"); repo@sha256:… pins its bytes; a tag is pinned to the digest its registry names now, else run as its node resolves it, and the receipt names the digest.")
 }
 
 // Complete reads the kubeconfig and arguments.
@@ -282,7 +282,11 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 		if image == "" {
 			image = actions.DefaultAgentImage()
 		}
-		fmt.Fprintln(w, actions.AgentImagePlan(image, model.ActionSeed))
+		pinned, rerr := actions.ResolveAgentImage(ctx, image)
+		if rerr == nil {
+			o.AgentImage = pinned
+		}
+		fmt.Fprintln(w, actions.AgentImageResolved(image, pinned, rerr, model.ActionSeed))
 	}
 	if dry == actions.DryRunNone && !o.Yes {
 		if !o.inIsTTY {

@@ -14,6 +14,7 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/e2esuite"
+	"github.com/hactl-dev/hactl/internal/ocitest"
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
@@ -59,11 +60,22 @@ func TestRestoreAfterQuorumLoss(t *testing.T) {
 
 	loseQuorum(t, cluster)
 
-	r = s.Hactl(t, "restore", cluster, "--generation", gen, "--yes", "-o", "json")
+	// The agent image is a tag in a real registry: the plan pins it to
+	// the digest the registry names, and every restore pod runs that.
+	agentTag, agentPinned := agentImageInRegistry(t)
+	r = s.Hactl(t, "restore", cluster, "--generation", gen, "--yes", "-o", "json", "--agent-image", agentTag)
 	if r.Code != 0 {
 		t.Fatalf("restore after quorum loss: %s", r)
 	}
 	doc := e2esuite.Receipts(t, r)
+	if !strings.Contains(r.Stderr, "agent image: "+agentPinned) {
+		t.Errorf("the plan does not name the agent image by the digest its registry names (%s)\n%s", agentPinned, r)
+	}
+	for _, rc := range doc.Receipts {
+		if rc.Step == model.StepRunRestore && rc.Outcome == model.OutcomeDone && !strings.Contains(rc.Detail, "running agent image "+agentPinned) {
+			t.Errorf("a restore pod did not run the agent image by digest %s: %s", agentPinned, rc.Detail)
+		}
+	}
 	counts := map[model.StepKind]int{}
 	for _, rc := range doc.Receipts {
 		if rc.Outcome == model.OutcomeDone || rc.Outcome == model.OutcomeAlready {
@@ -107,6 +119,15 @@ func TestRestoreAfterQuorumLoss(t *testing.T) {
 	}
 }
 
+// agentImageInRegistry pushes an image under a tag to a real registry
+// for the test's life, and returns the tag and the tag pinned to the
+// digest it names.
+func agentImageInRegistry(t *testing.T) (tag, pinned string) {
+	t.Helper()
+	tag, d := ocitest.Start(t).Push(t, "hactl/agent:e2e")
+	return tag, tag + "@" + d
+}
+
 // restoreGen is the generation the restore tests share, seeded once.
 var restoreGen string
 
@@ -123,8 +144,15 @@ func restoreGeneration(t *testing.T) string {
 	s.SetupStore(t, cluster)
 	fill(t, s.Member(t, cluster+"-0"), restoreKeys)
 	gen := "restore-e2e-1"
-	if r := s.Hactl(t, "seed", cluster, "--generation", gen, "--yes", "-o", "json"); r.Code != 0 {
+	// The capture pod's image is a tag in a real registry: it runs the
+	// digest the registry names.
+	agentTag, agentPinned := agentImageInRegistry(t)
+	r := s.Hactl(t, "seed", cluster, "--generation", gen, "--yes", "-o", "json", "--agent-image", agentTag)
+	if r.Code != 0 {
 		t.Fatalf("seed: %s", r)
+	}
+	if !strings.Contains(r.Stdout, "running agent image "+agentPinned) || !strings.Contains(r.Stderr, "agent image: "+agentPinned) {
+		t.Errorf("the seed's plan and capture receipt do not name the agent image by the digest its registry names (%s)\n%s", agentPinned, r)
 	}
 	restoreGen = gen
 	return gen

@@ -53,7 +53,7 @@ var external = map[string][]string{
 
 // testSupport are packages only tests import; no product package may.
 var testSupport = []string{
-	"internal/testenv", "internal/testbins", "internal/fixtures", "internal/e2esuite", "internal/poll", "internal/tmuxtest",
+	"internal/testenv", "internal/testbins", "internal/ocitest", "internal/fixtures", "internal/e2esuite", "internal/poll", "internal/tmuxtest",
 	"artifact/storetest", "internal/archtest", "sandbox",
 }
 
