@@ -1319,7 +1319,7 @@ func (r *run) memberOps(ctx context.Context) (MemberOps, error) {
 		return r.ops, nil
 	}
 	cl := r.last.Observation.Cluster
-	eng, ok := status.DefaultEngines()[cl.Engine]
+	eng, ok := r.x.Observer.engines()[cl.Engine]
 	if !ok {
 		return nil, fmt.Errorf("%w: member operations on %s clusters", ErrUnsupported, cl.Engine)
 	}

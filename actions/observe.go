@@ -25,6 +25,11 @@ import (
 // read from the same list calls.
 type Observer struct {
 	Client kubernetes.Interface
+	// Engines are the engines it probes members with and an Executor
+	// sends member operations through, by name (status.DefaultEngines()
+	// when nil). A cluster of an engine not listed is observed from the
+	// API server alone, and no member operation reaches it.
+	Engines map[model.Engine]engine.Engine
 	// Dial reaches a member's port (port-forward in production).
 	Dial         engine.DialFunc
 	ProbeTimeout time.Duration
@@ -38,6 +43,14 @@ func (o *Observer) now() time.Time {
 		return o.Now()
 	}
 	return time.Now()
+}
+
+// engines is o.Engines, or status.DefaultEngines() when nil.
+func (o *Observer) engines() map[model.Engine]engine.Engine {
+	if o.Engines != nil {
+		return o.Engines
+	}
+	return status.DefaultEngines()
 }
 
 // recordingSource keeps the objects it read.
@@ -61,7 +74,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 	src := &recordingSource{inner: status.APISource{Client: o.Client}}
 	so := &status.Observer{
 		Source:       src,
-		Engines:      status.DefaultEngines(),
+		Engines:      o.engines(),
 		Dial:         o.Dial,
 		Secrets:      status.SecretsFrom(o.Client),
 		ProbeTimeout: o.ProbeTimeout,

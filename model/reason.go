@@ -49,6 +49,9 @@ const (
 	ReasonClientEndpointsMissing ReasonCode = "client_endpoints_missing"
 	ReasonBootstrapFlagStale     ReasonCode = "bootstrap_flag_stale"
 	ReasonObservationStale       ReasonCode = "observation_stale"
+	// ReasonEngineUnsupported: the cluster runs an engine hactl has no
+	// rules for; no other engine's rules judge it.
+	ReasonEngineUnsupported ReasonCode = "engine_unsupported"
 )
 
 // Engine-level reason codes: read from the members themselves.
@@ -101,6 +104,7 @@ var reasonImpact = map[ReasonCode]Impact{
 	ReasonClientEndpointsMissing: ImpactControl,
 	ReasonBootstrapFlagStale:     ImpactFailover,
 	ReasonObservationStale:       ImpactControl,
+	ReasonEngineUnsupported:      ImpactControl,
 
 	ReasonQuorumUnavailable:      ImpactControl,
 	ReasonLeaderMissing:          ImpactControl,

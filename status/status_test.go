@@ -19,6 +19,8 @@ import (
 	"github.com/hactl-dev/hactl/verdict"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -326,3 +328,27 @@ func TestConstantListCalls(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// A StatefulSet labelled with an engine hactl has no rules for is
+// observed from the API server and judged engine_unsupported (not
+// control-ready), never by etcd's rules, although its containers run etcd.
+func TestUnknownEngineLabelIsUnsupported(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	s := fixtures.DefaultSpec("store")
+	fixtures.CreateCluster(t, admin, ns, s)
+	ctx := context.Background()
+	patch := []byte(`{"metadata":{"labels":{"` + LabelEngine + `":"redis"}}}`)
+	if _, err := admin.AppsV1().StatefulSets(ns).Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rs := observe(t, admin, ns, s.Name, verdict.Options{})
+	if len(rs) != 1 || rs[0].Observation.Cluster.Engine != "redis" {
+		t.Fatalf("observed %+v, want the one cluster with engine redis", rs)
+	}
+	v := rs[0].Verdict
+	if v.ControlReady || strings.Join(codes(rs[0]), ",") != "engine_unsupported" {
+		t.Errorf("verdict %+v, want engine_unsupported alone, not control-ready", v)
+	}
+}

@@ -26,8 +26,20 @@ const DefaultWALLagThreshold uint64 = 1 << 20
 // compared with this machine's.
 const lockSkew = 2 * time.Second
 
-// isPatroni reports whether the observation is of a Patroni cluster.
-func (s *state) isPatroni() bool { return s.obs.Cluster.Engine == model.EnginePatroni }
+// patroniRules are the verdict rules of Patroni clusters.
+type patroniRules struct{}
+
+func (patroniRules) analyze(s *state) { s.analyzePatroni() }
+
+func (patroniRules) reasons(s *state, r *reasons) {
+	s.patroniPDB(r)
+	s.patroniColocation(r)
+	if s.a.Probed {
+		s.patroniReasons(r)
+	} else {
+		s.patroniUnprobed(r)
+	}
+}
 
 // walLagThreshold is the byte threshold for this cluster.
 func (s *state) walLagThreshold() uint64 { return WALLagThreshold(s.opts, s.obs.Cluster.Patroni) }
@@ -185,14 +197,10 @@ func replicaDiverged(v, leader *memberView, threshold uint64) string {
 }
 
 func (s *state) patroniPhase(v *memberView, leader *memberView) model.Phase {
-	p := v.m.Pod
+	if ph, ok := podPhase(v); ok {
+		return ph
+	}
 	switch {
-	case p == nil:
-		return model.PhaseAbsent
-	case p.DeletionMarked:
-		return model.PhaseTerminating
-	case !v.started:
-		return model.PhasePending
 	case !v.answered || v.pg() == nil:
 		return model.PhaseUnknown
 	case v.otherCluster:

@@ -146,6 +146,15 @@ var rows = []row{
 		lags:   map[string]int64{"etcd-0": 0, "etcd-1": 10, "etcd-2": 10},
 	},
 
+	// --- engine ---
+	{
+		name:   "an engine hactl has no rules for",
+		mutate: func(o *model.Observation) { o.Cluster.Engine = "redis" },
+		codes:  []string{"engine_unsupported"}, detail: `engine "redis"`,
+		phases: map[string]model.Phase{"etcd-0": model.PhaseUnknown, "etcd-1": model.PhaseUnknown, "etcd-2": model.PhaseUnknown},
+		lags:   map[string]int64{"etcd-0": -1, "etcd-1": -1, "etcd-2": -1},
+	},
+
 	// --- freshness ---
 	{
 		name:   "observation older than StaleAfter",
