@@ -77,16 +77,6 @@ func overrideOn(o classify.Options, flag string) bool {
 	return false
 }
 
-// switchoverCandidate reports whether the selected member may be named
-// as a switchover's candidate: a member that does not answer as the
-// primary. On the primary (or nothing selected) the classifier chooses.
-func switchoverCandidate(m model.Member) bool {
-	if m.Name == "" || m.Engine == nil || m.Engine.Patroni == nil {
-		return false
-	}
-	return !m.Engine.Patroni.Writable()
-}
-
 // decidedMsg carries a decision for the open dialog.
 type decidedMsg struct {
 	id       int
@@ -235,7 +225,7 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		m.setStatus(true, "select a member first")
 		return m, nil
 	}
-	if action == model.ActionRestore || (action == model.ActionSwitchover && !switchoverCandidate(mem)) {
+	if action == model.ActionRestore || (action == model.ActionSwitchover && !viewOf(r.Observation.Cluster).candidate(mem)) {
 		mem = model.Member{}
 	}
 	c := r.Observation.Cluster

@@ -13,7 +13,6 @@ import (
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui/internal/remedy"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // memberView is a cluster's members tab: the cluster-wide facts, the
@@ -105,7 +104,7 @@ func filterMembers(r status.Result, f string) []model.Member {
 	}
 	var out []model.Member
 	for _, mem := range r.Observation.Members {
-		hay := mem.Name + " " + mem.Phase.String() + " " + roleText(mem)
+		hay := mem.Name + " " + mem.Phase.String() + " " + viewOf(r.Observation.Cluster).role(mem)
 		if mem.Pod != nil {
 			hay += " " + mem.Pod.Node
 		}
@@ -133,15 +132,7 @@ func summaryLines(t Theme, r status.Result, w int) []string {
 		}
 		parts = append(parts, "cluster "+id)
 	}
-	q := []string{
-		fmt.Sprintf("voters %d", a.Voters),
-		fmt.Sprintf("quorum %d", a.Quorum),
-		fmt.Sprintf("tolerates %d", a.Tolerance),
-		fmt.Sprintf("answering %d/%d", a.AnsweringVoters, a.Voters),
-	}
-	if p := c.Patroni; p != nil {
-		q = patroniSummary(p, a, r.Observation.At)
-	}
+	q := viewOf(c).summary(r)
 	if a.Frontier != nil {
 		q = append(q, "frontier "+strconv.FormatUint(*a.Frontier, 10))
 	} else if r.Observation.EngineProbed {
@@ -151,40 +142,6 @@ func summaryLines(t Theme, r status.Result, w int) []string {
 		" " + strings.Join(parts, t.Dim.Render(" · ")),
 		" " + t.Dim.Render(strings.Join(q, " · ")),
 	}
-}
-
-// patroniSummary is a Patroni cluster's second summary line: the leader
-// lock, maintenance mode, synchronous mode and who answered.
-func patroniSummary(p *model.PatroniClusterFacts, a verdict.Analysis, at time.Time) []string {
-	var q []string
-	switch {
-	case p.ObjectsErr != "":
-		q = append(q, "leader lock not read")
-	case !p.LockFound:
-		q = append(q, "no leader lock object")
-	case p.LockHolder == "":
-		q = append(q, "leader lock free")
-	default:
-		l := "lock " + p.LockHolder
-		if !p.LockRenew.IsZero() && !at.IsZero() {
-			l += ", renewed " + format.Age(p.LockRenew, at) + " ago"
-		}
-		if p.LockStale(at) {
-			l += " (stale)"
-		}
-		q = append(q, l)
-	}
-	if p.LockTTL > 0 {
-		q = append(q, "ttl "+p.LockTTL.String())
-	}
-	if p.SynchronousMode {
-		q = append(q, "synchronous, standby "+format.Dash(p.SyncStandby))
-	}
-	if p.Paused {
-		q = append(q, "PAUSED")
-	}
-	q = append(q, fmt.Sprintf("answering %d/%d", a.AnsweringVoters, a.Voters))
-	return q
 }
 
 // refresh rebuilds the member table's rows.
@@ -205,9 +162,10 @@ func (v *memberView) refresh() {
 			}
 			version = format.Dash(e.Version)
 		}
-		roleCell := plain(roleText(mem))
-		if leads(mem) {
-			roleCell = styled(roleText(mem), t.Bold)
+		ev := viewOf(v.result.Observation.Cluster)
+		roleCell := plain(ev.role(mem))
+		if ev.leads(mem) {
+			roleCell = styled(ev.role(mem), t.Bold)
 		}
 		readyCell := plain(ready)
 		if ready == "no" {
@@ -215,7 +173,7 @@ func (v *memberView) refresh() {
 		}
 		rows = append(rows, []cell{
 			plain(strconv.Itoa(mem.Ordinal)), plain(pod), plain(node), roleCell, plain(id),
-			styled(mem.Phase.String(), t.phase(mem.Phase)), readyCell, plain(lagText(v.result.Observation.Cluster, mem.Lag)),
+			styled(mem.Phase.String(), t.phase(mem.Phase)), readyCell, plain(ev.lagText(mem.Lag)),
 			plain(version), plain(restarts), plain(ageS),
 		})
 	}

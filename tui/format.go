@@ -6,10 +6,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // shortID abbreviates a hex member or cluster ID to n characters.
@@ -197,49 +194,4 @@ func bar(frac float64, width int) string {
 	frac = min(max(frac, 0), 1)
 	n := int(frac*float64(width) + 0.5)
 	return strings.Repeat("█", n) + strings.Repeat("░", width-n)
-}
-
-// roleText is a member's role as the views show it: Patroni's own role
-// (primary, replica, sync-standby, …) for a Patroni member, the raft role
-// otherwise.
-func roleText(mem model.Member) string {
-	if e := mem.Engine; e != nil && e.Patroni != nil && e.Reachable {
-		return status.PatroniRole(e.Patroni)
-	}
-	return mem.Engine.Role().String()
-}
-
-// leads reports whether the member is the one writes go to.
-func leads(mem model.Member) bool {
-	if e := mem.Engine; e != nil && e.Patroni != nil {
-		return e.Reachable && e.Patroni.Writable()
-	}
-	return mem.Engine.Role() == model.RoleLeader
-}
-
-// lagText is a member's lag in its engine's unit: bytes of WAL for
-// Patroni, raft entries otherwise; "?" when unknown.
-func lagText(c model.ClusterFacts, l *int64) string {
-	if c.Engine == model.EnginePatroni {
-		return format.WALLag(l)
-	}
-	return format.Lag(l)
-}
-
-// lagUnit names the unit of lag ("bytes of WAL", "entries").
-func lagUnit(c model.ClusterFacts) string {
-	if c.Engine == model.EnginePatroni {
-		return "bytes of WAL"
-	}
-	return "entries"
-}
-
-// thresholdFor is the lag threshold of cluster c under o: WAL bytes for
-// Patroni (its maximum_lag_on_failover unless --wal-lag-threshold),
-// raft entries otherwise.
-func thresholdFor(o verdict.Options, c model.ClusterFacts) uint64 {
-	if c.Engine == model.EnginePatroni {
-		return verdict.WALLagThreshold(o, c.Patroni)
-	}
-	return lagThreshold(o)
 }

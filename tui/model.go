@@ -148,10 +148,9 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 		observations: observations{history: lagHistory{}},
 		clusters:     newClusterList(th, keys, cfg.Namespace),
 		members:      newMemberView(th, keys, remedy.Load(), cfg.Now),
-		readiness:    newReadinessView(th, keys, lagThreshold(cfg.Verdict), cfg.ProbeInterval),
+		readiness:    newReadinessView(th, keys, cfg.Verdict, cfg.ProbeInterval),
 		seed:         newSeedView(th, keys, cfg.Now, deps.Generations),
 	}
-	m.readiness.verdict = cfg.Verdict
 	if _, ok := backend.(DirectObserver); ok {
 		// Init starts the direct read (Run may have already).
 		m.directPending = true

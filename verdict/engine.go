@@ -17,6 +17,10 @@ type engineRules interface {
 	analyze(s *state)
 	// reasons adds the engine's reasons.
 	reasons(s *state, r *reasons)
+	// threshold is the lag a member of cluster c may have under o (o's
+	// defaults applied) and still count as caught up, in the engine's
+	// unit of lag.
+	threshold(o Options, c model.ClusterFacts) uint64
 }
 
 // engines maps each engine hactl judges to its rules. A cluster of any
@@ -35,6 +39,18 @@ func (s *state) rules() engineRules {
 	return unsupportedRules{}
 }
 
+// LagThreshold is the lag a member of cluster c may have under o and
+// still count as caught up, in its engine's unit of lag (raft entries for
+// etcd, bytes of WAL for Patroni); o.LagThreshold for an engine with no
+// rules.
+func LagThreshold(o Options, c model.ClusterFacts) uint64 {
+	o = o.withDefaults()
+	if r, ok := engines[c.Engine]; ok {
+		return r.threshold(o, c)
+	}
+	return o.LagThreshold
+}
+
 // unsupportedRules stand for an engine hactl has no rules for: members'
 // phases come from their pods alone, their lags are unknown, and the
 // cluster is engine_unsupported.
@@ -50,6 +66,8 @@ func (unsupportedRules) analyze(s *state) {
 		v.m.Phase, v.m.Lag = ph, nil
 	}
 }
+
+func (unsupportedRules) threshold(o Options, _ model.ClusterFacts) uint64 { return o.LagThreshold }
 
 func (unsupportedRules) reasons(s *state, r *reasons) {
 	r.add(model.ReasonEngineUnsupported, "", "hactl has no rules for engine %q (label hactl.dev/engine): it judges etcd and patroni clusters only", s.obs.Cluster.Engine)

@@ -65,6 +65,8 @@ func (toyRules) analyze(s *state) {
 	s.a.Formed = true
 }
 
+func (toyRules) threshold(Options, model.ClusterFacts) uint64 { return 7 }
+
 func (toyRules) reasons(s *state, r *reasons) {
 	for _, v := range s.views {
 		if v.m.Phase == model.PhaseMember {
@@ -87,6 +89,9 @@ func TestToyEngineThroughTheSeam(t *testing.T) {
 	if !slices.Contains(keys, "member_lagging etcd-0") || slices.Contains(keys, "member_lagging etcd-1") || !slices.Contains(keys, "pod_terminating etcd-1") {
 		t.Errorf("toy reasons %v, want the toy's member_lagging for etcd-0 and etcd-2 and the shared pod_terminating for etcd-1", keys)
 	}
+	if thr := LagThreshold(Options{}, obs.Cluster); thr != 7 {
+		t.Errorf("the toy's lag threshold %d, want its own 7", thr)
+	}
 	if got.Members[1].Phase != model.PhaseTerminating || got.Members[0].Phase != model.PhaseMember {
 		t.Errorf("toy phases %s %s", got.Members[0].Phase, got.Members[1].Phase)
 	}
@@ -99,4 +104,26 @@ func reasonDetail(v model.Verdict, c model.ReasonCode) string {
 		}
 	}
 	return ""
+}
+
+// LagThreshold answers in each engine's unit, from its rules.
+func TestLagThresholdByEngine(t *testing.T) {
+	pgc := model.ClusterFacts{Engine: model.EnginePatroni, Patroni: &model.PatroniClusterFacts{MaximumLagOnFailover: 2048}}
+	for _, c := range []struct {
+		name string
+		o    Options
+		c    model.ClusterFacts
+		want uint64
+	}{
+		{"etcd default", Options{}, model.ClusterFacts{Engine: model.EngineEtcd}, DefaultLagThreshold},
+		{"etcd option", Options{LagThreshold: 5}, model.ClusterFacts{Engine: model.EngineEtcd}, 5},
+		{"patroni cluster's maximum_lag_on_failover", Options{LagThreshold: 5}, pgc, 2048},
+		{"patroni option", Options{WALLagThreshold: 99}, pgc, 99},
+		{"patroni default", Options{}, model.ClusterFacts{Engine: model.EnginePatroni}, DefaultWALLagThreshold},
+		{"no rules", Options{}, model.ClusterFacts{Engine: "redis"}, DefaultLagThreshold},
+	} {
+		if got := LagThreshold(c.o, c.c); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
 }

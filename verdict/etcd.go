@@ -25,6 +25,8 @@ func (etcdRules) analyze(s *state) {
 	s.lagAndPhase()
 }
 
+func (etcdRules) threshold(o Options, _ model.ClusterFacts) uint64 { return o.LagThreshold }
+
 func (etcdRules) reasons(s *state, r *reasons) {
 	s.pdb(r)
 	s.colocation(r)

@@ -31,6 +31,10 @@ type patroniRules struct{}
 
 func (patroniRules) analyze(s *state) { s.analyzePatroni() }
 
+func (patroniRules) threshold(o Options, c model.ClusterFacts) uint64 {
+	return WALLagThreshold(o, c.Patroni)
+}
+
 func (patroniRules) reasons(s *state, r *reasons) {
 	s.patroniPDB(r)
 	s.patroniColocation(r)

@@ -1,0 +1,76 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// toyView is an engine's view in a test: the seam is all the views need.
+type toyView struct{}
+
+func (toyView) role(mem model.Member) string            { return "toy-" + mem.Name[len(mem.Name)-1:] }
+func (toyView) leads(mem model.Member) bool             { return strings.HasSuffix(mem.Name, "-1") }
+func (toyView) lagText(l *int64) string                 { return "toylag" }
+func (toyView) lagUnit() string                         { return "toy units" }
+func (toyView) candidate(model.Member) bool             { return false }
+func (toyView) frontier(f uint64, leader string) string { return fmt.Sprintf("toy frontier %d", f) }
+func (toyView) summary(status.Result) []string          { return []string{"toy summary"} }
+func (toyView) section(r status.Result, thr uint64, _ func(string) string) (string, []string, string) {
+	return "Toy section", nil, fmt.Sprintf("nothing toy-like among %d members", len(r.Observation.Members))
+}
+
+// The member and readiness views show an engine through its view alone:
+// a toy engine's roles, lag, summary and section, and no other engine's.
+func TestToyEngineThroughTheViewSeam(t *testing.T) {
+	views["toy"] = toyView{}
+	defer delete(views, "toy")
+	obs := patroniObs("db", "toy")
+	obs.Cluster.Engine = "toy"
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, obs)
+	m = press(t, m, "enter")
+	members := frame(m)
+	for _, want := range []string{"toy-0", "toy-2", "toylag", "toy summary"} {
+		if !strings.Contains(members, want) {
+			t.Errorf("members view lacks %q:\n%s", want, members)
+		}
+	}
+	for _, not := range []string{"lock toy-0", "primary"} {
+		if strings.Contains(members, not) {
+			t.Errorf("members view shows Patroni's %q for a toy cluster:\n%s", not, members)
+		}
+	}
+	m = press(t, m, "3")
+	readiness := frame(m)
+	for _, want := range []string{"toy units", "Toy section", "nothing toy-like among 3 members"} {
+		if !strings.Contains(readiness, want) {
+			t.Errorf("readiness view lacks %q:\n%s", want, readiness)
+		}
+	}
+	if strings.Contains(readiness, "Replication") || strings.Contains(readiness, "Learners") {
+		t.Errorf("readiness view shows another engine's section:\n%s", readiness)
+	}
+}
+
+// A cluster of an engine with no view is shown plainly, its verdict
+// engine_unsupported, with no other engine's words.
+func TestUnknownEngineViewIsPlain(t *testing.T) {
+	obs := patroniObs("db", "kv")
+	obs.Cluster.Engine = "redis"
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, obs)
+	m = press(t, m, "enter")
+	members := frame(m)
+	for _, want := range []string{"engine redis: no rules", "engine_unsupported"} {
+		if !strings.Contains(members, want) {
+			t.Errorf("members view lacks %q:\n%s", want, members)
+		}
+	}
+	for _, not := range []string{"lock kv-0", "quorum", "primary"} {
+		if strings.Contains(members, not) {
+			t.Errorf("members view shows another engine's %q:\n%s", not, members)
+		}
+	}
+}
