@@ -210,30 +210,12 @@ func ToAPI(r Result) *ClusterStatus {
 			for _, a := range e.Alarms {
 				ms.Alarms = appendUnique(ms.Alarms, a.Type)
 			}
-			if e.Patroni != nil {
-				ms.Patroni = e.Patroni
-				ms.Role = PatroniRole(e.Patroni)
-			}
+			statusOf(o.Cluster.Engine).member(&ms, e)
 		}
 		cs.Members = append(cs.Members, ms)
 	}
 	cs.ClusterID, cs.Leader = r.Analysis.ClusterID, r.Analysis.LeaderMember
 	return cs
-}
-
-// PatroniRole is the role a Patroni member shows in the table: primary
-// (for master or primary), sync-standby, replica, or what the member said
-// (demoted, uninitialized, standby_leader).
-func PatroniRole(p *model.PatroniFacts) string {
-	switch {
-	case p.Writable():
-		return "primary"
-	case p.Role == "replica" && p.SyncStandby:
-		return "sync-standby"
-	case p.Role == "":
-		return model.RoleUnknown.String()
-	}
-	return p.Role
 }
 
 func appendUnique(s []string, v string) []string {

@@ -266,10 +266,8 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 	if sts.Spec.Replicas != nil {
 		replicas = int(*sts.Spec.Replicas)
 	}
-	tf := decodeTemplate(sts)
-	if eng == model.EnginePatroni {
-		tf = decodePatroniTemplate(sts)
-	}
+	es := statusOf(eng)
+	tf := es.template(sts)
 	obs := model.Observation{
 		At: at,
 		Cluster: model.ClusterFacts{
@@ -291,17 +289,7 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 		break
 	}
 	obs.ClientEndpoints = clientEndpoints(sts, ix, podLabels)
-	if eng == model.EnginePatroni {
-		// A Patroni member on an empty volume bootstraps itself from the
-		// leader (or initialises the cluster): it registers on its own.
-		obs.Cluster.Shape = model.ShapeSelfRegistering
-		if tf.OperatorOwner != "" {
-			obs.Cluster.Shape = model.ShapeOperatorOwned
-		}
-		obs.Cluster.Patroni = decodePatroniCluster(sts, ix)
-		patroniRoleLabels(&obs, ix)
-		obs.ClientEndpoints = patroniPrimaryEndpoints(sts, ix, obs.Cluster.Patroni.RoleLabel)
-	}
+	es.decode(sts, ix, &obs)
 	obs.Events = clusterEvents(sts, ix, obs.Members)
 	return obs
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -74,11 +75,7 @@ func literalEnv(c *corev1.Container, name string) (string, bool) {
 // container, its image, and the REST port members are dialled on.
 func decodePatroniTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
 	t := model.TemplateFacts{ClientPort: PatroniRESTPort}
-	for _, o := range sts.OwnerReferences {
-		if o.Controller != nil && *o.Controller {
-			t.OperatorOwner = o.Kind + "/" + o.Name
-		}
-	}
+	t.OperatorOwner = operatorOwner(sts)
 	c, ok := patroniContainer(sts)
 	if !ok {
 		return t
@@ -240,12 +237,85 @@ func patroniPrimaryEndpoints(sts *appsv1.StatefulSet, ix *index, roleLabel strin
 	return nil
 }
 
-// anyPatroni reports whether any StatefulSet is a Patroni cluster.
-func anyPatroni(sts []appsv1.StatefulSet) bool {
-	for i := range sts {
-		if e, ok := DetectEngine(&sts[i]); ok && e == model.EnginePatroni {
-			return true
-		}
+// patroniStatus is Patroni's part of status: its template (the REST
+// port, the data directory), the leader lock and configuration it keeps
+// in ConfigMaps, the primary's endpoints, Patroni's own roles in the
+// document, and the member table's PostgreSQL columns.
+type patroniStatus struct{}
+
+func (patroniStatus) template(sts *appsv1.StatefulSet) model.TemplateFacts {
+	return decodePatroniTemplate(sts)
+}
+
+func (patroniStatus) decode(sts *appsv1.StatefulSet, ix *index, obs *model.Observation) {
+	// A Patroni member on an empty volume bootstraps itself from the
+	// leader (or initialises the cluster): it registers on its own.
+	obs.Cluster.Shape = model.ShapeSelfRegistering
+	if obs.Cluster.Template.OperatorOwner != "" {
+		obs.Cluster.Shape = model.ShapeOperatorOwned
 	}
-	return false
+	obs.Cluster.Patroni = decodePatroniCluster(sts, ix)
+	patroniRoleLabels(obs, ix)
+	obs.ClientEndpoints = patroniPrimaryEndpoints(sts, ix, obs.Cluster.Patroni.RoleLabel)
+}
+
+func (patroniStatus) configMaps() bool { return true }
+
+func (patroniStatus) member(ms *MemberStatus, e *model.EngineFacts) {
+	if e.Patroni != nil {
+		ms.Patroni = e.Patroni
+		ms.Role = PatroniRole(e.Patroni)
+	}
+}
+
+func (patroniStatus) columns(o TableOptions) []string { return patroniColumns(o) }
+
+func (patroniStatus) row(m MemberStatus, o TableOptions) []string { return patroniRow(m, o) }
+
+// patroniColumns are a Patroni cluster's member columns: the role and
+// state each member's PostgreSQL reported, its timeline, and its lag in
+// bytes of WAL behind the primary (with -o wide, its WAL positions).
+func patroniColumns(o TableOptions) []string {
+	cols := []string{"ORD", "POD", "NODE", "ROLE", "STATE", "TL", "PHASE", "READY", "LAG", "VERSION", "RESTARTS", "AGE", "REASONS"}
+	if o.Wide {
+		cols = append(cols, "PVC", "SYSTEM ID", "WAL", "RECEIVED", "REPLAYED", "PROBE")
+	}
+	return cols
+}
+
+func patroniRow(m MemberStatus, o TableOptions) []string {
+	p := m.Patroni
+	if p == nil {
+		p = &model.PatroniFacts{}
+	}
+	row := []string{
+		strconv.Itoa(m.Ordinal), format.Dash(m.Pod), format.Dash(m.Node), m.Role, format.Dash(p.State), num(uint64(max(p.Timeline, 0))), m.Phase,
+		strconv.FormatBool(m.Ready), format.WALLag(m.Lag), format.Dash(m.Version), strconv.Itoa(m.Restarts),
+		format.Age(ptrTime(m.CreatedAt), o.Now), format.Dash(strings.Join(m.Reasons, ",")),
+	}
+	if !o.Wide {
+		return row
+	}
+	pos := func(l *int64) string {
+		if l == nil {
+			return "-"
+		}
+		return strconv.FormatInt(*l, 10)
+	}
+	return append(row, pvcCell(m), format.Dash(m.ClusterID), pos(p.WALLocation), pos(p.ReceivedLocation), pos(p.ReplayedLocation), probeCell(m))
+}
+
+// PatroniRole is the role a Patroni member shows in the table: primary
+// (for master or primary), sync-standby, replica, or what the member said
+// (demoted, uninitialized, standby_leader).
+func PatroniRole(p *model.PatroniFacts) string {
+	switch {
+	case p.Writable():
+		return "primary"
+	case p.Role == "replica" && p.SyncStandby:
+		return "sync-standby"
+	case p.Role == "":
+		return model.RoleUnknown.String()
+	}
+	return p.Role
 }

@@ -66,7 +66,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	// The other lists do not depend on each other: all at once, so the
 	// read takes about two round trips, not seven or eight. The first error in
 	// the order below is the one reported, whatever order they end in.
-	patroni := anyPatroni(o.StatefulSets)
+	patroni := needConfigMaps(o.StatefulSets)
 	var pods *corev1.PodList
 	var pvcs *corev1.PersistentVolumeClaimList
 	var pdbs *policyv1.PodDisruptionBudgetList
@@ -172,7 +172,7 @@ func (s CacheSource) Read(_ context.Context, ns string) (*Objects, error) {
 	o.EndpointSlices = values(eps)
 	evs, _ := f.Core().V1().Events().Lister().Events(ns).List(all)
 	o.Events = values(evs)
-	if anyPatroni(o.StatefulSets) {
+	if needConfigMaps(o.StatefulSets) {
 		if !f.Core().V1().ConfigMaps().Informer().HasSynced() {
 			o.ConfigMapsErr = errors.New("the ConfigMaps watch has not synced yet")
 			return o, nil

@@ -62,14 +62,8 @@ func printCluster(w io.Writer, cs *ClusterStatus, o TableOptions) error {
 		return err
 	}
 	tw := printers.GetNewTabWriter(w)
-	cols := []string{"ORD", "POD", "NODE", "ROLE", "MEMBER ID", "PHASE", "READY", "LAG", "VERSION", "RESTARTS", "AGE", "REASONS"}
-	if o.Wide {
-		cols = append(cols, "PVC", "CLUSTER ID", "TERM", "INDEX", "APPLIED", "DB SIZE", "PROBE")
-	}
-	row := memberRow
-	if cs.Patroni != nil {
-		cols, row = patroniColumns(o), patroniRow
-	}
+	es := statusOf(model.Engine(cs.Engine))
+	cols, row := es.columns(o), es.row
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, m := range cs.Members {
 		fmt.Fprintln(tw, strings.Join(row(m, o), "\t"))
@@ -114,20 +108,6 @@ func clusterHead(cs *ClusterStatus, o TableOptions, paint func(code, s string) s
 	return head
 }
 
-// memberRow is one member's row (with -o wide, its volume and probe too).
-func memberRow(m MemberStatus, o TableOptions) []string {
-	row := []string{
-		strconv.Itoa(m.Ordinal), format.Dash(m.Pod), format.Dash(m.Node), m.Role, format.Dash(m.MemberID), m.Phase,
-		strconv.FormatBool(m.Ready), format.Lag(m.Lag), format.Dash(m.Version), strconv.Itoa(m.Restarts),
-		format.Age(ptrTime(m.CreatedAt), o.Now), format.Dash(strings.Join(m.Reasons, ",")),
-	}
-	if !o.Wide {
-		return row
-	}
-	return append(row, pvcCell(m), format.Dash(m.ClusterID), num(m.RaftTerm), num(m.RaftIndex), num(m.RaftAppliedIndex),
-		format.Size(m.DBSize), probeCell(m))
-}
-
 // clusterFooter lists the actions in progress and the verdict's reasons.
 func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string) string) []string {
 	var out []string
@@ -153,39 +133,6 @@ func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string)
 		out = append(out, line)
 	}
 	return out
-}
-
-// patroniColumns are a Patroni cluster's member columns: the role and
-// state each member's PostgreSQL reported, its timeline, and its lag in
-// bytes of WAL behind the primary (with -o wide, its WAL positions).
-func patroniColumns(o TableOptions) []string {
-	cols := []string{"ORD", "POD", "NODE", "ROLE", "STATE", "TL", "PHASE", "READY", "LAG", "VERSION", "RESTARTS", "AGE", "REASONS"}
-	if o.Wide {
-		cols = append(cols, "PVC", "SYSTEM ID", "WAL", "RECEIVED", "REPLAYED", "PROBE")
-	}
-	return cols
-}
-
-func patroniRow(m MemberStatus, o TableOptions) []string {
-	p := m.Patroni
-	if p == nil {
-		p = &model.PatroniFacts{}
-	}
-	row := []string{
-		strconv.Itoa(m.Ordinal), format.Dash(m.Pod), format.Dash(m.Node), m.Role, format.Dash(p.State), num(uint64(max(p.Timeline, 0))), m.Phase,
-		strconv.FormatBool(m.Ready), format.WALLag(m.Lag), format.Dash(m.Version), strconv.Itoa(m.Restarts),
-		format.Age(ptrTime(m.CreatedAt), o.Now), format.Dash(strings.Join(m.Reasons, ",")),
-	}
-	if !o.Wide {
-		return row
-	}
-	pos := func(l *int64) string {
-		if l == nil {
-			return "-"
-		}
-		return strconv.FormatInt(*l, 10)
-	}
-	return append(row, pvcCell(m), format.Dash(m.ClusterID), pos(p.WALLocation), pos(p.ReceivedLocation), pos(p.ReplayedLocation), probeCell(m))
 }
 
 func pvcCell(m MemberStatus) string {

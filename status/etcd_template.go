@@ -55,11 +55,7 @@ var (
 // decodeTemplate extracts the bootstrap-relevant facts of the template.
 func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
 	t := model.TemplateFacts{ClientPort: 2379}
-	for _, o := range sts.OwnerReferences {
-		if o.Controller != nil && *o.Controller {
-			t.OperatorOwner = o.Kind + "/" + o.Name
-		}
-	}
+	t.OperatorOwner = operatorOwner(sts)
 	c, ok := engineContainer(sts)
 	if !ok {
 		cs := sts.Spec.Template.Spec.Containers

@@ -1,0 +1,110 @@
+package status
+
+import (
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/hactl-dev/hactl/internal/format"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// engineStatus is what observing and printing do differently per engine:
+// decode the engine's part of a cluster from the API server, fill the
+// status document's members from the engine's facts, and print the
+// member table. The rest of status names no engine: it asks the cluster's
+// engineStatus (statusOf), and an engine keeps its part in its own files
+// (etcd: etcd*.go, Patroni: patroni.go), as the verdict and the
+// classifier keep their rules.
+type engineStatus interface {
+	// template decodes the engine container's facts from sts's pod
+	// template.
+	template(sts *appsv1.StatefulSet) model.TemplateFacts
+	// decode completes obs, decoded from the API server's common objects,
+	// with what the engine itself keeps there (its DCS objects, its
+	// shape, its client endpoints).
+	decode(sts *appsv1.StatefulSet, ix *index, obs *model.Observation)
+	// configMaps reports whether decode reads ConfigMaps (they are listed
+	// and watched only then).
+	configMaps() bool
+	// member fills the document's member ms from the engine's facts e
+	// (beside the facts every engine reports).
+	member(ms *MemberStatus, e *model.EngineFacts)
+	// columns are the table's member columns under o, and row is one
+	// member's cells.
+	columns(o TableOptions) []string
+	row(m MemberStatus, o TableOptions) []string
+}
+
+// engineStatuses maps each engine to its part; statusOf falls back to
+// plainStatus.
+var engineStatuses = map[model.Engine]engineStatus{
+	model.EngineEtcd:    etcdStatus{},
+	model.EnginePatroni: patroniStatus{},
+}
+
+// statusOf is engine e's part.
+func statusOf(e model.Engine) engineStatus {
+	if s, ok := engineStatuses[e]; ok {
+		return s
+	}
+	return plainStatus{}
+}
+
+// needConfigMaps reports whether any of sts needs ConfigMaps read.
+func needConfigMaps(sts []appsv1.StatefulSet) bool {
+	for i := range sts {
+		if e, ok := DetectEngine(&sts[i]); ok && statusOf(e).configMaps() {
+			return true
+		}
+	}
+	return false
+}
+
+// plainStatus is the part of an engine hactl has no rules for: the
+// engine container is the template's first, the members' generic facts
+// are printed, nothing engine-specific is read.
+type plainStatus struct{}
+
+func (plainStatus) template(sts *appsv1.StatefulSet) model.TemplateFacts {
+	t := model.TemplateFacts{OperatorOwner: operatorOwner(sts)}
+	if cs := sts.Spec.Template.Spec.Containers; len(cs) > 0 {
+		t.Container, t.Image = cs[0].Name, cs[0].Image
+	}
+	return t
+}
+
+func (plainStatus) decode(*appsv1.StatefulSet, *index, *model.Observation) {}
+func (plainStatus) configMaps() bool                                       { return false }
+func (plainStatus) member(*MemberStatus, *model.EngineFacts)               {}
+
+func (plainStatus) columns(o TableOptions) []string {
+	cols := []string{"ORD", "POD", "NODE", "PHASE", "READY", "VERSION", "RESTARTS", "AGE", "REASONS"}
+	if o.Wide {
+		cols = append(cols, "PVC", "PROBE")
+	}
+	return cols
+}
+
+func (plainStatus) row(m MemberStatus, o TableOptions) []string {
+	row := []string{
+		strconv.Itoa(m.Ordinal), format.Dash(m.Pod), format.Dash(m.Node), m.Phase, strconv.FormatBool(m.Ready),
+		format.Dash(m.Version), strconv.Itoa(m.Restarts), format.Age(ptrTime(m.CreatedAt), o.Now), format.Dash(strings.Join(m.Reasons, ",")),
+	}
+	if !o.Wide {
+		return row
+	}
+	return append(row, pvcCell(m), probeCell(m))
+}
+
+// operatorOwner is sts's controlling owner ("Kind/name"), "" when none.
+func operatorOwner(sts *appsv1.StatefulSet) string {
+	for _, o := range sts.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return o.Kind + "/" + o.Name
+		}
+	}
+	return ""
+}
