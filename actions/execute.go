@@ -903,10 +903,7 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 
 // done records the end of an action the classifier says is done.
 func (r *run) done(ctx context.Context, d classify.Decision) {
-	detail := fmt.Sprintf("%s is ready: a healthy voter again; lock released", d.Intent.Member)
-	if d.Cluster.Engine == model.EnginePatroni {
-		detail = fmt.Sprintf("%s is ready: streaming from the primary %s within the lag threshold; lock released", d.Intent.Member, d.Leader)
-	}
+	detail := fmt.Sprintf("%s is ready: %s; lock released", d.Intent.Member, classify.ReadyMeaning(d))
 	if d.Intent.Action == model.ActionSwitchover {
 		detail = fmt.Sprintf("%s is the writable primary, as the members themselves answer; lock released", d.Leader)
 	}

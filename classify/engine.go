@@ -45,12 +45,25 @@ type engineRules interface {
 	// action has completed without recording so counts too: another
 	// action may then supersede it instead of waiting for a rerun.
 	staleWait(c *classifier, e *model.LedgerEntry, finished bool) string
+	// ready says what a replaced or reseeded member being ready means in
+	// the engine's words, for the action's last receipt (d is done).
+	ready(d Decision) string
 }
 
 // engines maps each engine hactl acts on to its rules.
 var engines = map[model.Engine]engineRules{
 	model.EngineEtcd:    etcdRules{},
 	model.EnginePatroni: patroniRules{},
+}
+
+// ReadyMeaning says what the replaced or reseeded member of done decision
+// d being ready means, in its engine's words ("a healthy voter again",
+// "streaming from the primary …").
+func ReadyMeaning(d Decision) string {
+	if r, ok := engines[d.Cluster.Engine]; ok {
+		return r.ready(d)
+	}
+	return noRules{}.ready(d)
 }
 
 // engineGate picks the rules of the cluster's engine from registry, or
@@ -89,3 +102,5 @@ func (noRules) switchover(*classifier) {}
 func (noRules) holdsRecorded(*classifier, *model.LedgerEntry) bool { return true }
 
 func (noRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
+
+func (noRules) ready(Decision) string { return "its members say it is" }

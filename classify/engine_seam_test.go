@@ -55,6 +55,8 @@ func (r toyRules) holdsRecorded(*classifier, *model.LedgerEntry) bool { return r
 
 func (toyRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
 
+func (toyRules) ready(Decision) string { return "toy-ready" }
+
 // toyRegistry holds the toy engine's rules and no others.
 func toyRegistry(r toyRules) map[model.Engine]engineRules {
 	return map[model.Engine]engineRules{engineToy: r}
@@ -270,5 +272,19 @@ func TestEtcdIsRegistered(t *testing.T) {
 	}
 	if d := Classify(healthy(), replace1, now); d.Verb != VerbProceed || !slices.Equal(kinds(d), fullPlan) {
 		t.Errorf("verb %s, steps %v, want the learner flow", d.Verb, kinds(d))
+	}
+}
+
+// The last receipt says what ready means in the cluster's engine's words.
+func TestReadyMeaningByEngine(t *testing.T) {
+	for eng, want := range map[model.Engine]string{
+		model.EngineEtcd:    "a healthy voter again",
+		model.EnginePatroni: "streaming from the primary pg-0 within the lag threshold",
+		"redis":             "its members say it is",
+	} {
+		d := Decision{Cluster: ClusterRef{Engine: eng}, Leader: "pg-0"}
+		if got := ReadyMeaning(d); got != want {
+			t.Errorf("%s: %q, want %q", eng, got, want)
+		}
 	}
 }

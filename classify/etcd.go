@@ -29,6 +29,8 @@ func (etcdRules) switchover(c *classifier) {
 // replaceNotResumable.
 func (etcdRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
 
+func (etcdRules) ready(Decision) string { return "a healthy voter again" }
+
 // holdsRecorded: an answering member still lists the member ID the entry
 // recorded, or what the action itself brings back (a learner or voter
 // with the recorded peer URL or the member's name), which is where a

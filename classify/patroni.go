@@ -34,6 +34,10 @@ type patroniRules struct{}
 func (patroniRules) replace(c *classifier)    { patroni{c}.replace() }
 func (patroniRules) switchover(c *classifier) { patroni{c}.switchover() }
 
+func (patroniRules) ready(d Decision) string {
+	return "streaming from the primary " + d.Leader + " within the lag threshold"
+}
+
 func (patroniRules) seed(c *classifier) {
 	c.block(CodeActionUnsupported, c.in.Member, "", "seed generations of Patroni clusters are not supported yet (Patroni copies replicas from the primary by itself)")
 }
