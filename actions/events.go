@@ -19,8 +19,11 @@ const EventSource = "hactl"
 // eventReason is the Event reason for a receipt (CamelCase, as kubectl
 // shows reasons).
 func eventReason(r model.Receipt) string {
-	if r.Action == model.ActionSeed {
+	switch r.Action {
+	case model.ActionSeed:
 		return seedEventReason(r)
+	case gcAction:
+		return "GenerationDeleted"
 	}
 	switch r.Outcome {
 	case model.OutcomeConflict:

@@ -575,7 +575,8 @@ cluster's action lock (Lease hactl-CLUSTER) while it deletes, so no action
 starts meanwhile; if the lock is taken away, gc stops before the next
 deletion and says what it did and did not delete. A generation's manifest
 is deleted before its files, so a reader never sees a half-deleted
-generation as published. Generations whose manifest does not validate are
+generation as published. Each deletion is an Event (GenerationDeleted) on
+the StatefulSet. Generations whose manifest does not validate are
 never deleted (inspect them with 'generations show').
 
 Without the cluster's StatefulSet there is no cluster to check: gc refuses
@@ -657,83 +658,13 @@ func (o *generationsGCOptions) scope() artifact.GCScope {
 	return artifact.GCScope{Cluster: o.self(), AllClusters: o.AllClusters, Unowned: o.IncludeUnowned}
 }
 
-// ledgerClusters are the clusters whose ledgers say what is in use: this
-// one (required), and every other cluster with generations in the store,
-// required with --all-clusters (their generations may then be deleted),
-// consulted when readable otherwise (one of them may be restoring from
-// this cluster's generation).
-func (o *generationsGCOptions) ledgerClusters(entries []artifact.Entry) (required, optional []artifact.Owner) {
-	required = []artifact.Owner{o.self()}
-	seen := map[string]bool{o.self().String(): true} // one ledger per name
-	for _, e := range entries {
-		ow, ok := artifact.OwnerOf(e)
-		if !ok || seen[ow.String()] {
-			continue
-		}
-		seen[ow.String()] = true
-		if o.AllClusters {
-			required = append(required, ow)
-		} else {
-			optional = append(optional, ow)
-		}
+// gc is the collector of this cluster's store cs.
+func (o *generationsGCOptions) gc(cs *actions.ClusterStore) *actions.GC {
+	return &actions.GC{
+		Client: o.client, Store: cs, Scope: o.scope(),
+		Options: artifact.GCOptions{Keep: o.Keep, OlderThan: o.OlderThan, PartialAge: o.PartialAge},
+		Warn:    func(m string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", m) },
 	}
-	return required, optional
-}
-
-// inUseIn reads the ledgers of required and optional clusters and returns
-// the generations their in-progress actions name. A required ledger that
-// cannot be read is an error; an optional one a warning (warn, when set).
-func (o *generationsGCOptions) inUseIn(ctx context.Context, required, optional []artifact.Owner, warn io.Writer) (map[string]string, error) {
-	out := map[string]string{}
-	for i, ow := range append(append([]artifact.Owner(nil), required...), optional...) {
-		cur, err := actions.InUseGenerations(ctx, o.client, ow.Namespace, ow.Cluster)
-		if err != nil && i < len(required) {
-			return nil, fmt.Errorf("reading the ledger of %s, to keep the generations its actions use (nothing was deleted): %w", ow, err)
-		}
-		if err != nil {
-			if warn != nil {
-				fmt.Fprintf(warn, "warning: cannot read the ledger of %s (it has generations in this store; one it restores from right now would not be seen): %v\n", ow, err)
-			}
-			continue
-		}
-		for g, why := range cur {
-			if !ow.Named(o.self()) {
-				why = ow.String() + ": " + why
-			}
-			out[g] = why
-		}
-	}
-	return out, nil
-}
-
-func (o *generationsGCOptions) plan(ctx context.Context, cs *actions.ClusterStore) (artifact.GCPlan, []artifact.Entry, error) {
-	entries, err := cs.Store.List(ctx)
-	if err != nil {
-		return artifact.GCPlan{}, nil, err
-	}
-	required, optional := o.ledgerClusters(entries)
-	inUse, err := o.inUseIn(ctx, required, optional, o.ErrOut)
-	if err != nil {
-		return artifact.GCPlan{}, nil, err
-	}
-	set := map[string]bool{}
-	for g := range inUse {
-		set[g] = true
-	}
-	return artifact.PlanClusterGC(entries, o.scope(), artifact.GCOptions{Keep: o.Keep, OlderThan: o.OlderThan, PartialAge: o.PartialAge, InUse: set, Now: time.Now()}), entries, nil
-}
-
-// errGCLockLost says gc's lock was taken away while it deleted.
-type errGCLockLost struct{ holder, why string }
-
-func (e *errGCLockLost) Error() string {
-	if e.why != "" {
-		return e.why
-	}
-	if e.holder == "" {
-		return "the lock was released by someone else"
-	}
-	return "the lock is now held by " + e.holder
 }
 
 func (o *generationsGCOptions) run(ctx context.Context) error {
@@ -755,7 +686,8 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 	} else {
 		o.stsUID = string(cs.StatefulSet.UID)
 	}
-	plan, entries, err := o.plan(ctx, cs)
+	gc := o.gc(cs)
+	plan, err := gc.Plan(ctx)
 	if err != nil {
 		return err
 	}
@@ -778,64 +710,12 @@ func (o *generationsGCOptions) run(ctx context.Context) error {
 			return withCode(ExitRefused, errors.New("not confirmed; nothing was deleted"))
 		}
 	}
-	return o.apply(ctx, cs, plan, entries)
-}
-
-// apply deletes what plan says under the cluster's lock, checking before
-// each deletion that the lock is still held and the item still unused.
-func (o *generationsGCOptions) apply(ctx context.Context, cs *actions.ClusterStore, plan artifact.GCPlan, entries []artifact.Entry) error {
-	identity := actions.ProcessIdentity()
-	lo := actions.LockOptions{Identity: identity, Action: "generations gc", Warn: func(m string) { fmt.Fprintf(o.ErrOut, "warning: %s\n", m) }}
-	if cs.StatefulSet != nil {
-		lo.Owner = &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: cs.StatefulSet.Name, UID: cs.StatefulSet.UID}
-	}
-	var (
-		res    artifact.GCResult
-		locked bool
-	)
-	err := actions.WithLock(ctx, o.client, o.Namespace, o.Cluster, lo, func(ctx context.Context, lock *actions.Lock) error {
-		locked = true
-		// Before each deletion: the lock must still be ours (the
-		// renewal's verdict, and the Lease itself, read now), and the
-		// ledgers are read again: only what is still not in use goes (a
-		// ledger that cannot be read keeps everything).
-		required, optional := o.ledgerClusters(entries)
-		inUseNow := func(g string) bool {
-			cur, err := o.inUseIn(ctx, required, optional, nil)
-			return err != nil || cur[g] != ""
-		}
-		var err error
-		res, err = cs.Store.RunGC(ctx, plan, artifact.GCApply{InUse: inUseNow, Continue: func() error { return o.stillHeld(ctx, lock, identity) }})
-		return err
-	})
+	res, locked, err := gc.Run(ctx, plan)
 	if !locked {
 		// nothing ran: the lock was not taken
 		return lockExit(err)
 	}
 	return o.report(cs, plan, res, err)
-}
-
-// stillHeld checks, before a deletion, that gc still holds the lock: its
-// renewal says so and the Lease, read now, names this process.
-func (o *generationsGCOptions) stillHeld(ctx context.Context, lock *actions.Lock, identity string) error {
-	if err := lock.Valid(); err != nil { // lost, or past its renew deadline (frozen)
-		return &errGCLockLost{why: err.Error()}
-	}
-	leaseName := actions.LockName(o.Cluster)
-	l, err := o.client.CoordinationV1().Leases(o.Namespace).Get(ctx, leaseName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return &errGCLockLost{}
-	case err != nil:
-		return fmt.Errorf("reading lease %s/%s to check that gc still holds it: %w", o.Namespace, leaseName, err)
-	case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity:
-		h := ""
-		if l.Spec.HolderIdentity != nil {
-			h = *l.Spec.HolderIdentity
-		}
-		return &errGCLockLost{holder: h}
-	}
-	return nil
 }
 
 // report prints what gc deleted and why it stopped, if it did.
@@ -861,11 +741,10 @@ func (o *generationsGCOptions) report(cs *actions.ClusterStore, plan artifact.GC
 	}
 	var notDone []string
 	for _, it := range res.NotDone {
-		notDone = append(notDone, gcItemName(it))
+		notDone = append(notDone, actions.GCItemName(it))
 	}
 	summary := fmt.Sprintf("deleted %d item(s); not deleted: %s", len(res.Deleted), strings.Join(notDone, ", "))
-	var lost *errGCLockLost
-	if errors.As(err, &lost) || errors.Is(err, actions.ErrLockLost) {
+	if errors.Is(err, actions.ErrGCLockLost) || errors.Is(err, actions.ErrLockLost) {
 		return withCode(ExitLockHeld, fmt.Errorf("gc lost the cluster's lock %s/%s while it deleted (%v) and stopped before the next deletion: %s. Run gc again once that action is done", o.Namespace, actions.LockName(o.Cluster), err, summary))
 	}
 	return fmt.Errorf("gc stopped: %w; %s", err, summary)
@@ -889,15 +768,8 @@ func gcDoc(cs *actions.ClusterStore, plan artifact.GCPlan, res artifact.GCResult
 	return doc
 }
 
-func gcItemName(it artifact.GCItem) string {
-	if it.Kind == artifact.GCUpload {
-		return fmt.Sprintf("upload %s of %s", it.Upload, it.Generation)
-	}
-	return "generation " + it.Generation
-}
-
 func gcItemText(it artifact.GCItem) string {
-	return fmt.Sprintf("%s (%s): %s", gcItemName(it), format.Bytes(it.Bytes), it.Reason)
+	return fmt.Sprintf("%s (%s): %s", actions.GCItemName(it), format.Bytes(it.Bytes), it.Reason)
 }
 
 func printGCPlan(w io.Writer, plan artifact.GCPlan, store string, dry bool, scope artifact.GCScope) {

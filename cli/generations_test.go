@@ -164,6 +164,21 @@ func TestGenerationsListShowAndGC(t *testing.T) {
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("after gc: %d entries (%v), want g1 and g3", len(entries), err)
 	}
+	// Each deletion is an Event on the StatefulSet, read back from the
+	// API server.
+	evs, err := e.cs.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for _, ev := range evs.Items {
+		if ev.Reason == "GenerationDeleted" && ev.InvolvedObject.Kind == "StatefulSet" && ev.InvolvedObject.Name == "etcd" {
+			said = append(said, ev.Message)
+		}
+	}
+	if len(said) != 2 || !strings.Contains(strings.Join(said, "\n"), "generation g2") || !strings.Contains(strings.Join(said, "\n"), "upload") {
+		t.Errorf("GenerationDeleted events %q, want one for g2 and one for g4's upload", said)
+	}
 	e.assertNoCredentials()
 }
 
