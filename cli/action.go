@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -127,8 +128,7 @@ func newActionCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions
 func (o *ActionOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation: act on the plan as printed. Needed when stdin is not a terminal.")
-	f.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: print the plan and change nothing. server: also send every delete with the API server's dry run (its preconditions are checked for real); engine changes are not sent.`)
-	f.Lookup("dry-run").NoOptDefVal = string(actions.DryRunClient)
+	addDryRunFlag(f, &o.DryRun, `Must be "none", "client", or "server". client: print the plan and change nothing. server: also send every delete with the API server's dry run (its preconditions are checked for real); engine changes are not sent.`)
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints the receipts of every step (the plan and progress then go to stderr).")
 	f.BoolVar(&o.MoveLeader, "move-leader", false, "If the member leads the cluster, move leadership to the healthiest follower first (otherwise acting on the leader is refused).")
 	f.BoolVar(&o.Supersede, "supersede", false, "Start even though another action is recorded in progress for this cluster; that action is marked superseded.")
@@ -169,7 +169,7 @@ func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the flags.
 func (o *ActionOptions) Validate() error {
-	if _, err := parseDryRun(o.DryRun, true); err != nil {
+	if err := normalizeDryRun(&o.DryRun, true); err != nil {
 		return err
 	}
 	if err := validateOutput(o.Output); err != nil {
@@ -219,6 +219,26 @@ func (o *ActionOptions) prepareRestore(ctx context.Context) error {
 	if src.StoreSecret == "" && !strings.HasPrefix(src.StoreURL, "file://") {
 		fmt.Fprintf(o.ErrOut, "warning: no --store-secret (or %s annotation): the restore pods get no store credentials and rely on their own environment\n", artifact.AnnotationStoreSecret)
 	}
+	return nil
+}
+
+// addDryRunFlag declares --dry-run into *v, as every verb takes it: a
+// value, or the bare flag for "client"; help says what each value does
+// for this verb. The verb's Validate normalizes it (normalizeDryRun), so
+// that everything after reads actions.DryRun(*v) as is.
+func addDryRunFlag(f *pflag.FlagSet, v *string, help string) {
+	f.StringVar(v, "dry-run", *v, help)
+	f.Lookup("dry-run").NoOptDefVal = string(actions.DryRunClient)
+}
+
+// normalizeDryRun checks *v (parseDryRun; server: the verb offers a server
+// dry run) and writes it back as "none", "client" or "server".
+func normalizeDryRun(v *string, server bool) error {
+	d, err := parseDryRun(*v, server)
+	if err != nil {
+		return err
+	}
+	*v = string(d)
 	return nil
 }
 
@@ -291,7 +311,7 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dry, _ := parseDryRun(o.DryRun, true)
+	dry := actions.DryRun(o.DryRun)
 	x := o.executor()
 	w := o.human()
 	suffix := dryRunSuffix(dry)

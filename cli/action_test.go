@@ -149,6 +149,20 @@ func TestDryRunIsReadAlike(t *testing.T) {
 	if err := o.Validate(); err != nil || o.DryRun != string(actions.DryRunClient) {
 		t.Errorf("seed --dry-run=true: %v (dry run %q), want a client dry run", err, o.DryRun)
 	}
+	// Every verb's Validate leaves --dry-run as "none", "client" or
+	// "server", which is all the rest reads.
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
+	ao := NewActionOptions(nil, model.ActionReplace, streams)
+	ao.Cluster, ao.Member, ao.DryRun = "c", "c-1", "true"
+	if err := ao.Validate(); err != nil || ao.DryRun != string(actions.DryRunClient) {
+		t.Errorf("replace --dry-run=true: %v (dry run %q), want client", err, ao.DryRun)
+	}
+	ap := NewApplyOptions(nil, streams)
+	ap.Filename, ap.DryRun = "/nonexistent/plan.json", "false"
+	_ = ap.Validate() // the plan cannot be read; the flag is read first
+	if ap.DryRun != string(actions.DryRunNone) {
+		t.Errorf("apply --dry-run=false: dry run %q, want none", ap.DryRun)
+	}
 }
 
 func TestActionUsageErrors(t *testing.T) {

@@ -154,8 +154,7 @@ func (o *ApplyOptions) AddFlags(cmd *cobra.Command) {
 	_ = cmd.MarkFlagFilename("filename", "json", "yaml", "yml")
 	f.DurationVar(&o.MaxAge, "max-age", o.MaxAge, "Refuse a plan older than this (exit 6): make it again. 0: no expiry.")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation: act on the plan as printed. Needed when stdin is not a terminal or holds the plan.")
-	f.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: re-check the plan against the cluster and change nothing. server: also take the lock, decide again under it and send every delete with the API server's dry run.`)
-	f.Lookup("dry-run").NoOptDefVal = string(actions.DryRunClient)
+	addDryRunFlag(f, &o.DryRun, `Must be "none", "client", or "server". client: re-check the plan against the cluster and change nothing. server: also take the lock, decide again under it and send every delete with the API server's dry run.`)
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints the receipts of every step, as the plan's verb does (the plan and progress then go to stderr).")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long each wait may take (default: the plan's --timeout).")
 	f.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member (default: the plan's).")
@@ -186,7 +185,7 @@ func (o *ApplyOptions) Validate() error {
 	if o.Filename == "" {
 		return usageError("apply needs the plan: -f FILE (or -f - for stdin), made with e.g. 'kubectl hactl replace CLUSTER MEMBER --dry-run=client -o json > FILE'")
 	}
-	if _, err := parseDryRun(o.DryRun, true); err != nil {
+	if err := normalizeDryRun(&o.DryRun, true); err != nil {
 		return err
 	}
 	if _, err := actions.ParseCaptureMode(o.Capture); err != nil {
@@ -214,7 +213,7 @@ func (o *ApplyOptions) Validate() error {
 	if o.nsFlag != "" && o.nsFlag != o.plan.Target.Namespace {
 		return usageError("the plan is for namespace %q, but -n says %q: drop -n (the plan names its cluster)", o.plan.Target.Namespace, o.nsFlag)
 	}
-	if dry, _ := parseDryRun(o.DryRun, true); dry == actions.DryRunServer && o.plan.Action == model.ActionSeed {
+	if actions.DryRun(o.DryRun) == actions.DryRunServer && o.plan.Action == model.ActionSeed {
 		return usageError(`--dry-run=server is not offered for a seed plan (nothing a seed changes goes through the API server): use "client"`)
 	}
 	return nil
@@ -275,7 +274,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return o.runSeed(ctx)
 	}
 	p := o.plan
-	dry, _ := parseDryRun(o.DryRun, true)
+	dry := actions.DryRun(o.DryRun)
 	ao := o.actionOptions()
 	w := o.human()
 	var res actions.Result
@@ -358,7 +357,7 @@ func (o *ApplyOptions) actionOptions() *ActionOptions {
 // verb showed it.
 func (o *ApplyOptions) printPlan(w io.Writer) {
 	p := o.plan
-	dry, _ := parseDryRun(o.DryRun, true)
+	dry := actions.DryRun(o.DryRun)
 	t := p.Target
 	fmt.Fprintf(w, "plan: %s, made %s (%s ago)", o.what(), p.CreatedAt.UTC().Format(time.RFC3339), o.plan.age(o.now()).Round(time.Second))
 	if p.CreatedBy != "" {
@@ -489,7 +488,7 @@ func (o *ApplyOptions) compare(w io.Writer, d classify.Decision) error {
 	if c := actions.PlanDiff(o.plan.Decision, d); len(c) > 0 {
 		return &actions.PlanConflictError{Changes: c}
 	}
-	dry, _ := parseDryRun(o.DryRun, true)
+	dry := actions.DryRun(o.DryRun)
 	if dry == actions.DryRunClient {
 		fmt.Fprintf(w, "the plan would apply: the cluster matches it as observed now (dry run: nothing was changed)\n")
 	} else {
@@ -520,7 +519,7 @@ func (o *ApplyOptions) confirm(w io.Writer, dry actions.DryRun) error {
 // check, capture under the lock) with the plan's decision.
 func (o *ApplyOptions) runSeed(ctx context.Context) error {
 	p := o.plan
-	dry, _ := parseDryRun(o.DryRun, true)
+	dry := actions.DryRun(o.DryRun)
 	so := NewSeedOptions(o.configFlags, o.IOStreams)
 	so.Cluster, so.Namespace, so.Generation, so.Member = p.Target.StatefulSet, p.Target.Namespace, p.Options.Generation, p.Member
 	so.Yes, so.DryRun, so.Output, so.Supersede = o.Yes, string(dry), o.Output, p.Options.Supersede

@@ -618,8 +618,7 @@ Exit codes:
 	f.IntVar(&o.Keep, "keep", o.Keep, "Always keep this many of the newest published generations (of each cluster, with --all-clusters).")
 	f.DurationVar(&o.OlderThan, "older-than", 0, "Only delete generations created longer ago than this (0: any age), e.g. 168h.")
 	f.DurationVar(&o.PartialAge, "partial-age", o.PartialAge, "Only delete unpublished uploads whose last write is older than this.")
-	f.StringVar(&o.DryRun, "dry-run", o.DryRun, `"none" deletes; "client" only shows the plan.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	addDryRunFlag(f, &o.DryRun, `"none" deletes; "client" only shows the plan.`)
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation.")
 	f.BoolVar(&o.AllClusters, "all-clusters", false, "Also delete other clusters' generations in the store (the --keep newest of each are kept; their ledgers are read, their locks are not taken) and everything --include-unowned includes.")
 	f.BoolVar(&o.IncludeUnowned, "include-unowned", false, "Also delete uploads without a manifest and generations whose manifest names no source cluster: nothing proves whose they are, so give it only when no other cluster writes this store prefix.")
@@ -631,11 +630,9 @@ func (o *generationsGCOptions) validate() error {
 	if err := o.validateOutput("json", "yaml"); err != nil {
 		return err
 	}
-	dry, err := parseDryRun(o.DryRun, false)
-	if err != nil {
+	if err := normalizeDryRun(&o.DryRun, false); err != nil {
 		return err
 	}
-	o.DryRun = string(dry)
 	switch {
 	case o.Keep < 0:
 		return usageError("--keep must not be negative")

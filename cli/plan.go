@@ -174,7 +174,7 @@ func serverOf(flags *genericclioptions.ConfigFlags) string {
 // planOr returns, on a client dry run that decided, the saved plan to
 // print instead of the receipts document doc.
 func (o *ActionOptions) planOr(doc receiptsDoc) any {
-	dry, _ := parseDryRun(o.DryRun, true)
+	dry := actions.DryRun(o.DryRun)
 	if dry != actions.DryRunClient || o.saved.decision == nil {
 		return doc
 	}

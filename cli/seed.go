@@ -139,8 +139,7 @@ func (o *SeedOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Member, "member", "", "Capture from this member (pod name) instead of the one the classifier picks; it must be a healthy voter.")
 	o.store.add(f)
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation. Needed when stdin is not a terminal.")
-	f.StringVar(&o.DryRun, "dry-run", o.DryRun, `"none" seeds; "client" prints the plan and changes nothing.`)
-	f.Lookup("dry-run").NoOptDefVal = string(actions.DryRunClient)
+	addDryRunFlag(f, &o.DryRun, `"none" seeds; "client" prints the plan and changes nothing.`)
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints the seed receipt (the plan and progress go to stderr).")
 	f.BoolVar(&o.Supersede, "supersede", false, "Start even though another action is recorded in progress; that action is marked superseded.")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long the capture and upload may take.")
@@ -171,11 +170,9 @@ func (o *SeedOptions) Validate() error {
 	if err := artifact.ValidateGeneration(o.Generation); err != nil {
 		return usageError("--generation: %v", err)
 	}
-	dry, err := parseDryRun(o.DryRun, false)
-	if err != nil {
+	if err := normalizeDryRun(&o.DryRun, false); err != nil {
 		return err
 	}
-	o.DryRun = string(dry)
 	if err := validateOutput(o.Output); err != nil {
 		return err
 	}

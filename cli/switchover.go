@@ -5,7 +5,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -62,8 +61,7 @@ command is interrupted, run it again: it resumes from what it observes.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Member, "to", "", "The replica to hand the primary role to (its pod name); by default the healthiest one.")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "Do not ask for confirmation: act on the plan as printed. Needed when stdin is not a terminal.")
-	f.StringVar(&o.DryRun, "dry-run", o.DryRun, `Must be "none", "client", or "server". client: print the plan and change nothing. server: also take the lock and check the plan under it; the switchover itself is not sent.`)
-	f.Lookup("dry-run").NoOptDefVal = string(actions.DryRunClient)
+	addDryRunFlag(f, &o.DryRun, `Must be "none", "client", or "server". client: print the plan and change nothing. server: also take the lock and check the plan under it; the switchover itself is not sent.`)
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml prints the receipts of every step (the plan and progress then go to stderr).")
 	f.BoolVar(&o.Supersede, "supersede", false, "Start even though another action is recorded in progress for this cluster; that action is marked superseded.")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long the wait for the members to show the new primary may take before the command stops; run it again to resume.")
