@@ -20,13 +20,14 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
 )
 
 const (
 	// ledgerKeyClusterID holds the engine cluster ID hactl saw formed.
-	ledgerKeyClusterID = "cluster-id"
+	ledgerKeyClusterID = status.LedgerKeyClusterID
 	// entryKeyPrefix starts the key of every ledger entry.
-	entryKeyPrefix = "action."
+	entryKeyPrefix = status.LedgerEntryKeyPrefix
 	// maxFinished bounds the finished entries kept; older ones go.
 	maxFinished = 20
 	// maxReceipts bounds the receipts kept per entry (the first few and
@@ -56,12 +57,7 @@ type Ledger struct {
 }
 
 // LedgerContents is what ReadLedger found.
-type LedgerContents struct {
-	Entries   []model.LedgerEntry
-	ClusterID string
-	// Unreadable lists keys whose values did not decode.
-	Unreadable []string
-}
+type LedgerContents = status.LedgerContents
 
 // ReadLedger reads a cluster's ledger; a missing ConfigMap is an empty
 // ledger.
@@ -73,21 +69,10 @@ func ReadLedger(ctx context.Context, c kubernetes.Interface, namespace, cluster 
 	if err != nil {
 		return LedgerContents{}, fmt.Errorf("reading ledger configmap %s/%s: %w", namespace, LockName(cluster), err)
 	}
-	return DecodeLedger(cm), nil
+	return status.DecodeLedger(cm), nil
 }
 
-// DecodeLedger reads the entries of a ledger ConfigMap already fetched
-// (status lists them all with one call, by the hactl.dev/cluster label).
-func DecodeLedger(cm *corev1.ConfigMap) LedgerContents {
-	d := decodeLedger(cm)
-	out := LedgerContents{ClusterID: d.clusterID, Unreadable: d.unreadable}
-	for _, e := range d.entries {
-		out.Entries = append(out.Entries, *e)
-	}
-	sortEntries(out.Entries)
-	return out
-}
-
+// ledgerData is a ledger being changed: its entries by ID.
 type ledgerData struct {
 	entries    map[string]*model.LedgerEntry
 	clusterID  string
@@ -95,30 +80,15 @@ type ledgerData struct {
 }
 
 func decodeLedger(cm *corev1.ConfigMap) *ledgerData {
-	d := &ledgerData{entries: map[string]*model.LedgerEntry{}, clusterID: cm.Data[ledgerKeyClusterID]}
-	for k, v := range cm.Data {
-		if !strings.HasPrefix(k, entryKeyPrefix) {
-			continue
-		}
-		var e model.LedgerEntry
-		if err := json.Unmarshal([]byte(v), &e); err != nil || e.ID == "" {
-			d.unreadable = append(d.unreadable, k)
-			continue
-		}
-		d.entries[e.ID] = &e
+	c := status.DecodeLedger(cm)
+	d := &ledgerData{entries: map[string]*model.LedgerEntry{}, clusterID: c.ClusterID, unreadable: c.Unreadable}
+	for i := range c.Entries {
+		d.entries[c.Entries[i].ID] = &c.Entries[i]
 	}
-	sort.Strings(d.unreadable)
 	return d
 }
 
-func sortEntries(es []model.LedgerEntry) {
-	sort.SliceStable(es, func(i, j int) bool {
-		if !es[i].StartedAt.Equal(es[j].StartedAt) {
-			return es[i].StartedAt.Before(es[j].StartedAt)
-		}
-		return es[i].ID < es[j].ID
-	})
-}
+func sortEntries(es []model.LedgerEntry) { status.SortEntries(es) }
 
 func (d *ledgerData) encode(cm *corev1.ConfigMap) error {
 	// Drop the oldest finished entries beyond maxFinished.

@@ -15,6 +15,7 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
 )
 
 // TestLedgerConcurrentAppends: writers racing on the ConfigMap lose
@@ -186,7 +187,7 @@ func TestLedgerBoundedInBytes(t *testing.T) {
 	if size > 512<<10 {
 		t.Errorf("ledger holds %d bytes, over its 512 KiB bound", size)
 	}
-	got := actions.DecodeLedger(cm)
+	got := status.DecodeLedger(cm)
 	var live *model.LedgerEntry
 	for i := range got.Entries {
 		if got.Entries[i].ID == ids[3] {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
 )
 
 // DefaultLockDuration is the lease duration of the action lock. The holder
@@ -26,11 +27,11 @@ const (
 	// ("replace etcd-1").
 	AnnotationAction = "hactl.dev/action"
 	// LabelCluster names the cluster a Lease or ConfigMap belongs to.
-	LabelCluster = "hactl.dev/cluster"
+	LabelCluster = status.LabelCluster
 )
 
 // LockName is the name of a cluster's lock Lease and ledger ConfigMap.
-func LockName(cluster string) string { return "hactl-" + cluster }
+func LockName(cluster string) string { return status.LockName(cluster) }
 
 // Lock is a held action lock. Release it when done.
 type Lock struct {
@@ -75,23 +76,10 @@ func ReadLock(ctx context.Context, c kubernetes.Interface, namespace, cluster st
 	return LockFactsOf(l), nil
 }
 
-// LockFactsOf reads a lock Lease already fetched (the TUI lists them all
-// with one call, by the hactl.dev/cluster label).
+// LockFactsOf reads a lock Lease already fetched, with whether its holder
+// is a process on this host that no longer runs.
 func LockFactsOf(l *coordinationv1.Lease) *model.LockFacts {
-	f := &model.LockFacts{Name: l.Name, ResourceVersion: l.ResourceVersion}
-	s := l.Spec
-	if s.HolderIdentity != nil {
-		f.Holder = *s.HolderIdentity
-	}
-	if s.AcquireTime != nil {
-		f.AcquiredAt = s.AcquireTime.Time
-	}
-	if s.RenewTime != nil {
-		f.RenewedAt = s.RenewTime.Time
-	}
-	if s.LeaseDurationSeconds != nil {
-		f.Duration = time.Duration(*s.LeaseDurationSeconds) * time.Second
-	}
+	f := status.DecodeLock(l)
 	if f.Holder != "" {
 		f.HolderGone = HolderGone(f.Holder)
 	}

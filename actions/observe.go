@@ -80,6 +80,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 		ProbeTimeout: o.ProbeTimeout,
 		Verdict:      o.Verdict,
 		Now:          o.Now,
+		HolderGone:   HolderGone,
 	}
 	results, warn, err := so.Observe(ctx, namespace, name)
 	if err != nil {
@@ -100,39 +101,23 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 	}
 	status.DecodeActionFacts(&obs, sts, src.objs)
 
-	lock, err := ReadLock(ctx, o.Client, namespace, name)
-	if err != nil {
-		return status.Result{}, warn, lockReadError(err, namespace, name)
-	}
-	obs.Lock = lock
-	led, err := ReadLedger(ctx, o.Client, namespace, name)
-	if err != nil {
-		return status.Result{}, warn, ledgerReadError(err, namespace, name)
-	}
-	obs.Ledger = led.Entries
-	if obs.Cluster.KnownClusterID == "" {
-		obs.Cluster.KnownClusterID = led.ClusterID
-	}
-	for _, k := range led.Unreadable {
-		warn = append(warn, fmt.Sprintf("ledger configmap %s/%s: key %s does not decode; it is kept but ignored", namespace, LockName(name), k))
+	// The lock and the ledger came with the other objects, in the same
+	// read; an action must not decide without them.
+	if err := src.objs.ActionsErr; err != nil {
+		return status.Result{}, warn, actionObjectsError(err, namespace, name)
 	}
 	// obs.At stays when the observation began (status sets it): the lock
 	// and ledger read since are newer, never older, than that.
 	return status.Evaluate(obs, o.now(), o.Verdict), warn, nil
 }
 
-func lockReadError(err error, ns, name string) error {
+// actionObjectsError says why the cluster's lock or ledger could not be
+// read, and what RBAC actions need when it was refused.
+func actionObjectsError(err error, ns, name string) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%w: hactl actions need get, create and update on leases.coordination.k8s.io %q in namespace %q (see docs/rbac.md): %v", status.ErrForbidden, LockName(name), ns, err)
+		return fmt.Errorf("%w: hactl actions need get, create and update on leases.coordination.k8s.io and configmaps %q in namespace %q (see docs/rbac.md): %v", status.ErrForbidden, LockName(name), ns, err)
 	}
-	return err
-}
-
-func ledgerReadError(err error, ns, name string) error {
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%w: hactl actions need get, create and update on configmaps %q in namespace %q (see docs/rbac.md): %v", status.ErrForbidden, LockName(name), ns, err)
-	}
-	return err
+	return fmt.Errorf("reading the lock and ledger of %s/%s: %w", ns, name, err)
 }
 
 // Decide observes the cluster and classifies intent on it.

@@ -174,8 +174,9 @@ func BenchmarkStatusVsBareList(b *testing.B) {
 }
 
 // floorStatus is the least a status can do: the list calls status makes
-// (StatefulSets first, then pods, PVCs, PDBs, Services, EndpointSlices and
-// Events all at once, as status lists them), then one etcd Status RPC per
+// (StatefulSets first, then pods, PVCs, PDBs, Services, EndpointSlices,
+// Events and hactl's own lock Leases and ledger ConfigMaps, by their
+// label, all at once, as status lists them), then one etcd Status RPC per
 // member pod, all in parallel, each over a client dialled through dial and
 // closed after its answer. It returns how many members answered.
 func floorStatus(ctx context.Context, b *testing.B, c kubernetes.Interface, ns string, dial engine.DialFunc) int {
@@ -191,6 +192,14 @@ func floorStatus(ctx context.Context, b *testing.B, c kubernetes.Interface, ns s
 		func() error { _, err := c.CoreV1().Services(ns).List(ctx, lo); return err },
 		func() error { _, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, lo); return err },
 		func() error { _, err := c.CoreV1().Events(ns).List(ctx, lo); return err },
+		func() error {
+			_, err := c.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{LabelSelector: "hactl.dev/cluster"})
+			return err
+		},
+		func() error {
+			_, err := c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "hactl.dev/cluster"})
+			return err
+		},
 	}
 	errs := make([]error, len(lists))
 	var lwg sync.WaitGroup

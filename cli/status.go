@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -28,7 +27,6 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/portforward"
-	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
 )
@@ -55,7 +53,6 @@ type StatusOptions struct {
 	client     kubernetes.Interface
 	dial       engine.DialFunc
 	outIsTTY   bool
-	ledgers    map[string][]model.LedgerEntry
 
 	genericiooptions.IOStreams
 }
@@ -214,6 +211,7 @@ func (o *StatusOptions) observer(src status.Source) *status.Observer {
 		Source:       src,
 		Engines:      status.DefaultEngines(),
 		Secrets:      status.SecretsFrom(o.client),
+		HolderGone:   actions.HolderGone,
 		ProbeTimeout: o.ProbeTimeout,
 		Verdict:      verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold},
 	}
@@ -232,7 +230,6 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return o.runWatch(ctx)
 	}
 	results, warn, err := o.observer(status.APISource{Client: o.client}).Observe(ctx, o.Namespace, o.Name)
-	o.readLedgers(ctx)
 	o.warn(warn)
 	if err != nil {
 		return err
@@ -372,7 +369,6 @@ func (o *StatusOptions) runWatch(ctx context.Context) error {
 	var shown status.Warnings
 	for {
 		results, warn, err := w.Observe(ctx, o.Name, true)
-		o.readLedgers(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -472,26 +468,10 @@ func isTerminal(s any) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// readLedgers lists hactl's ledger ConfigMaps (one call, by label) so the
-// output shows each cluster's actions and their phases. The ledger is
-// optional: a user who may not list ConfigMaps sees no actions.
-func (o *StatusOptions) readLedgers(ctx context.Context) {
-	o.ledgers = map[string][]model.LedgerEntry{}
-	list, err := o.client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: actions.LabelCluster})
-	if err != nil {
-		return
-	}
-	for i := range list.Items {
-		cm := &list.Items[i]
-		key := cm.Namespace + "/" + cm.Labels[actions.LabelCluster]
-		o.ledgers[key] = append(o.ledgers[key], actions.DecodeLedger(cm).Entries...)
-	}
-}
-
 // toAPI converts a result to its schema, with the cluster's actions.
 func (o *StatusOptions) toAPI(r status.Result) *status.ClusterStatus {
 	cs := status.ToAPI(r)
-	if es := o.ledgers[cs.Metadata.Namespace+"/"+cs.Metadata.Name]; len(es) > 0 {
+	if es := r.Observation.Ledger; len(es) > 0 {
 		status.AttachActions(cs, es)
 	}
 	return cs

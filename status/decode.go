@@ -10,6 +10,7 @@ import (
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -189,6 +190,10 @@ type index struct {
 	// configMapsErr says why they were not read.
 	configMapsErr error
 	events        map[string][]*corev1.Event // ns/kind/name
+	// leases and ledgers are hactl's lock Leases and ledger ConfigMaps,
+	// by ns/name.
+	leases  map[string]*coordinationv1.Lease
+	ledgers map[string]*corev1.ConfigMap
 }
 
 // selectingPDB is a PodDisruptionBudget with its selector, converted once
@@ -215,6 +220,15 @@ func newIndex(o *Objects) *index {
 		pdbs: map[string][]selectingPDB{}, svcs: map[string][]selectingService{},
 		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
 		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: o.ConfigMapsErr,
+		leases: map[string]*coordinationv1.Lease{}, ledgers: map[string]*corev1.ConfigMap{},
+	}
+	for i := range o.Leases {
+		l := &o.Leases[i]
+		ix.leases[l.Namespace+"/"+l.Name] = l
+	}
+	for i := range o.Ledgers {
+		c := &o.Ledgers[i]
+		ix.ledgers[c.Namespace+"/"+c.Name] = c
 	}
 	for i := range o.ConfigMaps {
 		c := &o.ConfigMaps[i]

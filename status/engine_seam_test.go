@@ -35,7 +35,7 @@ func (toyStatus) row(m MemberStatus, _ TableOptions) []string {
 func toyStatefulSet(engine string) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv", UID: "uid-kv", Labels: map[string]string{LabelEngine: engine}},
-		Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "kv", Image: "example/kv:1"}}}}},
+		Spec:       appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "kv", Image: "example/kv:1"}}}}},
 	}
 }
 

@@ -50,6 +50,9 @@ type Observer struct {
 	// several goroutines at once: each cluster is evaluated at the time
 	// its own probes ended.
 	Now func() time.Time
+	// HolderGone reports whether a lock holder is known to have ended
+	// (a process on this host that no longer runs); nil: never known.
+	HolderGone func(holder string) bool
 }
 
 // Result is one cluster's observation and verdict.
@@ -80,6 +83,9 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	if objs.ConfigMapsErr != nil {
 		warn = append(warn, fmt.Sprintf("Patroni leader locks not read: %v", objs.ConfigMapsErr))
 	}
+	if objs.ActionsErr != nil {
+		warn = append(warn, fmt.Sprintf("hactl's action locks and ledgers not read (actions not shown): %v", objs.ActionsErr))
+	}
 	all := clusters(objs)
 	var picked = all
 	if name != "" {
@@ -99,6 +105,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	obs := make([]model.Observation, len(picked))
 	for i, s := range picked {
 		obs[i] = decodeCluster(s, ix, now)
+		warn = append(warn, decodeActions(&obs[i], ix, o.HolderGone)...)
 		// At is when the observation began: every fact in it is at least
 		// this old, so its age is never understated.
 		obs[i].At = now

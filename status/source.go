@@ -3,12 +3,15 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -34,6 +37,14 @@ type Objects struct {
 	// lock).
 	ConfigMaps    []corev1.ConfigMap
 	ConfigMapsErr error
+	// Leases and Ledgers are hactl's own lock Leases and ledger
+	// ConfigMaps (labelled LabelCluster), listed by that label, or read
+	// one per cluster (GET hactl-NAME) where the list is forbidden.
+	// ActionsErr is set when they could not be read: each cluster's lock
+	// and ledger are then unknown (actions refuse to start).
+	Leases     []coordinationv1.Lease
+	Ledgers    []corev1.ConfigMap
+	ActionsErr error
 }
 
 // Source reads Objects.
@@ -41,11 +52,13 @@ type Source interface {
 	Read(ctx context.Context, namespace string) (*Objects, error)
 }
 
-// APISource reads with one list call per resource type: seven calls,
-// however many clusters and members there are (eight when a Patroni
-// cluster is present: its ConfigMaps). StatefulSets are listed first (an
-// empty namespace costs one call, and they say whether ConfigMaps are
-// needed), then all the others at once.
+// APISource reads with one list call per resource type: nine calls,
+// however many clusters and members there are (ten when a Patroni
+// cluster is present: its ConfigMaps): StatefulSets, pods, claims,
+// disruption budgets, Services, EndpointSlices, Events, and hactl's own
+// lock Leases and ledger ConfigMaps (by label). StatefulSets are listed
+// first (an empty namespace costs one call, and they say whether
+// ConfigMaps are needed), then all the others at once.
 type APISource struct {
 	Client kubernetes.Interface
 }
@@ -85,6 +98,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	if patroni {
 		wg.Go(func() { cms, cmsErr = c.CoreV1().ConfigMaps(ns).List(ctx, lo) })
 	}
+	wg.Go(func() { o.Leases, o.Ledgers, o.ActionsErr = readActionObjects(ctx, c, ns, o.StatefulSets) })
 	wg.Wait()
 	for _, l := range []struct {
 		err      error
@@ -115,6 +129,68 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 		}
 	}
 	return o, nil
+}
+
+// readActionObjects reads hactl's lock Leases and ledger ConfigMaps in
+// namespace ns ("" for all), by their label, both at once. Where a list
+// is forbidden (the actions' role grants get on the objects it names, not
+// list), each cluster's object is read by name; one missing is none.
+func readActionObjects(ctx context.Context, c kubernetes.Interface, ns string, sts []appsv1.StatefulSet) ([]coordinationv1.Lease, []corev1.ConfigMap, error) {
+	lo := metav1.ListOptions{LabelSelector: LabelCluster}
+	var leases []coordinationv1.Lease
+	var ledgers []corev1.ConfigMap
+	var lerr, derr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		l, err := c.CoordinationV1().Leases(ns).List(ctx, lo)
+		if err == nil {
+			leases = l.Items
+			return
+		}
+		if !apierrors.IsForbidden(err) {
+			lerr = explainAPIError(err, "list", "leases.coordination.k8s.io", ns)
+			return
+		}
+		leases, lerr = oneByOne(sts, func(s *appsv1.StatefulSet) (*coordinationv1.Lease, error) {
+			return c.CoordinationV1().Leases(s.Namespace).Get(ctx, LockName(s.Name), metav1.GetOptions{})
+		})
+	})
+	wg.Go(func() {
+		l, err := c.CoreV1().ConfigMaps(ns).List(ctx, lo)
+		if err == nil {
+			ledgers = l.Items
+			return
+		}
+		if !apierrors.IsForbidden(err) {
+			derr = explainAPIError(err, "list", "configmaps", ns)
+			return
+		}
+		ledgers, derr = oneByOne(sts, func(s *appsv1.StatefulSet) (*corev1.ConfigMap, error) {
+			return c.CoreV1().ConfigMaps(s.Namespace).Get(ctx, LockName(s.Name), metav1.GetOptions{})
+		})
+	})
+	wg.Wait()
+	return leases, ledgers, errors.Join(lerr, derr)
+}
+
+// oneByOne reads, for each StatefulSet of an HA cluster, the object get
+// returns; a missing one is none, any other failure the first error.
+func oneByOne[T any](sts []appsv1.StatefulSet, get func(*appsv1.StatefulSet) (*T, error)) ([]T, error) {
+	var out []T
+	for i := range sts {
+		if _, ok := DetectEngine(&sts[i]); !ok {
+			continue
+		}
+		x, err := get(&sts[i])
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading hactl's lock and ledger of %s/%s: %w", sts[i].Namespace, sts[i].Name, err)
+		default:
+			out = append(out, *x)
+		}
+	}
+	return out, nil
 }
 
 // CacheSource reads from informer caches (a Watcher's): no API call per

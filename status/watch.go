@@ -12,6 +12,8 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -65,6 +67,12 @@ type Watcher struct {
 	events    cache.SharedIndexInformer
 	// configMaps hold Patroni's leader locks: optional, like events.
 	configMaps cache.SharedIndexInformer
+	// hactl watches hactl's own lock Leases and ledger ConfigMaps (by
+	// their label): optional too. Until they synced (or when they may
+	// not be listed) a read asks the API server for them.
+	hactl   informers.SharedInformerFactory
+	leases  cache.SharedIndexInformer
+	ledgers cache.SharedIndexInformer
 
 	changes chan struct{}
 	errs    chan error
@@ -77,8 +85,12 @@ type Watcher struct {
 	// cmErr is the ConfigMaps watch's last failure. It is not reported
 	// on Errors: only Patroni clusters need ConfigMaps, and their
 	// observations say it (the lock is then unknown).
-	cmErr  error
-	cancel context.CancelFunc
+	cmErr error
+	// leasesErr and ledgersErr are the last failures of the watches of
+	// hactl's own objects (not reported on Errors: reads then ask the
+	// API server).
+	leasesErr, ledgersErr error
+	cancel                context.CancelFunc
 
 	// directBegun is set by ExpectDirect (or ObserveDirect), and listed
 	// closed once the direct read's lists have returned: Start waits for
@@ -110,7 +122,13 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions
 		opts.Observer.Conns = engine.NewConns()
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, fo...)
+	hf := informers.NewSharedInformerFactoryWithOptions(client, 0, append(fo, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = LabelCluster
+	}))...)
 	return &Watcher{
+		hactl:      hf,
+		leases:     hf.Coordination().V1().Leases().Informer(),
+		ledgers:    hf.Core().V1().ConfigMaps().Informer(),
 		client:     client,
 		namespace:  namespace,
 		opts:       opts,
@@ -140,7 +158,8 @@ func (w *Watcher) required() []cache.SharedIndexInformer {
 }
 
 // Start runs the watches and returns once the required caches synced and
-// the events cache synced or failed; at once with the reason when a
+// the events cache and those of hactl's own locks and ledgers synced or
+// failed; at once with the reason when a
 // required watch is forbidden; with the reason (or ErrCacheSync) after
 // the sync timeout. While a direct read (ObserveDirect) runs, the watches
 // start once its lists have returned (or after the sync timeout) and its
@@ -159,6 +178,11 @@ func (w *Watcher) Start(ctx context.Context) error {
 	}
 	if err := w.hook(w.configMaps, false); err != nil {
 		return err
+	}
+	for _, inf := range []cache.SharedIndexInformer{w.leases, w.ledgers} {
+		if err := w.hook(inf, false); err != nil {
+			return err
+		}
 	}
 	if w.directBegun.Load() {
 		// A direct read is listing the same objects: list after it, not
@@ -186,6 +210,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.cancel = cancel
 	w.mu.Unlock()
 	w.factory.Start(runCtx.Done())
+	w.hactl.Start(runCtx.Done())
 	return w.waitForSync(ctx, required)
 }
 
@@ -219,9 +244,18 @@ func (w *Watcher) hook(inf cache.SharedIndexInformer, required bool) error {
 		if !reportable(err) || ctx.Err() != nil {
 			return
 		}
-		if inf == w.configMaps {
+		if inf == w.configMaps || inf == w.leases || inf == w.ledgers {
+			// Optional, and said by each observation: the lock unknown,
+			// hactl's own objects read from the API server instead.
 			w.mu.Lock()
-			w.cmErr = err
+			switch inf {
+			case w.configMaps:
+				w.cmErr = err
+			case w.leases:
+				w.leasesErr = err
+			case w.ledgers:
+				w.ledgersErr = err
+			}
 			w.mu.Unlock()
 			return
 		}
@@ -247,7 +281,10 @@ func (w *Watcher) waitForSync(ctx context.Context, required []cache.SharedIndexI
 	for _, inf := range required {
 		synced = append(synced, inf.HasSynced)
 	}
-	settled := append(slices.Clone(synced), func() bool { return w.events.HasSynced() || w.eventsFailure() != nil })
+	settled := append(slices.Clone(synced),
+		func() bool { return w.events.HasSynced() || w.eventsFailure() != nil },
+		func() bool { return w.leases.HasSynced() || w.failed(&w.leasesErr) },
+		func() bool { return w.ledgers.HasSynced() || w.failed(&w.ledgersErr) })
 	done := make(chan bool, 1)
 	go func() { done <- waitSynced(syncCtx, settled) }()
 	select {
@@ -258,7 +295,7 @@ func (w *Watcher) waitForSync(ctx context.Context, required []cache.SharedIndexI
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case allSynced(synced):
-			// Only the events cache is late: go on without it.
+			// Only optional caches are late: go on without them.
 			return nil
 		}
 		return w.explain(ctx, fmt.Errorf("%w within %s", ErrCacheSync, w.opts.SyncTimeout))
@@ -338,6 +375,13 @@ func (w *Watcher) Changes() <-chan struct{} { return w.changes }
 // failures nobody receives are dropped.
 func (w *Watcher) Errors() <-chan error { return w.errs }
 
+// failed reports whether the watch whose last failure *err is has failed.
+func (w *Watcher) failed(err *error) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return *err != nil
+}
+
 // eventsFailure is why the events cache is empty: the events watch's
 // last failure while it has not synced, nil otherwise.
 func (w *Watcher) eventsFailure() error {
@@ -394,6 +438,7 @@ func (w *Watcher) Stop() {
 		cancel()
 	}
 	w.factory.Shutdown()
+	w.hactl.Shutdown()
 	if c := w.opts.Observer.Conns; c != nil {
 		c.Close()
 	}
@@ -432,5 +477,16 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 			objs.ConfigMapsErr = explainAPIError(cmErr, "list and watch", "configmaps", ns)
 		}
 	}
+	if len(objs.StatefulSets) == 0 {
+		return objs, nil
+	}
+	if s.w.leases.HasSynced() && s.w.ledgers.HasSynced() {
+		all := labels.Everything()
+		leases, _ := s.w.hactl.Coordination().V1().Leases().Lister().Leases(ns).List(all)
+		ledgers, _ := s.w.hactl.Core().V1().ConfigMaps().Lister().ConfigMaps(ns).List(all)
+		objs.Leases, objs.Ledgers = values(leases), values(ledgers)
+		return objs, nil
+	}
+	objs.Leases, objs.Ledgers, objs.ActionsErr = readActionObjects(ctx, s.w.client, ns, objs.StatefulSets)
 	return objs, nil
 }

@@ -2,11 +2,8 @@ package tui
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
@@ -67,6 +64,9 @@ type KubeBackend struct {
 // probes), the Secret reader, the probe timeout and the verdict options;
 // its Source is replaced by the watch caches.
 func NewKubeBackend(client kubernetes.Interface, namespace string, observer status.Observer) *KubeBackend {
+	if observer.HolderGone == nil {
+		observer.HolderGone = actions.HolderGone
+	}
 	return &KubeBackend{
 		client:    client,
 		namespace: namespace,
@@ -90,16 +90,11 @@ func (b *KubeBackend) Changes() <-chan struct{} { return b.watcher.Changes() }
 // Errors implements Backend.
 func (b *KubeBackend) Errors() <-chan error { return b.watcher.Errors() }
 
-// Observe implements Backend. With probe it also reads the clusters'
-// action locks and ledgers (two lists), so the seed-phase view shows
-// actions run from anywhere.
+// Observe implements Backend. Each cluster's action lock and ledger come
+// with it (the watcher's), so the seed-phase view shows actions run from
+// anywhere.
 func (b *KubeBackend) Observe(ctx context.Context, probe bool) ([]status.Result, status.Warnings, error) {
-	if !probe {
-		return b.watcher.Observe(ctx, "", false)
-	}
-	acts := b.readActions(ctx)
-	rs, warn, err := b.watcher.Observe(ctx, "", true)
-	return b.withActions(ctx, rs, warn, err, acts)
+	return b.watcher.Observe(ctx, "", probe)
 }
 
 // ExpectDirect implements DirectObserver.
@@ -108,100 +103,7 @@ func (b *KubeBackend) ExpectDirect() { b.watcher.ExpectDirect() }
 // ObserveDirect implements DirectObserver: one list of each resource type
 // and a probe of every member, as `status` reads, while the watches sync.
 func (b *KubeBackend) ObserveDirect(ctx context.Context) ([]status.Result, status.Warnings, error) {
-	acts := b.readActions(ctx)
-	rs, warn, err := b.watcher.ObserveDirect(ctx, "", b.probes)
-	return b.withActions(ctx, rs, warn, err, acts)
-}
-
-// actionLists are the two lists of hactl's action objects, with the
-// error of each.
-type actionLists struct {
-	locks   map[string]*model.LockFacts
-	ledgers map[string][]model.LedgerEntry
-	lerr    error
-	derr    error
-}
-
-// readActions lists hactl's Leases and ledger ConfigMaps (by the
-// hactl.dev/cluster label) in the background, both at once: the reads and
-// probes of the clusters need not wait for them, nor they for each other.
-func (b *KubeBackend) readActions(ctx context.Context) <-chan actionLists {
-	ch := make(chan actionLists, 1)
-	go func() {
-		var a actionLists
-		var wg sync.WaitGroup
-		wg.Go(func() { a.locks, a.lerr = b.listLocks(ctx) })
-		wg.Go(func() { a.ledgers, a.derr = b.listLedgers(ctx) })
-		wg.Wait()
-		ch <- a
-	}()
-	return ch
-}
-
-// withActions adds each cluster's lock and ledger to a probed
-// observation from the two lists readActions makes, however many
-// clusters there are. A user who may not list one of them gets it
-// cluster by cluster (GET), as the actions' own role allows.
-func (b *KubeBackend) withActions(ctx context.Context, rs []status.Result, warn status.Warnings, err error, acts <-chan actionLists) ([]status.Result, status.Warnings, error) {
-	if err != nil || len(rs) == 0 {
-		return rs, warn, err
-	}
-	a := <-acts
-	locks, lerr, ledgers, derr := a.locks, a.lerr, a.ledgers, a.derr
-	for i := range rs {
-		c := rs[i].Observation.Cluster
-		key := c.Namespace + "/" + c.Name
-		lock, led := locks[key], ledgers[key]
-		var err error
-		if lerr != nil {
-			lock, err = actions.ReadLock(ctx, b.client, c.Namespace, c.Name)
-		}
-		if err == nil && derr != nil {
-			var l actions.LedgerContents
-			l, err = actions.ReadLedger(ctx, b.client, c.Namespace, c.Name)
-			led = l.Entries
-		}
-		if err != nil {
-			warn = append(warn, fmt.Sprintf("%s/%s: actions not shown: %v", c.Namespace, c.Name, err))
-			continue
-		}
-		rs[i].Observation.Lock, rs[i].Observation.Ledger = lock, led
-	}
-	return rs, warn, nil
-}
-
-// listLocks lists hactl's action locks in the backend's namespace, by
-// "namespace/cluster".
-func (b *KubeBackend) listLocks(ctx context.Context) (map[string]*model.LockFacts, error) {
-	leases, err := b.client.CoordinationV1().Leases(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: actions.LabelCluster})
-	if err != nil {
-		return nil, err
-	}
-	locks := map[string]*model.LockFacts{}
-	for i := range leases.Items {
-		l := &leases.Items[i]
-		if c := l.Labels[actions.LabelCluster]; l.Name == actions.LockName(c) {
-			locks[l.Namespace+"/"+c] = actions.LockFactsOf(l)
-		}
-	}
-	return locks, nil
-}
-
-// listLedgers lists hactl's action ledgers in the backend's namespace, by
-// "namespace/cluster".
-func (b *KubeBackend) listLedgers(ctx context.Context) (map[string][]model.LedgerEntry, error) {
-	cms, err := b.client.CoreV1().ConfigMaps(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: actions.LabelCluster})
-	if err != nil {
-		return nil, err
-	}
-	ledgers := map[string][]model.LedgerEntry{}
-	for i := range cms.Items {
-		cm := &cms.Items[i]
-		if c := cm.Labels[actions.LabelCluster]; cm.Name == actions.LockName(c) {
-			ledgers[cm.Namespace+"/"+c] = actions.DecodeLedger(cm).Entries
-		}
-	}
-	return ledgers, nil
+	return b.watcher.ObserveDirect(ctx, "", b.probes)
 }
 
 // Probes reports whether the backend dials members at all.
@@ -217,26 +119,17 @@ type memberKey struct {
 }
 
 // probeFacts are the engine facts of the last probe, by member
-// incarnation, the clusters that probe covered, and their locks and
-// ledgers.
+// incarnation, and the clusters that probe covered.
 type probeFacts struct {
 	members  map[memberKey]model.EngineFacts
 	clusters map[string]bool
-	actions  map[string]clusterActions
-}
-
-// clusterActions are a cluster's action lock and ledger as last read.
-type clusterActions struct {
-	lock   *model.LockFacts
-	ledger []model.LedgerEntry
 }
 
 // factsOf collects the engine facts of probed results.
 func factsOf(rs []status.Result) probeFacts {
-	pf := probeFacts{members: map[memberKey]model.EngineFacts{}, clusters: map[string]bool{}, actions: map[string]clusterActions{}}
+	pf := probeFacts{members: map[memberKey]model.EngineFacts{}, clusters: map[string]bool{}}
 	for _, r := range rs {
 		o := r.Observation
-		pf.actions[clusterKey(o.Cluster)] = clusterActions{lock: o.Lock, ledger: o.Ledger}
 		if !o.EngineProbed {
 			continue
 		}
@@ -258,10 +151,6 @@ func graft(rs []status.Result, pf probeFacts, opts verdict.Options, now time.Tim
 	out := make([]status.Result, len(rs))
 	for i, r := range rs {
 		o := r.Observation
-		if a, ok := pf.actions[clusterKey(o.Cluster)]; ok {
-			o.Lock, o.Ledger = a.lock, a.ledger
-			r.Observation.Lock, r.Observation.Ledger = a.lock, a.ledger
-		}
 		if !pf.clusters[clusterKey(o.Cluster)] {
 			out[i] = r
 			continue

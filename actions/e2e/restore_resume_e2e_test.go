@@ -30,6 +30,7 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
+	"github.com/hactl-dev/hactl/status"
 )
 
 // TestRestoreResumeRefusesAClusterThatHasQuorum kills restore (SIGKILL)
@@ -152,7 +153,7 @@ func scaleDownWrittenAhead(cluster string) func(*http.Request, []byte) bool {
 		if !ok {
 			return false
 		}
-		for _, e := range actions.DecodeLedger(cm).Entries {
+		for _, e := range status.DecodeLedger(cm).Entries {
 			if n := len(e.Receipts); e.Action == model.ActionRestore && e.State == model.EntryInProgress && n > 0 &&
 				e.Receipts[n-1].Step == model.StepScaleDown && e.Receipts[n-1].Outcome == model.OutcomeSending {
 				return true

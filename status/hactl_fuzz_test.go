@@ -1,4 +1,4 @@
-package actions_test
+package status
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -21,7 +20,7 @@ func FuzzDecodeLedger(f *testing.F) {
 	f.Add("action.w", `{"id":"w","startedAt":"not a time"}`, "action.v", `null`)
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
 		cm := &corev1.ConfigMap{Data: map[string]string{k1: v1, k2: v2}}
-		l := actions.DecodeLedger(cm)
+		l := DecodeLedger(cm)
 		for i, e := range l.Entries {
 			if e.ID == "" {
 				t.Fatalf("entry without an ID: %+v", e)
