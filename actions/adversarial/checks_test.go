@@ -1,94 +1,123 @@
 package adversarial
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/model"
 )
 
-// The checks themselves, on audit events and member lists written by
-// hand: each rule the suite enforces reports the violation it exists for.
+// The checks themselves, on audit events, outputs and member lists
+// written by hand: each passes a clean run and reports the violation
+// planted in it (the mutant). The lock discipline's own cases are
+// e2esuite's.
 
-func event(verb, resource, name, holder string, at time.Time, body string) auditEvent {
-	e := auditEvent{Stage: "ResponseComplete", Verb: verb, RequestReceived: at, StageTimestamp: at.Add(time.Millisecond),
-		RequestObject: json.RawMessage(body)}
-	e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name = resource, namespace, name
-	e.ResponseStatus.Code = 200
-	if holder != "" {
-		e.UserAgent = "kubectl-hactl/v0 (linux/amd64) kubernetes/x " + holder
-	}
-	return e
+const (
+	holderA = "hactl/h/p/1/aa"
+	holderB = "hactl/h/p/2/bb"
+	// uidA and uidB are pod UIDs as the API server makes them (the plan's
+	// fences are read by their form).
+	uidA = "0f8e4c1a-1b2c-4d5e-8f90-a1b2c3d4e5f6"
+	uidB = "7a6b5c4d-3e2f-4a1b-9c8d-f6e5d4c3b2a1"
+)
+
+var t0 = time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+
+func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+
+// planOutput is what a replace of healthy-1 prints with --yes: the
+// fences and the plan naming the pod's UID uid, then its receipts under
+// holder.
+func planOutput(holder, uid string) string {
+	return strings.Join([]string{
+		"replace healthy-1: proceed",
+		"fences (what was observed; a change stops the action):",
+		"  Pod " + namespace + "/" + cluster + "-1 uid=" + uid + " resourceVersion=5",
+		"plan:",
+		"  1. [removing] remove member 8e9e05c52164694d (healthy-1) from the cluster",
+		"  2. [removing] delete pod " + cluster + "-1 (uid " + uid + ", resourceVersion 5)",
+		"  [requested] acquire-lock done: took lease " + namespace + "/hactl-" + cluster + " as " + holder,
+		"  [removing] delete-pod done: deleted pod " + cluster + "-1",
+	}, "\n")
 }
 
-func leaseWrite(holder string, at time.Time) auditEvent {
-	body := `{"spec":{}}`
-	if holder != "" {
-		body = `{"spec":{"holderIdentity":"` + holder + `"}}`
+// cleanRun is a run in which holderA took the lock, deleted a member's
+// pod the plan it showed named, with both its receipts, and released the
+// lock; the probe saw the members change once.
+func cleanRun() ([]e2esuite.AuditEvent, *history) {
+	events := []e2esuite.AuditEvent{
+		e2esuite.NewLockWrite(namespace, cluster, holderA, at(0)),
+		e2esuite.NewAuditEvent(namespace, "delete", "pods", cluster+"-1", holderA, at(2), `{"preconditions":{"uid":"`+uidA+`"}}`),
+		e2esuite.NewLockWrite(namespace, cluster, "", at(4)),
 	}
-	e := event("update", "leases", "hactl-"+cluster, "", at, body)
-	return e
+	fence := []model.Fence{{Kind: "Pod", Name: cluster + "-1", UID: uidA}}
+	h := &history{outputs: []string{planOutput(holderA, uidA)}, changes: 1, receipts: map[string]model.Receipt{
+		"x/1": {Step: model.StepDeletePod, Outcome: model.OutcomeSending, Fences: fence},
+		"x/2": {Step: model.StepDeletePod, Outcome: model.OutcomeDone, Fences: fence},
+	}}
+	return events, h
 }
 
-func TestLockDisciplineCheck(t *testing.T) {
-	t0 := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	a, b := "hactl/h/p/1/aa", "hactl/h/p/2/bb"
-	del := func(holder string, s int) auditEvent {
-		return event("delete", "pods", cluster+"-1", holder, at(s), `{"preconditions":{"uid":"u1"}}`)
+func TestAuditCheck(t *testing.T) {
+	check := func(events []e2esuite.AuditEvent, h *history) []string {
+		v, _, _ := checkAudit(events, h)
+		return v
 	}
-	cases := []struct {
-		name   string
-		events []auditEvent
-		want   string // "" = no violation
-	}{
-		{"holder writes", []auditEvent{leaseWrite(a, at(0)), del(a, 1), leaseWrite("", at(2)), leaseWrite(b, at(3)), del(b, 4)}, ""},
-		{"a write after the lock was taken over", []auditEvent{leaseWrite(a, at(0)), del(a, 1), leaseWrite(b, at(40)), del(a, 41)}, `left it to "` + b},
-		{"a write after release", []auditEvent{leaseWrite(a, at(0)), leaseWrite("", at(2)), del(a, 3)}, `left it to ""`},
-		{"a write without the lock", []auditEvent{del(a, 1)}, "never taken"},
-		{"other clients are not checked", []auditEvent{del("", 1)}, ""},
-		{"overlapping holders", []auditEvent{leaseWrite(a, at(0)), del(a, 1), leaseWrite(b, at(2)), del(b, 3), leaseWrite(a, at(4)), del(a, 5)}, "overlap"},
+	events, h := cleanRun()
+	v, checked, deletes := checkAudit(events, h)
+	e2esuite.WantViolation(t, "a clean run", v, "")
+	if checked != 1 || deletes != 1 {
+		t.Errorf("%d guarded writes checked, %d deletes; want 1 and 1", checked, deletes)
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			v, _ := checkLockDiscipline(c.events, cluster)
-			got := strings.Join(v, "\n")
-			switch {
-			case c.want == "" && got != "":
-				t.Errorf("violations %s", got)
-			case c.want != "" && !strings.Contains(got, c.want):
-				t.Errorf("violations %q, want one containing %q", got, c.want)
-			}
-		})
-	}
+
+	events, h = cleanRun()
+	h.outputs = []string{planOutput(holderA, uidB)}
+	e2esuite.WantViolation(t, "a delete the plan did not show", check(events, h), "which the plan its process showed did not name")
+	h.outputs = []string{planOutput(holderB, uidA)}
+	e2esuite.WantViolation(t, "a plan another process showed", check(events, h), "which the plan its process showed did not name")
+
+	events, h = cleanRun()
+	h.receipts = nil
+	e2esuite.WantViolation(t, "a delete with no receipt", check(events, h), "has no delete-pod receipt")
+	h.failed = true
+	e2esuite.WantViolation(t, "a delete with no receipt after a failed round", check(events, h), "")
+
+	events, h = cleanRun()
+	delete(h.receipts, "x/2")
+	e2esuite.WantViolation(t, "only sending, process alive", check(events, h), "only that it was being sent")
+	h.killed = map[string]bool{holderA: true}
+	e2esuite.WantViolation(t, "only sending, process killed", check(events, h), "")
+
+	events, _ = cleanRun()
+	events[1] = e2esuite.NewAuditEvent(namespace, "delete", "pods", cluster+"-1", holderA, at(2), `{}`)
+	e2esuite.WantViolation(t, "a delete without its UID", check(events, h), "had no UID precondition")
+
+	events, h = cleanRun()
+	other := e2esuite.NewAuditEvent(namespace, "delete", "pods", cluster+"-2", holderB, at(3), `{"preconditions":{"uid":"`+uidB+`"}}`)
+	e2esuite.WantViolation(t, "a delete under another's lock", check(append(events, other), h), "lock discipline: ")
+	capture := e2esuite.NewAuditEvent(namespace, "delete", "pods", "hactl-capture-"+cluster+"-1", holderA, at(3), `{}`)
+	e2esuite.WantViolation(t, "a capture pod deleted without its UID", check([]e2esuite.AuditEvent{events[0], capture, events[2]}, &history{changes: 1}), "had no UID precondition")
 }
 
-func TestGuardedAndDeletedUID(t *testing.T) {
-	now := time.Now()
-	if !guarded(event("update", "configmaps", "hactl-"+cluster, "", now, "{}"), cluster) {
-		t.Error("the ledger is not guarded")
+// TestNothingChangedFails: a run that deleted nothing, or in which the
+// probe saw no member change, proved nothing and fails.
+func TestNothingChangedFails(t *testing.T) {
+	ledger := e2esuite.NewAuditEvent(namespace, "update", "configmaps", "hactl-"+cluster, holderA, at(1), `{}`)
+	events := []e2esuite.AuditEvent{e2esuite.NewLockWrite(namespace, cluster, holderA, at(0)), ledger}
+	v, checked, _ := checkAudit(events, &history{})
+	if checked != 1 {
+		t.Errorf("%d guarded writes checked, want the ledger's", checked)
 	}
-	if guarded(event("update", "configmaps", "other", "", now, "{}"), cluster) {
-		t.Error("another ConfigMap is guarded")
-	}
-	st := event("patch", "pods", cluster+"-0", "", now, "{}")
-	st.ObjectRef.Subresource = "status"
-	if guarded(st, cluster) {
-		t.Error("a status write is guarded")
-	}
-	if u := deletedUID(event("delete", "pods", "x", "", now, `{"preconditions":{"uid":"u9","resourceVersion":"3"}}`)); u != "u9" {
-		t.Errorf("uid %q", u)
-	}
-	if u := deletedUID(event("delete", "pods", "x", "", now, `{"propagationPolicy":"Background"}`)); u != "" {
-		t.Errorf("uid %q from a delete without preconditions", u)
-	}
-	dry := event("delete", "pods", "x", "", now, "{}")
-	dry.RequestURI = "/api/v1/namespaces/x/pods/x?dryRun=All"
-	if dry.ok() {
-		t.Error("a dry run counts as a write")
-	}
+	e2esuite.WantViolation(t, "a run that deleted nothing", v, "observed no delete")
+	e2esuite.WantViolation(t, "a run that changed no member", v, "observed no member change")
+	events, h := cleanRun()
+	h.changes = 0
+	v, _, _ = checkAudit(events, h)
+	e2esuite.WantViolation(t, "a run that deleted but changed no member", v, "observed no member change")
+	v, _, _ = checkAudit(nil, &history{})
+	e2esuite.WantViolation(t, "an empty audit log", v, "holds no write by a hactl process")
 }
 
 func TestMemberChanges(t *testing.T) {

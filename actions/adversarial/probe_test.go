@@ -19,8 +19,9 @@ import (
 // list it saw, in order.
 type probe struct {
 	cluster string
-	stopc   chan struct{}
-	done    chan struct{}
+	loop    *e2esuite.Loop
+	// clients are the loop's (closed once it stopped).
+	clients []*etcdengine.Client
 
 	mu        sync.Mutex
 	start     time.Time
@@ -34,65 +35,51 @@ type probe struct {
 
 func startProbe(cluster string) *probe {
 	now := time.Now()
-	p := &probe{cluster: cluster, stopc: make(chan struct{}), done: make(chan struct{}), start: now, lastOK: now}
-	go p.loop()
+	p := &probe{cluster: cluster, clients: make([]*etcdengine.Client, 3), start: now, lastOK: now}
+	p.loop = e2esuite.StartLoop(250*time.Millisecond, p.tick)
 	return p
 }
 
-func (p *probe) loop() {
-	defer close(p.done)
-	clients := make([]*etcdengine.Client, 3)
-	defer func() {
-		for _, c := range clients {
-			if c != nil {
-				_ = c.Close()
-			}
-		}
-	}()
-	for {
-		select {
-		case <-p.stopc:
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
-		var wg sync.WaitGroup
-		oks := make([]bool, 3)
-		for i := range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				if clients[i] == nil {
-					c, err := s.OpenMember(ctx, fmt.Sprintf("%s-%d", p.cluster, i), 2*time.Second)
-					if err != nil {
-						return
-					}
-					clients[i] = c
-				}
-				if _, err := clients[i].KV().Get(ctx, e2esuite.SentinelKey); err != nil {
-					_ = clients[i].Close()
-					clients[i] = nil
+// tick reads each member once, at once, and the member list from one
+// that answered.
+func (p *probe) tick() {
+	var wg sync.WaitGroup
+	oks := make([]bool, 3)
+	for i := range p.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if p.clients[i] == nil {
+				c, err := s.OpenMember(ctx, fmt.Sprintf("%s-%d", p.cluster, i), 2*time.Second)
+				if err != nil {
 					return
 				}
-				oks[i] = true
-			}()
-		}
-		wg.Wait()
-		var list []model.Peer
-		for i, ok := range oks {
-			if ok {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				l, err := clients[i].MemberList(ctx)
-				cancel()
-				if err == nil {
-					list = l
-					break
-				}
+				p.clients[i] = c
+			}
+			if _, err := p.clients[i].KV().Get(ctx, e2esuite.SentinelKey); err != nil {
+				_ = p.clients[i].Close()
+				p.clients[i] = nil
+				return
+			}
+			oks[i] = true
+		}()
+	}
+	wg.Wait()
+	var list []model.Peer
+	for i, ok := range oks {
+		if ok {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			l, err := p.clients[i].MemberList(ctx)
+			cancel()
+			if err == nil {
+				list = l
+				break
 			}
 		}
-		p.record(oks[0] || oks[1] || oks[2], list)
 	}
+	p.record(oks[0] || oks[1] || oks[2], list)
 }
 
 func (p *probe) record(ok bool, list []model.Peer) {
@@ -116,13 +103,14 @@ func (p *probe) record(ok bool, list []model.Peer) {
 // stop ends the loop (once; later calls do nothing); the outage still
 // open counts too.
 func (p *probe) stop() {
-	select {
-	case <-p.stopc:
+	if !p.loop.Stop() {
 		return
-	default:
 	}
-	close(p.stopc)
-	<-p.done
+	for _, c := range p.clients {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if gap := time.Since(p.lastOK); gap > p.maxOutage {

@@ -1,16 +1,16 @@
 package pgadversarial
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/model"
 )
 
 // The checks themselves, on observations written by hand: each check
 // passes a clean run and reports the violation planted in it (the mutant).
+// The lock discipline's and the audit reader's own cases are e2esuite's.
 
 var t0 = time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
 
@@ -24,28 +24,22 @@ const (
 	m2      = cluster + "-2"
 )
 
-func event(verb, resource, name, holder string, when time.Time, body string) auditEvent {
-	e := auditEvent{Stage: "ResponseComplete", Verb: verb, RequestReceived: when, StageTimestamp: when.Add(time.Millisecond),
-		RequestObject: json.RawMessage(body)}
-	e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name = resource, namespace, name
-	e.ResponseStatus.Code = 200
-	if holder != "" {
-		e.UserAgent = "kubectl-hactl/v0 (linux/amd64) kubernetes/x " + holder
-	} else {
+// event is a hand-written write in the suite's namespace
+// (e2esuite.NewAuditEvent); one by another client than hactl is
+// Patroni's (its service account).
+func event(verb, resource, name, holder string, when time.Time, body string) e2esuite.AuditEvent {
+	e := e2esuite.NewAuditEvent(namespace, verb, resource, name, holder, when, body)
+	if holder == "" {
 		e.User.Username = "system:serviceaccount:" + namespace + ":" + cluster
 	}
 	return e
 }
 
-func leaseWrite(holder string, when time.Time) auditEvent {
-	body := `{"spec":{}}`
-	if holder != "" {
-		body = `{"spec":{"holderIdentity":"` + holder + `"}}`
-	}
-	return event("update", "leases", "hactl-"+cluster, "", when, body)
+func leaseWrite(holder string, when time.Time) e2esuite.AuditEvent {
+	return e2esuite.NewLockWrite(namespace, cluster, holder, when)
 }
 
-func failoverWrite(leader, cand string, when time.Time) auditEvent {
+func failoverWrite(leader, cand string, when time.Time) e2esuite.AuditEvent {
 	return event("patch", "configmaps", failoverCM, "", when, `{"metadata":{"annotations":{"leader":"`+leader+`","member":"`+cand+`"}}}`)
 }
 
@@ -69,43 +63,32 @@ func entry(id string, a model.Action, member string, st model.EntryState, rs ...
 	return model.LedgerEntry{ID: id, Action: a, Member: member, State: st, UpdatedAt: at(99), Receipts: rs}
 }
 
-func wantViolation(t *testing.T, name string, got []string, want string) {
-	t.Helper()
-	joined := strings.Join(got, "\n")
-	switch {
-	case want == "" && joined != "":
-		t.Errorf("%s: violations on a clean run: %s", name, joined)
-	case want != "" && !strings.Contains(joined, want):
-		t.Errorf("%s: violations %q, want one containing %q", name, joined, want)
-	}
-}
-
 func TestRowsCheck(t *testing.T) {
 	want := []string{"a", "b"}
 	all := map[string]bool{"a": true, "b": true}
-	wantViolation(t, "all rows", checkRows(want, map[string]map[string]bool{m0: all, m1: all, m2: all}), "")
-	wantViolation(t, "a row lost", checkRows(want, map[string]map[string]bool{m0: all, m1: {"a": true}, m2: all}), m1+" lost 1 committed rows: b")
+	e2esuite.WantViolation(t, "all rows", checkRows(want, map[string]map[string]bool{m0: all, m1: all, m2: all}), "")
+	e2esuite.WantViolation(t, "a row lost", checkRows(want, map[string]map[string]bool{m0: all, m1: {"a": true}, m2: all}), m1+" lost 1 committed rows: b")
 }
 
 func TestPrimaryDeleteCheck(t *testing.T) {
-	leases := []auditEvent{leaseWrite(holderA, at(10))}
-	pvc := func(m string, s float64) auditEvent {
+	leases := []e2esuite.AuditEvent{leaseWrite(holderA, at(10))}
+	pvc := func(m string, s float64) e2esuite.AuditEvent {
 		return event("delete", "persistentvolumeclaims", "pgdata-"+m, holderA, at(s), `{"preconditions":{"uid":"v"}}`)
 	}
-	pod := func(m string, s float64) auditEvent {
+	pod := func(m string, s float64) e2esuite.AuditEvent {
 		return event("delete", "pods", m, holderA, at(s), `{"preconditions":{"uid":"u"}}`)
 	}
 	clean := &evidence{tl: stable(), events: append(leases, pvc(m1, 20), pod(m1, 21))}
-	wantViolation(t, "replica's volume and pod", checkPrimaryDeletes(clean), "")
+	e2esuite.WantViolation(t, "replica's volume and pod", checkPrimaryDeletes(clean), "")
 	bad := &evidence{tl: stable(), events: append(leases, pod(m0, 21))}
-	wantViolation(t, "primary's pod", checkPrimaryDeletes(bad), m0+" was the primary")
+	e2esuite.WantViolation(t, "primary's pod", checkPrimaryDeletes(bad), m0+" was the primary")
 	bad = &evidence{tl: stable(), events: append(leases, pvc(m0, 20))}
-	wantViolation(t, "primary's volume", checkPrimaryDeletes(bad), m0+" was the primary")
+	e2esuite.WantViolation(t, "primary's volume", checkPrimaryDeletes(bad), m0+" was the primary")
 	// a member that became the primary after the suite's own switchover
 	tl := stable()
 	tl.add(sample{At: at(100.5), Member: m1, Role: "master", State: "running"})
 	bad = &evidence{tl: tl, events: append(leases, pod(m1, 101))}
-	wantViolation(t, "pod of a replica promoted since", checkPrimaryDeletes(bad), m1+" was the primary")
+	e2esuite.WantViolation(t, "pod of a replica promoted since", checkPrimaryDeletes(bad), m1+" was the primary")
 }
 
 func TestReinitTargetCheck(t *testing.T) {
@@ -113,36 +96,12 @@ func TestReinitTargetCheck(t *testing.T) {
 		receipt("r1", holderA, model.StepReinitialize, model.OutcomeSending, m1, at(30)),
 		receipt("r1", holderA, model.StepReinitialize, model.OutcomeDone, m1, at(31)))},
 		removals: []logEvent{{At: at(35), Member: m1, Line: "INFO: Removing data directory"}}}
-	wantViolation(t, "reinitialize of a replica", checkReinitTargets(ok), "")
+	e2esuite.WantViolation(t, "reinitialize of a replica", checkReinitTargets(ok), "")
 	bad := &evidence{tl: stable(), entries: []model.LedgerEntry{entry("r1", model.ActionReseed, m0, model.EntryDone,
 		receipt("r1", holderA, model.StepReinitialize, model.OutcomeSending, m0, at(30)))}}
-	wantViolation(t, "reinitialize sent to the primary", checkReinitTargets(bad), "reinitialize of "+m0)
+	e2esuite.WantViolation(t, "reinitialize sent to the primary", checkReinitTargets(bad), "reinitialize of "+m0)
 	bad = &evidence{tl: stable(), removals: []logEvent{{At: at(35), Member: m0, Line: "INFO: Removing data directory"}}}
-	wantViolation(t, "the primary rebuilt", checkReinitTargets(bad), m0+" removed its data directory")
-}
-
-func TestLockDisciplineCheck(t *testing.T) {
-	del := func(h string, s float64) auditEvent {
-		return event("delete", "pods", m1, h, at(s), `{"preconditions":{"uid":"u1"}}`)
-	}
-	cases := []struct {
-		name   string
-		events []auditEvent
-		want   string
-	}{
-		{"holder writes", []auditEvent{leaseWrite(holderA, at(0)), del(holderA, 1), leaseWrite("", at(2)), leaseWrite(holderB, at(3)), del(holderB, 4)}, ""},
-		{"renewed holder writes late", []auditEvent{leaseWrite(holderA, at(0)), leaseWrite(holderA, at(10)), leaseWrite(holderA, at(20)), del(holderA, 45)}, ""},
-		{"a write after the lock was taken over", []auditEvent{leaseWrite(holderA, at(0)), del(holderA, 1), leaseWrite(holderB, at(40)), del(holderA, 41)}, `left it to "` + holderB},
-		{"a write after release", []auditEvent{leaseWrite(holderA, at(0)), leaseWrite("", at(2)), del(holderA, 3)}, `left it to ""`},
-		{"a write without the lock", []auditEvent{del(holderA, 1)}, "never taken"},
-		{"a write past the lease (woken from a freeze)", []auditEvent{leaseWrite(holderA, at(0)), del(holderA, 31)}, "past its lease"},
-		{"overlapping holders", []auditEvent{leaseWrite(holderA, at(0)), del(holderA, 1), leaseWrite(holderB, at(2)), del(holderB, 3), leaseWrite(holderA, at(4)), del(holderA, 5)}, "overlap"},
-		{"other clients are not checked", []auditEvent{del("", 1)}, ""},
-	}
-	for _, c := range cases {
-		v, _ := checkLockDiscipline(&evidence{events: c.events})
-		wantViolation(t, c.name, v, c.want)
-	}
+	e2esuite.WantViolation(t, "the primary rebuilt", checkReinitTargets(bad), m0+" removed its data directory")
 }
 
 func TestEngineRequestCheck(t *testing.T) {
@@ -151,61 +110,61 @@ func TestEngineRequestCheck(t *testing.T) {
 		r.MemberID, r.From = m1, m0
 		return r
 	}
-	leases := []auditEvent{leaseWrite(holderA, at(10)), leaseWrite("", at(40)), leaseWrite(holderB, at(50))}
+	leases := []e2esuite.AuditEvent{leaseWrite(holderA, at(10)), leaseWrite("", at(40)), leaseWrite(holderB, at(50))}
 	ok := &evidence{tl: stable(), events: append(leases, failoverWrite(m0, m1, at(21))),
 		entries: []model.LedgerEntry{entry("s1", model.ActionSwitchover, m1, model.EntryDone, sw("s1", holderA, model.OutcomeSending, 20), sw("s1", holderA, model.OutcomeDone, 22))}}
-	wantViolation(t, "the holder's switchover", checkEngineRequests(ok), "")
+	e2esuite.WantViolation(t, "the holder's switchover", checkEngineRequests(ok), "")
 	bad := &evidence{tl: stable(), events: append(leases, failoverWrite(m0, m1, at(21)))}
-	wantViolation(t, "a switchover nobody wrote ahead", checkEngineRequests(bad), "no switchover to "+m1+" was written ahead")
+	e2esuite.WantViolation(t, "a switchover nobody wrote ahead", checkEngineRequests(bad), "no switchover to "+m1+" was written ahead")
 	bad = &evidence{tl: stable(), events: append(leases, failoverWrite(m0, m1, at(45))),
 		entries: []model.LedgerEntry{entry("s1", model.ActionSwitchover, m1, model.EntryDone, sw("s1", holderB, model.OutcomeSending, 44))}}
-	wantViolation(t, "a switchover sent without the lock", checkEngineRequests(bad), "while the lock named another holder")
+	e2esuite.WantViolation(t, "a switchover sent without the lock", checkEngineRequests(bad), "while the lock named another holder")
 	bad = &evidence{tl: stable(), events: append(leases, failoverWrite(m0, m1, at(55))),
 		entries: []model.LedgerEntry{entry("s1", model.ActionSwitchover, m1, model.EntryFailed, sw("s1", holderA, model.OutcomeSending, 20))}}
-	wantViolation(t, "a switchover landing under another action", checkEngineRequests(bad), "which was not resuming it")
+	e2esuite.WantViolation(t, "a switchover landing under another action", checkEngineRequests(bad), "which was not resuming it")
 	resumed := &evidence{tl: stable(), events: append(leases, failoverWrite(m0, m1, at(55))),
 		entries: []model.LedgerEntry{entry("s1", model.ActionSwitchover, m1, model.EntryDone, sw("s1", holderA, model.OutcomeSending, 20), sw("s1", holderB, model.OutcomeDone, 56))}}
-	wantViolation(t, "a switchover landing under its own rerun", checkEngineRequests(resumed), "")
+	e2esuite.WantViolation(t, "a switchover landing under its own rerun", checkEngineRequests(resumed), "")
 	ext := &evidence{tl: stable(), events: append(leases, failoverWrite(m0, m1, at(21))), external: []externalSwitch{{From: at(20), To: at(30), Candidate: m1}}}
-	wantViolation(t, "the suite's own switchover", checkEngineRequests(ext), "")
+	e2esuite.WantViolation(t, "the suite's own switchover", checkEngineRequests(ext), "")
 
 	ri := func(h string, s float64) model.Receipt {
 		return receipt("r1", h, model.StepReinitialize, model.OutcomeSending, m2, at(s))
 	}
 	rm := []logEvent{{At: at(25), Member: m2, Line: "Removing data directory"}}
 	ok = &evidence{tl: stable(), events: leases, removals: rm, entries: []model.LedgerEntry{entry("r1", model.ActionReseed, m2, model.EntryDone, ri(holderA, 20))}}
-	wantViolation(t, "the holder's reinitialize", checkEngineRequests(ok), "")
+	e2esuite.WantViolation(t, "the holder's reinitialize", checkEngineRequests(ok), "")
 	bad = &evidence{tl: stable(), events: leases, removals: rm}
-	wantViolation(t, "a reinitialize nobody recorded", checkEngineRequests(bad), "with no reinitialize of it in the ledger")
+	e2esuite.WantViolation(t, "a reinitialize nobody recorded", checkEngineRequests(bad), "with no reinitialize of it in the ledger")
 	bad = &evidence{tl: stable(), events: leases, removals: rm, entries: []model.LedgerEntry{entry("r1", model.ActionReseed, m2, model.EntryDone, ri(holderB, 20))}}
-	wantViolation(t, "a reinitialize sent without the lock", checkEngineRequests(bad), "while the lock named another holder")
+	e2esuite.WantViolation(t, "a reinitialize sent without the lock", checkEngineRequests(bad), "while the lock named another holder")
 }
 
 func TestReinitCarriedOutCheck(t *testing.T) {
 	done := []model.LedgerEntry{entry("r1", model.ActionReseed, m1, model.EntryDone, receipt("r1", holderA, model.StepReinitialize, model.OutcomeDone, m1, at(30)))}
 	ok := &evidence{entries: done, removals: []logEvent{{At: at(31), Member: m1}}}
-	wantViolation(t, "a reinitialize Patroni carried out", checkReinitCarriedOut(ok), "")
+	e2esuite.WantViolation(t, "a reinitialize Patroni carried out", checkReinitCarriedOut(ok), "")
 	bad := &evidence{entries: done, removals: []logEvent{{At: at(31), Member: m2}}}
-	wantViolation(t, "a reinitialize the log does not show", checkReinitCarriedOut(bad), "shows no data directory removed")
+	e2esuite.WantViolation(t, "a reinitialize the log does not show", checkReinitCarriedOut(bad), "shows no data directory removed")
 }
 
 func TestSwitchoverSeenCheck(t *testing.T) {
 	r := receipt("s1", holderA, model.StepSwitchover, model.OutcomeDone, m1, at(30))
 	r.MemberID = m1
 	done := []model.LedgerEntry{entry("s1", model.ActionSwitchover, m1, model.EntryDone, r)}
-	ok := &evidence{entries: done, events: []auditEvent{failoverWrite(m0, m1, at(29))}}
-	wantViolation(t, "a switchover Patroni wrote down", checkSwitchoverSeen(ok), "")
-	bad := &evidence{entries: done, events: []auditEvent{failoverWrite(m0, m2, at(29))}}
-	wantViolation(t, "a switchover the audit log does not show", checkSwitchoverSeen(bad), "shows no failover ConfigMap")
+	ok := &evidence{entries: done, events: []e2esuite.AuditEvent{failoverWrite(m0, m1, at(29))}}
+	e2esuite.WantViolation(t, "a switchover Patroni wrote down", checkSwitchoverSeen(ok), "")
+	bad := &evidence{entries: done, events: []e2esuite.AuditEvent{failoverWrite(m0, m2, at(29))}}
+	e2esuite.WantViolation(t, "a switchover the audit log does not show", checkSwitchoverSeen(bad), "shows no failover ConfigMap")
 	ext := []externalSwitch{{From: at(40), To: at(100), Candidate: m2, Accepted: true}}
-	ok = &evidence{external: ext, events: []auditEvent{failoverWrite(m1, m2, at(41))}}
-	wantViolation(t, "the suite's switchover written down", checkSwitchoverSeen(ok), "")
-	bad = &evidence{external: ext, events: []auditEvent{failoverWrite(m1, m2, at(39))}}
-	wantViolation(t, "the suite's switchover the audit log does not show", checkSwitchoverSeen(bad), "the suite's own switchover to "+m2)
+	ok = &evidence{external: ext, events: []e2esuite.AuditEvent{failoverWrite(m1, m2, at(41))}}
+	e2esuite.WantViolation(t, "the suite's switchover written down", checkSwitchoverSeen(ok), "")
+	bad = &evidence{external: ext, events: []e2esuite.AuditEvent{failoverWrite(m1, m2, at(39))}}
+	e2esuite.WantViolation(t, "the suite's switchover the audit log does not show", checkSwitchoverSeen(bad), "the suite's own switchover to "+m2)
 }
 
 func TestReceiptsCheck(t *testing.T) {
-	leases := []auditEvent{leaseWrite(holderA, at(10))}
+	leases := []e2esuite.AuditEvent{leaseWrite(holderA, at(10))}
 	delPod := event("delete", "pods", m1, holderA, at(20), `{"preconditions":{"uid":"u1"}}`)
 	fenced := func(o model.Outcome, s float64) model.Receipt {
 		r := receipt("x1", holderA, model.StepDeletePod, o, m1, at(s))
@@ -215,56 +174,56 @@ func TestReceiptsCheck(t *testing.T) {
 	ok := &evidence{tl: stable(), events: append(leases, delPod),
 		entries: []model.LedgerEntry{entry("x1", model.ActionReplace, m1, model.EntryDone, fenced(model.OutcomeSending, 19), fenced(model.OutcomeDone, 21))}}
 	v, n := checkReceipts(ok)
-	wantViolation(t, "a delete with its receipts", v, "")
+	e2esuite.WantViolation(t, "a delete with its receipts", v, "")
 	if n != 1 {
 		t.Errorf("%d changes counted, want 1", n)
 	}
 	v, _ = checkReceipts(&evidence{tl: stable(), events: append(leases, delPod)})
-	wantViolation(t, "a delete with no receipt", v, "has no delete-pod receipt")
+	e2esuite.WantViolation(t, "a delete with no receipt", v, "has no delete-pod receipt")
 	half := &evidence{tl: stable(), events: append(leases, delPod),
 		entries: []model.LedgerEntry{entry("x1", model.ActionReplace, m1, model.EntryDone, fenced(model.OutcomeSending, 19))}}
 	v, _ = checkReceipts(half)
-	wantViolation(t, "only sending, process alive", v, "only that it was being sent")
+	e2esuite.WantViolation(t, "only sending, process alive", v, "only that it was being sent")
 	half.frozenOrKilled = map[string]bool{holderA: true}
 	v, _ = checkReceipts(half)
-	wantViolation(t, "only sending, process killed", v, "")
+	e2esuite.WantViolation(t, "only sending, process killed", v, "")
 
 	moved := stable()
 	moved.add(sample{At: at(101), Member: m0, Role: "replica", State: "running"})
 	moved.add(sample{At: at(101), Member: m2, Role: "master", State: "running"})
 	v, n = checkReceipts(&evidence{tl: moved})
-	wantViolation(t, "a primary change with no switchover", v, "the primary moved from "+m0+" to "+m2)
+	e2esuite.WantViolation(t, "a primary change with no switchover", v, "the primary moved from "+m0+" to "+m2)
 	if n != 1 {
 		t.Errorf("%d changes counted, want 1", n)
 	}
 	sw := receipt("s1", holderA, model.StepSwitchover, model.OutcomeDone, m2, at(100))
 	sw.MemberID = m2
 	v, _ = checkReceipts(&evidence{tl: moved, entries: []model.LedgerEntry{entry("s1", model.ActionSwitchover, m2, model.EntryDone, sw)}})
-	wantViolation(t, "a primary change with its switchover", v, "")
+	e2esuite.WantViolation(t, "a primary change with its switchover", v, "")
 
 	rebuilt := stable()
 	rebuilt.add(sample{At: at(101), Member: m1, Role: "uninitialized", State: "creating replica"})
 	v, _ = checkReceipts(&evidence{tl: rebuilt})
-	wantViolation(t, "a rebuild with no receipt", v, m1+" rebuilt its data")
+	e2esuite.WantViolation(t, "a rebuild with no receipt", v, m1+" rebuilt its data")
 	ri := receipt("r1", holderA, model.StepReinitialize, model.OutcomeDone, m1, at(100))
 	v, _ = checkReceipts(&evidence{tl: rebuilt, entries: []model.LedgerEntry{entry("r1", model.ActionReseed, m1, model.EntryDone, ri)}})
-	wantViolation(t, "a rebuild with its reinitialize", v, "")
+	e2esuite.WantViolation(t, "a rebuild with its reinitialize", v, "")
 }
 
 func TestSettledCheck(t *testing.T) {
 	done := entry("a", model.ActionReseed, m1, model.EntryDone, receipt("a", holderA, model.StepReleaseLock, model.OutcomeDone, m1, at(10)))
 	refused := entry("b", model.ActionReplace, m0, model.EntryFailed, receipt("b", holderA, model.StepVerifyFences, model.OutcomeRefused, m0, at(10)))
-	wantViolation(t, "finished entries", checkSettled(&evidence{entries: []model.LedgerEntry{done, refused}}), "")
+	e2esuite.WantViolation(t, "finished entries", checkSettled(&evidence{entries: []model.LedgerEntry{done, refused}}), "")
 	open := entry("c", model.ActionSwitchover, m1, model.EntryInProgress, receipt("c", holderA, model.StepAwaitSwitchover, model.OutcomeUnknown, m1, at(10)))
-	wantViolation(t, "an entry left waiting", checkSettled(&evidence{entries: []model.LedgerEntry{done, open}}), "still in progress")
+	e2esuite.WantViolation(t, "an entry left waiting", checkSettled(&evidence{entries: []model.LedgerEntry{done, open}}), "still in progress")
 	mute := entry("d", model.ActionReseed, m1, model.EntryFailed, model.Receipt{ActionID: "d", Step: model.StepReinitialize, Outcome: model.OutcomeFailed, At: at(10)})
-	wantViolation(t, "a failure without a reason", checkSettled(&evidence{entries: []model.LedgerEntry{mute}}), "failed without a reason")
+	e2esuite.WantViolation(t, "a failure without a reason", checkSettled(&evidence{entries: []model.LedgerEntry{mute}}), "failed without a reason")
 }
 
 func TestNothingChangedFails(t *testing.T) {
 	_, n := checkReceipts(&evidence{tl: stable()})
-	wantViolation(t, "a run that changed nothing", checkChanged(n), "changed nothing")
-	wantViolation(t, "a run that changed something", checkChanged(1), "")
+	e2esuite.WantViolation(t, "a run that changed nothing", checkChanged(n), "observed no change")
+	e2esuite.WantViolation(t, "a run that changed something", checkChanged(1), "")
 }
 
 func TestTimelineChangesAndRebuilds(t *testing.T) {
@@ -301,30 +260,9 @@ func TestAuditParsing(t *testing.T) {
 	if memberOf("persistentvolumeclaims", "pgdata-"+m2) != m2 || memberOf("pods", m1) != m1 || memberOf("pods", "hactl-capture-x") != "" {
 		t.Error("memberOf")
 	}
-	if u := deletedUID(event("delete", "pods", "x", "", at(1), `{"preconditions":{"uid":"u9"}}`)); u != "u9" {
-		t.Errorf("uid %q", u)
-	}
-	dry := event("delete", "pods", "x", "", at(1), "{}")
-	dry.RequestURI = "/api/v1/namespaces/x/pods/x?dryRun=All"
-	if dry.ok() {
-		t.Error("a dry run counts as a write")
-	}
-	dry = event("delete", "pods", "x", "", at(1), `{"kind":"DeleteOptions","dryRun":["All"],"preconditions":{"uid":"u"}}`)
-	if dry.ok() {
-		t.Error("a delete whose options say dry run counts as a write")
-	}
-	if !event("delete", "pods", "x", "", at(1), `{"preconditions":{"uid":"u"}}`).ok() {
-		t.Error("a delete does not count as a write")
-	}
 	l := "2026-12-06T07:00:08.245452692Z stderr F 2026-12-06 07:00:08,245 INFO: Removing data directory: /v/pgroot/data"
 	if e, ok := removalLine(m1, l); !ok || e.Member != m1 || !e.At.Equal(time.Date(2026, 12, 6, 7, 0, 8, 245452692, time.UTC)) {
 		t.Errorf("removal line: %+v %v", e, ok)
-	}
-	if stepLine(model.StepReinitialize)("  1. [removing] reinitialize pg-healthy-2: it throws its data away") {
-		t.Error("a plan line reads as the receipt of its step")
-	}
-	if !stepLine(model.StepReinitialize)("  [removing] reinitialize done: reinitialize pg-healthy-2: started") {
-		t.Error("a receipt line is not read as one")
 	}
 	if _, ok := removalLine(m1, "2026-12-06T07:00:08.5Z stderr F 2026-12-06 07:00:08,524 INFO: replica has been created using basebackup"); ok {
 		t.Error("a bootstrap line reads as a removal")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 )
 
 // sample is one member's own answer to GET /patroni, read on its loopback
@@ -164,28 +166,10 @@ func (tl *timeline) String() string {
 		len(tl.changes()), len(tl.rebuilds()))
 }
 
-// probe reads every member's GET /patroni on its own loopback address
-// about four times a second, until stopped.
-type probe struct {
-	tl    *timeline
-	stopc chan struct{}
-	done  chan struct{}
-}
-
-func startProbe(tl *timeline) *probe {
-	p := &probe{tl: tl, stopc: make(chan struct{}), done: make(chan struct{})}
-	go p.loop()
-	return p
-}
-
-func (p *probe) stop() {
-	select {
-	case <-p.stopc:
-		return
-	default:
-	}
-	close(p.stopc)
-	<-p.done
+// startProbe reads every member's GET /patroni on its own loopback
+// address about four times a second into tl, until stopped.
+func startProbe(tl *timeline) *e2esuite.Loop {
+	return e2esuite.StartLoop(250*time.Millisecond, func() { probeOnce(tl) })
 }
 
 var probeClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{
@@ -193,39 +177,32 @@ var probeClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{
 	DisableKeepAlives: true,
 }}
 
-func (p *probe) loop() {
-	defer close(p.done)
-	for {
-		select {
-		case <-p.stopc:
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		ms, err := s.SB.Members(ctx)
-		cancel()
-		p.tl.mu.Lock()
-		p.tl.ticks++
-		p.tl.mu.Unlock()
-		if err != nil {
+// probeOnce reads every member once, at once.
+func probeOnce(tl *timeline) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ms, err := s.SB.Members(ctx)
+	cancel()
+	tl.mu.Lock()
+	tl.ticks++
+	tl.mu.Unlock()
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		if m.Namespace != namespace || !strings.HasPrefix(m.Name, cluster+"-") {
 			continue
 		}
-		var wg sync.WaitGroup
-		for _, m := range ms {
-			if m.Namespace != namespace || !strings.HasPrefix(m.Name, cluster+"-") {
-				continue
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if smp, ok := readPatroni(m.Address, m.Name); ok {
+				smp.PodUID = string(m.UID)
+				tl.add(smp)
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if smp, ok := readPatroni(m.Address, m.Name); ok {
-					smp.PodUID = string(m.UID)
-					p.tl.add(smp)
-				}
-			}()
-		}
-		wg.Wait()
+		}()
 	}
+	wg.Wait()
 }
 
 // readPatroni reads GET /patroni of the member at addr; the sample's time

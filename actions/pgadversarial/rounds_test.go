@@ -6,23 +6,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/e2esuite"
@@ -52,8 +46,7 @@ const (
 type history struct {
 	mu       sync.Mutex
 	tl       *timeline
-	procs    int
-	faults   []string
+	run      e2esuite.Run
 	entries  map[string]model.LedgerEntry
 	external []externalSwitch
 	// stopped are the identities of the processes a round SIGKILLed or
@@ -64,12 +57,14 @@ type history struct {
 	dir     string
 }
 
-func (h *history) fault(t *testing.T, format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
-	t.Logf("fault: %s", msg)
-	h.mu.Lock()
-	h.faults = append(h.faults, msg)
-	h.mu.Unlock()
+// ended records the lock identity of a round's process the round
+// SIGKILLed or froze.
+func (h *history) ended(p *e2esuite.Proc) {
+	if p.Stopped {
+		h.mu.Lock()
+		h.stopped[e2esuite.Identity(p.Output())] = true
+		h.mu.Unlock()
+	}
 }
 
 // TestPGAdversarialRounds runs the rounds (each kind once, in a seeded
@@ -79,15 +74,7 @@ func TestPGAdversarialRounds(t *testing.T) {
 	if testing.Short() || s == nil {
 		t.Skip("end-to-end test (the sandbox) skipped with -short")
 	}
-	seed := time.Now().UnixNano()
-	if v := os.Getenv(envSeed); v != "" {
-		var err error
-		if seed, err = strconv.ParseInt(v, 10, 64); err != nil {
-			t.Fatalf("%s: %v", envSeed, err)
-		}
-	}
-	t.Logf("seed %d (replay: %s=%d go test -run TestPGAdversarialRounds ./actions/pgadversarial)", seed, envSeed, seed)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	seed, rng := e2esuite.Seeded(t, envSeed, "-run TestPGAdversarialRounds ./actions/pgadversarial")
 	kinds := roundKinds()
 	if v := os.Getenv(envKinds); v != "" {
 		var picked []roundKind
@@ -101,31 +88,20 @@ func TestPGAdversarialRounds(t *testing.T) {
 		}
 		kinds = picked
 	}
-	rounds := len(kinds)
-	if v := os.Getenv(envRounds); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive number", envRounds, v)
-		}
-		rounds = n
-	}
+	rounds := e2esuite.Count(t, envRounds, len(kinds))
 	h := &history{tl: &timeline{}, entries: map[string]model.LedgerEntry{}, stopped: map[string]bool{}, dir: t.TempDir()}
 	s.WaitFailoverReady(t, cluster)
 	p := startProbe(h.tl)
-	defer p.stop()
+	defer p.Stop()
 	// 50 ms each way: a distant API server (its port-forwards too)
 	proxy, kubeconfig := s.SlowKubeconfig(t, 50*time.Millisecond)
 	defer proxy.Close()
 
-	order := rng.Perm(len(kinds))
 	start := time.Now()
-	for i := 0; i < rounds; i++ {
-		k := kinds[rng.IntN(len(kinds))]
-		if i < len(order) {
-			k = kinds[order[i]]
-		}
+	for i, n := range e2esuite.Order(rng, len(kinds), rounds) {
+		k := kinds[n]
 		ok := t.Run(fmt.Sprintf("%d-%s", i, k.name), func(t *testing.T) {
-			r := &round{t: t, rng: rng, h: h, kubeconfig: kubeconfig, lines: make(chan procLine, 4096)}
+			r := &round{Round: s.NewRound(t, rng, &h.run, kubeconfig, h.ended), h: h}
 			r.run(k)
 		})
 		if !ok {
@@ -136,12 +112,11 @@ func TestPGAdversarialRounds(t *testing.T) {
 			}
 		}
 	}
-	p.stop()
+	p.Stop()
 	for _, v := range checkChanged(h.changes) {
 		t.Error(v)
 	}
-	t.Logf("%d rounds in %s: %d hactl processes, %d faults: %s; probe: %s", rounds, time.Since(start).Round(time.Second),
-		h.procs, len(h.faults), strings.Join(h.faults, "; "), h.tl)
+	t.Logf("%d rounds in %s: %s; probe: %s", rounds, time.Since(start).Round(time.Second), &h.run, h.tl)
 }
 
 // settled says why the next round cannot start on what a failed round
@@ -157,38 +132,14 @@ func settled() error {
 			return fmt.Errorf("%s %s (%s) is still in progress", e.Action, e.Member, e.ID)
 		}
 	}
-	return poll.Wait(3*time.Minute, func() error {
-		res, _, err := s.Observer().Observe(context.Background(), namespace, cluster)
-		if err != nil {
-			return err
-		}
-		if !res.Verdict.FailoverReady {
-			return fmt.Errorf("not failover-ready: %+v", res.Verdict.Reasons)
-		}
-		return nil
-	}, poll.Every(time.Second))
+	return poll.Wait(3*time.Minute, func() error { return s.FailoverReady(cluster) }, poll.Every(time.Second))
 }
 
 // round is one round: its processes, their progress lines, its faults.
 type round struct {
-	t          *testing.T
-	rng        *rand.Rand
-	h          *history
-	kubeconfig string // through the latency proxy
-	lines      chan procLine
-	procs      []*proc
-	since      time.Time
-}
-
-type proc struct {
-	name    string
-	stopped bool // SIGKILLed or SIGSTOPped by the round
-	*e2esuite.Started
-}
-
-type procLine struct {
-	p    *proc
-	line string
+	*e2esuite.Round
+	h     *history
+	since time.Time
 }
 
 type roundKind struct {
@@ -212,11 +163,11 @@ func roundKinds() []roundKind {
 // member before; afterwards every action left in progress is finished by
 // a rerun, as an operator would, and everything is checked.
 func (r *round) run(k roundKind) {
-	t := r.t
+	t := r.T
 	s.WaitFailoverReady(t, cluster)
 	rows := r.commitRows()
 	r.since = time.Now()
-	defer r.reap()
+	defer r.Reap()
 	k.run(r)
 	r.settle()
 	r.repairUnrejoined()
@@ -234,7 +185,7 @@ func (r *round) run(k roundKind) {
 // not finish (a crash raced its demotion) is reseeded with kubectl-hactl.
 // Bounded: a member still not running afterwards fails the round.
 func (r *round) repairUnrejoined() {
-	t := r.t
+	t := r.T
 	stuck := func() []string {
 		var out []string
 		ms, err := s.SB.Members(context.Background())
@@ -262,10 +213,8 @@ func (r *round) repairUnrejoined() {
 	}
 	for _, m := range stuck() {
 		res := s.Hactl(t, "reseed", cluster, m, "--yes", "--timeout", waitTimeout, "--probe-timeout", "5s")
-		r.h.mu.Lock()
-		r.h.procs++
-		r.h.mu.Unlock()
-		t.Logf("%s did not rejoin as a running replica: reseeded it, as hactl advises: exit %d (%s)", m, res.Code, lastLine(res.Stdout))
+		r.Run.Ran()
+		t.Logf("%s did not rejoin as a running replica: reseeded it, as hactl advises: exit %d (%s)", m, res.Code, e2esuite.LastLine(res.Stdout))
 		if res.Code != 0 {
 			t.Logf("%s", res)
 		}
@@ -334,7 +283,7 @@ func roles(t *testing.T) (primary string, replicas []string) {
 // every member has them (read on each one's own PostgreSQL): committed and
 // replicated before anything happens.
 func (r *round) commitRows() []string {
-	t := r.t
+	t := r.T
 	prim, _ := roles(t)
 	var vals []string
 	for i := 0; i < rowsPerRound; i++ {
@@ -386,181 +335,46 @@ func readRows(t *testing.T, want []string, timeout time.Duration) (map[string]ma
 	return have, unread
 }
 
-// launch starts kubectl-hactl ARGS, through the latency proxy if slow.
-func (r *round) launch(name string, slow bool, args ...string) *proc {
-	var env []string
-	if slow {
-		env = []string{"KUBECONFIG=" + r.kubeconfig}
-		name += "(slow API)"
-	}
+// launch starts kubectl-hactl ARGS (e2esuite.Round.Launch), with the
+// suite's bounds for the actions that wait.
+func (r *round) launch(name string, slow bool, args ...string) *e2esuite.Proc {
 	switch args[0] {
 	case "replace", "reseed", "switchover", "apply":
 		args = append(args, "--timeout", waitTimeout, "--probe-timeout", "5s")
 	}
-	p := &proc{name: name, Started: s.Start(r.t, env, args...)}
-	go func() {
-		for l := range p.Lines {
-			select {
-			case r.lines <- procLine{p, l}:
-			default:
-			}
-		}
-	}()
-	r.procs = append(r.procs, p)
-	r.h.mu.Lock()
-	r.h.procs++
-	r.h.mu.Unlock()
-	return p
+	return r.Launch(name, slow, args...)
+}
+
+// launchShuffled launches cmds (each its process's name, then its
+// arguments) in a random order, a random time up to gap apart, one of
+// them through the slow API.
+func (r *round) launchShuffled(cmds [][]string, gap time.Duration) {
+	r.Rng.Shuffle(len(cmds), func(i, j int) { cmds[i], cmds[j] = cmds[j], cmds[i] })
+	slow := r.Rng.IntN(len(cmds))
+	for i, c := range cmds {
+		r.Jitter(gap)
+		r.launch(c[0], i == slow, c[1:]...)
+	}
 }
 
 // plan saves the plan of ARGS (--dry-run=client -o json) for apply.
 func (r *round) plan(name string, args ...string) string {
-	res := s.Hactl(r.t, append(args, "--dry-run=client", "-o", "json")...)
+	res := s.Hactl(r.T, append(args, "--dry-run=client", "-o", "json")...)
 	if res.Code != 0 {
-		r.t.Fatalf("saving the plan of %v: %s", args, res)
+		r.T.Fatalf("saving the plan of %v: %s", args, res)
 	}
 	path := filepath.Join(r.h.dir, fmt.Sprintf("%s-%d.json", name, time.Now().UnixNano()))
 	if err := os.WriteFile(path, []byte(res.Stdout), 0o644); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return path
 }
 
-// breakMember injects a member fault; one that cannot land (the member's
-// process not running) is skipped and said so.
-func (r *round) breakMember(member string, k fault.Kind, why string) bool {
-	if err := s.SB.Break(context.Background(), namespace+"/"+member, k); err != nil {
-		r.t.Logf("fault %s %s skipped: %v", k, member, err)
-		return false
-	}
-	r.h.fault(r.t, "%s %s %s", k, member, why)
-	return true
-}
-
-// jitter sleeps a random time up to max: where a fault lands.
-func (r *round) jitter(max time.Duration) {
-	time.Sleep(time.Duration(r.rng.Int64N(int64(max))))
-}
-
-func (r *round) allDone() bool {
-	for _, p := range r.procs {
-		select {
-		case <-p.Done:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// awaitLine returns the first progress line (of any process of the round)
-// for which match holds, or false if every process ended first or the
-// timeout passed.
-func (r *round) awaitLine(match func(string) bool, timeout time.Duration) (procLine, bool) {
-	return r.awaitProcLine(func(pl procLine) bool { return match(pl.line) }, timeout)
-}
-
-// awaitProcLine is awaitLine matching the process too.
-func (r *round) awaitProcLine(match func(procLine) bool, timeout time.Duration) (procLine, bool) {
-	deadline := time.After(timeout)
-	for {
-		select {
-		case pl := <-r.lines:
-			if match(pl) {
-				return pl, true
-			}
-		case <-deadline:
-			return procLine{}, false
-		case <-time.After(200 * time.Millisecond):
-			if r.allDone() {
-				for {
-					select {
-					case pl := <-r.lines:
-						if match(pl) {
-							return pl, true
-						}
-					default:
-						return procLine{}, false
-					}
-				}
-			}
-		}
-	}
-}
-
-// stepLine matches the progress line of a receipt of step ("  [phase]
-// step outcome: detail"), never a line of the plan printed before it
-// ("  1. [phase] step ...").
-func stepLine(step model.StepKind) func(string) bool {
-	return func(l string) bool {
-		return strings.HasPrefix(strings.TrimSpace(l), "[") && strings.Contains(l, "] "+string(step)+" ")
-	}
-}
-
-var holderRE = regexp.MustCompile(`took lease \S+ as (hactl/[^\s;]+)`)
-
-// identityOf is the lock identity a process's output names, "" if it
-// never took the lock.
-func identityOf(out string) string {
-	if m := holderRE.FindStringSubmatch(out); m != nil {
-		return m[1]
-	}
-	return ""
-}
-
-// wait waits for every process of the round (each within procBound) and
-// checks its exit code against allowed (by name prefix; a process the
-// round SIGKILLed may end -9).
+// wait waits for the round's processes (e2esuite.Procs.Wait: all within
+// procBound).
 func (r *round) wait(allowed map[string][]int) map[string]int {
-	r.t.Helper()
-	codes := map[string]int{}
-	deadline := time.After(procBound)
-	for _, p := range r.procs {
-		select {
-		case <-p.Done:
-		case <-deadline:
-			_ = p.Cmd.Process.Signal(syscall.SIGCONT)
-			_ = p.Cmd.Process.Kill()
-			<-p.Done
-			r.t.Errorf("%s did not end within %s: an action waits forever:\n%s%s", p.name, procBound, p.Stdout(), p.All)
-		}
-		out := p.Stdout() + p.All.String()
-		if p.stopped {
-			r.h.mu.Lock()
-			r.h.stopped[identityOf(out)] = true
-			r.h.mu.Unlock()
-		}
-		codes[p.name] = p.Code
-		r.t.Logf("%s %s: exit %d (%s)", p.name, strings.Join(p.Cmd.Args[1:], " "), p.Code, lastLine(p.Stdout()))
-		ok := p.stopped && p.Code == -int(syscall.SIGKILL)
-		for prefix, want := range allowed {
-			if strings.HasPrefix(p.name, prefix) {
-				for _, c := range want {
-					ok = ok || c == p.Code
-				}
-			}
-		}
-		if !ok {
-			r.t.Errorf("%s exited %d (allowed %v):\n%s", p.name, p.Code, allowed, out)
-		}
-	}
-	r.procs = nil
-	return codes
-}
-
-func lastLine(s string) string {
-	l := strings.Split(strings.TrimSpace(s), "\n")
-	return l[len(l)-1]
-}
-
-// reap ends what a failed round left running.
-func (r *round) reap() {
-	for _, p := range r.procs {
-		_ = p.Cmd.Process.Signal(syscall.SIGCONT)
-		_ = p.Cmd.Process.Kill()
-		<-p.Done
-	}
-	r.procs = nil
+	r.T.Helper()
+	return r.Wait(procBound, allowed)
 }
 
 // settle finishes every action the round left in progress by running its
@@ -569,15 +383,10 @@ func (r *round) reap() {
 // refuses for that. Bounded: an action still in progress after that waits
 // forever.
 func (r *round) settle() {
-	t := r.t
+	t := r.T
 	first := map[string]bool{}
 	for attempt := 0; attempt < 6; attempt++ {
-		var open []model.LedgerEntry
-		for _, e := range s.Ledger(t, cluster).Entries {
-			if e.State == model.EntryInProgress {
-				open = append(open, e)
-			}
-		}
+		open := s.InProgress(t, cluster)
 		if len(open) == 0 {
 			return
 		}
@@ -598,10 +407,8 @@ func (r *round) settle() {
 				t.Fatalf("the round left a %s in progress (%s)", e.Action, e.ID)
 			}
 			res := s.Hactl(t, append(args, "--yes", "--timeout", waitTimeout, "--probe-timeout", "5s")...)
-			r.h.mu.Lock()
-			r.h.procs++
-			r.h.mu.Unlock()
-			t.Logf("rerun %s to finish %s: exit %d (%s)", strings.Join(args, " "), e.ID, res.Code, lastLine(res.Stdout))
+			r.Run.Ran()
+			t.Logf("rerun %s to finish %s: exit %d (%s)", strings.Join(args, " "), e.ID, res.Code, e2esuite.LastLine(res.Stdout))
 			switch res.Code {
 			case 0:
 			case 5:
@@ -658,7 +465,7 @@ func waitQuiet(t *testing.T) {
 
 // check runs every check on what the round left.
 func (r *round) check(rows []string) {
-	t := r.t
+	t := r.T
 	for _, e := range s.Ledger(t, cluster).Entries {
 		r.h.entries[e.ID] = e
 	}
@@ -666,7 +473,7 @@ func (r *round) check(rows []string) {
 	for _, e := range r.h.entries {
 		entries = append(entries, e)
 	}
-	events := readAuditUntilMarker(t)
+	events := s.Audit(t)
 	ev := &evidence{since: r.since, events: events, tl: r.h.tl, entries: entries, external: r.h.external,
 		removals: patroniRemovals(t), frozenOrKilled: r.h.stopped}
 	report := func(what string, vs []string) {
@@ -706,33 +513,6 @@ func (r *round) check(rows []string) {
 	}
 	t.Logf("checked: %d rows on 3 members, %d hactl writes under the lock, %d changes (deletes, primary changes, rebuilds), %d switchovers Patroni accepted (audit), %d data directories removed (Patroni's logs); probe %s",
 		len(rows), checked, changes, switchovers, removals, r.h.tl)
-}
-
-// readAuditUntilMarker writes a marker ConfigMap and reads the audit log
-// until it holds the marker's write: every request completed before it is
-// then in the log (the members' Patroni keeps writing, so the log never
-// stops growing).
-func readAuditUntilMarker(t *testing.T) []auditEvent {
-	t.Helper()
-	name := fmt.Sprintf("pgadv-marker-%d", time.Now().UnixNano())
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-	if _, err := s.KC.CoreV1().ConfigMaps(namespace).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var events []auditEvent
-	poll.Until(t, 30*time.Second, "the audit log to hold the marker", func() error {
-		var err error
-		if events, err = readAudit(auditLog); err != nil {
-			return err
-		}
-		for _, e := range events {
-			if e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Name == name {
-				return nil
-			}
-		}
-		return fmt.Errorf("no marker among %d events", len(events))
-	}, poll.Every(500*time.Millisecond))
-	return events
 }
 
 // patroniRemovals reads every member's container log (all incarnations,
@@ -794,7 +574,7 @@ func removalLine(member, l string) (logEvent, bool) {
 // the candidate answers as the primary; the suite's checks know it was
 // not hactl's. It reports whether Patroni carried it out.
 func (r *round) switchDirectly(prim, candidate string) bool {
-	t := r.t
+	t := r.T
 	from := time.Now()
 	m, err := s.SB.Member(context.Background(), namespace+"/"+prim)
 	if err != nil {
@@ -816,7 +596,7 @@ func (r *round) switchDirectly(prim, candidate string) bool {
 		t.Logf("Patroni refused the switchover from %s to %s: %d %s", prim, candidate, resp.StatusCode, answer)
 		return false
 	}
-	r.h.fault(t, "another operator switched over from %s to %s", prim, candidate)
+	r.Fault("another operator switched over from %s to %s", prim, candidate)
 	poll.Until(t, time.Minute, candidate+" to answer as the primary", func() error {
 		if smp, ok := r.h.tl.primaryAt(candidate, time.Now()); !ok {
 			return fmt.Errorf("%s: %+v", candidate, smp)
@@ -833,36 +613,31 @@ func (r *round) switchDirectly(prim, candidate string) bool {
 // replica, all at once (one through the slow API); meanwhile the primary's
 // Patroni is frozen for a few seconds, or its PostgreSQL crashes.
 func switchoverRace(r *round) {
-	prim, reps := roles(r.t)
+	prim, reps := roles(r.T)
 	plan := r.plan("switchover", "switchover", cluster)
-	to := reps[r.rng.IntN(2)]
+	to := reps[r.Rng.IntN(2)]
 	other := reps[0]
 	if other == to {
 		other = reps[1]
 	}
-	slow := r.rng.IntN(4)
 	cmds := [][]string{
 		{"switchover", "switchover", cluster, "--yes"},
 		{"switchover-to", "switchover", cluster, "--to", to, "--yes"},
 		{"apply-switchover", "apply", "-f", plan, "--yes"},
 		{"reseed", "reseed", cluster, other, "--yes"},
 	}
-	r.rng.Shuffle(len(cmds), func(i, j int) { cmds[i], cmds[j] = cmds[j], cmds[i] })
-	for i, c := range cmds {
-		r.jitter(400 * time.Millisecond)
-		r.launch(c[0], i == slow, c[1:]...)
-	}
-	switch r.rng.IntN(2) {
+	r.launchShuffled(cmds, 400*time.Millisecond)
+	switch r.Rng.IntN(2) {
 	case 0:
-		r.jitter(3 * time.Second)
-		d := 2*time.Second + time.Duration(r.rng.Int64N(int64(6*time.Second)))
-		if r.breakMember(prim, fault.FreezePatroni, fmt.Sprintf("(the primary) for %s", d.Round(time.Millisecond))) {
+		r.Jitter(3 * time.Second)
+		d := 2*time.Second + time.Duration(r.Rng.Int64N(int64(6*time.Second)))
+		if r.Break(prim, fault.FreezePatroni, fmt.Sprintf("(the primary) for %s", d.Round(time.Millisecond))) {
 			time.Sleep(d)
-			r.breakMember(prim, fault.Resume, "")
+			r.Break(prim, fault.Resume, "")
 		}
 	default:
-		r.jitter(3 * time.Second)
-		r.breakMember(prim, fault.CrashPostgres, "(the primary)")
+		r.Jitter(3 * time.Second)
+		r.Break(prim, fault.CrashPostgres, "(the primary)")
 	}
 	r.wait(map[string][]int{"switchover": {0, 1, 5, 6, 7}, "apply": {0, 1, 5, 6, 7}, "reseed": {0, 1, 5, 6, 7}})
 }
@@ -873,27 +648,16 @@ func switchoverRace(r *round) {
 // switchover request's receipt, or its wait's, first is SIGKILLed there;
 // the rerun must finish the entry (never leave it waiting).
 func killedSwitchover(r *round) {
-	_, reps := roles(r.t)
+	_, reps := roles(r.T)
 	plan := r.plan("switchover", "switchover", cluster)
 	cmds := [][]string{
 		{"switchover", "switchover", cluster, "--yes"},
-		{"switchover-to", "switchover", cluster, "--to", reps[r.rng.IntN(2)], "--yes"},
+		{"switchover-to", "switchover", cluster, "--to", reps[r.Rng.IntN(2)], "--yes"},
 		{"apply-switchover", "apply", "-f", plan, "--yes"},
 	}
-	r.rng.Shuffle(len(cmds), func(i, j int) { cmds[i], cmds[j] = cmds[j], cmds[i] })
-	slow := r.rng.IntN(3)
-	for i, c := range cmds {
-		r.jitter(300 * time.Millisecond)
-		r.launch(c[0], i == slow, c[1:]...)
-	}
-	step := []model.StepKind{model.StepSwitchover, model.StepAwaitSwitchover}[r.rng.IntN(2)]
-	if pl, ok := r.awaitLine(stepLine(step), 2*time.Minute); ok {
-		pl.p.stopped = true
-		_ = pl.p.Cmd.Process.Signal(syscall.SIGKILL)
-		r.h.fault(r.t, "SIGKILL %s after %s", pl.p.name, step)
-	} else {
-		r.t.Logf("no process printed %s: none killed", step)
-	}
+	r.launchShuffled(cmds, 300*time.Millisecond)
+	step := []model.StepKind{model.StepSwitchover, model.StepAwaitSwitchover}[r.Rng.IntN(2)]
+	r.KillAt(2*time.Minute, step)
 	r.wait(map[string][]int{"switchover": {0, 1, 5, 6, 7}, "apply": {0, 1, 5, 6, 7}})
 }
 
@@ -909,37 +673,19 @@ var patroniKillPoints = []model.StepKind{
 // one that prints a random step first is SIGKILLed there, and the rerun
 // resumes.
 func sameMember(r *round) {
-	_, reps := roles(r.t)
-	target := reps[r.rng.IntN(2)]
+	_, reps := roles(r.T)
+	target := reps[r.Rng.IntN(2)]
 	plan := r.plan("replace", "replace", cluster, target)
 	cmds := [][]string{
 		{"reseed", "reseed", cluster, target, "--yes"},
 		{"replace", "replace", cluster, target, "--yes"},
 		{"apply-replace", "apply", "-f", plan, "--yes"},
 	}
-	r.rng.Shuffle(len(cmds), func(i, j int) { cmds[i], cmds[j] = cmds[j], cmds[i] })
-	slow := r.rng.IntN(3)
-	for i, c := range cmds {
-		r.jitter(300 * time.Millisecond)
-		r.launch(c[0], i == slow, c[1:]...)
-	}
-	step := patroniKillPoints[r.rng.IntN(len(patroniKillPoints))]
-	if pl, ok := r.awaitLine(stepLine(step), 3*time.Minute); ok {
-		pl.p.stopped = true
-		_ = pl.p.Cmd.Process.Signal(syscall.SIGKILL)
-		r.h.fault(r.t, "SIGKILL %s after %s", pl.p.name, step)
-	} else {
-		r.t.Logf("no process printed %s: none killed", step)
-	}
+	r.launchShuffled(cmds, 300*time.Millisecond)
+	r.KillAt(3*time.Minute, patroniKillPoints[r.Rng.IntN(len(patroniKillPoints))])
 	codes := r.wait(map[string][]int{"reseed": {0, 1, 5, 6, 7}, "replace": {0, 1, 5, 6, 7}, "apply": {0, 1, 5, 6, 7}})
-	zero := 0
-	for _, c := range codes {
-		if c == 0 {
-			zero++
-		}
-	}
-	if zero > 1 {
-		r.t.Errorf("%d processes acted on %s at once and all say done: %v", zero, target, codes)
+	if n := e2esuite.Exited(codes, 0); n > 1 {
+		r.T.Errorf("%d processes acted on %s at once and all say done: %v", n, target, codes)
 	}
 }
 
@@ -948,32 +694,53 @@ func sameMember(r *round) {
 // the primary's PostgreSQL crashes, or a replica's Patroni freezes, at a
 // random moment.
 func differentMembers(r *round) {
-	prim, reps := roles(r.t)
-	r.rng.Shuffle(2, func(i, j int) { reps[i], reps[j] = reps[j], reps[i] })
+	prim, reps := roles(r.T)
+	r.Rng.Shuffle(2, func(i, j int) { reps[i], reps[j] = reps[j], reps[i] })
 	plan := r.plan("reseed", "reseed", cluster, reps[0])
 	cmds := [][]string{
 		{"reseed", "reseed", cluster, reps[0], "--yes"},
 		{"replace", "replace", cluster, reps[1], "--yes"},
 		{"apply-reseed", "apply", "-f", plan, "--yes"},
-		{"switchover", "switchover", cluster, "--to", reps[r.rng.IntN(2)], "--yes"},
+		{"switchover", "switchover", cluster, "--to", reps[r.Rng.IntN(2)], "--yes"},
 	}
-	r.rng.Shuffle(len(cmds), func(i, j int) { cmds[i], cmds[j] = cmds[j], cmds[i] })
-	slow := r.rng.IntN(len(cmds))
-	for i, c := range cmds {
-		r.jitter(500 * time.Millisecond)
-		r.launch(c[0], i == slow, c[1:]...)
-	}
-	r.jitter(6 * time.Second)
-	if r.rng.IntN(2) == 0 {
-		r.breakMember(prim, fault.CrashPostgres, "(the primary when the round began)")
+	r.launchShuffled(cmds, 500*time.Millisecond)
+	r.Jitter(6 * time.Second)
+	if r.Rng.IntN(2) == 0 {
+		r.Break(prim, fault.CrashPostgres, "(the primary when the round began)")
 	} else {
-		m := reps[r.rng.IntN(2)]
-		if r.breakMember(m, fault.FreezePatroni, "(a replica) for 3s") {
+		m := reps[r.Rng.IntN(2)]
+		if r.Break(m, fault.FreezePatroni, "(a replica) for 3s") {
 			time.Sleep(3 * time.Second)
-			r.breakMember(m, fault.Resume, "")
+			r.Break(m, fault.Resume, "")
 		}
 	}
 	r.wait(map[string][]int{"reseed": {0, 1, 5, 6, 7}, "replace": {0, 1, 5, 6, 7}, "apply": {0, 1, 5, 6, 7}, "switchover": {0, 1, 5, 6, 7}})
+}
+
+// freezeAt freezes (SIGSTOP) p, a process of the round, once it prints
+// the receipt of a step picked at random from points, and returns when;
+// a p that ends without printing it fails the round.
+func (r *round) freezeAt(p *e2esuite.Proc, points []model.StepKind) time.Time {
+	step := points[r.Rng.IntN(len(points))]
+	if _, ok := r.AwaitLine(e2esuite.StepLine(step), 3*time.Minute); !ok {
+		<-p.Done
+		r.T.Fatalf("%s printed no %s:\n%s", p.Name, step, p.Output())
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		r.T.Fatal(err)
+	}
+	p.Stopped = true
+	r.Fault("SIGSTOP %s after %s", p.Name, step)
+	return time.Now()
+}
+
+// thaw wakes p (SIGCONT), frozen since frozen; note is added to the
+// fault's record.
+func (r *round) thaw(p *e2esuite.Proc, frozen time.Time, note string) {
+	if err := p.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		r.T.Fatal(err)
+	}
+	r.Fault("SIGCONT %s after %s%s", p.Name, time.Since(frozen).Round(time.Second), note)
 }
 
 // frozenHolder: a replace or reseed of a replica is frozen (SIGSTOP) after
@@ -982,35 +749,22 @@ func differentMembers(r *round) {
 // frozen process must stop by itself (exit 7) without changing anything
 // more, and the rerun resumes.
 func frozenHolder(r *round) {
-	_, reps := roles(r.t)
-	target := reps[r.rng.IntN(2)]
-	verb := []string{"replace", "reseed"}[r.rng.IntN(2)]
-	first := r.launch(verb+"-frozen", r.rng.IntN(2) == 0, verb, cluster, target, "--yes")
+	_, reps := roles(r.T)
+	target := reps[r.Rng.IntN(2)]
+	verb := []string{"replace", "reseed"}[r.Rng.IntN(2)]
+	first := r.launch(verb+"-frozen", r.Rng.IntN(2) == 0, verb, cluster, target, "--yes")
 	points := map[string][]model.StepKind{
 		"replace": {model.StepVerifyFences, model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone},
 		"reseed":  {model.StepVerifyFences, model.StepReinitialize, model.StepAwaitRebuild},
 	}[verb]
-	step := points[r.rng.IntN(len(points))]
-	if _, ok := r.awaitLine(stepLine(step), 3*time.Minute); !ok {
-		<-first.Done
-		r.t.Fatalf("the %s printed no %s:\n%s%s", verb, step, first.Stdout(), first.All)
-	}
-	if err := first.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		r.t.Fatal(err)
-	}
-	first.stopped = true
-	frozen := time.Now()
-	r.h.fault(r.t, "SIGSTOP %s after %s", first.name, step)
-	r.jitter(5 * time.Second)
-	r.launch("switchover-contender", r.rng.IntN(2) == 0, "switchover", cluster, "--yes")
+	frozen := r.freezeAt(first, points)
+	r.Jitter(5 * time.Second)
+	r.launch("switchover-contender", r.Rng.IntN(2) == 0, "switchover", cluster, "--yes")
 	// past two thirds of the lease by any clock: the holder renewed at
 	// the latest when it was frozen
-	d := leaseDuration*2/3 + time.Second + time.Duration(r.rng.Int64N(int64(5*time.Second)))
+	d := leaseDuration*2/3 + time.Second + time.Duration(r.Rng.Int64N(int64(5*time.Second)))
 	time.Sleep(time.Until(frozen.Add(d)))
-	if err := first.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		r.t.Fatal(err)
-	}
-	r.h.fault(r.t, "SIGCONT %s after %s", first.name, time.Since(frozen).Round(time.Second))
+	r.thaw(first, frozen, "")
 	r.wait(map[string][]int{verb + "-frozen": {7}, "switchover-contender": {5, 7}})
 }
 
@@ -1020,36 +774,25 @@ func frozenHolder(r *round) {
 // resumes; the frozen process, woken once the takeover holds the lock,
 // must stop by itself (exit 7) and change nothing more.
 func frozenTakeover(r *round) {
-	_, reps := roles(r.t)
-	target := reps[r.rng.IntN(2)]
-	verb := []string{"replace", "reseed"}[r.rng.IntN(2)]
-	first := r.launch(verb+"-frozen", r.rng.IntN(2) == 0, verb, cluster, target, "--yes")
+	_, reps := roles(r.T)
+	target := reps[r.Rng.IntN(2)]
+	verb := []string{"replace", "reseed"}[r.Rng.IntN(2)]
+	first := r.launch(verb+"-frozen", r.Rng.IntN(2) == 0, verb, cluster, target, "--yes")
 	points := map[string][]model.StepKind{
 		"replace": {model.StepAcquireLock, model.StepVerifyFences, model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone},
 		"reseed":  {model.StepAcquireLock, model.StepVerifyFences, model.StepReinitialize},
 	}[verb]
-	step := points[r.rng.IntN(len(points))]
-	if _, ok := r.awaitLine(stepLine(step), 3*time.Minute); !ok {
-		<-first.Done
-		r.t.Fatalf("the %s printed no %s:\n%s%s", verb, step, first.Stdout(), first.All)
-	}
-	if err := first.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		r.t.Fatal(err)
-	}
-	first.stopped = true
-	frozen := time.Now()
-	r.h.fault(r.t, "SIGSTOP %s after %s", first.name, step)
+	frozen := r.freezeAt(first, points)
 	// the lease has expired by the holder's own last renewal; the
 	// takeover still watches it for a whole duration before taking it
 	time.Sleep(time.Until(frozen.Add(leaseDuration + time.Second)))
-	second := r.launch(verb+"-takeover", r.rng.IntN(2) == 0, verb, cluster, target, "--yes")
-	if _, ok := r.awaitProcLine(func(pl procLine) bool { return pl.p == second && stepLine(model.StepAcquireLock)(pl.line) }, 3*time.Minute); !ok {
-		r.t.Errorf("%s never took the lock over (its output follows)", second.name)
+	second := r.launch(verb+"-takeover", r.Rng.IntN(2) == 0, verb, cluster, target, "--yes")
+	if _, ok := r.AwaitProcLine(func(pl e2esuite.ProcLine) bool {
+		return pl.P == second && e2esuite.StepLine(model.StepAcquireLock, model.OutcomeDone)(pl.Line)
+	}, 3*time.Minute); !ok {
+		r.T.Errorf("%s never took the lock over (its output follows)", second.Name)
 	}
-	if err := first.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		r.t.Fatal(err)
-	}
-	r.h.fault(r.t, "SIGCONT %s after %s, the lock taken over", first.name, time.Since(frozen).Round(time.Second))
+	r.thaw(first, frozen, ", the lock taken over")
 	r.wait(map[string][]int{verb + "-frozen": {7}, verb + "-takeover": {0, 5}})
 }
 
@@ -1059,24 +802,20 @@ func frozenTakeover(r *round) {
 // delete the pod of what is now the primary (it refuses, or hands over
 // first with --switchover-first).
 func promotedTarget(r *round) {
-	prim, reps := roles(r.t)
-	target := reps[r.rng.IntN(2)]
-	uid := s.PodUID(r.t, target)
+	prim, reps := roles(r.T)
+	target := reps[r.Rng.IntN(2)]
+	uid := s.PodUID(r.T, target)
 	p := r.launch("replace", true, "replace", cluster, target, "--yes")
-	if pl, ok := r.awaitLine(func(l string) bool { return stepLine(model.StepDeletePVC)(l) && strings.Contains(l, " done") }, 3*time.Minute); ok {
-		pl.p.stopped = true
-		_ = pl.p.Cmd.Process.Signal(syscall.SIGKILL)
-		r.h.fault(r.t, "SIGKILL %s after delete-pvc", pl.p.name)
-	}
+	r.KillAt(3*time.Minute, model.StepDeletePVC, model.OutcomeDone)
 	r.wait(map[string][]int{"replace": {0}})
 	if p.Code != -int(syscall.SIGKILL) {
-		r.t.Logf("the replace ended before it was killed: no member to promote under it")
+		r.T.Logf("the replace ended before it was killed: no member to promote under it")
 		return
 	}
 	// the target still runs on its old pod (its volume deleted, held by
 	// the pod): another operator makes it the primary
 	if smp, ok := r.h.tl.lastBefore(target, time.Now()); !ok || smp.PodUID != uid || smp.State != "running" {
-		r.t.Logf("%s no longer runs on its old pod (%+v): the replace got further than its volume", target, smp)
+		r.T.Logf("%s no longer runs on its old pod (%+v): the replace got further than its volume", target, smp)
 		return
 	}
 	r.switchDirectly(prim, target)

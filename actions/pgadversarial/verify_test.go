@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -35,12 +36,6 @@ func memberOf(resource, name string) string {
 	return ""
 }
 
-// changedOutcome reports whether a receipt says its step changed
-// something, or may have (unknown; sending with no answer recorded).
-func changedOutcome(o model.Outcome) bool {
-	return o == model.OutcomeDone || o == model.OutcomeAlready || o == model.OutcomeUnknown || o == model.OutcomeSending
-}
-
 // externalSwitch is a switchover the suite itself asked Patroni for (an
 // operator acting beside hactl), between From and To.
 type externalSwitch struct {
@@ -63,7 +58,7 @@ type evidence struct {
 	// since bounds the window: receipts and observations before it
 	// belong to earlier rounds.
 	since    time.Time
-	events   []auditEvent
+	events   []e2esuite.AuditEvent
 	tl       *timeline
 	entries  []model.LedgerEntry
 	external []externalSwitch
@@ -89,10 +84,10 @@ func (ev *evidence) receipts() []model.Receipt {
 	return out
 }
 
-func (ev *evidence) hactlWrites() []auditEvent {
-	var out []auditEvent
+func (ev *evidence) hactlWrites() []e2esuite.AuditEvent {
+	var out []e2esuite.AuditEvent
 	for _, e := range ev.events {
-		if !e.RequestReceived.Before(ev.since) && e.holder() != "" {
+		if !e.RequestReceived.Before(ev.since) && e.Holder() != "" {
 			out = append(out, e)
 		}
 	}
@@ -177,67 +172,15 @@ func checkReinitTargets(ev *evidence) []string {
 	return out
 }
 
-// checkLockDiscipline: every write a hactl process made to the cluster's
-// objects (pods, volumes, StatefulSet, ledger) was received while the
-// lock Lease's last completed write named that process, within a lease of
-// that process's last renewal, and no two processes' changing spans
-// overlap. It returns the violations and how many writes it checked.
+// checkLockDiscipline: every write a hactl process made in the window
+// names its lock identity; every one to the cluster's objects (pods,
+// volumes, StatefulSet, ledger) was received while the lock Lease's last
+// completed write named that process, within a lease of that process's
+// last renewal; no two processes' changing spans overlap
+// (e2esuite.CheckLockDiscipline). It returns the violations and how many
+// writes it checked.
 func checkLockDiscipline(ev *evidence) (violations []string, checked int) {
-	leases := leaseWrites(ev.events)
-	type span struct{ first, last time.Time }
-	spans := map[string]*span{}
-	for _, e := range ev.hactlWrites() {
-		h := e.holder()
-		if !guarded(e) {
-			continue
-		}
-		checked++
-		last := holderAt(leases, e.RequestReceived)
-		switch {
-		case last == nil:
-			violations = append(violations, fmt.Sprintf("%s: the lock was never taken before it", e))
-			continue
-		case leaseHolder(*last) != h:
-			violations = append(violations, fmt.Sprintf("%s: the lock's last write before it (%s at %s) left it to %q",
-				e, last.Verb, last.StageTimestamp.Format("15:04:05.000000"), leaseHolder(*last)))
-			continue
-		}
-		if r := lastRenewal(leases, h, e.RequestReceived); r != nil && e.RequestReceived.Sub(r.RequestReceived) > leaseDuration {
-			violations = append(violations, fmt.Sprintf("%s: its process last renewed the lock at %s, %s before: past its lease",
-				e, r.RequestReceived.Format("15:04:05.000"), e.RequestReceived.Sub(r.RequestReceived).Round(time.Millisecond)))
-		}
-		sp := spans[h]
-		if sp == nil {
-			sp = &span{first: e.RequestReceived}
-			spans[h] = sp
-		}
-		sp.last = e.StageTimestamp
-	}
-	var holders []string
-	for h := range spans {
-		holders = append(holders, h)
-	}
-	sort.Slice(holders, func(i, j int) bool { return spans[holders[i]].first.Before(spans[holders[j]].first) })
-	for i := 1; i < len(holders); i++ {
-		var prev string
-		for _, h := range holders[:i] {
-			if prev == "" || spans[h].last.After(spans[prev].last) {
-				prev = h
-			}
-		}
-		a, b := spans[prev], spans[holders[i]]
-		if b.first.Before(a.last) {
-			violations = append(violations, fmt.Sprintf("%s changed the cluster from %s to %s, and %s from %s: their changes overlap",
-				prev, a.first.Format("15:04:05.000"), a.last.Format("15:04:05.000"), holders[i], b.first.Format("15:04:05.000")))
-		}
-	}
-	return violations, checked
-}
-
-// holderHeld reports whether the Lease named h when t was received.
-func holderHeld(leases []auditEvent, h string, t time.Time) bool {
-	last := holderAt(leases, t)
-	return last != nil && leaseHolder(*last) == h
+	return e2esuite.CheckLockDiscipline(ev.events, namespace, cluster, ev.since)
 }
 
 // checkEngineRequests: every switchover Patroni accepted (its failover
@@ -252,7 +195,7 @@ func holderHeld(leases []auditEvent, h string, t time.Time) bool {
 // receipt.
 func checkEngineRequests(ev *evidence) []string {
 	var out []string
-	leases := leaseWrites(ev.events)
+	leases := e2esuite.LockWrites(ev.events, namespace, cluster)
 	rs := ev.receipts()
 	for _, e := range ev.events {
 		if e.RequestReceived.Before(ev.since) {
@@ -272,19 +215,19 @@ func checkEngineRequests(ev *evidence) []string {
 		var src *model.Receipt
 		for i := range rs {
 			r := rs[i]
-			if r.Step == model.StepSwitchover && r.MemberID == cand && changedOutcome(r.Outcome) && !r.At.After(e.StageTimestamp) {
+			if r.Step == model.StepSwitchover && r.MemberID == cand && e2esuite.Changed(r.Outcome) && !r.At.After(e.StageTimestamp) {
 				src = &rs[i]
 			}
 		}
 		h := ""
-		if last := holderAt(leases, e.RequestReceived); last != nil {
-			h = leaseHolder(*last)
+		if last := e2esuite.HolderAt(leases, e.RequestReceived); last != nil {
+			h = last.LeaseHolder()
 		}
 		switch {
 		case src == nil:
 			out = append(out, fmt.Sprintf("Patroni accepted a switchover from %s to %s (%s) while the lock named %q; no switchover to %s was written ahead in the ledger",
 				leader, cand, e, h, cand))
-		case !holderHeld(leases, src.Holder, src.At):
+		case !e2esuite.HeldBy(leases, src.Holder, src.At):
 			out = append(out, fmt.Sprintf("Patroni accepted a switchover from %s to %s (%s); the ledger's switchover to it (action %s, %s) was written by %s while the lock named another holder",
 				leader, cand, e, src.ActionID, src.At.Format("15:04:05.000"), src.Holder))
 		case h != "" && h != src.Holder && !ev.sameAction(src.ActionID, h):
@@ -299,7 +242,7 @@ func checkEngineRequests(ev *evidence) []string {
 		var src *model.Receipt
 		for i := range rs {
 			r := rs[i]
-			if r.Step == model.StepReinitialize && r.Member == l.Member && changedOutcome(r.Outcome) &&
+			if r.Step == model.StepReinitialize && r.Member == l.Member && e2esuite.Changed(r.Outcome) &&
 				!r.At.After(l.At) && l.At.Sub(r.At) < 45*time.Second {
 				src = &rs[i]
 			}
@@ -308,7 +251,7 @@ func checkEngineRequests(ev *evidence) []string {
 		case src == nil:
 			out = append(out, fmt.Sprintf("%s removed its data directory at %s (a reinitialize carried out) with no reinitialize of it in the ledger: %s",
 				l.Member, l.At.Format("15:04:05.000"), l.Line))
-		case !holderHeld(leases, src.Holder, src.At):
+		case !e2esuite.HeldBy(leases, src.Holder, src.At):
 			out = append(out, fmt.Sprintf("the reinitialize of %s recorded at %s by %s was sent while the lock named another holder",
 				l.Member, src.At.Format("15:04:05.000"), src.Holder))
 		}
@@ -333,21 +276,10 @@ func (ev *evidence) externalAt(cand string, t time.Time) bool {
 // deleted by a replace). It also returns how many changes it saw.
 func checkReceipts(ev *evidence) (out []string, changes int) {
 	rs := ev.receipts()
-	sending, ended := map[string]bool{}, map[string]bool{}
-	for _, rc := range rs {
-		for _, f := range rc.Fences {
-			key := string(rc.Step) + " " + f.UID
-			switch {
-			case rc.Outcome == model.OutcomeSending:
-				sending[key] = true
-			case changedOutcome(rc.Outcome):
-				ended[key] = true
-			}
-		}
-	}
+	deletes := e2esuite.IndexDeletes(rs)
 	deletedPods := map[string][]time.Time{}
 	for _, e := range ev.hactlWrites() {
-		if e.Verb != "delete" || !guarded(e) {
+		if e.Verb != "delete" || !e.Guarded(namespace, cluster) {
 			continue
 		}
 		m := memberOf(e.ObjectRef.Resource, e.ObjectRef.Name)
@@ -355,21 +287,11 @@ func checkReceipts(ev *evidence) (out []string, changes int) {
 			continue
 		}
 		changes++
-		uid := deletedUID(e)
-		step := model.StepDeletePod
-		if e.ObjectRef.Resource == "persistentvolumeclaims" {
-			step = model.StepDeletePVC
-		} else {
+		if e.ObjectRef.Resource == "pods" {
 			deletedPods[m] = append(deletedPods[m], e.RequestReceived)
 		}
-		key := string(step) + " " + uid
-		switch {
-		case uid == "":
-			out = append(out, fmt.Sprintf("%s had no UID precondition", e))
-		case !sending[key] && !ended[key]:
-			out = append(out, fmt.Sprintf("%s (uid %s) has no %s receipt in the ledger", e, uid, step))
-		case !ended[key] && !ev.frozenOrKilled[e.holder()]:
-			out = append(out, fmt.Sprintf("%s (uid %s): the ledger says only that it was being sent, although its process was neither killed nor frozen", e, uid))
+		if v := deletes.Check(e, ev.frozenOrKilled[e.Holder()]); v != "" {
+			out = append(out, v)
 		}
 	}
 	for _, c := range ev.tl.changes() {
@@ -382,7 +304,7 @@ func checkReceipts(ev *evidence) (out []string, changes int) {
 		}
 		found := false
 		for _, r := range rs {
-			if r.Step == model.StepSwitchover && r.MemberID == c.To && changedOutcome(r.Outcome) && !r.At.After(c.At) {
+			if r.Step == model.StepSwitchover && r.MemberID == c.To && e2esuite.Changed(r.Outcome) && !r.At.After(c.At) {
 				found = true
 			}
 		}
@@ -398,7 +320,7 @@ func checkReceipts(ev *evidence) (out []string, changes int) {
 		changes++
 		found := false
 		for _, r := range rs {
-			if r.Step == model.StepReinitialize && r.Member == b.Member && changedOutcome(r.Outcome) && !r.At.After(b.At) {
+			if r.Step == model.StepReinitialize && r.Member == b.Member && e2esuite.Changed(r.Outcome) && !r.At.After(b.At) {
 				found = true
 			}
 		}
@@ -487,12 +409,10 @@ func checkSwitchoverSeen(ev *evidence) []string {
 	return out
 }
 
-// checkChanged: a run in which nothing changed proves nothing.
+// checkChanged: a run in which nothing changed (no delete, switchover or
+// rebuild) proves nothing.
 func checkChanged(changes int) []string {
-	if changes == 0 {
-		return []string{"the run changed nothing (no delete, switchover or rebuild was observed): no action ran, so nothing was proven"}
-	}
-	return nil
+	return e2esuite.CheckChanged("change (a delete, a switchover or a rebuild)", changes)
 }
 
 // checkSettled: no action is left waiting: every ledger entry of the

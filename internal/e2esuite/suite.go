@@ -4,8 +4,12 @@
 // share one link, starts a sandbox for a test binary (Main) or for one
 // test (StartTest), runs commands through the real kubectl (or the plugin
 // binary itself, so that a signal reaches it), and reads members, the
-// ledger and a sentinel key back on their own. It is imported by tests
-// only.
+// ledger and a sentinel key back on their own. For the adversarial suites
+// (etcd's and Patroni's) it also reads the API server's audit log and
+// checks the lock discipline from it (audit.go), runs a round's
+// kubectl-hactl processes side by side and reads their progress lines
+// (procs.go), and seeds and records a run of rounds (rounds.go). It is
+// imported by tests only.
 package e2esuite
 
 import (
@@ -19,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,7 +76,10 @@ type Suite struct {
 	// Namespace is the scenarios' namespace (Options.Namespace, else the
 	// sandbox's default).
 	Namespace string
-	tmp       string
+	// AuditLog is the API server's audit log (JSON, one event a line)
+	// with Options.AuditPolicy; "" without.
+	AuditLog string
+	tmp      string
 }
 
 // Options configure Start.
@@ -92,6 +100,10 @@ type Options struct {
 	SandboxBinary bool
 	// Timeout bounds starting the sandbox (default StartTimeout).
 	Timeout time.Duration
+	// AuditPolicy, when set, is the audit policy (YAML; AuditPolicy
+	// builds the adversarial suites') under which the API server writes
+	// every event to Suite.AuditLog, as it happens (blocking mode).
+	AuditPolicy string
 }
 
 // serving is set once the test binary serves the sandbox's supervisor
@@ -194,6 +206,16 @@ func Start(o Options) (*Suite, error) {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
+	apiServerArgs := o.APIServerArgs
+	if o.AuditPolicy != "" {
+		policy := filepath.Join(tmp, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(o.AuditPolicy), 0o644); err != nil {
+			return fail(err)
+		}
+		s.AuditLog = filepath.Join(tmp, "audit.log")
+		apiServerArgs = append(slices.Clone(apiServerArgs), "--audit-policy-file="+policy, "--audit-log-path="+s.AuditLog,
+			"--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0")
+	}
 	// The sandbox's capture pods run the hactl-capture beside the agent.
 	cmds := []string{Plugin, Capture}
 	if o.SandboxBinary {
@@ -211,7 +233,7 @@ func Start(o Options) (*Suite, error) {
 		agent = filepath.Join(s.Bin, Plugin)
 	}
 	so := sandbox.Options{Dir: filepath.Join(tmp, "sbx"), BinDir: binDir, Namespace: o.Namespace,
-		Agent: agent, Scenarios: o.Scenarios, APIServerArgs: o.APIServerArgs,
+		Agent: agent, Scenarios: o.Scenarios, APIServerArgs: apiServerArgs,
 		Progress: os.Stderr, Timeout: timeout}
 	if o.SandboxBinary {
 		so.Executable = filepath.Join(s.Bin, SandboxCommand)
@@ -375,20 +397,24 @@ func (s *Suite) Observer() *actions.Observer {
 	return &actions.Observer{Client: s.KC, Dial: s.Dial, ProbeTimeout: 3 * time.Second}
 }
 
-// WaitFailoverReady polls until the cluster is failover-ready, as status
-// says it.
+// FailoverReady says why the cluster is not failover-ready, as status
+// says it (nil: it is).
+func (s *Suite) FailoverReady(cluster string) error {
+	res, _, err := s.Observer().Observe(context.Background(), s.Namespace, cluster)
+	if err != nil {
+		return err
+	}
+	if !res.Verdict.FailoverReady {
+		return fmt.Errorf("not failover-ready: %+v", res.Verdict.Reasons)
+	}
+	return nil
+}
+
+// WaitFailoverReady polls until the cluster is failover-ready
+// (FailoverReady).
 func (s *Suite) WaitFailoverReady(t testing.TB, cluster string) {
 	t.Helper()
-	poll.Until(t, 3*time.Minute, cluster+" to be failover-ready", func() error {
-		res, _, err := s.Observer().Observe(context.Background(), s.Namespace, cluster)
-		if err != nil {
-			return err
-		}
-		if !res.Verdict.FailoverReady {
-			return fmt.Errorf("%+v", res.Verdict.Reasons)
-		}
-		return nil
-	}, poll.Every(time.Second))
+	poll.Until(t, 3*time.Minute, cluster+" to be failover-ready", func() error { return s.FailoverReady(cluster) }, poll.Every(time.Second))
 }
 
 // Roles returns the leader and the followers of a cluster.
