@@ -18,10 +18,9 @@ import (
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/agent"
+	"github.com/hactl-dev/hactl/agent/restore"
 	"github.com/hactl-dev/hactl/artifact"
-	"github.com/hactl-dev/hactl/artifact/etcdgen/etcdrestore"
 	"github.com/hactl-dev/hactl/internal/format"
-	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
 
@@ -90,7 +89,7 @@ type AgentRestoreOptions struct {
 	BumpRevision        uint64
 	MarkCompacted       bool
 
-	restorer etcdrestore.Restorer
+	restorer restore.EtcdMember
 	getenv   func(string) string
 
 	genericiooptions.IOStreams
@@ -237,7 +236,7 @@ func (o *AgentRestoreOptions) Complete() error {
 			urls = append(urls, u)
 		}
 	}
-	o.restorer = etcdrestore.Restorer{
+	o.restorer = restore.EtcdMember{
 		Name: o.Name, InitialCluster: o.InitialCluster, PeerURLs: urls,
 		InitialClusterToken: o.InitialClusterToken, RevisionBump: o.BumpRevision, MarkCompacted: o.MarkCompacted,
 	}
@@ -346,91 +345,41 @@ func (o *AgentRestoreOptions) Run(ctx context.Context) error {
 }
 
 func (o *AgentRestoreOptions) restore(ctx context.Context, doc *agentRestoreResult, say func(string, string, ...any)) error {
-	creds, err := artifact.CredentialsFromEnv(artifact.StoreScheme(o.Store), o.getenv)
-	if err != nil {
-		return err
-	}
-	store, err := artifact.OpenStore(ctx, o.Store, artifact.Options{Credentials: creds})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	doc.Store = store.String()
-	say("verifying", "reading generation %s from %s", o.Generation, store)
-	m, err := store.ReadManifest(ctx, o.Generation)
-	if err != nil {
-		return err
-	}
-	doc.Identity, doc.Digest = &m.Identity, m.Digest
-	var mat artifact.Materializer
-	switch m.Identity.Engine {
-	case model.EngineEtcd:
-		if err := o.restorer.Validate(); err != nil {
-			return usageError("%v", err)
+	var p *lineProgress
+	res, err := restore.Run(ctx, restore.Options{
+		Store: o.Store, Generation: o.Generation, DataDir: o.DataDir, Getenv: o.getenv,
+		Expect:       artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision},
+		ExpectDigest: o.ExpectDigest, ExpectRevision: o.ExpectRevision,
+		KeepPrevious: o.KeepPrevious, Replace: o.Replace, RestoreID: o.RestoreID,
+		Etcd: o.restorer,
+	}, say, func(done, total int64) {
+		if p == nil {
+			p = newLineProgress(o.ErrOut, o.Output, total)
 		}
-		mat = etcdMaterializer{o.restorer}
-	}
-	say("verifying", "generation %s: %s cluster %s, member %s, revision %d, term %d, %d file(s), %d bytes", o.Generation,
-		m.Identity.Engine, m.Identity.ClusterID, m.Identity.SourceMemberID, m.Identity.Revision, m.Identity.RaftTerm, len(m.Files), m.TotalSize)
-	p := newLineProgress(o.ErrOut, o.Output, m.TotalSize)
-	res, err := artifact.Restore(ctx, store, o.Generation, artifact.RestoreOptions{
-		DataDir:        o.DataDir,
-		Expect:         artifact.Expect{ClusterID: o.ExpectClusterID, MinRevision: o.MinRevision},
-		ExpectDigest:   o.ExpectDigest,
-		ExpectRevision: o.ExpectRevision,
-		KeepPrevious:   o.KeepPrevious,
-		Materializer:   mat,
-		Replace:        o.Replace,
-		RestoreID:      o.RestoreID,
-		Progress:       p.update,
+		p.update(done)
 	})
-	p.done()
-	doc.Result = &res
-	doc.Already, doc.Previous, doc.Bytes = res.Already, res.Previous, res.Bytes
-	doc.Rescued, doc.Removed, doc.Warnings = res.Rescued, res.Removed, res.Warnings
-	if res.DataDir != "" {
-		doc.DataDir = res.DataDir
+	if p != nil {
+		p.done()
 	}
-	for _, p := range res.Rescued {
-		say("recovered", "an interrupted restore had swapped the old data out of %s: kept at %s", doc.DataDir, p)
+	doc.Store = res.Store
+	if m := res.Manifest; m != nil {
+		doc.Identity, doc.Digest = &m.Identity, m.Digest
 	}
-	if err != nil {
-		return err
-	}
-	for _, p := range res.Removed {
-		say("pruned", "removed previous copy %s (keeping the %d newest)", p, o.KeepPrevious)
-	}
-	for _, w := range res.Warnings {
-		say("warning", "%s", w)
-	}
-	if res.Already {
-		say("restored", "%s already holds generation %s; nothing changed", res.DataDir, o.Generation)
-		return nil
-	}
-	if m.Identity.Engine == model.EngineEtcd {
-		if st, err := etcdrestore.BackendStatus(res.DataDir); err == nil {
-			n := st.TotalKey
-			doc.Keys = &n
-			say("checked", "restored backend: %d keys, revision %d, %d bytes", st.TotalKey, st.Revision, st.TotalSize)
+	if res.Ran {
+		r := res.Restore
+		doc.Result = &r
+		doc.Already, doc.Previous, doc.Bytes = r.Already, r.Previous, r.Bytes
+		doc.Rescued, doc.Removed, doc.Warnings = r.Rescued, r.Removed, r.Warnings
+		if r.DataDir != "" {
+			doc.DataDir = r.DataDir
 		}
 	}
-	if res.Previous != "" {
-		say("restored", "activated generation %s at %s; previous data kept at %s", o.Generation, res.DataDir, res.Previous)
-	} else {
-		say("restored", "activated generation %s at %s", o.Generation, res.DataDir)
+	doc.Keys = res.Keys
+	var se *restore.SettingsError
+	if errors.As(err, &se) {
+		return usageError("%v", se.Err)
 	}
-	return nil
-}
-
-// etcdMaterializer is etcd's Restorer with the space its staging takes:
-// the downloaded snapshot, the backend copied from it, and the first WAL
-// segment etcd preallocates.
-type etcdMaterializer struct{ etcdrestore.Restorer }
-
-const etcdWALSegment = 64 << 20
-
-func (e etcdMaterializer) SpaceNeeded(m *artifact.Manifest) int64 {
-	return 2*m.TotalSize + etcdWALSegment
+	return err
 }
 
 // refusedRestore reports whether err is a verification refusal (as
