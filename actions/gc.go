@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +38,7 @@ type GC struct {
 	Warn func(string)
 
 	entries []artifact.Entry
+	planned bool
 }
 
 // What gc's Events say: action generations-gc, step delete-generation,
@@ -50,7 +50,7 @@ const (
 
 // ErrGCLockLost says gc's lock was taken away (or expired) while it
 // deleted: it stopped before the next deletion.
-var ErrGCLockLost = errors.New("gc lost the cluster's lock")
+var ErrGCLockLost = errors.New("lock lost")
 
 func (g *GC) warn(format string, args ...any) {
 	if g.Warn != nil {
@@ -118,7 +118,7 @@ func (g *GC) Plan(ctx context.Context) (artifact.GCPlan, error) {
 	if err != nil {
 		return artifact.GCPlan{}, err
 	}
-	g.entries = entries
+	g.entries, g.planned = entries, true
 	inUse, err := g.inUse(ctx, true)
 	if err != nil {
 		return artifact.GCPlan{}, err
@@ -140,6 +140,11 @@ func (g *GC) Plan(ctx context.Context) (artifact.GCPlan, error) {
 // goes (a ledger that cannot be read keeps everything). A lock lost
 // midway stops gc with ErrGCLockLost.
 func (g *GC) Run(ctx context.Context, plan artifact.GCPlan) (res artifact.GCResult, locked bool, err error) {
+	if !g.planned {
+		// Without the store's listing, other clusters' ledgers are not
+		// read: a restore from one of these generations would be missed.
+		return res, false, errors.New("gc: Run needs the listing of its Plan; nothing was deleted")
+	}
 	identity := g.Identity
 	if identity == "" {
 		identity = ProcessIdentity()
@@ -184,15 +189,13 @@ func (g *GC) stillHeld(ctx context.Context, lock *Lock, identity string) error {
 	l, err := g.Client.CoordinationV1().Leases(cl.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%w: the lock was released by someone else", ErrGCLockLost)
+		return fmt.Errorf("%w: the lock was deleted by someone else", ErrGCLockLost)
 	case err != nil:
 		return fmt.Errorf("reading lease %s/%s to check that gc still holds it: %w", cl.Namespace, name, err)
-	case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity:
-		h := ""
-		if l.Spec.HolderIdentity != nil {
-			h = *l.Spec.HolderIdentity
-		}
-		return fmt.Errorf("%w: the lock is now held by %s", ErrGCLockLost, strings.TrimSpace(h))
+	case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "":
+		return fmt.Errorf("%w: the lock was released by someone else", ErrGCLockLost)
+	case *l.Spec.HolderIdentity != identity:
+		return fmt.Errorf("%w: the lock is now held by %s", ErrGCLockLost, *l.Spec.HolderIdentity)
 	}
 	return nil
 }

@@ -236,6 +236,14 @@ func (l *Ledger) update(ctx context.Context, fn func(d *ledgerData) error) error
 		if err := fn(d); err != nil {
 			return err
 		}
+		// The label finds the ledger in a namespace-wide read: put it
+		// back if someone removed it.
+		if cm.Labels[LabelCluster] != l.Cluster {
+			if cm.Labels == nil {
+				cm.Labels = map[string]string{}
+			}
+			cm.Labels[LabelCluster] = l.Cluster
+		}
 		if err := d.encode(cm); err != nil {
 			return fmt.Errorf("encoding ledger: %w", err)
 		}

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
@@ -203,5 +205,54 @@ func TestLedgerBoundedInBytes(t *testing.T) {
 	}
 	if !slices.ContainsFunc(live.Receipts, func(r model.Receipt) bool { return strings.Contains(r.Detail, "compacted") }) {
 		t.Error("no receipt says receipts were compacted")
+	}
+}
+
+// An action reads its cluster's lock and ledger by name, whatever their
+// labels say: a ledger whose label was removed (a GitOps apply, a hand
+// edit) still shows its action in progress, and the lock its holder, to
+// the observation an action decides with; the next ledger write puts the
+// label back, so that namespace-wide reads find it again.
+func TestActionsSeeAnUnlabelledLockAndLedger(t *testing.T) {
+	testenv.SkipShort(t)
+	cs := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	ctx := context.Background()
+	fixtures.CreateCluster(t, cs, ns, fixtures.DefaultSpec("etcd"))
+	l := &actions.Ledger{Client: cs, Namespace: ns, Cluster: "etcd"}
+	at := time.Now().UTC()
+	id := actions.NewEntryID(model.ActionReplace, "etcd-1", at)
+	if _, err := l.Begin(ctx, model.LedgerEntry{ID: id, Action: model.ActionReplace, Member: "etcd-1", Holder: "hactl/elsewhere/1/abcd"}, nil, at); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := actions.AcquireLock(ctx, cs, ns, "etcd", actions.LockOptions{Identity: "hactl/elsewhere/1/abcd", Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Release(context.Background()) })
+	unlabel := []byte(`{"metadata":{"labels":{"` + actions.LabelCluster + `":null}}}`)
+	if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, actions.LockName("etcd"), types.MergePatchType, unlabel, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoordinationV1().Leases(ns).Patch(ctx, actions.LockName("etcd"), types.MergePatchType, unlabel, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := (&actions.Observer{Client: cs}).Observe(ctx, ns, "etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Observation
+	if len(o.Ledger) != 1 || o.Ledger[0].ID != id || o.Ledger[0].State != model.EntryInProgress {
+		t.Errorf("the action's observation lost the unlabelled ledger: %+v", o.Ledger)
+	}
+	if o.Lock == nil || o.Lock.Holder != "hactl/elsewhere/1/abcd" {
+		t.Errorf("the action's observation lost the unlabelled lock: %+v", o.Lock)
+	}
+	if _, err := l.Append(ctx, id, model.Receipt{ActionID: id, Step: model.StepDeletePod, Outcome: model.OutcomeDone, At: time.Now().UTC()}, model.EntryInProgress); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, actions.LockName("etcd"), metav1.GetOptions{})
+	if err != nil || cm.Labels[actions.LabelCluster] != "etcd" {
+		t.Errorf("the ledger write did not put the label back: %v %v", cm.Labels, err)
 	}
 }

@@ -71,7 +71,9 @@ func (s *recordingSource) Read(ctx context.Context, ns string) (*status.Objects,
 // Observe reads cluster namespace/name. Warnings are non-fatal problems
 // to show (events not readable, a ledger key that did not decode).
 func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.Result, status.Warnings, error) {
-	src := &recordingSource{inner: status.APISource{Client: o.Client}}
+	// The cluster's lock and ledger are read by name, whatever their
+	// labels say.
+	src := &recordingSource{inner: status.APISource{Client: o.Client, Cluster: name}}
 	so := &status.Observer{
 		Source:       src,
 		Engines:      o.engines(),
@@ -102,12 +104,15 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 	status.DecodeActionFacts(&obs, sts, src.objs)
 
 	// The lock and the ledger came with the other objects, in the same
-	// read; an action must not decide without them.
+	// read (before the probes); an action must not decide without them.
 	if err := src.objs.ActionsErr; err != nil {
 		return status.Result{}, warn, actionObjectsError(err, namespace, name)
 	}
-	// obs.At stays when the observation began (status sets it): the lock
-	// and ledger read since are newer, never older, than that.
+	if err := src.objs.ActionsUnread[namespace+"/"+name]; err != nil {
+		return status.Result{}, warn, actionObjectsError(err, namespace, name)
+	}
+	// obs.At stays when the observation began (status sets it): every
+	// fact in it, the lock and ledger included, was read after that.
 	return status.Evaluate(obs, o.now(), o.Verdict), warn, nil
 }
 

@@ -268,6 +268,11 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// Validate normalized it; a caller that skipped Validate must not
+	// act for real on a value nothing read as a dry run.
+	if err := normalizeDryRun(&o.DryRun, true); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.plan.Action == model.ActionSeed {

@@ -225,6 +225,11 @@ func (o *SeedOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// Validate normalized it; a caller that skipped Validate must not
+	// act for real on a value nothing read as a dry run.
+	if err := normalizeDryRun(&o.DryRun, false); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	doc := &seedDoc{APIVersion: status.SchemaVersion, Kind: "SeedReceipt", Cluster: o.Namespace + "/" + o.Cluster,

@@ -72,7 +72,8 @@ func DecodeLedger(cm *corev1.ConfigMap) LedgerContents {
 		}
 	}
 	sort.Strings(keys)
-	// One entry per ID: of two keys holding the same ID, the later key's.
+	// One entry per ID: of several keys holding the same ID, the one the
+	// writer names by it (action.<ID>), else the first.
 	byID := map[string]int{}
 	for _, k := range keys {
 		var e model.LedgerEntry
@@ -81,7 +82,9 @@ func DecodeLedger(cm *corev1.ConfigMap) LedgerContents {
 			continue
 		}
 		if i, ok := byID[e.ID]; ok {
-			out.Entries[i] = e
+			if k == LedgerEntryKeyPrefix+e.ID {
+				out.Entries[i] = e
+			}
 			continue
 		}
 		byID[e.ID] = len(out.Entries)

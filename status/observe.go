@@ -105,6 +105,10 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	obs := make([]model.Observation, len(picked))
 	for i, s := range picked {
 		obs[i] = decodeCluster(s, ix, now)
+		if err := objs.ActionsUnread[s.Namespace+"/"+s.Name]; err != nil {
+			warn = append(warn, fmt.Sprintf("%s/%s: actions not shown: %v", s.Namespace, s.Name, err))
+			continue
+		}
 		warn = append(warn, decodeActions(&obs[i], ix, o.HolderGone)...)
 		// At is when the observation began: every fact in it is at least
 		// this old, so its age is never understated.

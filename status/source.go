@@ -40,11 +40,14 @@ type Objects struct {
 	// Leases and Ledgers are hactl's own lock Leases and ledger
 	// ConfigMaps (labelled LabelCluster), listed by that label, or read
 	// one per cluster (GET hactl-NAME) where the list is forbidden.
-	// ActionsErr is set when they could not be read: each cluster's lock
-	// and ledger are then unknown (actions refuse to start).
-	Leases     []coordinationv1.Lease
-	Ledgers    []corev1.ConfigMap
-	ActionsErr error
+	// ActionsErr is set when they could not be read at all, and
+	// ActionsUnread names the clusters ("namespace/name") whose lock and
+	// ledger could not be read: their locks and ledgers are then unknown
+	// (actions refuse to start on them).
+	Leases        []coordinationv1.Lease
+	Ledgers       []corev1.ConfigMap
+	ActionsErr    error
+	ActionsUnread map[string]error
 }
 
 // Source reads Objects.
@@ -61,6 +64,21 @@ type Source interface {
 // ConfigMaps are needed), then all the others at once.
 type APISource struct {
 	Client kubernetes.Interface
+	// Cluster, when set, is the one cluster the read is for: its lock
+	// Lease and ledger ConfigMap are read by name (hactl-NAME), whatever
+	// their labels, instead of listed (what an action decides with).
+	Cluster string
+}
+
+// named are the StatefulSets of sts called name.
+func named(sts []appsv1.StatefulSet, name string) []appsv1.StatefulSet {
+	var out []appsv1.StatefulSet
+	for _, s := range sts {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Read implements Source.
@@ -98,7 +116,13 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	if patroni {
 		wg.Go(func() { cms, cmsErr = c.CoreV1().ConfigMaps(ns).List(ctx, lo) })
 	}
-	wg.Go(func() { o.Leases, o.Ledgers, o.ActionsErr = readActionObjects(ctx, c, ns, o.StatefulSets) })
+	wg.Go(func() {
+		if s.Cluster != "" {
+			readActionObjectsByName(ctx, c, named(o.StatefulSets, s.Cluster)).put(o)
+			return
+		}
+		readActionObjects(ctx, c, ns, o.StatefulSets).put(o)
+	})
 	wg.Wait()
 	for _, l := range []struct {
 		err      error
@@ -131,70 +155,115 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	return o, nil
 }
 
+// actionObjects are hactl's lock Leases and ledger ConfigMaps as read,
+// with what could not be read: err for the whole read, unread by cluster
+// ("namespace/name").
+type actionObjects struct {
+	leases  []coordinationv1.Lease
+	ledgers []corev1.ConfigMap
+	err     error
+	unread  map[string]error
+}
+
+// put stores a into o.
+func (a actionObjects) put(o *Objects) {
+	o.Leases, o.Ledgers, o.ActionsErr, o.ActionsUnread = a.leases, a.ledgers, a.err, a.unread
+}
+
 // readActionObjects reads hactl's lock Leases and ledger ConfigMaps in
 // namespace ns ("" for all), by their label, both at once. Where a list
 // is forbidden (the actions' role grants get on the objects it names, not
-// list), each cluster's object is read by name; one missing is none.
-func readActionObjects(ctx context.Context, c kubernetes.Interface, ns string, sts []appsv1.StatefulSet) ([]coordinationv1.Lease, []corev1.ConfigMap, error) {
+// list), each cluster's objects are read by name (byName).
+func readActionObjects(ctx context.Context, c kubernetes.Interface, ns string, sts []appsv1.StatefulSet) actionObjects {
 	lo := metav1.ListOptions{LabelSelector: LabelCluster}
-	var leases []coordinationv1.Lease
-	var ledgers []corev1.ConfigMap
+	var out actionObjects
 	var lerr, derr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		l, err := c.CoordinationV1().Leases(ns).List(ctx, lo)
 		if err == nil {
-			leases = l.Items
-			return
+			out.leases = l.Items
 		}
-		if !apierrors.IsForbidden(err) {
-			lerr = explainAPIError(err, "list", "leases.coordination.k8s.io", ns)
-			return
-		}
-		leases, lerr = oneByOne(sts, func(s *appsv1.StatefulSet) (*coordinationv1.Lease, error) {
-			return c.CoordinationV1().Leases(s.Namespace).Get(ctx, LockName(s.Name), metav1.GetOptions{})
-		})
+		lerr = err
 	})
 	wg.Go(func() {
 		l, err := c.CoreV1().ConfigMaps(ns).List(ctx, lo)
 		if err == nil {
-			ledgers = l.Items
-			return
+			out.ledgers = l.Items
 		}
-		if !apierrors.IsForbidden(err) {
-			derr = explainAPIError(err, "list", "configmaps", ns)
-			return
-		}
-		ledgers, derr = oneByOne(sts, func(s *appsv1.StatefulSet) (*corev1.ConfigMap, error) {
-			return c.CoreV1().ConfigMaps(s.Namespace).Get(ctx, LockName(s.Name), metav1.GetOptions{})
-		})
+		derr = err
 	})
 	wg.Wait()
-	return leases, ledgers, errors.Join(lerr, derr)
+	switch {
+	case lerr != nil && !apierrors.IsForbidden(lerr):
+		out.err = explainAPIError(lerr, "list", "leases.coordination.k8s.io", ns)
+		return out
+	case derr != nil && !apierrors.IsForbidden(derr):
+		out.err = explainAPIError(derr, "list", "configmaps", ns)
+		return out
+	case lerr == nil && derr == nil:
+		return out
+	}
+	// One of them may not be listed: read both by name, cluster by
+	// cluster (the names do not depend on any label).
+	return readActionObjectsByName(ctx, c, sts)
 }
 
-// oneByOne reads, for each StatefulSet of an HA cluster, the object get
-// returns; a missing one is none, any other failure the first error.
-func oneByOne[T any](sts []appsv1.StatefulSet, get func(*appsv1.StatefulSet) (*T, error)) ([]T, error) {
-	var out []T
+// byNameParallel bounds the GETs readActionObjectsByName has in flight.
+const byNameParallel = 8
+
+// readActionObjectsByName reads, for each HA cluster of sts, its lock
+// Lease and its ledger ConfigMap by name (hactl-NAME), a few at once. One
+// missing is none; one that cannot be read leaves that cluster's lock and
+// ledger unknown (unread), not the others'.
+func readActionObjectsByName(ctx context.Context, c kubernetes.Interface, sts []appsv1.StatefulSet) actionObjects {
+	var out actionObjects
+	var mu sync.Mutex
+	sem := make(chan struct{}, byNameParallel)
+	var wg sync.WaitGroup
 	for i := range sts {
-		if _, ok := DetectEngine(&sts[i]); !ok {
+		s := &sts[i]
+		if _, ok := DetectEngine(s); !ok {
 			continue
 		}
-		x, err := get(&sts[i])
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("reading hactl's lock and ledger of %s/%s: %w", sts[i].Namespace, sts[i].Name, err)
-		default:
-			out = append(out, *x)
-		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			name := LockName(s.Name)
+			l, lerr := c.CoordinationV1().Leases(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+			cm, derr := c.CoreV1().ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			var err error
+			switch {
+			case lerr != nil && !apierrors.IsNotFound(lerr):
+				err = fmt.Errorf("get leases.coordination.k8s.io %s: %w", name, lerr)
+			case derr != nil && !apierrors.IsNotFound(derr):
+				err = fmt.Errorf("get configmaps %s: %w", name, derr)
+			}
+			if err != nil {
+				if out.unread == nil {
+					out.unread = map[string]error{}
+				}
+				out.unread[s.Namespace+"/"+s.Name] = fmt.Errorf("reading hactl's lock and ledger in namespace %s: %w", s.Namespace, err)
+				return
+			}
+			if lerr == nil {
+				out.leases = append(out.leases, *l)
+			}
+			if derr == nil {
+				out.ledgers = append(out.ledgers, *cm)
+			}
+		})
 	}
-	return out, nil
+	wg.Wait()
+	return out
 }
 
 // CacheSource reads from informer caches (a Watcher's): no API call per
-// read once the caches have synced.
+// read once the caches have synced. It does not read hactl's own lock
+// Leases and ledger ConfigMaps (Leases, Ledgers stay empty): the
+// Watcher's reads add them from their own watches.
 type CacheSource struct {
 	Factory informers.SharedInformerFactory
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
 	"github.com/hactl-dev/hactl/verdict"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -350,5 +351,51 @@ func TestUnknownEngineLabelIsUnsupported(t *testing.T) {
 	v := rs[0].Verdict
 	if v.ControlReady || strings.Join(codes(rs[0]), ",") != "engine_unsupported" {
 		t.Errorf("verdict %+v, want engine_unsupported alone, not control-ready", v)
+	}
+}
+
+// A user whose role names the hactl objects it may read (get on
+// hactl-a only, no list) sees cluster a's lock and ledger, read by name,
+// while cluster b's are said to be unknown: one cluster's refusal does
+// not hide the others'.
+func TestActionObjectsReadByNameWhereListIsForbidden(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	ctx := context.Background()
+	for _, n := range []string{"a", "b"} {
+		fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec(n))
+		holder := "hactl/elsewhere/1/" + n
+		if _, err := admin.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: LockName(n), Labels: map[string]string{LabelCluster: n}},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules := append(append([]rbacv1.PolicyRule(nil), statusRules...),
+		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{LockName("a")}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{LockName("a")}, Verbs: []string{"get"}},
+	)
+	_, cfg := testenv.RestrictedUser(t, cp, ns, rules)
+	o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}}
+	rs, warn, err := o.Observe(ctx, ns, "")
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("observe: %v (%d clusters)", err, len(rs))
+	}
+	for _, r := range rs {
+		switch r.Observation.Cluster.Name {
+		case "a":
+			if l := r.Observation.Lock; l == nil || l.Holder != "hactl/elsewhere/1/a" {
+				t.Errorf("cluster a's lock, readable by name: %+v", l)
+			}
+		case "b":
+			if r.Observation.Lock != nil {
+				t.Errorf("cluster b's lock was not readable, yet: %+v", r.Observation.Lock)
+			}
+		}
+	}
+	if w := strings.Join(warn, "\n"); !strings.Contains(w, ns+"/b: actions not shown") || strings.Contains(w, ns+"/a: actions not shown") {
+		t.Errorf("warnings %q, want b's lock and ledger said unknown, not a's", warn)
 	}
 }

@@ -90,7 +90,12 @@ type Watcher struct {
 	// hactl's own objects (not reported on Errors: reads then ask the
 	// API server).
 	leasesErr, ledgersErr error
-	cancel                context.CancelFunc
+	// lastActions are hactl's own objects as last read from the API
+	// server (haveActions: read once), while their watches cannot be
+	// trusted.
+	lastActions actionObjects
+	haveActions bool
+	cancel      context.CancelFunc
 
 	// directBegun is set by ExpectDirect (or ObserveDirect), and listed
 	// closed once the direct read's lists have returned: Start waits for
@@ -232,10 +237,24 @@ func waitFor(ctx context.Context, ch <-chan struct{}, d time.Duration) (bool, er
 // hook registers the change notification and the watch error handler on
 // one informer.
 func (w *Watcher) hook(inf cache.SharedIndexInformer, required bool) error {
+	delivered := w.notify
+	if inf == w.leases || inf == w.ledgers {
+		// A delivery says the watch works again: its cache is current.
+		delivered = func() {
+			w.mu.Lock()
+			if inf == w.leases {
+				w.leasesErr = nil
+			} else {
+				w.ledgersErr = nil
+			}
+			w.mu.Unlock()
+			w.notify()
+		}
+	}
 	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { w.notify() },
-		UpdateFunc: func(any, any) { w.notify() },
-		DeleteFunc: func(any) { w.notify() },
+		AddFunc:    func(any) { delivered() },
+		UpdateFunc: func(any, any) { delivered() },
+		DeleteFunc: func(any) { delivered() },
 	}
 	if _, err := inf.AddEventHandler(handler); err != nil {
 		return fmt.Errorf("watching: %w", err)
@@ -398,7 +417,7 @@ func (w *Watcher) eventsFailure() error {
 // also asks every member on its own.
 func (w *Watcher) Observe(ctx context.Context, name string, probe bool) ([]Result, Warnings, error) {
 	o := w.opts.Observer
-	o.Source = watchSource{w}
+	o.Source = watchSource{w: w, probe: probe}
 	if !probe {
 		o.Dial = nil
 	}
@@ -457,8 +476,11 @@ func (s listedSource) Read(ctx context.Context, ns string) (*Objects, error) {
 }
 
 // watchSource reads the watcher's caches and says when events are
-// missing from them.
-type watchSource struct{ w *Watcher }
+// missing from them; probe: the read is a probe round's.
+type watchSource struct {
+	w     *Watcher
+	probe bool
+}
 
 // Read implements Source.
 func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
@@ -480,13 +502,43 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 	if len(objs.StatefulSets) == 0 {
 		return objs, nil
 	}
-	if s.w.leases.HasSynced() && s.w.ledgers.HasSynced() {
+	if s.w.actionsWatched() {
 		all := labels.Everything()
 		leases, _ := s.w.hactl.Coordination().V1().Leases().Lister().Leases(ns).List(all)
 		ledgers, _ := s.w.hactl.Core().V1().ConfigMaps().Lister().ConfigMaps(ns).List(all)
 		objs.Leases, objs.Ledgers = values(leases), values(ledgers)
 		return objs, nil
 	}
-	objs.Leases, objs.Ledgers, objs.ActionsErr = readActionObjects(ctx, s.w.client, ns, objs.StatefulSets)
+	s.w.actions(ctx, ns, objs, s.probe).put(objs)
 	return objs, nil
+}
+
+// actions are hactl's own objects read from the API server while their
+// watches are not to be trusted (not synced, or failing): on a probe
+// round, or when none were read yet; a round between probes reuses the
+// last read, so that a user who may not list them costs no API call per
+// watch event.
+func (w *Watcher) actions(ctx context.Context, ns string, objs *Objects, probe bool) actionObjects {
+	w.mu.Lock()
+	last, ok := w.lastActions, w.haveActions
+	w.mu.Unlock()
+	if ok && !probe {
+		return last
+	}
+	a := readActionObjects(ctx, w.client, ns, objs.StatefulSets)
+	w.mu.Lock()
+	w.lastActions, w.haveActions = a, true
+	w.mu.Unlock()
+	return a
+}
+
+// actionsWatched reports whether the caches of hactl's own objects can be
+// read: synced, and neither watch failing since its last delivery.
+func (w *Watcher) actionsWatched() bool {
+	if !w.leases.HasSynced() || !w.ledgers.HasSynced() {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.leasesErr == nil && w.ledgersErr == nil
 }

@@ -200,6 +200,14 @@ func TestKubeBackendGetsLocksWhenItMayNotListThem(t *testing.T) {
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}},
 	})
+	var calls atomic.Int64
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
 	b := NewKubeBackend(testenv.Clientset(t, cfg), ns, status.Observer{})
 	t.Cleanup(b.Shutdown)
 	if err := b.Start(ctx); err != nil {
@@ -213,6 +221,17 @@ func TestKubeBackendGetsLocksWhenItMayNotListThem(t *testing.T) {
 		if strings.Contains(w, "actions not shown") {
 			t.Errorf("warning %q", w)
 		}
+	}
+	checkActions(t, rs)
+	// A round between probes (a watch event) reuses what the probe round
+	// read: no API call, although the Leases cannot be watched.
+	before := calls.Load()
+	rs, _, err = b.Observe(ctx, false)
+	if err != nil || len(rs) != 5 {
+		t.Fatalf("observe from the caches: %v (%d clusters)", err, len(rs))
+	}
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("a round between probes made %d API calls for locks it may not watch, want none", n)
 	}
 	checkActions(t, rs)
 }
