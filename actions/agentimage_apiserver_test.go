@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -124,7 +126,7 @@ func newRestoreRig(t *testing.T) *restoreRig {
 func (g *restoreRig) run(entry, image string, ledger ...model.Receipt) *run {
 	o := g.opts
 	o.AgentImage = image
-	r := &run{x: &Executor{Observer: &Observer{Client: g.cs}}, ns: g.ns.Name, name: "etcd", entryID: entry,
+	r := &run{x: &Executor{Observer: &Observer{Engines: registry.Engines(), Client: g.cs}}, ns: g.ns.Name, name: "etcd", entryID: entry,
 		o:         ExecOptions{DryRun: DryRunNone, Warn: func(m string) { g.warnings = append(g.warnings, m) }},
 		confirmed: classify.Decision{Intent: classify.Intent{Action: model.ActionRestore, Options: o}}}
 	r.last = status.Result{Observation: model.Observation{Cluster: g.cl}}
@@ -286,7 +288,7 @@ func TestCapturePodRunReturnsThePodAsItRan(t *testing.T) {
 	const tag = "ghcr.io/hactl-dev/hactl:v1.2.3"
 	imageID := "docker-pullable://ghcr.io/hactl-dev/hactl@sha256:" + strings.Repeat("ef", 32)
 	kubelet := reportImageID(ctx, t, cs, ns.Name, CapturePodName("etcd-0"), imageID, true)
-	r := &run{x: &Executor{Observer: &Observer{Client: cs}}, ns: ns.Name, name: "etcd", lock: lk, o: ExecOptions{DryRun: DryRunNone}}
+	r := &run{x: &Executor{Observer: &Observer{Engines: registry.Engines(), Client: cs}}, ns: ns.Name, name: "etcd", lock: lk, o: ExecOptions{DryRun: DryRunNone}}
 	p := &podCapture{r: r, client: cs, pc: etcdSeeder{}, startTO: time.Hour, spec: CapturePodSpec{
 		Capture:  SeedCapture{Generation: "g1", Member: "etcd-0", Cluster: model.ClusterFacts{Namespace: ns.Name, Name: "etcd", Engine: model.EngineEtcd}},
 		StoreURL: "s3://seeds/etcd", AgentImage: tag, Node: "node-1", Endpoint: "etcd-0.etcd:2379", ActionID: "entry-1",

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -109,7 +111,7 @@ func TestEngineRequestAfterLeaseIsNotSent(t *testing.T) {
 		// The probe timeout bounds the engine's dial and request too:
 		// long enough that the held dial, once released, is still
 		// within its budget.
-		Observer:     &actions.Observer{Client: first, Dial: h.dial, ProbeTimeout: 20 * time.Second},
+		Observer:     &actions.Observer{Engines: registry.Engines(), Client: first, Dial: h.dial, ProbeTimeout: 20 * time.Second},
 		Identity:     actions.NewIdentity(),
 		PollInterval: 100 * time.Millisecond, WaitTimeout: 30 * time.Second,
 		LockDuration: dur, RefuseGrace: 20 * time.Second,

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -237,7 +239,7 @@ func TestActionsSeeAnUnlabelledLockAndLedger(t *testing.T) {
 	if _, err := cs.CoordinationV1().Leases(ns).Patch(ctx, actions.LockName("etcd"), types.MergePatchType, unlabel, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := (&actions.Observer{Client: cs}).Observe(ctx, ns, "etcd")
+	res, _, err := (&actions.Observer{Engines: registry.Engines(), Client: cs}).Observe(ctx, ns, "etcd")
 	if err != nil {
 		t.Fatal(err)
 	}

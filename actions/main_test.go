@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -87,7 +89,7 @@ func newEnvSpec(t *testing.T, withEtcd bool, spec fixtures.Spec) *env {
 }
 
 func (e *env) observer() *actions.Observer {
-	o := &actions.Observer{Client: e.cs, ProbeTimeout: 2 * time.Second}
+	o := &actions.Observer{Engines: registry.Engines(), Client: e.cs, ProbeTimeout: 2 * time.Second}
 	if e.dialer != nil {
 		o.Dial = e.dialer.dial
 	}

@@ -26,9 +26,10 @@ import (
 type Observer struct {
 	Client kubernetes.Interface
 	// Engines are the engines it probes members with and an Executor
-	// sends member operations through, by name (status.DefaultEngines()
-	// when nil). A cluster of an engine not listed is observed from the
-	// API server alone, and no member operation reaches it.
+	// sends member operations through, by name (the faces pass
+	// registry.Engines()). A cluster of an engine not listed (every
+	// cluster, when nil) is observed from the API server alone, and no
+	// member operation reaches it.
 	Engines map[model.Engine]engine.Engine
 	// Dial reaches a member's port (port-forward in production).
 	Dial         engine.DialFunc
@@ -45,13 +46,8 @@ func (o *Observer) now() time.Time {
 	return time.Now()
 }
 
-// engines is o.Engines, or status.DefaultEngines() when nil.
-func (o *Observer) engines() map[model.Engine]engine.Engine {
-	if o.Engines != nil {
-		return o.Engines
-	}
-	return status.DefaultEngines()
-}
+// engines is o.Engines.
+func (o *Observer) engines() map[model.Engine]engine.Engine { return o.Engines }
 
 // recordingSource keeps the objects it read.
 type recordingSource struct {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -40,7 +42,7 @@ func TestRBAC(t *testing.T) {
 	ctx := context.Background()
 
 	_, cfg := testenv.RestrictedUser(t, cp, e.ns, statusRules)
-	obs := &actions.Observer{Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial}
+	obs := &actions.Observer{Engines: registry.Engines(), Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial}
 	_, _, err := obs.Observe(ctx, e.ns, "etcd")
 	if !errors.Is(err, status.ErrForbidden) || !strings.Contains(err.Error(), "leases.coordination.k8s.io") {
 		t.Fatalf("status role only: %v, want a refusal naming the lease", err)
@@ -52,7 +54,7 @@ func TestRBAC(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	)
 	_, cfg = testenv.RestrictedUser(t, cp, e.ns, lockAndLedger)
-	x := &actions.Executor{Observer: &actions.Observer{Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial}}
+	x := &actions.Executor{Observer: &actions.Observer{Engines: registry.Engines(), Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial}}
 	d, _, _, err := x.Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionReplace, Member: target})
 	if err != nil || d.Verb != classify.VerbProceed {
 		t.Fatalf("decide: %v %s", err, d.Verb)
@@ -76,7 +78,7 @@ func TestRBAC(t *testing.T) {
 	full := append(append([]rbacv1.PolicyRule(nil), lockAndLedger...),
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"delete"}})
 	_, cfg = testenv.RestrictedUser(t, cp, e.ns, full)
-	x = &actions.Executor{Observer: &actions.Observer{Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial}}
+	x = &actions.Executor{Observer: &actions.Observer{Engines: registry.Engines(), Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial}}
 	d, _, _, err = x.Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionReplace, Member: target})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +136,7 @@ func TestRestoreRBAC(t *testing.T) {
 		{"no create on pods", append(slices.Clone(base), updateSTS), "create on pods"},
 	} {
 		_, cfg := testenv.RestrictedUser(t, cp, e.ns, tc.rules)
-		x := &actions.Executor{Observer: &actions.Observer{Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial, ProbeTimeout: 2 * time.Second}}
+		x := &actions.Executor{Observer: &actions.Observer{Engines: registry.Engines(), Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial, ProbeTimeout: 2 * time.Second}}
 		d, _, _, err := x.Decide(ctx, e.ns, "etcd", in)
 		if err != nil || d.Verb != classify.VerbProceed {
 			t.Fatalf("%s: decide: %v %s %v", tc.name, err, d.Verb, d.Blockers)
@@ -153,7 +155,7 @@ func TestRestoreRBAC(t *testing.T) {
 	}
 
 	_, cfg := testenv.RestrictedUser(t, cp, e.ns, append(slices.Clone(base), updateSTS, createPods))
-	x := &actions.Executor{Observer: &actions.Observer{Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial, ProbeTimeout: 2 * time.Second}}
+	x := &actions.Executor{Observer: &actions.Observer{Engines: registry.Engines(), Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial, ProbeTimeout: 2 * time.Second}}
 	d, _, _, err := x.Decide(ctx, e.ns, "etcd", in)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -278,7 +280,7 @@ func validateOutput(s string) error {
 
 func (o *ActionOptions) executor() *actions.Executor {
 	return &actions.Executor{
-		Observer: &actions.Observer{Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
+		Observer: &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
 			Verdict: verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold}},
 		WaitTimeout: o.Timeout,
 		// the identity the API requests name in their user agent

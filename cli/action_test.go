@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -268,7 +270,7 @@ func (e *cliEnv) options(in io.Reader, tty bool, member string) (*ActionOptions,
 // leaderAndFollower reads who leads.
 func (e *cliEnv) leaderAndFollower() (leader, follower string) {
 	e.t.Helper()
-	obs := &actions.Observer{Client: e.cs, Dial: e.dial}
+	obs := &actions.Observer{Engines: registry.Engines(), Client: e.cs, Dial: e.dial}
 	res, _, err := obs.Observe(context.Background(), e.ns, "etcd")
 	if err != nil {
 		e.t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -140,7 +142,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obs := &actions.Observer{Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
+	obs := &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
 		Verdict: verdict.Options{LagThreshold: o.LagThreshold}}
 	in := classify.Intent{Action: model.Action(o.Intent), Member: o.Member, Options: classify.Options{
 		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Generation: o.Generation,

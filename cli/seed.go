@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -193,7 +195,7 @@ func (o *SeedOptions) human() io.Writer {
 }
 
 func (o *SeedOptions) observer() *actions.Observer {
-	return &actions.Observer{Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout, Verdict: verdict.Options{LagThreshold: o.LagThreshold}}
+	return &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout, Verdict: verdict.Options{LagThreshold: o.LagThreshold}}
 }
 
 func (o *SeedOptions) intent(cs *actions.ClusterStore) classify.Intent {

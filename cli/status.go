@@ -26,6 +26,7 @@ import (
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
@@ -209,7 +210,7 @@ func (o *StatusOptions) useColor() bool {
 func (o *StatusOptions) observer(src status.Source) *status.Observer {
 	obs := &status.Observer{
 		Source:       src,
-		Engines:      status.DefaultEngines(),
+		Engines:      registry.Engines(),
 		Secrets:      status.SecretsFrom(o.client),
 		HolderGone:   actions.HolderGone,
 		ProbeTimeout: o.ProbeTimeout,

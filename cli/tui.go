@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -294,6 +296,7 @@ func (o *TUIOptions) executor() *actions.Executor {
 	}
 	return &actions.Executor{
 		Observer: &actions.Observer{
+			Engines:      registry.Engines(),
 			Client:       s.client,
 			Dial:         s.dial,
 			ProbeTimeout: s.ProbeTimeout,

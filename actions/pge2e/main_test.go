@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/actions"
@@ -54,7 +56,7 @@ func loopDial(ctx context.Context, ns, pod string, port int) (net.Conn, error) {
 }
 
 func observer() *actions.Observer {
-	return &actions.Observer{Client: s.KC, Dial: loopDial, ProbeTimeout: 3 * time.Second}
+	return &actions.Observer{Engines: registry.Engines(), Client: s.KC, Dial: loopDial, ProbeTimeout: 3 * time.Second}
 }
 
 func executor() *actions.Executor {

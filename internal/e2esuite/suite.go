@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/registry"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -394,7 +396,7 @@ func Receipts(t testing.TB, r Result) ReceiptsDoc {
 
 // Observer observes the sandbox's clusters as status does.
 func (s *Suite) Observer() *actions.Observer {
-	return &actions.Observer{Client: s.KC, Dial: s.Dial, ProbeTimeout: 3 * time.Second}
+	return &actions.Observer{Engines: registry.Engines(), Client: s.KC, Dial: s.Dial, ProbeTimeout: 3 * time.Second}
 }
 
 // FailoverReady says why the cluster is not failover-ready, as status

@@ -1,0 +1,68 @@
+package actions_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// countingEngine is an engine handed to the executor in a test: etcd's,
+// counting what the executor asks of it.
+type countingEngine struct {
+	engine.Engine
+	probes, ops *atomic.Int64
+}
+
+func (c countingEngine) Probe(ctx context.Context, ts []engine.Target, o engine.ProbeOptions) []model.EngineFacts {
+	c.probes.Add(1)
+	return c.Engine.Probe(ctx, ts, o)
+}
+
+func (c countingEngine) Members(o engine.ProbeOptions) engine.MemberOps {
+	c.ops.Add(1)
+	return c.Engine.Members(o)
+}
+
+// The executor observes and acts through the engines it is handed, and
+// through no other: with etcd's engine wrapped, a replace probes and
+// changes membership through the wrapper; with no engines handed, the
+// cluster is observed from the API server alone and the replace is not
+// decided on it.
+func TestExecutorActsThroughTheEnginesItIsHanded(t *testing.T) {
+	e := newEnv(t, true)
+	e.startKubelet()
+	target := e.follower()
+	var probes, ops atomic.Int64
+	x := e.executor()
+	x.Observer.Engines = map[model.Engine]engine.Engine{model.EngineEtcd: countingEngine{etcdengine.New(), &probes, &ops}}
+	d := e.decide(x, target)
+	if d.Verb != classify.VerbProceed {
+		t.Fatalf("decision:\n%v", classify.Describe(d))
+	}
+	res, err := x.Execute(context.Background(), d, actions.ExecOptions{})
+	if err != nil || res.Final.Verb != classify.VerbDone {
+		t.Fatalf("execute: %v (%s)\n%s", err, res.Final.Verb, receiptsText(res.Receipts))
+	}
+	if probes.Load() == 0 || ops.Load() == 0 {
+		t.Errorf("the handed engine was probed %d times and asked for member operations %d times, want both", probes.Load(), ops.Load())
+	}
+
+	none := e.executor()
+	none.Observer.Engines = nil
+	res2, _, err := none.Observer.Observe(context.Background(), e.ns, "etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Observation.EngineProbed {
+		t.Error("with no engine handed, the members were probed")
+	}
+	if d := e.decide(none, e.follower()); d.Verb == classify.VerbProceed {
+		t.Errorf("with no engine handed, a replace was decided:\n%v", classify.Describe(d))
+	}
+}

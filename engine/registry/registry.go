@@ -1,0 +1,26 @@
+// Package registry lists the engines hactl speaks to, one line per
+// engine. The faces (cli, and the live view through it) hand it to the
+// observers and executors they build; nothing below them fetches it, so a
+// test or another face can observe and act with engines of its own.
+package registry
+
+import (
+	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// Engines are the engines hactl speaks to, keyed by their own Name: a new
+// map on every call, so that a caller may add or remove engines without
+// affecting others.
+func Engines() map[model.Engine]engine.Engine {
+	out := map[model.Engine]engine.Engine{}
+	for _, e := range []engine.Engine{
+		etcdengine.New(),
+		patroniengine.New(),
+	} {
+		out[e.Name()] = e
+	}
+	return out
+}
