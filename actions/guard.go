@@ -12,23 +12,52 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 )
 
-// held are the locks this process holds now (AcquireLock adds, Release
-// removes).
-var held sync.Map // *Lock -> struct{}
-
-// GuardTransport wraps an API client's transport (rest.Config.Wrap) so
-// that no changing request (POST, PUT, PATCH, DELETE) leaves this process
-// while a lock it holds is no longer known valid (Lock.Valid). The
-// executor checks validity before each step; this check sits right before
-// the request is written, so a holder frozen (SIGSTOP, a paused VM) after
-// that check and woken past its renew deadline still sends nothing.
-// Requests to Leases pass: they are the lock's own renewals and release,
-// fenced by the Lease's resourceVersion.
-func GuardTransport(rt http.RoundTripper) http.RoundTripper {
-	return guard{rt}
+// Locks are the action locks a process holds (AcquireLock adds one,
+// Release removes it), which its guarded API transports consult before
+// every changing request (Guard). The clients a process builds and the
+// locks it takes must meet in one set: ProcessLocks, unless a caller
+// hands both the same set of its own (LockOptions.Locks).
+type Locks struct {
+	m sync.Map // *Lock -> struct{}
 }
 
-type guard struct{ next http.RoundTripper }
+// ProcessLocks are this process's locks: the set AcquireLock registers in
+// when LockOptions.Locks is nil, and GuardTransport consults.
+var ProcessLocks = &Locks{}
+
+func (ls *Locks) add(lk *Lock)    { ls.m.Store(lk, struct{}{}) }
+func (ls *Locks) remove(lk *Lock) { ls.m.Delete(lk) }
+
+// valid is nil while every lock of the set is known valid (Lock.Valid).
+func (ls *Locks) valid() error {
+	var err error
+	ls.m.Range(func(k, _ any) bool {
+		err = k.(*Lock).Valid()
+		return err == nil
+	})
+	return err
+}
+
+// Guard wraps an API client's transport (rest.Config.Wrap) so that no
+// changing request (POST, PUT, PATCH, DELETE) leaves this process while a
+// lock of ls is no longer known valid (Lock.Valid). The executor checks
+// validity before each step; this check sits right before the request is
+// written, so a holder frozen (SIGSTOP, a paused VM) after that check and
+// woken past its renew deadline still sends nothing. Requests to Leases
+// pass: they are the lock's own renewals and release, fenced by the
+// Lease's resourceVersion.
+func (ls *Locks) Guard(rt http.RoundTripper) http.RoundTripper {
+	return guard{next: rt, locks: ls}
+}
+
+// GuardTransport is ProcessLocks.Guard: the guard of every client
+// kubectl-hactl builds.
+func GuardTransport(rt http.RoundTripper) http.RoundTripper { return ProcessLocks.Guard(rt) }
+
+type guard struct {
+	next  http.RoundTripper
+	locks *Locks
+}
 
 func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
@@ -38,12 +67,7 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if strings.Contains(req.URL.Path, "/apis/coordination.k8s.io/") {
 		return g.next.RoundTrip(req)
 	}
-	var err error
-	held.Range(func(k, _ any) bool {
-		err = k.(*Lock).Valid()
-		return err == nil
-	})
-	if err != nil {
+	if err := g.locks.valid(); err != nil {
 		return nil, fmt.Errorf("%s %s not sent: %w", req.Method, req.URL.Path, err)
 	}
 	return g.next.RoundTrip(req)

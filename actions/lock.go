@@ -43,6 +43,8 @@ type Lock struct {
 	now       func() time.Time
 
 	dryRun bool
+	// locks is the set the lock joined while held (nil for a dry run).
+	locks *Locks
 
 	mu    sync.Mutex
 	lease *coordinationv1.Lease
@@ -106,6 +108,9 @@ type LockOptions struct {
 	// Warn is told, by WithLock, of a stale holder taken over and of a
 	// release that failed.
 	Warn func(string)
+	// Locks is the set the lock joins while held, which guarded
+	// transports consult (ProcessLocks when nil).
+	Locks *Locks
 }
 
 // ValidityMargin is the part of the lease a holder keeps in reserve: it
@@ -177,7 +182,11 @@ func AcquireLock(ctx context.Context, c kubernetes.Interface, namespace, cluster
 		close(lk.renewStopped)
 		return lk, nil
 	}
-	held.Store(lk, struct{}{})
+	lk.locks = o.Locks
+	if lk.locks == nil {
+		lk.locks = ProcessLocks
+	}
+	lk.locks.add(lk)
 	go lk.renew()
 	return lk, nil
 }
@@ -397,7 +406,9 @@ func (lk *Lock) renewOnce(ctx context.Context) error {
 // resourceVersion as precondition). Releasing a lock that was lost, or a
 // dry-run lock, does nothing.
 func (lk *Lock) Release(ctx context.Context) error {
-	defer held.Delete(lk)
+	if lk.locks != nil {
+		defer lk.locks.remove(lk)
+	}
 	select {
 	case <-lk.stopRenew:
 	default:
