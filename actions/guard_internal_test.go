@@ -94,7 +94,9 @@ func TestGuardConsultsItsOwnLocks(t *testing.T) {
 	}
 	defer lost.Release(ctx)
 	lost.markLost()
-	cm := func(name string) *corev1.ConfigMap { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
 	if _, err := guarded.CoreV1().ConfigMaps(ns.Name).Create(ctx, cm("others-lost"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("another set's lost lock stopped this guard: %v", err)
 	}
