@@ -389,6 +389,45 @@ func (c patroni) switchoverNotes(from, to string) {
 	c.rejoinNote(from)
 }
 
+// PatroniSettleAfterStart is how long a member's PostgreSQL must have run
+// since it (re)started before a reinitialize is sent to it: one Patroni
+// loop (loop_wait's default). Patroni 3.0 accepts a reinitialize that
+// arrives while it still starts PostgreSQL (right after a switchover
+// demoted the member), then times out stopping it and never rebuilds.
+const PatroniSettleAfterStart = 10 * time.Second
+
+// startSkew is how far ahead of this machine's clock a member's reported
+// start may be and still count as just now.
+const startSkew = 2 * time.Second
+
+// justStarted reports whether m's PostgreSQL started less than
+// PatroniSettleAfterStart ago, and how long ago. The start is the
+// member's own clock (postmaster_start_time) read against this one: a
+// start up to startSkew ahead counts as just now; one further ahead, or
+// one that does not parse, cannot be judged and does not hold the
+// reinitialize back (as before this rule).
+func (c patroni) justStarted(m *model.Member) (time.Duration, bool) {
+	p := pg(m)
+	if p == nil || p.PostmasterStart == "" {
+		return 0, false
+	}
+	start, err := parsePostmasterStart(p.PostmasterStart)
+	if err != nil {
+		return 0, false
+	}
+	age := c.now.Sub(start)
+	if age < -startSkew {
+		return 0, false
+	}
+	return max(age, 0), age < PatroniSettleAfterStart
+}
+
+// parsePostmasterStart reads Patroni's postmaster_start_time
+// ("2026-12-06 11:00:56.406+00:00", fractions optional).
+func parsePostmasterStart(v string) (time.Time, error) {
+	return time.Parse("2006-01-02 15:04:05.999999999-07:00", v)
+}
+
 // demoting reports whether m, an old primary, is still on its way down:
 // it answers as demoted or writable, or its PostgreSQL is stopping. A
 // reinitialize sent then is never carried out.
@@ -582,6 +621,10 @@ func (c patroni) replace() {
 		if pg(m) == nil && prim.Name != name {
 			c.block(CodeMemberUnreachable, name, "", "%s's Patroni did not answer: a reinitialize is sent to the member itself; replace it instead", name)
 			return
+		}
+		if age, recent := c.justStarted(m); recent {
+			c.step(Step{Kind: model.StepAwaitSettled, Member: name, MemberID: name,
+				Detail: fmt.Sprintf("wait until %s's PostgreSQL has run %s since it started (it started %s ago): Patroni does not carry out a reinitialize sent while it is still starting", name, PatroniSettleAfterStart, age.Round(100*time.Millisecond))})
 		}
 		c.reinitialize(m)
 		return

@@ -154,6 +154,26 @@ func patroniRows() []row {
 					t.Errorf("replaced %+v", d.Replaced)
 				}
 			}}),
+		pgRow(row{name: "patroni: reseed a replica whose PostgreSQL just started waits for it to settle", intent: pgReseed1, verb: VerbProceed,
+			mutate: func(o *model.Observation) {
+				pgf(o, 1).PostmasterStart = now.Add(-600 * time.Millisecond).Format("2006-01-02 15:04:05.999999-07:00")
+			},
+			steps: append([]model.StepKind{model.StepAwaitSettled}, reseedPlan...)}),
+		pgRow(row{name: "patroni: reseed a replica whose start is just ahead of this clock waits too", intent: pgReseed1, verb: VerbProceed,
+			mutate: func(o *model.Observation) {
+				pgf(o, 1).PostmasterStart = now.Add(time.Second).Format("2006-01-02 15:04:05-07:00")
+			},
+			steps: append([]model.StepKind{model.StepAwaitSettled}, reseedPlan...)}),
+		pgRow(row{name: "patroni: reseed a replica that started 11 s ago goes ahead", intent: pgReseed1, verb: VerbProceed,
+			mutate: func(o *model.Observation) {
+				pgf(o, 1).PostmasterStart = now.Add(-11 * time.Second).Format("2006-01-02 15:04:05.999999-07:00")
+			},
+			steps: reseedPlan}),
+		pgRow(row{name: "patroni: a start an hour in this clock's future cannot be judged and holds nothing back", intent: pgReseed1, verb: VerbProceed,
+			mutate: func(o *model.Observation) {
+				pgf(o, 1).PostmasterStart = now.Add(time.Hour).Format("2006-01-02 15:04:05-07:00")
+			},
+			steps: reseedPlan}),
 		pgRow(row{name: "patroni: reseed the primary", intent: intentFor(model.ActionReseed, "pg-0"), verb: VerbRefuse, codes: []Code{CodeTargetIsPrimary},
 			check: func(t *testing.T, d Decision) {
 				if d.Blockers[0].Override != FlagSwitchoverFirst || d.Deletes() {

@@ -116,6 +116,11 @@ const (
 	// a member that has not even stopped yet is never taken for rebuilt.
 	StepReinitialize StepKind = "reinitialize"
 	StepAwaitRebuild StepKind = "await-rebuild"
+	// StepAwaitSettled waits, before a reinitialize, until the member's
+	// PostgreSQL has run a while since it (re)started: Patroni 3.0 takes
+	// a reinitialize sent while it is still starting (as right after a
+	// switchover demoted it) and then never carries it out.
+	StepAwaitSettled StepKind = "await-settled"
 	// StepAwaitStreaming waits until the member streams from the primary
 	// (in its replication list) with its replay within the WAL lag
 	// threshold of the primary's position, and its pod is ready.
@@ -132,7 +137,7 @@ var AllStepKinds = []StepKind{
 	StepPromoteLearner, StepAwaitVoterReady, StepCaptureSnapshot, StepUpload, StepPublish,
 	StepScaleDown, StepAwaitMembersStopped, StepRunRestore, StepAwaitRestore, StepDeleteRestorePod,
 	StepScaleUp, StepAwaitRestored,
-	StepSwitchover, StepAwaitSwitchover, StepReinitialize, StepAwaitRebuild, StepAwaitStreaming,
+	StepSwitchover, StepAwaitSwitchover, StepAwaitSettled, StepReinitialize, StepAwaitRebuild, StepAwaitStreaming,
 }
 
 // PhaseOf is the action phase a step belongs to.
@@ -142,7 +147,7 @@ func (s StepKind) PhaseOf() ActionPhase {
 		return ActionPhaseRequested
 	case StepVerifyFences, StepMoveLeader, StepSwitchover, StepAwaitSwitchover:
 		return ActionPhaseFencing
-	case StepRemoveMember, StepDeletePVC, StepDeletePod, StepAwaitPodGone, StepScaleDown, StepAwaitMembersStopped, StepReinitialize:
+	case StepRemoveMember, StepDeletePVC, StepDeletePod, StepAwaitPodGone, StepScaleDown, StepAwaitMembersStopped, StepAwaitSettled, StepReinitialize:
 		return ActionPhaseRemoving
 	case StepAddLearner, StepAwaitPodRecreated, StepRunRestore, StepAwaitRestore, StepAwaitRebuild:
 		return ActionPhaseRestoring
