@@ -49,6 +49,16 @@ func (o *Observer) now() time.Time {
 // engines is o.Engines.
 func (o *Observer) engines() map[model.Engine]engine.Engine { return o.Engines }
 
+// verdictOptions are o.Verdict with the verdict rules of o's engines that
+// keep their own.
+func (o *Observer) verdictOptions() verdict.Options {
+	v := o.Verdict
+	if v.Rules == nil {
+		v.Rules = engine.VerdictRules(o.engines())
+	}
+	return v
+}
+
 // recordingSource keeps the objects it read.
 type recordingSource struct {
 	inner status.Source
@@ -109,7 +119,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 	}
 	// obs.At stays when the observation began (status sets it): every
 	// fact in it, the lock and ledger included, was read after that.
-	return status.Evaluate(obs, o.now(), o.Verdict), warn, nil
+	return status.Evaluate(obs, o.now(), so.VerdictOptions()), warn, nil
 }
 
 // actionObjectsError says why the cluster's lock or ledger could not be
@@ -127,7 +137,7 @@ func (o *Observer) Decide(ctx context.Context, namespace, name string, in classi
 	if err != nil {
 		return classify.Decision{}, res, warn, err
 	}
-	in.Options.Verdict = o.Verdict
+	in.Options.Verdict = o.verdictOptions()
 	return classify.Classify(res.Observation, in, o.now()), res, warn, nil
 }
 

@@ -28,7 +28,9 @@ func optionLeaves(t *testing.T) []optionLeaf {
 	walk = func(prefix string, typ reflect.Type, get func(o *classify.Options) reflect.Value) {
 		for i := 0; i < typ.NumField(); i++ {
 			f := typ.Field(i)
-			if !f.IsExported() {
+			if !f.IsExported() || f.Tag.Get("json") == "-" {
+				// Not saved with a plan (verdict.Options.Rules: the
+				// engines' rules this process hands in).
 				continue
 			}
 			path, ft := prefix+f.Name, f.Type

@@ -73,6 +73,13 @@ func (c *classifier) engineGate(registry map[model.Engine]engineRules) engineRul
 	if r, ok := registry[cl.Engine]; ok {
 		return r
 	}
+	if _, judged := c.o.Verdict.Rules[cl.Engine]; judged {
+		// hactl reads and judges the engine's members (its own package
+		// holds the rules) but has no fenced operations for it.
+		c.block(CodeActionUnsupported, "", "", "hactl observes %s clusters only: engine %q has no fenced operations, so %s of %s/%s is not offered (see status and explain)",
+			cl.Engine, cl.Engine, c.in.Action, cl.Namespace, cl.Name)
+		return noRules{}
+	}
 	c.block(CodeEngineUnsupported, "", "", "hactl acts on %s clusters only; %s/%s runs %q (diagnose with status)", engineNames(registry), cl.Namespace, cl.Name, cl.Engine)
 	return noRules{}
 }

@@ -288,3 +288,43 @@ func TestReadyMeaningByEngine(t *testing.T) {
 		}
 	}
 }
+
+// observedOnly are verdict rules handed in for an engine that has no
+// classify rules (the http engine): hactl judges its clusters but has no
+// fenced operations for them.
+type observedOnly struct{}
+
+func (observedOnly) Judge(in model.JudgeInput) model.Judgement {
+	n := len(in.Observation.Members)
+	return model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Formed: true}
+}
+func (observedOnly) LagThreshold(r uint64, _ model.ClusterFacts) uint64 { return r }
+
+// TestObservedOnlyEngineIsRefusedAsUnsupportedAction: a cluster whose
+// engine has verdict rules but no classify rules is refused every action
+// with action_unsupported (not engine_unsupported: hactl does read it),
+// plans nothing and names why.
+func TestObservedOnlyEngineIsRefusedAsUnsupportedAction(t *testing.T) {
+	for _, action := range model.AllActions {
+		obs := healthy()
+		obs.Cluster.Engine = engineToy
+		in := Intent{Action: action, Member: "etcd-1"}
+		if action == model.ActionRestore {
+			in = restoreIntent
+		}
+		in.Options.Verdict.Rules = map[model.Engine]model.VerdictRules{engineToy: observedOnly{}}
+		d := Classify(obs, in, now)
+		if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeActionUnsupported}) || len(d.Steps) > 0 || d.Deletes() {
+			t.Errorf("%s: verb %s, blockers %v, steps %v", action, d.Verb, blockerCodes(d), kinds(d))
+			continue
+		}
+		if det := d.Blockers[0].Detail; !strings.Contains(det, "observes toy clusters only") || !strings.Contains(det, "no fenced operations") {
+			t.Errorf("%s: detail %q does not say why", action, det)
+		}
+		for _, r := range d.Verdict {
+			if r.Code == model.ReasonEngineUnsupported {
+				t.Errorf("%s: the verdict calls a judged engine unsupported: %v", action, d.Verdict)
+			}
+		}
+	}
+}

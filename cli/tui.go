@@ -266,7 +266,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 			Cluster:        s.Name,
 			ProbeInterval:  s.ProbeInterval,
 			Probes:         !s.NoProbe,
-			Verdict:        observer.Verdict,
+			Verdict:        observer.VerdictOptions(),
 			ReadOnly:       ro,
 			ReadOnlyReason: why,
 			LockHolder:     holder,

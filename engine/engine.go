@@ -35,6 +35,9 @@ type Target struct {
 	// example "etcd-0.etcd-headless.ns.svc". When both are empty, Pod is
 	// used.
 	ServerName string
+	// Config is the engine's own settings for the member's cluster
+	// (model.ClusterFacts.EngineConfig), nil when it has none.
+	Config map[string]string
 }
 
 // ProbeOptions tune one Probe call.
@@ -78,6 +81,30 @@ type Engine interface {
 	// Members returns the engine's member operations, each dialled with
 	// o (one connection per call, never following advertised URLs).
 	Members(o ProbeOptions) MemberOps
+}
+
+// Judged is implemented by an engine that keeps its verdict rules in its
+// own package: whoever holds the engines hands them to the verdict (see
+// VerdictRules).
+type Judged interface {
+	VerdictRules() model.VerdictRules
+}
+
+// VerdictRules collects the verdict rules of the engines that keep their
+// own (verdict.Options.Rules); nil when none does.
+func VerdictRules(engines map[model.Engine]Engine) map[model.Engine]model.VerdictRules {
+	var out map[model.Engine]model.VerdictRules
+	for name, e := range engines {
+		j, ok := e.(Judged)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[model.Engine]model.VerdictRules{}
+		}
+		out[name] = j.VerdictRules()
+	}
+	return out
 }
 
 // MemberOps changes an engine's membership through one member (the

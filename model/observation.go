@@ -76,8 +76,15 @@ type ClusterFacts struct {
 	RestorePods []RestorePodFacts `json:"restorePods,omitempty"`
 	// Patroni is what the API server holds for a Patroni cluster (nil for
 	// other engines).
-	Patroni    *PatroniClusterFacts `json:"patroni,omitempty"`
-	ObservedAt time.Time            `json:"-"`
+	Patroni *PatroniClusterFacts `json:"patroni,omitempty"`
+	// EngineConfig is the engine's own settings for this cluster: the
+	// data of the ConfigMap the StatefulSet names with the annotation
+	// hactl.dev/engine-config (an http engine's mapping), nil when it
+	// names none. EngineConfigErr says why a named ConfigMap could not
+	// be read; the engine then has no settings.
+	EngineConfig    map[string]string `json:"engineConfig,omitempty"`
+	EngineConfigErr string            `json:"engineConfigError,omitempty"`
+	ObservedAt      time.Time         `json:"-"`
 }
 
 // TemplateFacts are the engine-relevant settings of the pod template.
@@ -283,9 +290,29 @@ type EngineFacts struct {
 	// Patroni holds what a Patroni member reported (nil for other
 	// engines). MemberID is then its name, ClusterID its system
 	// identifier and LeaderID the leader its own view names.
-	Patroni  *PatroniFacts `json:"patroni,omitempty"`
-	ProbedAt time.Time     `json:"probedAt"`
-	Took     time.Duration `json:"took"`
+	Patroni *PatroniFacts `json:"patroni,omitempty"`
+	// Document holds what a member's status document said through its
+	// mapping (the http engine; nil for other engines). MemberID,
+	// ClusterID, LeaderID, RaftTerm, RaftIndex (its frontier) and
+	// RaftApplied then carry the mapped values.
+	Document *DocumentFacts `json:"document,omitempty"`
+	ProbedAt time.Time      `json:"probedAt"`
+	Took     time.Duration  `json:"took"`
+}
+
+// DocumentFacts are what one member's status document said, read through
+// the cluster's mapping. A nil position was not in the document.
+type DocumentFacts struct {
+	// Role is the role as the document names it ("" when not mapped).
+	Role string `json:"role,omitempty"`
+	// Ready is the document's own readiness; nil when not mapped.
+	Ready *bool `json:"ready,omitempty"`
+	// Paused: the document says automatic failover is paused.
+	Paused bool `json:"paused,omitempty"`
+	// Applied is the member's applied position; Frontier the position it
+	// reports as the frontier (read from the leader).
+	Applied  *uint64 `json:"applied,omitempty"`
+	Frontier *uint64 `json:"frontier,omitempty"`
 }
 
 // Role derives the member's role from what it reported.

@@ -71,6 +71,13 @@ const (
 	ReasonAlarmCorrupt           ReasonCode = "alarm_corrupt"
 	ReasonDBNearQuota            ReasonCode = "db_near_quota"
 	ReasonCredentialsUnavailable ReasonCode = "credentials_unavailable"
+	// ReasonMemberNotReady: a member's own status document says it is
+	// not ready (the http engine's mapped readiness).
+	ReasonMemberNotReady ReasonCode = "member_not_ready"
+	// ReasonEngineConfigInvalid: the engine's settings for the cluster
+	// (the http engine's mapping) are missing or not valid, so its
+	// members cannot be read.
+	ReasonEngineConfigInvalid ReasonCode = "engine_config_invalid"
 )
 
 // Patroni reason codes: read from the leader lock and configuration the
@@ -121,6 +128,8 @@ var reasonImpact = map[ReasonCode]Impact{
 	ReasonAlarmCorrupt:           ImpactControl,
 	ReasonDBNearQuota:            ImpactFailover,
 	ReasonCredentialsUnavailable: ImpactControl,
+	ReasonMemberNotReady:         ImpactFailover,
+	ReasonEngineConfigInvalid:    ImpactControl,
 
 	ReasonPrimaryMissing:         ImpactControl,
 	ReasonPrimarySplit:           ImpactControl,

@@ -135,7 +135,10 @@ type MemberStatus struct {
 	// Patroni is what a Patroni member's REST API said (role, state,
 	// timeline, WAL positions, replication).
 	Patroni *model.PatroniFacts `json:"patroni,omitempty"`
-	Reasons []string            `json:"reasons,omitempty"`
+	// Document is what the member's status document said through its
+	// cluster's mapping (the http engine): role, readiness, positions.
+	Document *model.DocumentFacts `json:"document,omitempty"`
+	Reasons  []string             `json:"reasons,omitempty"`
 }
 
 // ClusterStatusList holds several ClusterStatus documents.
@@ -210,6 +213,7 @@ func ToAPI(r Result) *ClusterStatus {
 			for _, a := range e.Alarms {
 				ms.Alarms = appendUnique(ms.Alarms, a.Type)
 			}
+			ms.Document = e.Document
 			statusOf(o.Cluster.Engine).member(&ms, e)
 		}
 		cs.Members = append(cs.Members, ms)

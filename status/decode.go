@@ -1,14 +1,14 @@
 package status
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hactl-dev/hactl/classify"
-	"github.com/hactl-dev/hactl/model"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // Label and annotation names of the cluster contract (docs/contract.md).
@@ -27,6 +30,10 @@ const (
 	// password, as kubernetes.io/basic-auth) whose credentials hactl's
 	// actions send to the members' REST API.
 	AnnotationRESTAuthSecret = "hactl.dev/rest-auth-secret"
+	// AnnotationEngineConfig names a ConfigMap in the StatefulSet's
+	// namespace whose data are the engine's own settings for the cluster
+	// (model.ClusterFacts.EngineConfig): the http engine's mapping.
+	AnnotationEngineConfig = "hactl.dev/engine-config"
 )
 
 // maxEvents bounds the events kept per cluster.
@@ -303,9 +310,30 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 		break
 	}
 	obs.ClientEndpoints = clientEndpoints(sts, ix, podLabels)
+	decodeEngineConfig(sts, ix, &obs.Cluster)
 	es.decode(sts, ix, &obs)
 	obs.Events = clusterEvents(sts, ix, obs.Members)
 	return obs
+}
+
+// decodeEngineConfig reads the ConfigMap sts names with
+// AnnotationEngineConfig into c, or says why it could not.
+func decodeEngineConfig(sts *appsv1.StatefulSet, ix *index, c *model.ClusterFacts) {
+	name := sts.Annotations[AnnotationEngineConfig]
+	if name == "" {
+		return
+	}
+	switch cm, ok := ix.configMaps[sts.Namespace+"/"+name]; {
+	case ix.configMapsErr != nil:
+		c.EngineConfigErr = fmt.Sprintf("ConfigMap %q (annotation %s) not read: %v", name, AnnotationEngineConfig, ix.configMapsErr)
+	case !ok:
+		c.EngineConfigErr = fmt.Sprintf("ConfigMap %q named by annotation %s does not exist in namespace %q", name, AnnotationEngineConfig, sts.Namespace)
+	default:
+		c.EngineConfig = maps.Clone(cm.Data)
+		if c.EngineConfig == nil {
+			c.EngineConfig = map[string]string{}
+		}
+	}
 }
 
 // decodeMembers lists the members: every ordinal the StatefulSet wants,

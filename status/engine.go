@@ -53,9 +53,13 @@ func statusOf(e model.Engine) engineStatus {
 	return plainStatus{}
 }
 
-// needConfigMaps reports whether any of sts needs ConfigMaps read.
+// needConfigMaps reports whether any of sts needs ConfigMaps read: its
+// engine reads them, or it names one with AnnotationEngineConfig.
 func needConfigMaps(sts []appsv1.StatefulSet) bool {
 	for i := range sts {
+		if sts[i].Annotations[AnnotationEngineConfig] != "" {
+			return true
+		}
 		if e, ok := DetectEngine(&sts[i]); ok && statusOf(e).configMaps() {
 			return true
 		}
@@ -107,4 +111,41 @@ func operatorOwner(sts *appsv1.StatefulSet) string {
 		}
 	}
 	return ""
+}
+
+// positionsStatus prints a cluster whose engine was probed but keeps its
+// rules and presentation in its own package (engine/http): each member's
+// role, identity and lag in the engine's positions, and with -o wide its
+// term, frontier and applied position.
+type positionsStatus struct{ plainStatus }
+
+func (positionsStatus) columns(o TableOptions) []string {
+	cols := []string{"ORD", "POD", "NODE", "ROLE", "MEMBER ID", "PHASE", "READY", "LAG", "VERSION", "RESTARTS", "AGE", "REASONS"}
+	if o.Wide {
+		cols = append(cols, "PVC", "CLUSTER ID", "TERM", "FRONTIER", "APPLIED", "PROBE")
+	}
+	return cols
+}
+
+func (positionsStatus) row(m MemberStatus, o TableOptions) []string {
+	row := memberRow(m, TableOptions{Now: o.Now})
+	if !o.Wide {
+		return row
+	}
+	return append(row, pvcCell(m), format.Dash(m.ClusterID), num(m.RaftTerm), num(m.RaftIndex), num(m.RaftAppliedIndex), probeCell(m))
+}
+
+// tableOf is the part that prints cs: its engine's, or for an engine
+// with no part here whose members were probed, positionsStatus.
+func tableOf(cs *ClusterStatus) engineStatus {
+	es := statusOf(model.Engine(cs.Engine))
+	if _, plain := es.(plainStatus); !plain {
+		return es
+	}
+	for _, m := range cs.Members {
+		if m.Reachable != nil {
+			return positionsStatus{}
+		}
+	}
+	return es
 }

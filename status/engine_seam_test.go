@@ -84,3 +84,37 @@ func TestUnknownEngineTableIsPlain(t *testing.T) {
 		t.Errorf("unknown engine's table:\n%s", out)
 	}
 }
+
+// An engine that keeps its part in its own package (the http engine)
+// gets its settings from the ConfigMap the StatefulSet names, its members
+// probed and printed with roles, identities and lags, and a named
+// ConfigMap that is missing says so instead of leaving the engine without
+// settings in silence.
+func TestEngineConfigAndPositionsTable(t *testing.T) {
+	sts := toyStatefulSet("http")
+	sts.Annotations = map[string]string{AnnotationEngineConfig: "kv-mapping"}
+	if !needConfigMaps([]appsv1.StatefulSet{*sts}) {
+		t.Fatal("a StatefulSet naming its engine's ConfigMap needs ConfigMaps read")
+	}
+	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv-mapping"}, Data: map[string]string{"port": "8080"}}
+	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMaps: []corev1.ConfigMap{cm}}), goldenNow)
+	if obs.Cluster.EngineConfig["port"] != "8080" || obs.Cluster.EngineConfigErr != "" {
+		t.Errorf("engine config %v, error %q", obs.Cluster.EngineConfig, obs.Cluster.EngineConfigErr)
+	}
+	missing := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow)
+	if missing.Cluster.EngineConfig != nil || !strings.Contains(missing.Cluster.EngineConfigErr, `ConfigMap "kv-mapping" named by annotation hactl.dev/engine-config does not exist`) {
+		t.Errorf("missing ConfigMap: config %v, error %q", missing.Cluster.EngineConfig, missing.Cluster.EngineConfigErr)
+	}
+	obs.EngineProbed = true
+	obs.Members = []model.Member{{Name: "kv-0", Engine: &model.EngineFacts{Reachable: true, MemberID: "m0", LeaderID: "m0", RaftTerm: 3, RaftIndex: 42, RaftApplied: 41}}}
+	var b bytes.Buffer
+	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, verdict.Options{}))}, TableOptions{Now: goldenNow, Wide: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"ROLE", "MEMBER ID", "LAG", "FRONTIER", "APPLIED", "leader", "m0", "42", "41"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("positions table lacks %q:\n%s", want, out)
+		}
+	}
+}

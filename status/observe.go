@@ -81,7 +81,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		warn = append(warn, fmt.Sprintf("events not shown: %v", objs.EventsErr))
 	}
 	if objs.ConfigMapsErr != nil {
-		warn = append(warn, fmt.Sprintf("Patroni leader locks not read: %v", objs.ConfigMapsErr))
+		warn = append(warn, fmt.Sprintf("ConfigMaps not read (Patroni leader locks, engine settings): %v", objs.ConfigMapsErr))
 	}
 	if objs.ActionsErr != nil {
 		warn = append(warn, fmt.Sprintf("hactl's action locks and ledgers not read (actions not shown): %v", objs.ActionsErr))
@@ -115,14 +115,25 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		obs[i].At = now
 	}
 	out := make([]Result, len(obs))
+	vo := o.VerdictOptions()
 	// A probed cluster is evaluated as soon as its own members have
 	// answered, while other clusters' probes are still out: the verdicts
 	// cost no time after the last answer but the last cluster's. One
 	// that is not probed is evaluated as the probes are being sent.
 	warn = append(warn, o.probe(ctx, obs, func(i int) {
-		out[i] = Evaluate(obs[i], o.now(), o.Verdict)
+		out[i] = Evaluate(obs[i], o.now(), vo)
 	})...)
 	return out, warn, nil
+}
+
+// VerdictOptions are o.Verdict with the verdict rules of o's engines that
+// keep their own (an explicit o.Verdict.Rules is kept).
+func (o *Observer) VerdictOptions() verdict.Options {
+	v := o.Verdict
+	if v.Rules == nil {
+		v.Rules = engine.VerdictRules(o.Engines)
+	}
+	return v
 }
 
 func (o *Observer) now() time.Time {
@@ -192,7 +203,8 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 		left.Store(int32(len(targets)))
 		for _, mi := range targets {
 			m := &ob.Members[mi]
-			t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID}
+			t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID,
+				Config: ob.Cluster.EngineConfig}
 			if ob.Cluster.ServiceName != "" {
 				t.ServerName = m.Pod.Name + "." + ob.Cluster.ServiceName + "." + ob.Cluster.Namespace + ".svc"
 			}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/hactl-dev/hactl/internal/format"
-	"github.com/hactl-dev/hactl/model"
 )
 
 // TableOptions tune the human table.
@@ -62,7 +61,7 @@ func printCluster(w io.Writer, cs *ClusterStatus, o TableOptions) error {
 		return err
 	}
 	tw := printers.GetNewTabWriter(w)
-	es := statusOf(model.Engine(cs.Engine))
+	es := tableOf(cs)
 	cols, row := es.columns(o), es.row
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, m := range cs.Members {

@@ -72,7 +72,7 @@ func NewKubeBackend(client kubernetes.Interface, namespace string, observer stat
 		namespace: namespace,
 		watcher:   status.NewWatcher(client, namespace, status.WatchOptions{Observer: observer, SyncTimeout: CacheSyncTimeout}),
 		probes:    observer.Dial != nil,
-		verdict:   observer.Verdict,
+		verdict:   observer.VerdictOptions(),
 	}
 }
 

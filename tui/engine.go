@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"slices"
+
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
@@ -63,7 +65,13 @@ func (plainView) lagUnit() string                         { return "positions" }
 func (plainView) frontier(f uint64, leader string) string { return etcdView{}.frontier(f, leader) }
 func (plainView) candidate(model.Member) bool             { return false }
 
+// summary: a cluster whose engine has rules (in its own package) shows
+// the same arithmetic as etcd's; one whose engine has none, that hactl
+// only read the API server.
 func (plainView) summary(r status.Result) []string {
+	if !slices.ContainsFunc(r.Verdict.Reasons, func(x model.Reason) bool { return x.Code == model.ReasonEngineUnsupported }) {
+		return append([]string{"engine " + r.Observation.Cluster.Engine.String()}, etcdView{}.summary(r)...)
+	}
 	return []string{"engine " + format.Dash(r.Observation.Cluster.Engine.String()) + ": no rules, members from the API server only"}
 }
 

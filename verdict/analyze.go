@@ -92,6 +92,8 @@ type state struct {
 	views []*memberView
 	// refListKey is the key of Analysis.MemberList.
 	refListKey string
+	// judged are the reasons handed rules found (handed.go).
+	judged []model.Reason
 }
 
 // Analyze returns the cluster-wide picture of obs at now.

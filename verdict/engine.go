@@ -31,9 +31,19 @@ var engines = map[model.Engine]engineRules{
 	model.EnginePatroni: patroniRules{},
 }
 
-// rules are the verdict rules of s's cluster's engine.
+// rules are the verdict rules of s's cluster's engine: those handed in
+// (Options.Rules) first, then those built in.
 func (s *state) rules() engineRules {
-	if r, ok := engines[s.obs.Cluster.Engine]; ok {
+	return rulesFor(s.opts, s.obs.Cluster.Engine)
+}
+
+// rulesFor are engine e's rules under o, unsupportedRules when it has
+// none.
+func rulesFor(o Options, e model.Engine) engineRules {
+	if r, ok := o.Rules[e]; ok && r != nil {
+		return handedRules{r}
+	}
+	if r, ok := engines[e]; ok {
 		return r
 	}
 	return unsupportedRules{}
@@ -45,10 +55,7 @@ func (s *state) rules() engineRules {
 // rules.
 func LagThreshold(o Options, c model.ClusterFacts) uint64 {
 	o = o.withDefaults()
-	if r, ok := engines[c.Engine]; ok {
-		return r.threshold(o, c)
-	}
-	return o.LagThreshold
+	return rulesFor(o, c.Engine).threshold(o, c)
 }
 
 // unsupportedRules stand for an engine hactl has no rules for: members'

@@ -127,3 +127,66 @@ func TestLagThresholdByEngine(t *testing.T) {
 		}
 	}
 }
+
+// handedToy are rules an engine keeps in its own package, handed in
+// through Options.Rules: every member a member with lag 7, one reason,
+// and a tolerance of 0.
+type handedToy struct{}
+
+func (handedToy) Judge(in model.JudgeInput) model.Judgement {
+	n := len(in.Observation.Members)
+	j := model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Voters: n, Quorum: n, Tolerance: 0,
+		Formed: true, LeaderMember: in.Observation.Members[0].Name, Reasons: []model.Reason{{Code: model.ReasonMemberNotReady, Member: in.Observation.Members[1].Name, Detail: "toy says so"}}}
+	for i := range j.Phases {
+		lag := int64(7)
+		j.Phases[i], j.Lags[i] = model.PhaseMember, &lag
+		if in.PodPhases[i] != "" {
+			j.Phases[i], j.Lags[i] = in.PodPhases[i], nil
+		}
+	}
+	return j
+}
+func (handedToy) LagThreshold(r uint64, _ model.ClusterFacts) uint64 { return r + 1 }
+
+// TestHandedRulesJudgeTheirEngine: rules handed in through Options.Rules
+// judge their engine's clusters (phases, lags, reasons, leader), the
+// shared disruption-budget and node-spread checks run against the
+// tolerance they report, and LagThreshold asks them.
+func TestHandedRulesJudgeTheirEngine(t *testing.T) {
+	obs := healthy()
+	obs.Cluster.Engine = "toy"
+	o := Options{Rules: map[model.Engine]model.VerdictRules{"toy": handedToy{}}}
+	d, v, a := EvaluateAll(obs, now, o)
+	if a.LeaderMember != obs.Members[0].Name || a.Tolerance != 0 {
+		t.Errorf("analysis %+v", a)
+	}
+	for _, m := range d.Members {
+		if m.Phase != model.PhaseMember || m.Lag == nil || *m.Lag != 7 {
+			t.Errorf("%s: phase %s lag %v", m.Name, m.Phase, m.Lag)
+		}
+	}
+	got := codesOf(v)
+	for _, want := range []model.ReasonCode{model.ReasonMemberNotReady, model.ReasonMembersColocated} {
+		if !slices.Contains(got, want) {
+			t.Errorf("reasons %v lack %s", got, want)
+		}
+	}
+	if slices.Contains(got, model.ReasonEngineUnsupported) {
+		t.Errorf("a judged engine called unsupported: %v", got)
+	}
+	if thr := LagThreshold(o, obs.Cluster); thr != DefaultLagThreshold+1 {
+		t.Errorf("LagThreshold %d, want the handed rules' %d", thr, DefaultLagThreshold+1)
+	}
+	// Without the rules handed in, the same cluster is engine_unsupported.
+	if v := Compute(obs, now, Options{}); !slices.Contains(codesOf(v), model.ReasonEngineUnsupported) {
+		t.Errorf("without rules: %v", codesOf(v))
+	}
+}
+
+func codesOf(v model.Verdict) []model.ReasonCode {
+	var out []model.ReasonCode
+	for _, r := range v.Reasons {
+		out = append(out, r.Code)
+	}
+	return out
+}

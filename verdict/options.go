@@ -1,6 +1,10 @@
 package verdict
 
-import "time"
+import (
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+)
 
 // Defaults for Options. A zero field in Options means "use the default".
 const (
@@ -47,6 +51,12 @@ type Options struct {
 	// (replica_lagging). Zero means the cluster's maximum_lag_on_failover,
 	// else DefaultWALLagThreshold.
 	WALLagThreshold uint64 `json:"walLagThreshold,omitempty"`
+	// Rules are the verdict rules of engines that keep them in their own
+	// package, by engine; they take precedence over the rules built in
+	// here. A cluster whose engine has rules in neither place is
+	// engine_unsupported. Handed in by whoever holds the engines (see
+	// engine.VerdictRules); never saved with a plan.
+	Rules map[model.Engine]model.VerdictRules `json:"-"`
 }
 
 // DefaultOptions returns Options with every default filled in.

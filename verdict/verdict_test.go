@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -773,6 +774,10 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// handedCodes are only ever emitted by rules an engine keeps in its own
+// package (engine/http's tests produce each of them).
+var handedCodes = []model.ReasonCode{model.ReasonEngineConfigInvalid, model.ReasonMemberNotReady}
+
 // TestEveryReasonCodeReachable fails when a reason code exists in model
 // that no row of TestEvaluate produces.
 func TestEveryReasonCodeReachable(t *testing.T) {
@@ -785,7 +790,7 @@ func TestEveryReasonCodeReachable(t *testing.T) {
 		}
 	}
 	for _, c := range model.AllReasonCodes() {
-		if !produced[c] {
+		if !produced[c] && !slices.Contains(handedCodes, c) {
 			t.Errorf("no row produces reason code %s", c)
 		}
 	}
@@ -904,7 +909,7 @@ func TestDefaultOptions(t *testing.T) {
 		o.DefaultQuotaBytes != 2<<30 || o.BootstrapWindow != 10*time.Minute {
 		t.Errorf("defaults: %+v", o)
 	}
-	if (Options{}).withDefaults() != o {
+	if !reflect.DeepEqual((Options{}).withDefaults(), o) {
 		t.Errorf("zero Options do not mean defaults")
 	}
 }

@@ -7,6 +7,7 @@ package registry
 import (
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	httpengine "github.com/hactl-dev/hactl/engine/http"
 	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -19,6 +20,7 @@ func Engines() map[model.Engine]engine.Engine {
 	for _, e := range []engine.Engine{
 		etcdengine.New(),
 		patroniengine.New(),
+		httpengine.New(),
 	} {
 		out[e.Name()] = e
 	}

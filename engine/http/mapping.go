@@ -1,0 +1,258 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/util/jsonpath"
+)
+
+// Keys of a mapping (the ConfigMap's data).
+const (
+	KeyPort         = "port"
+	KeyScheme       = "scheme"
+	KeyPath         = "path"
+	KeyMethod       = "method"
+	KeyBody         = "body"
+	KeyMemberID     = "memberID"
+	KeyClusterID    = "clusterID"
+	KeyRole         = "role"
+	KeyLeaderRoles  = "leaderRoles"
+	KeyLearnerRoles = "learnerRoles"
+	KeyLeader       = "leader"
+	KeyLearner      = "learner"
+	KeyTerm         = "term"
+	KeyApplied      = "applied"
+	KeyFrontier     = "frontier"
+	KeyReady        = "ready"
+	KeyReadyValues  = "readyValues"
+	KeyVersion      = "version"
+	KeyPaused       = "paused"
+	KeyQuorum       = "quorum"
+	KeyLagThreshold = "lagThreshold"
+)
+
+// Quorum modes.
+const (
+	// QuorumMajority: the members vote (raft, Paxos): a majority of the
+	// voters must answer, and the cluster tolerates losing the rest.
+	QuorumMajority = "majority"
+	// QuorumLeader: the leader serves alone (its election lives
+	// elsewhere, as Patroni's in its DCS); losing it needs one more
+	// member to take over, so the cluster tolerates losing all but two.
+	QuorumLeader = "leader"
+)
+
+// expressions are the keys whose values are JSONPath expressions.
+var expressions = []string{KeyMemberID, KeyClusterID, KeyRole, KeyLeader, KeyLearner, KeyTerm, KeyApplied, KeyFrontier, KeyReady, KeyVersion, KeyPaused}
+
+// known are every key a mapping may hold.
+var known = append(slices.Clone(expressions), KeyPort, KeyScheme, KeyPath, KeyMethod, KeyBody, KeyLeaderRoles, KeyLearnerRoles, KeyReadyValues, KeyQuorum, KeyLagThreshold)
+
+// Mapping says where a member's status document is served and how to
+// read hactl's facts from it.
+type Mapping struct {
+	Port   int
+	Scheme string // "http" or "https" (https also when the cluster names client TLS)
+	Path   string
+	Method string
+	Body   string
+	// paths holds each fact's expression: one or more JSONPath
+	// templates, one per line; the first that yields a value wins.
+	paths map[string][]*jsonpath.JSONPath
+	// LeaderRoles and LearnerRoles are the role values that mean "leads"
+	// and "does not vote" (case-insensitive).
+	LeaderRoles, LearnerRoles []string
+	// ReadyValues are the values of the ready expression that mean ready.
+	ReadyValues []string
+	Quorum      string
+	// LagThreshold is the lag, in the store's positions, a member may
+	// have and still count as caught up (0: the user's --lag-threshold).
+	LagThreshold uint64
+}
+
+// Parse reads a mapping from a ConfigMap's data. It names every problem
+// it finds: an unknown key, a bad port, an expression that does not
+// parse, and a mapping that reads neither a role nor a leader.
+func Parse(data map[string]string) (*Mapping, error) {
+	if data == nil {
+		return nil, errors.New("no mapping: annotate the StatefulSet with hactl.dev/engine-config naming a ConfigMap that holds one")
+	}
+	m := &Mapping{
+		Scheme: "http", Path: "/", Method: "GET", paths: map[string][]*jsonpath.JSONPath{},
+		LeaderRoles: []string{"leader", "primary", "master"}, LearnerRoles: []string{"learner"},
+		ReadyValues: []string{"true"}, Quorum: QuorumMajority,
+	}
+	var errs []error
+	for k := range data {
+		if !slices.Contains(known, k) {
+			errs = append(errs, fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(sorted(known), ", ")))
+		}
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(data[KeyPort]))
+	switch {
+	case data[KeyPort] == "":
+		errs = append(errs, errors.New("port is required"))
+	case err != nil || port <= 0 || port > 65535:
+		errs = append(errs, fmt.Errorf("port %q is not a port number", data[KeyPort]))
+	}
+	m.Port = port
+	if v := strings.TrimSpace(data[KeyScheme]); v != "" {
+		if v != "http" && v != "https" {
+			errs = append(errs, fmt.Errorf("scheme %q: want http or https", v))
+		}
+		m.Scheme = v
+	}
+	if v := strings.TrimSpace(data[KeyPath]); v != "" {
+		if !strings.HasPrefix(v, "/") {
+			errs = append(errs, fmt.Errorf("path %q must start with /", v))
+		}
+		m.Path = v
+	}
+	if v := strings.TrimSpace(data[KeyMethod]); v != "" {
+		m.Method = strings.ToUpper(v)
+		if m.Method != "GET" && m.Method != "POST" {
+			errs = append(errs, fmt.Errorf("method %q: want GET or POST (a status read must change nothing)", v))
+		}
+	}
+	m.Body = data[KeyBody]
+	for _, k := range expressions {
+		for i, line := range strings.Split(data[k], "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" {
+				continue
+			}
+			jp := jsonpath.New(fmt.Sprintf("%s[%d]", k, i)).AllowMissingKeys(true)
+			if err := jp.Parse(line); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a JSONPath expression: %v", k, line, err))
+				continue
+			}
+			m.paths[k] = append(m.paths[k], jp)
+		}
+	}
+	if len(m.paths[KeyRole]) == 0 && len(m.paths[KeyLeader]) == 0 {
+		errs = append(errs, errors.New("neither role nor leader is mapped: hactl could not tell who leads"))
+	}
+	for k, dst := range map[string]*[]string{KeyLeaderRoles: &m.LeaderRoles, KeyLearnerRoles: &m.LearnerRoles, KeyReadyValues: &m.ReadyValues} {
+		if v := data[k]; strings.TrimSpace(v) != "" {
+			*dst = splitList(v)
+		}
+	}
+	if v := strings.TrimSpace(data[KeyQuorum]); v != "" {
+		if v != QuorumMajority && v != QuorumLeader {
+			errs = append(errs, fmt.Errorf("quorum %q: want %s or %s", v, QuorumMajority, QuorumLeader))
+		}
+		m.Quorum = v
+	}
+	if v := strings.TrimSpace(data[KeyLagThreshold]); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("lagThreshold %q is not a whole number", v))
+		}
+		m.LagThreshold = n
+	}
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return nil, fmt.Errorf("the mapping is not valid: %w", errors.Join(errs...))
+	}
+	return m, nil
+}
+
+// Document is one member's decoded status document.
+type Document struct{ v any }
+
+// Decode reads a status document (numbers kept exact).
+func Decode(b []byte) (Document, error) {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return Document{}, err
+	}
+	return Document{v}, nil
+}
+
+// Text is what fact key yields from d: the first of its expressions that
+// yields a scalar, as text; "" when none does (or the key is not mapped).
+func (m *Mapping) Text(d Document, key string) (string, error) {
+	for _, jp := range m.paths[key] {
+		rs, err := jp.FindResults(d.v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", key, err)
+		}
+		for _, r := range rs {
+			for _, x := range r {
+				s, ok, err := scalar(x)
+				if err != nil {
+					return "", fmt.Errorf("%s: %v", key, err)
+				}
+				if ok {
+					return s, nil
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
+// Uint is what fact key yields from d as a whole number; false when it
+// yields nothing.
+func (m *Mapping) Uint(d Document, key string) (uint64, bool, error) {
+	s, err := m.Text(d, key)
+	if err != nil || s == "" {
+		return 0, false, err
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: %q is not a whole number", key, s)
+	}
+	return n, true, nil
+}
+
+// Mapped reports whether fact key has an expression.
+func (m *Mapping) Mapped(key string) bool { return len(m.paths[key]) > 0 }
+
+// scalar prints one JSONPath result; false for null or nothing.
+func scalar(x reflect.Value) (string, bool, error) {
+	for x.IsValid() && (x.Kind() == reflect.Interface || x.Kind() == reflect.Pointer) {
+		if x.IsNil() {
+			return "", false, nil
+		}
+		x = x.Elem()
+	}
+	if !x.IsValid() {
+		return "", false, nil
+	}
+	switch v := x.Interface().(type) {
+	case json.Number:
+		return v.String(), true, nil
+	case string:
+		return v, v != "", nil
+	case bool:
+		return strconv.FormatBool(v), true, nil
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), true, nil
+	}
+	return "", false, fmt.Errorf("yields a %s, not a single value: point the expression at a string, number or boolean", x.Kind())
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, strings.ToLower(f))
+		}
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}

@@ -1,0 +1,126 @@
+package http
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// example reads one of the mappings docs/examples ships.
+func example(t *testing.T, name string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "http-mapping-"+name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(b, &cm); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return cm.Data
+}
+
+func TestExampleMappingsParse(t *testing.T) {
+	for _, name := range []string{"patroni", "etcd", "tidaldb"} {
+		m, err := Parse(example(t, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if m.Port <= 0 || !m.Mapped(KeyApplied) || !m.Mapped(KeyFrontier) {
+			t.Errorf("%s: %+v lacks a port, applied or frontier", name, m)
+		}
+	}
+}
+
+func TestParseNamesEveryProblem(t *testing.T) {
+	for _, tc := range []struct {
+		data map[string]string
+		want []string
+	}{
+		{nil, []string{"no mapping", "hactl.dev/engine-config"}},
+		{map[string]string{"role": "{.role}"}, []string{"port is required"}},
+		{map[string]string{"port": "http", "role": "{.role}"}, []string{`port "http" is not a port number`}},
+		{map[string]string{"port": "80"}, []string{"neither role nor leader"}},
+		{map[string]string{"port": "80", "role": "{.role", "applied": "{.a}"}, []string{"role:", "not a JSONPath expression"}},
+		{map[string]string{"port": "80", "role": "{.role}", "rol": "x", "method": "DELETE", "quorum": "most", "lagThreshold": "-1", "path": "x"},
+			[]string{`unknown key "rol"`, `method "DELETE"`, `quorum "most"`, `lagThreshold "-1"`, `path "x"`}},
+	} {
+		_, err := Parse(tc.data)
+		if err == nil {
+			t.Errorf("%v: parsed", tc.data)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q lacks %q", tc.data, err, w)
+			}
+		}
+	}
+}
+
+// Patroni 3.0.2's GET /patroni as captured on a leader and a replica
+// (design notes, section 4), and one paused.
+const (
+	patroniLeader = `{"state":"running","postmaster_start_time":"2026-12-01 18:46:53.401501+00:00","role":"master",
+ "server_version":150018,"xlog":{"location":67108864},"timeline":1,
+ "replication":[{"usename":"replicator","application_name":"pg1","client_addr":"127.0.0.1","state":"streaming","sync_state":"async","sync_priority":0}],
+ "dcs_last_seen":1796150821,"database_system_identifier":"7714408992045998259","patroni":{"version":"3.0.2","scope":"pgr"}}`
+	patroniReplica = `{"state":"running","postmaster_start_time":"2026-12-01 18:46:53.401501+00:00","role":"replica","server_version":150018,
+ "xlog":{"received_location":67108864,"replayed_location":67100000,"replayed_timestamp":null,"paused":false},
+ "timeline":1,"dcs_last_seen":1796150817,"database_system_identifier":"7714408992045998259","patroni":{"version":"3.0.2","scope":"pgr"},"pause":true}`
+	patroniNoXlog = `{"state":"unknown","role":"replica","database_system_identifier":"7714408992045998259"}`
+)
+
+func TestFactsFromPatroniDocuments(t *testing.T) {
+	m, err := Parse(example(t, "patroni"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := func(doc, member string) (f struct {
+		id, leader, cluster, role string
+		term, applied, frontier uint64
+		hasApplied, hasFrontier bool
+		ready, paused           bool
+	}) {
+		d, err := Decode([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := m.Facts(d, member)
+		if err != nil {
+			t.Fatalf("%s: %v", member, err)
+		}
+		f.id, f.leader, f.cluster, f.role, f.term = e.MemberID, e.LeaderID, e.ClusterID, e.Document.Role, e.RaftTerm
+		f.applied, f.frontier = e.RaftApplied, e.RaftIndex
+		f.hasApplied, f.hasFrontier = e.Document.Applied != nil, e.Document.Frontier != nil
+		f.ready, f.paused = e.Document.Ready != nil && *e.Document.Ready, e.Document.Paused
+		return f
+	}
+	l := facts(patroniLeader, "pg-0")
+	if l.id != "pg-0" || l.leader != "pg-0" || l.cluster != "7714408992045998259" || l.term != 1 || l.applied != 67108864 || l.frontier != 67108864 || !l.ready || l.paused {
+		t.Errorf("leader facts %+v", l)
+	}
+	r := facts(patroniReplica, "pg-1")
+	if r.id != "pg-1" || r.leader != "" || r.applied != 67100000 || r.hasFrontier || !r.ready || !r.paused {
+		t.Errorf("replica facts %+v", r)
+	}
+	u := facts(patroniNoXlog, "pg-2")
+	if u.hasApplied || u.ready {
+		t.Errorf("a document without xlog must have no applied position and not be ready: %+v", u)
+	}
+}
+
+func TestFactsRefuseAnObjectWhereAValueBelongs(t *testing.T) {
+	m, err := Parse(map[string]string{"port": "80", "role": "{.role}", "applied": "{.xlog}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := Decode([]byte(patroniReplica))
+	if _, err := m.Facts(d, "pg-1"); err == nil || !strings.Contains(err.Error(), "applied") {
+		t.Errorf("an object read as a position: err %v", err)
+	}
+}

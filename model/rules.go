@@ -1,0 +1,67 @@
+package model
+
+import "time"
+
+// VerdictRules are the verdict rules of an engine that keeps them in its
+// own package (engine/http): package verdict runs the checks every engine
+// shares (freshness, pods, client endpoints, disruption budget, node
+// spread) and asks the cluster's rules for the rest. They are handed to
+// the verdict, never fetched by it (verdict.Options.Rules).
+type VerdictRules interface {
+	// Judge derives each member's phase and lag, the cluster-wide picture
+	// and the engine's own reasons from in. It is pure: it reads in and
+	// nothing else.
+	Judge(in JudgeInput) Judgement
+	// LagThreshold is the lag a member of cluster c may have and still
+	// count as caught up, in the engine's unit of lag; requested is the
+	// threshold the user asked for (--lag-threshold).
+	LagThreshold(requested uint64, c ClusterFacts) uint64
+}
+
+// JudgeInput is what VerdictRules.Judge reads.
+type JudgeInput struct {
+	// Observation is the cluster as observed; its Members are read only.
+	Observation Observation
+	Now         time.Time
+	// PodPhases holds, per member, the phase its pod alone decides
+	// (absent, terminating, pending), "" when its engine facts decide.
+	PodPhases []Phase
+	// LagThreshold is what the rules' LagThreshold answered for this
+	// evaluation.
+	LagThreshold uint64
+	// BootstrapWindow: a cluster younger than this that shows no sign of
+	// having formed is still bootstrapping.
+	BootstrapWindow time.Duration
+}
+
+// Judgement is what VerdictRules.Judge derived.
+type Judgement struct {
+	// Phases and Lags hold one entry per member, in the observation's
+	// order; a nil lag is unknown, never 0.
+	Phases []Phase
+	Lags   []*int64
+	// Formed: the cluster has formed; FormedBecause says how that shows.
+	Formed        bool
+	FormedBecause string
+	// ClusterID is the reference cluster identity; ClusterIDs counts the
+	// distinct ones the members answered with.
+	ClusterID  string
+	ClusterIDs int
+	// Voters, Quorum and Tolerance: how many members count, how many
+	// must remain, and how many the cluster can lose (the shared
+	// disruption-budget and node-spread checks read them).
+	Voters, Quorum, Tolerance int
+	// AnsweringVoters counts the members that answered and agree on the
+	// reference identity.
+	AnsweringVoters int
+	// LeaderID and LeaderMember name the one leader ("" when none).
+	LeaderID, LeaderMember string
+	// Frontier is the leader's frontier read in this round, nil when it
+	// could not be read (NoFrontierBecause says why).
+	Frontier          *uint64
+	NoFrontierBecause string
+	// Learners are the members that do not count as voters (by index).
+	Learners []bool
+	// Reasons are the engine's own reasons.
+	Reasons []Reason
+}
