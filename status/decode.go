@@ -393,27 +393,55 @@ func decodeMembers(sts *appsv1.StatefulSet, ix *index, replicas int, at time.Tim
 // clientEndpoints are the ready and total endpoints of the first
 // non-headless Service that selects the cluster's pods (not the governing
 // Service), nil when there is none.
+//
+// When no Service selects every pod of the template, a Service that
+// selects some of the cluster's pods by a label they carry beyond it
+// (a role label, as a store's primary Service does) is the client
+// Service: the one named like the StatefulSet, else the first by name.
 func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *model.EndpointFacts {
+	var some []*corev1.Service
 	for _, s := range ix.svcs[sts.Namespace] {
 		svc := s.svc
 		if svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Selector) == 0 || svc.Name == sts.Spec.ServiceName {
 			continue
 		}
-		if !s.sel.Matches(podLabels) {
-			continue
+		if s.sel.Matches(podLabels) {
+			return serviceEndpoints(svc, ix)
 		}
-		ef := &model.EndpointFacts{Service: svc.Name}
-		for _, sl := range ix.slices[svc.Namespace+"/"+svc.Name] {
-			for _, ep := range sl.Endpoints {
-				ef.Total++
-				if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
-					ef.Ready++
-				}
+		for _, p := range ix.owned[sts.Namespace+"/"+string(sts.UID)] {
+			if s.sel.Matches(labels.Set(p.Labels)) {
+				some = append(some, svc)
+				break
 			}
 		}
-		return ef
 	}
-	return nil
+	if len(some) == 0 {
+		return nil
+	}
+	slices.SortFunc(some, func(a, b *corev1.Service) int {
+		if (a.Name == sts.Name) != (b.Name == sts.Name) {
+			if a.Name == sts.Name {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return serviceEndpoints(some[0], ix)
+}
+
+// serviceEndpoints counts svc's endpoints and its ready ones.
+func serviceEndpoints(svc *corev1.Service, ix *index) *model.EndpointFacts {
+	ef := &model.EndpointFacts{Service: svc.Name}
+	for _, sl := range ix.slices[svc.Namespace+"/"+svc.Name] {
+		for _, ep := range sl.Endpoints {
+			ef.Total++
+			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+				ef.Ready++
+			}
+		}
+	}
+	return ef
 }
 
 // clusterEvents are the newest events (at most maxEvents) of the

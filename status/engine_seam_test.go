@@ -118,3 +118,30 @@ func TestEngineConfigAndPositionsTable(t *testing.T) {
 		}
 	}
 }
+
+// A client Service that selects the cluster's pods by a label beyond the
+// template's (a store's leader Service: role=leader) is found for any
+// engine, the one named like the StatefulSet first; without one the
+// cluster has none.
+func TestClientServiceSelectingByRole(t *testing.T) {
+	sts := toyStatefulSet("http")
+	sts.Spec.Template.Labels = map[string]string{"app": "kv"}
+	yes := true
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv-0", Labels: map[string]string{"app": "kv", "role": "leader"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "kv", UID: sts.UID, Controller: &yes}}}}
+	svc := func(name string, sel map[string]string) corev1.Service {
+		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name}, Spec: corev1.ServiceSpec{Selector: sel, ClusterIP: "10.0.0.1"}}
+	}
+	objs := &Objects{StatefulSets: []appsv1.StatefulSet{*sts}, Pods: []corev1.Pod{pod}, Services: []corev1.Service{
+		svc("a-replicas", map[string]string{"app": "kv", "role": "leader"}), svc("kv", map[string]string{"app": "kv", "role": "leader"}),
+		svc("other", map[string]string{"app": "other"}),
+	}}
+	obs := decodeCluster(sts, newIndex(objs), goldenNow)
+	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
+		t.Errorf("client endpoints %+v, want Service kv", obs.ClientEndpoints)
+	}
+	objs.Services = objs.Services[2:]
+	if obs := decodeCluster(sts, newIndex(objs), goldenNow); obs.ClientEndpoints != nil {
+		t.Errorf("client endpoints %+v from a Service selecting none of the pods", obs.ClientEndpoints)
+	}
+}
