@@ -82,9 +82,9 @@ func TestFactsFromPatroniDocuments(t *testing.T) {
 	}
 	facts := func(doc, member string) (f struct {
 		id, leader, cluster, role string
-		term, applied, frontier uint64
-		hasApplied, hasFrontier bool
-		ready, paused           bool
+		term, applied, frontier   uint64
+		hasApplied, hasFrontier   bool
+		ready, paused             bool
 	}) {
 		d, err := Decode([]byte(doc))
 		if err != nil {
