@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 
@@ -233,6 +234,12 @@ func readPlan(r io.Reader, name string) (*planDoc, error) {
 			return nil, usageError("the plan %s is neither JSON nor YAML: %v", name, err)
 		}
 	}
+	switch t := bytes.TrimSpace(js); {
+	case len(t) > 0 && t[0] == '[':
+		return nil, usageError("%s is not a hactl plan: it holds a list, not a document with fields (make one with 'kubectl hactl replace|reseed|restore|seed|switchover ... --dry-run=client -o json > plan.json')", name)
+	case len(t) > 0 && t[0] != '{':
+		return nil, usageError("%s is not a hactl plan: it holds text, not a document with fields (make one with 'kubectl hactl replace|reseed|restore|seed|switchover ... --dry-run=client -o json > plan.json')", name)
+	}
 	// Only apiVersion and kind first: a document of another kind gets a
 	// clear message rather than a list of unknown fields.
 	var head struct {
@@ -240,7 +247,7 @@ func readPlan(r io.Reader, name string) (*planDoc, error) {
 		Kind       string `json:"kind"`
 	}
 	if err := json.Unmarshal(js, &head); err != nil {
-		return nil, usageError("the plan %s does not parse: %v", name, err)
+		return nil, usageError("the plan %s does not parse: %s", name, jsonProblem(err))
 	}
 	switch {
 	case head.APIVersion == "" && head.Kind == "":
@@ -254,7 +261,7 @@ func readPlan(r io.Reader, name string) (*planDoc, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		return nil, usageError("the plan %s does not parse: %v (a plan made by another kubectl-hactl version? make it again with this one)", name, err)
+		return nil, usageError("the plan %s does not parse: %s (a plan made by another kubectl-hactl version? make it again with this one)", name, jsonProblem(err))
 	}
 	if dec.More() {
 		return nil, usageError("the plan %s holds more than one document", name)
@@ -442,4 +449,55 @@ func (p *planDoc) command(extra ...string) string {
 		}
 	}
 	return strings.Join(append(args, extra...), " ")
+}
+
+// jsonProblem says what is wrong with a document in a reader's words
+// (the JSON decoder's messages name Go types).
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "the document"
+		} else {
+			field = "field " + field
+		}
+		return fmt.Sprintf("%s holds %s, where the plan has %s", field, jsonWords(te.Value), goWords(te.Type))
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonWords names a JSON value kind as the decoder reports it.
+func jsonWords(v string) string {
+	switch {
+	case v == "string":
+		return "text"
+	case v == "number" || strings.HasPrefix(v, "number "):
+		return "a number"
+	case v == "bool":
+		return "true or false"
+	case v == "array":
+		return "a list"
+	case v == "object":
+		return "fields"
+	}
+	return v
+}
+
+// goWords names what a Go type holds.
+func goWords(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "text"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Pointer:
+		return goWords(t.Elem())
+	}
+	return "fields"
 }

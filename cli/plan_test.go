@@ -114,6 +114,9 @@ func TestReadPlanRefusesInvalidPlans(t *testing.T) {
 	}{
 		{name: "empty", raw: "  \n", want: "empty"},
 		{name: "not a document", raw: "[1, 2", want: "neither JSON nor YAML"},
+		{name: "a password file", raw: "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n", want: "plan.json is not a hactl plan: it holds text, not a document with fields"},
+		{name: "a list", raw: "- a\n- b\n", want: "plan.json is not a hactl plan: it holds a list, not a document with fields"},
+		{name: "a field of the wrong type", edit: func(m map[string]any) { m["member"] = 7 }, want: `field member holds a number, where the plan has text`},
 		{name: "no apiVersion or kind", raw: `{"action": "replace"}`, want: "not a hactl plan"},
 		{name: "unknown apiVersion", edit: func(m map[string]any) { m["apiVersion"] = "hactl.dev/v2" }, want: `apiVersion "hactl.dev/v2"`},
 		{name: "receipts, not a plan", edit: func(m map[string]any) { m["kind"] = "ActionReceipts" }, want: `"ActionReceipts" document, not a plan`},
@@ -168,6 +171,12 @@ func TestReadPlanRefusesInvalidPlans(t *testing.T) {
 			_, err := readPlan(bytes.NewReader(in), "plan.json")
 			if codeOf(err) != ExitUsage || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("exit %d, %v; want exit 2 naming %q", codeOf(err), err, c.want)
+			}
+			// People read these: no Go types.
+			for _, goish := range []string{"Go value", "struct {", "json:", "unmarshal"} {
+				if strings.Contains(err.Error(), goish) {
+					t.Errorf("the error speaks Go (%q): %v", goish, err)
+				}
 			}
 		})
 	}

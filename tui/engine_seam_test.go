@@ -74,3 +74,21 @@ func TestUnknownEngineViewIsPlain(t *testing.T) {
 		}
 	}
 }
+
+// Every action key is in the member screens' footer, and help names
+// every action's CLI verb, switchover included.
+func TestFooterAndHelpListEveryAction(t *testing.T) {
+	o := patroniObs("db", "pg")
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: &stubActions{decide: classifyOn(o)}}, o)
+	m = press(t, m, "enter")
+	footer := frame(m)
+	for _, want := range []string{"r replace", "R reseed", "s seed", "S switchover", "x explain"} {
+		if !strings.Contains(footer, want) {
+			t.Errorf("member screen's footer lacks %q:\n%s", want, footer)
+		}
+	}
+	m = press(t, m, "?")
+	if help := frame(m); !strings.Contains(help, "replace|reseed|seed|restore|switchover|explain") {
+		t.Errorf("help does not name every verb:\n%s", help)
+	}
+}

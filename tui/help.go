@@ -1,7 +1,10 @@
 package tui
 
 import (
+	"slices"
 	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
@@ -44,13 +47,32 @@ func (v helpView) View() []string {
 	if v.note != "" {
 		lines = append(lines, "  "+v.theme.Dim.Render(v.note))
 	}
-	lines = append(lines, "  "+v.theme.Dim.Render("Every action is a CLI verb: kubectl hactl replace|reseed|seed|restore|explain."))
+	lines = append(lines, "  "+v.theme.Dim.Render("Every action is a CLI verb:"),
+		"  "+v.theme.Dim.Render("kubectl hactl replace|reseed|seed|restore|switchover|explain."))
 	return append(lines, "  "+v.theme.Dim.Render("? or esc closes this help."))
 }
 
-// line draws the one-line help of bindings.
-func (v helpView) line(bindings []key.Binding) string {
+// line draws the one-line help of bindings. When they do not fit the
+// width, the bindings a narrow line may do without (compact: navigation
+// the header or help shows) are left out and the separators narrowed,
+// so that every action key stays on the line.
+func (v helpView) line(bindings []key.Binding, compact ...key.Binding) string {
 	hm := v.model
 	hm.ShowAll = false
-	return hm.ShortHelpView(bindings)
+	w := hm.Width()
+	hm.SetWidth(0)
+	full := hm.ShortHelpView(bindings)
+	if w <= 0 || ansi.StringWidth(full) <= w || len(compact) == 0 {
+		hm.SetWidth(w)
+		return hm.ShortHelpView(bindings)
+	}
+	var kept []key.Binding
+	for _, b := range bindings {
+		if !slices.ContainsFunc(compact, func(c key.Binding) bool { return slices.Equal(c.Keys(), b.Keys()) }) {
+			kept = append(kept, b)
+		}
+	}
+	hm.ShortSeparator = "  "
+	hm.SetWidth(w)
+	return hm.ShortHelpView(kept)
 }

@@ -102,6 +102,6 @@ func (k KeyMap) helpFor(s screen) screenHelp {
 	case screenClusters:
 		return screenHelp{short: []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Probe, k.Help, k.Quit}, full: k.FullHelp()}
 	default:
-		return screenHelp{short: []key.Binding{k.NextTab, k.Replace, k.Reseed, k.Seed, k.Restore, k.Explain, k.Back, k.Help, k.Quit}, full: k.FullHelp()}
+		return screenHelp{short: []key.Binding{k.NextTab, k.Replace, k.Reseed, k.Seed, k.Restore, k.Switchover, k.Explain, k.Back, k.Help, k.Quit}, full: k.FullHelp()}
 	}
 }

@@ -143,7 +143,8 @@ func (m Model) helpLine() string {
 	if m.dialog != nil {
 		return m.help.line(dialogHelp(m.dialog.state == dialogPicking))
 	}
-	return m.help.line(m.keys.helpFor(m.screen).short)
+	// Narrow: tab is shown in the header, esc in help.
+	return m.help.line(m.keys.helpFor(m.screen).short, m.keys.NextTab, m.keys.Back)
 }
 
 func (m Model) errorBody(w int) []string {
