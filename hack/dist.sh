@@ -32,6 +32,7 @@ for p in $PLATFORMS; do
   stage="$DIST/stage-$os-$arch"
   mkdir -p "$stage"
   ext=""; [ "$os" = windows ] && ext=".exe"
+  complete=kubectl_complete-hactl; [ "$os" = windows ] && complete=kubectl_complete-hactl.cmd
   echo "dist: building $os/$arch" >&2
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build $BUILDFLAGS -ldflags "$LDFLAGS" -o "$stage/kubectl-hactl$ext" ./cmd/kubectl-hactl
   cp LICENSE README.md "$stage/"
@@ -59,6 +60,8 @@ for p in $PLATFORMS; do
     files:
       - from: \"kubectl-hactl$ext\"
         to: \".\"
+      - from: $complete
+        to: .
       - from: LICENSE
         to: .
 "
