@@ -39,20 +39,28 @@ type memberView struct {
 }
 
 func newMemberView(th Theme, keys KeyMap, book remedy.Book, now func() time.Time) memberView {
-	tb := newTable(th, keys,
-		column{title: "#", max: 3},
-		column{title: "POD", min: 8, max: 30},
-		column{title: "NODE", min: 4, max: 20, drop: 3},
-		column{title: "ROLE", max: 8},
-		column{title: "MEMBER ID", short: "ID", min: 4, max: 16, drop: 4},
-		column{title: "PHASE", max: 13},
+	return memberView{table: newTable(th, keys, memberColumns(nil)...), book: book, now: now}
+}
+
+// memberColumns are the member table's columns, with an engine's own
+// (extra) after PHASE.
+func memberColumns(extra []column) []column {
+	cols := []column{
+		{title: "#", max: 3},
+		{title: "POD", min: 8, max: 30},
+		{title: "NODE", min: 4, max: 20, drop: 3},
+		{title: "ROLE", max: 8},
+		{title: "MEMBER ID", short: "ID", min: 4, max: 16, drop: 4},
+		{title: "PHASE", max: 13},
+	}
+	cols = append(cols, extra...)
+	return append(cols,
 		column{title: "READY", short: "RDY", max: 5},
 		column{title: "LAG", min: 3, max: 10},
 		column{title: "VERSION", short: "VER", min: 3, max: 10, drop: 2},
 		column{title: "RESTARTS", short: "RST", min: 3, max: 8, drop: 1},
 		column{title: "AGE", max: 5, drop: 5},
 	)
-	return memberView{table: tb, book: book, now: now}
 }
 
 // SetSize sets the tab's size: the table takes up to half of what the
@@ -134,7 +142,7 @@ func summaryLines(t Theme, r status.Result, w int) []string {
 	}
 	q := viewOf(c).summary(r)
 	if a.Frontier != nil {
-		q = append(q, "frontier "+strconv.FormatUint(*a.Frontier, 10))
+		q = append(q, "frontier "+viewOf(c).position(*a.Frontier))
 	} else if r.Observation.EngineProbed {
 		q = append(q, "frontier unknown")
 	}
@@ -171,12 +179,16 @@ func (v *memberView) refresh() {
 		if ready == "no" {
 			readyCell = styled(ready, t.Warn)
 		}
-		rows = append(rows, []cell{
+		row := []cell{
 			plain(strconv.Itoa(mem.Ordinal)), plain(pod), plain(node), roleCell, plain(id),
-			styled(mem.Phase.String(), t.phase(mem.Phase)), readyCell, plain(ev.lagText(mem.Lag)),
-			plain(version), plain(restarts), plain(ageS),
-		})
+			styled(mem.Phase.String(), t.phase(mem.Phase)),
+		}
+		for _, c := range ev.cells(mem) {
+			row = append(row, plain(c))
+		}
+		rows = append(rows, append(row, readyCell, plain(ev.lagText(mem.Lag)), plain(version), plain(restarts), plain(ageS)))
 	}
+	v.table.setColumns(memberColumns(viewOf(v.result.Observation.Cluster).columns()))
 	v.SetRows(rows)
 	v.summary = summaryLines(t, v.result, v.width)
 	v.paneLines = v.pane()

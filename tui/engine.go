@@ -2,6 +2,7 @@ package tui
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
@@ -37,6 +38,13 @@ type engineView interface {
 	// candidate reports whether mem, selected, may be named as a
 	// switchover's candidate (else the classifier chooses).
 	candidate(mem model.Member) bool
+	// position prints a position in the engine's terms (a raft index, a
+	// PostgreSQL LSN).
+	position(p uint64) string
+	// columns are the engine's own member-table columns (after PHASE)
+	// and cells one member's, as many.
+	columns() []column
+	cells(mem model.Member) []string
 }
 
 // views maps each engine to its view; viewOf falls back to plainView.
@@ -64,6 +72,9 @@ func (plainView) lagText(l *int64) string                 { return format.Lag(l)
 func (plainView) lagUnit() string                         { return "positions" }
 func (plainView) frontier(f uint64, leader string) string { return etcdView{}.frontier(f, leader) }
 func (plainView) candidate(model.Member) bool             { return false }
+func (plainView) position(p uint64) string                { return strconv.FormatUint(p, 10) }
+func (plainView) columns() []column                       { return nil }
+func (plainView) cells(model.Member) []string             { return nil }
 
 // summary: a cluster whose engine has rules (in its own package) shows
 // the same arithmetic as etcd's; one whose engine has none, that hactl

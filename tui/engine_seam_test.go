@@ -17,6 +17,9 @@ func (toyView) leads(mem model.Member) bool             { return strings.HasSuff
 func (toyView) lagText(l *int64) string                 { return "toylag" }
 func (toyView) lagUnit() string                         { return "toy units" }
 func (toyView) candidate(model.Member) bool             { return false }
+func (toyView) position(p uint64) string                { return fmt.Sprintf("toy@%d", p) }
+func (toyView) columns() []column                       { return []column{{title: "TOYCOL", max: 8}} }
+func (toyView) cells(model.Member) []string             { return []string{"toycell"} }
 func (toyView) frontier(f uint64, leader string) string { return fmt.Sprintf("toy frontier %d", f) }
 func (toyView) summary(status.Result) []string          { return []string{"toy summary"} }
 func (toyView) section(r status.Result, thr uint64, _ func(string) string) (string, []string, string) {
@@ -33,7 +36,7 @@ func TestToyEngineThroughTheViewSeam(t *testing.T) {
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, obs)
 	m = press(t, m, "enter")
 	members := frame(m)
-	for _, want := range []string{"toy-0", "toy-2", "toylag", "toy summary"} {
+	for _, want := range []string{"toy-0", "toy-2", "toylag", "toy summary", "TOYCOL", "toycell"} {
 		if !strings.Contains(members, want) {
 			t.Errorf("members view lacks %q:\n%s", want, members)
 		}

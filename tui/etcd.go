@@ -19,6 +19,9 @@ func (etcdView) leads(mem model.Member) bool  { return mem.Engine.Role() == mode
 func (etcdView) lagText(l *int64) string      { return format.Lag(l) }
 func (etcdView) lagUnit() string              { return "entries" }
 func (etcdView) candidate(model.Member) bool  { return false }
+func (etcdView) position(p uint64) string     { return strconv.FormatUint(p, 10) }
+func (etcdView) columns() []column            { return nil }
+func (etcdView) cells(model.Member) []string  { return nil }
 
 func (etcdView) frontier(f uint64, leader string) string {
 	return fmt.Sprintf("frontier %d from leader %s", f, format.Dash(leader))

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hactl-dev/hactl/internal/format"
@@ -32,7 +33,25 @@ func (patroniView) lagText(l *int64) string { return format.WALLag(l) }
 func (patroniView) lagUnit() string         { return "bytes of WAL" }
 
 func (patroniView) frontier(f uint64, leader string) string {
-	return fmt.Sprintf("frontier: WAL position %d of primary %s", f, format.Dash(leader))
+	return fmt.Sprintf("frontier: WAL position %s of primary %s", format.LSN(f), format.Dash(leader))
+}
+
+func (patroniView) position(p uint64) string { return format.LSN(p) }
+
+// columns: Patroni's state and the timeline, as status prints them.
+func (patroniView) columns() []column {
+	return []column{{title: "STATE", min: 5, max: 16, drop: 6}, {title: "TL", max: 3, drop: 7}}
+}
+
+func (patroniView) cells(mem model.Member) []string {
+	if e := mem.Engine; e != nil && e.Reachable && e.Patroni != nil {
+		tl := "-"
+		if e.Patroni.Timeline > 0 {
+			tl = strconv.FormatInt(e.Patroni.Timeline, 10)
+		}
+		return []string{format.Dash(e.Patroni.State), tl}
+	}
+	return []string{"-", "-"}
 }
 
 // candidate: a member that does not answer as the primary.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -76,6 +77,16 @@ func newTable(th Theme, keys KeyMap, cols ...column) table {
 // header and height-1 rows.
 func (t *table) SetSize(w, h int) {
 	t.width, t.height = w, h
+	t.fit()
+}
+
+// setColumns replaces the columns when they differ from the table's (the
+// rows set next must match them).
+func (t *table) setColumns(cols []column) {
+	if slices.Equal(cols, t.cols) {
+		return
+	}
+	t.cols = cols
 	t.fit()
 }
 

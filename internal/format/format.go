@@ -8,6 +8,7 @@ package format
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -106,4 +107,10 @@ func WALLag(l *int64) string {
 		return "-" + bytes(-*l, "")
 	}
 	return bytes(*l, "")
+}
+
+// LSN prints a WAL position (bytes) as PostgreSQL prints an LSN: the high
+// and low 32 bits in hex, "0/5000060".
+func LSN(pos uint64) string {
+	return strings.ToUpper(strconv.FormatUint(pos>>32, 16) + "/" + strconv.FormatUint(pos&0xFFFFFFFF, 16))
 }

@@ -60,3 +60,11 @@ func TestProgress(t *testing.T) {
 		}
 	}
 }
+
+func TestLSN(t *testing.T) {
+	for pos, want := range map[uint64]string{0: "0/0", 0x5000060: "0/5000060", 0x1_0000_00A0: "1/A0", 167772160: "0/A000000"} {
+		if got := LSN(pos); got != want {
+			t.Errorf("LSN(%d) = %q, want %q", pos, got, want)
+		}
+	}
+}
