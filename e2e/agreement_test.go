@@ -46,11 +46,13 @@ var agreementScenarios = map[string]string{
 // round, so every native read sees the cluster as it is.
 func TestHTTPEngineAgreesWithTheNativeEngines(t *testing.T) {
 	skipShort(t)
+	seen := 0
 	for _, c := range s.SB.State.Clusters {
 		native, ok := agreementScenarios[c.Scenario]
 		if !ok {
 			continue
 		}
+		seen++
 		t.Run(c.Scenario, func(t *testing.T) {
 			mapping := exampleMapping(t, native)
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-http-mapping"}, Data: mapping}
@@ -118,6 +120,9 @@ func TestHTTPEngineAgreesWithTheNativeEngines(t *testing.T) {
 			t.Logf("both: control %v, failover %v, leader %q; native %v; http %v", doc.Verdict.ControlReady, doc.Verdict.FailoverReady,
 				doc.Leader, codesOf(nat), codesOf(doc))
 		})
+	}
+	if seen != len(agreementScenarios) {
+		t.Errorf("%d of the %d agreement scenarios are in this sandbox", seen, len(agreementScenarios))
 	}
 }
 

@@ -46,10 +46,11 @@ func TLSConfig(cr *Credentials, t Target) (*tls.Config, error) {
 }
 
 // ServerName is the name a member's serving certificate must carry:
-// Credentials.ServerName, else Target.ServerName, else the pod's name.
+// Credentials.ServerName (when cr is not nil), else Target.ServerName,
+// else the pod's name.
 func ServerName(cr *Credentials, t Target) string {
 	switch {
-	case cr.ServerName != "":
+	case cr != nil && cr.ServerName != "":
 		return cr.ServerName
 	case t.ServerName != "":
 		return t.ServerName

@@ -313,6 +313,13 @@ type DocumentFacts struct {
 	// reports as the frontier (read from the leader).
 	Applied  *uint64 `json:"applied,omitempty"`
 	Frontier *uint64 `json:"frontier,omitempty"`
+	// Identified: the document yielded the mapped role, leader or
+	// member ID (a document with none of them is no answer).
+	Identified bool `json:"-"`
+	// Problem says why the mapping could not read the document (an
+	// expression that yields an object, a position that is not a
+	// number); the member answered, but its facts are incomplete.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Role derives the member's role from what it reported.

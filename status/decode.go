@@ -394,10 +394,13 @@ func decodeMembers(sts *appsv1.StatefulSet, ix *index, replicas int, at time.Tim
 // non-headless Service that selects the cluster's pods (not the governing
 // Service), nil when there is none.
 //
-// When no Service selects every pod of the template, a Service that
-// selects some of the cluster's pods by a label they carry beyond it
-// (a role label, as a store's primary Service does) is the client
-// Service: the one named like the StatefulSet, else the first by name.
+// When no Service selects every pod of the template, a Service whose
+// selector holds every template label plus labels the store itself sets
+// on its pods (a role label, as a primary or leader Service selects) is
+// the client Service: the one named like the StatefulSet, else the first
+// by name. The labels the StatefulSet controller sets on each pod (its
+// name, index, revision) do not count: a Service per pod is no client
+// Service.
 func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *model.EndpointFacts {
 	var some []*corev1.Service
 	for _, s := range ix.svcs[sts.Namespace] {
@@ -408,11 +411,8 @@ func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *
 		if s.sel.Matches(podLabels) {
 			return serviceEndpoints(svc, ix)
 		}
-		for _, p := range ix.owned[sts.Namespace+"/"+string(sts.UID)] {
-			if s.sel.Matches(labels.Set(p.Labels)) {
-				some = append(some, svc)
-				break
-			}
+		if narrows(svc.Spec.Selector, podLabels) {
+			some = append(some, svc)
 		}
 	}
 	if len(some) == 0 {
@@ -428,6 +428,29 @@ func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *
 		return strings.Compare(a.Name, b.Name)
 	})
 	return serviceEndpoints(some[0], ix)
+}
+
+// podControllerLabels are the labels the StatefulSet controller sets on
+// each pod.
+var podControllerLabels = []string{"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index", "controller-revision-hash"}
+
+// narrows reports whether selector holds every template label and,
+// beyond them, only labels other than the controller's.
+func narrows(selector map[string]string, template labels.Set) bool {
+	if len(template) == 0 {
+		return false
+	}
+	for k, v := range template {
+		if selector[k] != v {
+			return false
+		}
+	}
+	for k := range selector {
+		if _, ok := template[k]; !ok && slices.Contains(podControllerLabels, k) {
+			return false
+		}
+	}
+	return true
 }
 
 // serviceEndpoints counts svc's endpoints and its ready ones.

@@ -2,13 +2,19 @@ package status
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/verdict"
 )
@@ -133,8 +139,12 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name}, Spec: corev1.ServiceSpec{Selector: sel, ClusterIP: "10.0.0.1"}}
 	}
 	objs := &Objects{StatefulSets: []appsv1.StatefulSet{*sts}, Pods: []corev1.Pod{pod}, Services: []corev1.Service{
-		svc("a-replicas", map[string]string{"app": "kv", "role": "leader"}), svc("kv", map[string]string{"app": "kv", "role": "leader"}),
+		svc("a-replicas", map[string]string{"app": "kv", "role": "replica"}), svc("kv", map[string]string{"app": "kv", "role": "leader"}),
 		svc("other", map[string]string{"app": "other"}),
+		// Neither a Service per pod nor one across clusters is a client
+		// Service.
+		svc("kv-0-external", map[string]string{"app": "kv", "statefulset.kubernetes.io/pod-name": "kv-0"}),
+		svc("leaders", map[string]string{"role": "leader"}),
 	}}
 	obs := decodeCluster(sts, newIndex(objs), goldenNow)
 	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
@@ -142,6 +152,75 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 	}
 	objs.Services = objs.Services[2:]
 	if obs := decodeCluster(sts, newIndex(objs), goldenNow); obs.ClientEndpoints != nil {
-		t.Errorf("client endpoints %+v from a Service selecting none of the pods", obs.ClientEndpoints)
+		t.Errorf("client endpoints %+v from a Service per pod or across clusters", obs.ClientEndpoints)
+	}
+}
+
+// judgedToy is an engine that keeps its verdict rules in its own package
+// (as engine/http does): status hands them to the verdict and hands the
+// cluster's settings to its probe.
+type judgedToy struct{ configs chan map[string]string }
+
+func (judgedToy) Name() model.Engine { return "toyjudged" }
+func (e judgedToy) Probe(_ context.Context, ts []engine.Target, _ engine.ProbeOptions) []model.EngineFacts {
+	out := make([]model.EngineFacts, len(ts))
+	for i, t := range ts {
+		e.configs <- t.Config
+		out[i] = model.EngineFacts{Reachable: true, MemberID: t.Member}
+	}
+	return out
+}
+func (judgedToy) Members(engine.ProbeOptions) engine.MemberOps { return nil }
+func (judgedToy) VerdictRules() model.VerdictRules             { return toyJudge{} }
+
+type toyJudge struct{}
+
+func (toyJudge) Judge(in model.JudgeInput) model.Judgement {
+	n := len(in.Observation.Members)
+	return model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Formed: true,
+		Reasons: []model.Reason{{Code: model.ReasonMemberNotReady, Member: in.Observation.Members[0].Name, Detail: "toy judged it"}}}
+}
+func (toyJudge) LagThreshold(r uint64, _ model.ClusterFacts) uint64 { return r }
+
+// TestObserverHandsAJudgedEnginesRulesAndSettings: an Observer holding an
+// engine with its own verdict rules judges that engine's clusters by them
+// (not engine_unsupported), and each probe gets the cluster's settings
+// from the ConfigMap its StatefulSet names.
+func TestObserverHandsAJudgedEnginesRulesAndSettings(t *testing.T) {
+	sts := toyStatefulSet("toyjudged")
+	sts.Annotations = map[string]string{AnnotationEngineConfig: "kv-settings"}
+	sts.Spec.Replicas = ptr.To(int32(1))
+	sts.Spec.Template.Labels = map[string]string{"app": "kv"}
+	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "kv"}}
+	yes := true
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv-0", Labels: map[string]string{"app": "kv"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "kv", UID: sts.UID, Controller: &yes}}},
+		Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv-settings"}, Data: map[string]string{"port": "9000"}}
+	eng := judgedToy{configs: make(chan map[string]string, 1)}
+	o := &Observer{Source: staticSource{&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, Pods: []corev1.Pod{pod}, ConfigMaps: []corev1.ConfigMap{cm}}},
+		Engines: map[model.Engine]engine.Engine{"toyjudged": eng},
+		Dial:    func(context.Context, string, string, int) (net.Conn, error) { return nil, errors.New("not dialled") }}
+	if o.VerdictOptions().Rules["toyjudged"] == nil {
+		t.Fatal("VerdictOptions does not hand the engine's rules")
+	}
+	res, _, err := o.Observe(context.Background(), "db", "kv")
+	if err != nil || len(res) != 1 {
+		t.Fatalf("observe: %v (%d results)", err, len(res))
+	}
+	var codes []model.ReasonCode
+	for _, r := range res[0].Verdict.Reasons {
+		codes = append(codes, r.Code)
+	}
+	if !slices.Contains(codes, model.ReasonMemberNotReady) || slices.Contains(codes, model.ReasonEngineUnsupported) {
+		t.Errorf("reasons %v: not judged by the engine's own rules", codes)
+	}
+	select {
+	case c := <-eng.configs:
+		if c["port"] != "9000" {
+			t.Errorf("the probe got settings %v, want the ConfigMap's", c)
+		}
+	default:
+		t.Error("the member was not probed")
 	}
 }

@@ -31,6 +31,7 @@ func (m *Mapping) Facts(d Document, member string) (model.EngineFacts, error) {
 		return &n
 	}
 	f.MemberID = text(KeyMemberID)
+	f.Document.Identified = f.MemberID != ""
 	if f.MemberID == "" {
 		f.MemberID = member
 	}
@@ -39,6 +40,7 @@ func (m *Mapping) Facts(d Document, member string) (model.EngineFacts, error) {
 	role := strings.ToLower(text(KeyRole))
 	f.Document.Role = role
 	f.LeaderID = text(KeyLeader)
+	f.Document.Identified = f.Document.Identified || role != "" || f.LeaderID != ""
 	switch {
 	case slices.Contains(m.LeaderRoles, role):
 		f.LeaderID = f.MemberID

@@ -58,7 +58,9 @@ var known = append(slices.Clone(expressions), KeyPort, KeyScheme, KeyPath, KeyMe
 // read hactl's facts from it.
 type Mapping struct {
 	Port   int
-	Scheme string // "http" or "https" (https also when the cluster names client TLS)
+	// Scheme is "http" or "https"; "" (not set): https when the cluster
+	// names client TLS (hactl.dev/client-tls-secret), else http.
+	Scheme string
 	Path   string
 	Method string
 	Body   string
@@ -84,7 +86,7 @@ func Parse(data map[string]string) (*Mapping, error) {
 		return nil, errors.New("no mapping: annotate the StatefulSet with hactl.dev/engine-config naming a ConfigMap that holds one")
 	}
 	m := &Mapping{
-		Scheme: "http", Path: "/", Method: "GET", paths: map[string][]*jsonpath.JSONPath{},
+		Path: "/", Method: "GET", paths: map[string][]*jsonpath.JSONPath{},
 		LeaderRoles: []string{"leader", "primary", "master"}, LearnerRoles: []string{"learner"},
 		ReadyValues: []string{"true"}, Quorum: QuorumMajority,
 	}
@@ -125,6 +127,10 @@ func Parse(data map[string]string) (*Mapping, error) {
 		for i, line := range strings.Split(data[k], "\n") {
 			line = strings.TrimSpace(line)
 			if line == "" {
+				continue
+			}
+			if !strings.HasPrefix(line, "{") || !strings.HasSuffix(line, "}") || strings.Count(line, "{") != 1 {
+				errs = append(errs, fmt.Errorf("%s: %q is not one JSONPath expression in braces (e.g. {.role}); list alternatives on lines of their own", k, line))
 				continue
 			}
 			jp := jsonpath.New(fmt.Sprintf("%s[%d]", k, i)).AllowMissingKeys(true)

@@ -45,7 +45,10 @@ func TestParseNamesEveryProblem(t *testing.T) {
 		{map[string]string{"role": "{.role}"}, []string{"port is required"}},
 		{map[string]string{"port": "http", "role": "{.role}"}, []string{`port "http" is not a port number`}},
 		{map[string]string{"port": "80"}, []string{"neither role nor leader"}},
-		{map[string]string{"port": "80", "role": "{.role", "applied": "{.a}"}, []string{"role:", "not a JSONPath expression"}},
+		{map[string]string{"port": "80", "role": "{.items[}", "applied": "{.a}"}, []string{"role:", "not a JSONPath expression"}},
+		{map[string]string{"port": "80", "role": "leader"}, []string{`role: "leader" is not one JSONPath expression in braces`}},
+		{map[string]string{"port": "80", "role": "{.role}", "memberID": "x{.id}"}, []string{`memberID: "x{.id}" is not one JSONPath expression`}},
+		{map[string]string{"port": "80", "role": "{.role}", "applied": "{.a}{.b}"}, []string{`applied: "{.a}{.b}" is not one JSONPath expression`}},
 		{map[string]string{"port": "80", "role": "{.role}", "rol": "x", "method": "DELETE", "quorum": "most", "lagThreshold": "-1", "path": "x"},
 			[]string{`unknown key "rol"`, `method "DELETE"`, `quorum "most"`, `lagThreshold "-1"`, `path "x"`}},
 	} {

@@ -11,7 +11,9 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hactl-dev/hactl/engine"
@@ -66,6 +68,7 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.Engi
 	if o.Dial == nil {
 		return model.EngineFacts{Failure: model.ProbeFailureOther, Err: t.Member + ": no dialer configured"}
 	}
+	t.Port = m.Port
 	b, failure, err := fetch(ctx, t, o, m)
 	if err != nil {
 		return model.EngineFacts{Failure: failure, Err: fmt.Sprintf("%s: %s %s: %v", t.Member, m.Method, m.Path, err)}
@@ -75,8 +78,13 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.Engi
 		return model.EngineFacts{Failure: model.ProbeFailureOther, Err: fmt.Sprintf("%s: %s %s: not a JSON document: %v: %s", t.Member, m.Method, m.Path, err, snippet(b))}
 	}
 	f, err := m.Facts(d, t.Member)
-	if err != nil {
-		return model.EngineFacts{Failure: model.ProbeFailureOther, Err: fmt.Sprintf("%s: %s %s: %v", t.Member, m.Method, m.Path, err)}
+	switch {
+	case err != nil:
+		// The member answered; the mapping cannot read its document.
+		f.Document.Problem = err.Error()
+	case !f.Document.Identified:
+		return model.EngineFacts{Failure: model.ProbeFailureOther,
+			Err: fmt.Sprintf("%s: %s %s answered a document without any of the mapped role, leader or memberID: %s", t.Member, m.Method, m.Path, snippet(b))}
 	}
 	return f
 }
@@ -85,23 +93,35 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.Engi
 // returns the first JSON document of its answer. The document ends the
 // read (not the connection's close, which a tunnel may never pass on).
 func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mapping) ([]byte, model.ProbeFailure, error) {
-	var dialErr error
-	connected := false
+	var (
+		mu        sync.Mutex
+		dialErr   error
+		connected bool
+	)
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		c, err := o.Dial(ctx, t.Namespace, t.Pod, m.Port)
+		mu.Lock()
 		dialErr, connected = err, err == nil
+		mu.Unlock()
 		return c, err
 	}
 	tr := &nethttp.Transport{Proxy: nil, DialContext: dial, DisableKeepAlives: true, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	scheme := m.Scheme
-	if o.Credentials != nil {
-		scheme = "https"
+	if scheme == "" {
+		scheme = "http"
+		if o.Credentials != nil {
+			scheme = "https"
+		}
+	}
+	creds := o.Credentials
+	if scheme == "http" {
+		creds = nil
 	}
 	if scheme == "https" {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: engine.ServerName(o.Credentials, t)}
-		if o.Credentials != nil {
-			c, err := engine.TLSConfig(o.Credentials, t)
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: engine.ServerName(nil, t)}
+		if creds != nil {
+			c, err := engine.TLSConfig(creds, t)
 			if err != nil {
 				return nil, model.ProbeFailureCredentials, err
 			}
@@ -116,7 +136,11 @@ func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mappi
 	if m.Body != "" {
 		body = strings.NewReader(m.Body)
 	}
-	req, err := nethttp.NewRequestWithContext(ctx, m.Method, scheme+"://"+engine.PlaceholderHost(t, o.Credentials)+m.Path, body)
+	host := engine.PlaceholderHost(t, creds)
+	if scheme == "https" && creds == nil {
+		host = net.JoinHostPort(engine.ServerName(nil, t), strconv.Itoa(m.Port))
+	}
+	req, err := nethttp.NewRequestWithContext(ctx, m.Method, scheme+"://"+host+m.Path, body)
 	if err != nil {
 		return nil, model.ProbeFailureOther, err
 	}
@@ -126,23 +150,32 @@ func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mappi
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, failureOf(ctx, err, dialErr, connected), unwrapURL(err)
+		mu.Lock()
+		de, c := dialErr, connected
+		mu.Unlock()
+		return nil, failureOf(ctx, err, de, c), unwrapURL(err)
 	}
 	defer resp.Body.Close()
-	var raw json.RawMessage
-	if derr := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&raw); derr != nil {
-		if ctx.Err() != nil {
-			return nil, model.ProbeFailureTimeout, fmt.Errorf("HTTP %d, then no complete document before the deadline", resp.StatusCode)
-		}
-		return nil, model.ProbeFailureOther, fmt.Errorf("HTTP %d: not a JSON document: %v", resp.StatusCode, derr)
-	}
-	switch {
-	case resp.StatusCode == 401 || resp.StatusCode == 403:
-		return nil, model.ProbeFailureCredentials, fmt.Errorf("refused: HTTP %d: %s", resp.StatusCode, snippet(raw))
-	case resp.StatusCode >= 300 && resp.StatusCode != 503:
+	switch code := resp.StatusCode; {
+	case code == 401 || code == 403:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, model.ProbeFailureCredentials, fmt.Errorf("refused: HTTP %d: %s", code, snippet(b))
+	case code >= 300 && code != 503:
 		// 503 is how many stores say "not ready" while still describing
 		// themselves; its document is read like any other.
-		return nil, model.ProbeFailureOther, fmt.Errorf("HTTP %d: %s", resp.StatusCode, snippet(raw))
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, model.ProbeFailureOther, fmt.Errorf("HTTP %d: %s", code, snippet(b))
+	}
+	lr := &io.LimitedReader{R: resp.Body, N: maxBody}
+	var raw json.RawMessage
+	if derr := json.NewDecoder(lr).Decode(&raw); derr != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil, model.ProbeFailureTimeout, fmt.Errorf("HTTP %d, then no complete document before the deadline", resp.StatusCode)
+		case lr.N <= 0:
+			return nil, model.ProbeFailureOther, fmt.Errorf("HTTP %d: the document is larger than %d bytes", resp.StatusCode, maxBody)
+		}
+		return nil, model.ProbeFailureOther, fmt.Errorf("HTTP %d: not a JSON document: %v", resp.StatusCode, derr)
 	}
 	return raw, model.ProbeFailureNone, nil
 }

@@ -50,6 +50,8 @@ type judge struct {
 	j     model.Judgement
 	// leader is the one leader that answered, nil when none did.
 	leader *view
+	// contested says why a member's claim to lead was not believed.
+	contested string
 }
 
 func (j *judge) add(code model.ReasonCode, member, format string, args ...any) {
@@ -62,7 +64,18 @@ func (Rules) Judge(in model.JudgeInput) model.Judgement {
 	j := &judge{in: in, obs: in.Observation, j: model.Judgement{
 		Phases: make([]model.Phase, n), Lags: make([]*int64, n), Learners: make([]bool, n),
 	}}
-	j.mapping()
+	if !j.mapping() {
+		// Without a usable mapping nothing the members said can be read:
+		// phases from the pods alone, lags unknown, no guessed reasons.
+		for i := range j.j.Phases {
+			j.j.Phases[i] = in.PodPhases[i]
+			if j.j.Phases[i] == "" {
+				j.j.Phases[i] = model.PhaseUnknown
+			}
+		}
+		j.j.NoFrontierBecause = "no usable mapping"
+		return j.j
+	}
 	j.read()
 	j.identity()
 	j.quorum()
@@ -81,20 +94,21 @@ func (Rules) Judge(in model.JudgeInput) model.Judgement {
 	return j.j
 }
 
-// mapping reads the cluster's mapping, or reports why there is none.
-func (j *judge) mapping() {
+// mapping reads the cluster's mapping, or reports why there is none
+// (false).
+func (j *judge) mapping() bool {
 	c := j.obs.Cluster
 	m, err := Parse(c.EngineConfig)
 	switch {
 	case c.EngineConfigErr != "":
 		j.add(model.ReasonEngineConfigInvalid, "", "%s", c.EngineConfigErr)
+		return false
 	case err != nil:
 		j.add(model.ReasonEngineConfigInvalid, "", "%v", err)
-	}
-	if m == nil {
-		m = &Mapping{Quorum: QuorumMajority}
+		return false
 	}
 	j.m = m
+	return true
 }
 
 // read sorts each member's probe into answered, refused and unreachable.
@@ -189,6 +203,12 @@ func (j *judge) leaderOf() {
 			leaders = append(leaders, v)
 		}
 	}
+	if len(leaders) == 1 && j.deposed(leaders[0]) {
+		// Another answering member follows someone else, or is in a
+		// later term: this one's claim is stale, and its frontier is
+		// no frontier.
+		leaders = nil
+	}
 	switch len(leaders) {
 	case 1:
 		j.leader = leaders[0]
@@ -209,11 +229,33 @@ func (j *judge) leaderOf() {
 				j.j.LeaderID = id
 			}
 		}
+		for _, v := range j.views {
+			if j.j.LeaderID != "" && v.name == j.j.LeaderID {
+				j.j.LeaderMember = v.name
+			}
+		}
 	default:
 		if j.obs.EngineProbed {
 			j.add(model.ReasonLeaderDisagreement, "", "%d members say they lead: %s", len(leaders), names(leaders))
 		}
 	}
+}
+
+// deposed reports whether leader's claim to lead is contradicted by
+// another answering member of the reference cluster that names another
+// leader (a leader deposed while a follower of the new one answers and
+// the new one does not).
+func (j *judge) deposed(leader *view) bool {
+	for _, v := range j.views {
+		if !v.onRef || v == leader {
+			continue
+		}
+		if id := v.e.LeaderID; id != "" && id != leader.e.MemberID {
+			j.contested = fmt.Sprintf("%s says it leads, %s follows %s", leader.name, v.name, id)
+			return true
+		}
+	}
+	return false
 }
 
 // formed: the cluster has formed when a member answered with a cluster ID
@@ -310,8 +352,15 @@ func (j *judge) memberReasons() {
 			j.add(model.ReasonClusterIDSplit, v.name, "answers with cluster ID %s, the others with %s", v.e.ClusterID, j.j.ClusterID)
 			continue
 		}
+		if d := v.e.Document; d != nil && d.Problem != "" {
+			j.add(model.ReasonEngineConfigInvalid, v.name, "the mapping cannot read its document: %s", d.Problem)
+		}
 		if v.learner {
-			j.add(model.ReasonLearnerPending, v.name, "its document says it does not vote (role %q)", v.e.Document.Role)
+			role := ""
+			if d := v.e.Document; d != nil {
+				role = d.Role
+			}
+			j.add(model.ReasonLearnerPending, v.name, "its document says it does not vote (role %q)", role)
 		}
 		if d := v.e.Document; d != nil && d.Ready != nil && !*d.Ready {
 			j.add(model.ReasonMemberNotReady, v.name, "its document says it is not ready (%s)", j.m.describe(KeyReady, d))
@@ -348,7 +397,10 @@ func (j *judge) clusterReasons() {
 			j.add(model.ReasonQuorumUnavailable, "", "%d of %d voters answered; quorum needs %d", j.j.AnsweringVoters, j.j.Voters, j.j.Quorum)
 		}
 	}
-	if j.j.Formed && j.leader == nil && j.j.LeaderID == "" && !j.split() {
+	switch {
+	case j.contested != "" && j.leader == nil:
+		j.add(model.ReasonLeaderDisagreement, "", "%s", j.contested)
+	case j.j.Formed && j.leader == nil && j.j.LeaderID == "" && !j.split():
 		j.add(model.ReasonLeaderMissing, "", "no answering member says it leads or names a leader a majority agrees on")
 	}
 	versions := map[string][]string{}

@@ -88,9 +88,23 @@ func TestJudge(t *testing.T) {
 		{name: "two leaders", thr: 100,
 			mutate: func(o *model.Observation) { o.Members[1].Engine.LeaderID = "m-1" },
 			want:   []string{"lag_unknown@m-0", "lag_unknown@m-1", "lag_unknown@m-2", "leader_disagreement@"}},
-		{name: "a follower names another leader", thr: 100,
+		{name: "a follower names another leader: the claim is not believed", thr: 100,
 			mutate: func(o *model.Observation) { o.Members[2].Engine.LeaderID = "m-1" },
-			want:   []string{"leader_disagreement@m-2"}},
+			want:   []string{"lag_unknown@m-0", "lag_unknown@m-1", "lag_unknown@m-2", "leader_disagreement@"}, lags: []int64{-1, -1, -1}},
+		{name: "a deposed leader answers, the new one does not: no frontier, never lag 0", thr: 100,
+			mutate: func(o *model.Observation) {
+				o.Members[0].Engine.Document.Frontier, o.Members[0].Engine.RaftTerm = u64(500), 4
+				o.Members[1].Engine = &model.EngineFacts{Failure: model.ProbeFailureTimeout, Err: "deadline exceeded"}
+				o.Members[2].Engine.LeaderID, o.Members[2].Engine.RaftTerm, o.Members[2].Engine.Document.Applied = "m-1", 5, u64(900)
+			},
+			want: []string{"lag_unknown@m-0", "lag_unknown@m-2", "leader_disagreement@", "member_unreachable@m-1"},
+			lags: []int64{-1, -1, -1}, phases: []model.Phase{model.PhaseUnknown, model.PhaseUnknown, model.PhaseUnknown}},
+		{name: "a learner whose facts carry no document", thr: 100,
+			mutate: func(o *model.Observation) { o.Members[2].Engine.IsLearner, o.Members[2].Engine.Document = true, nil },
+			want:   []string{"learner_pending@m-2"}, lags: []int64{0, 0, -1}},
+		{name: "a document the mapping cannot read", thr: 100,
+			mutate: func(o *model.Observation) { o.Members[2].Engine.Document.Problem = "applied: yields a map" },
+			want:   []string{"engine_config_invalid@m-2"}},
 		{name: "cluster ID split", thr: 100,
 			mutate: func(o *model.Observation) { o.Members[2].Engine.ClusterID = "c2" },
 			want:   []string{"cluster_id_split@", "cluster_id_split@m-2"},
@@ -132,9 +146,15 @@ func TestJudge(t *testing.T) {
 				o.Cluster.EngineConfig, o.Cluster.EngineConfigErr = nil, `ConfigMap "x" named by annotation hactl.dev/engine-config does not exist`
 			},
 			want: []string{"engine_config_invalid@"}},
-		{name: "invalid mapping", thr: 100,
-			mutate: func(o *model.Observation) { o.Cluster.EngineConfig["port"] = "x" },
-			want:   []string{"engine_config_invalid@"}},
+		{name: "invalid mapping: nothing else is guessed", thr: 100,
+			mutate: func(o *model.Observation) {
+				o.Cluster.EngineConfig["port"] = "x"
+				for i := 1; i < 3; i++ {
+					o.Members[i].Engine = &model.EngineFacts{Failure: model.ProbeFailureOther, Err: "the mapping is not valid"}
+				}
+			},
+			want: []string{"engine_config_invalid@"}, lags: []int64{-1, -1, -1},
+			phases: []model.Phase{model.PhaseUnknown, model.PhaseUnknown, model.PhaseUnknown}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := cluster()

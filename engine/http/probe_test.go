@@ -1,0 +1,134 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// serve runs h on a real listener and returns a DialFunc that reaches it
+// for pod kv-0 on port 8080 only (as a port-forward would).
+func serve(t *testing.T, h nethttp.HandlerFunc, tls bool) engine.DialFunc {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+	return func(ctx context.Context, ns, pod string, port int) (net.Conn, error) {
+		if ns != "db" || pod != "kv-0" || port != 8080 {
+			return nil, fmt.Errorf("unexpected dial to %s/%s:%d", ns, pod, port)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+}
+
+func probeOne(t *testing.T, dial engine.DialFunc, mapping map[string]string) model.EngineFacts {
+	t.Helper()
+	target := engine.Target{Member: "kv-0", Namespace: "db", Pod: "kv-0", Config: mapping}
+	start := time.Now()
+	fs := New().Probe(context.Background(), []engine.Target{target}, engine.ProbeOptions{Timeout: time.Second, Dial: dial})
+	if took := time.Since(start); took > time.Second+engine.StragglerGrace {
+		t.Errorf("the probe took %s, past its deadline", took)
+	}
+	if len(fs) != 1 {
+		t.Fatalf("%d facts", len(fs))
+	}
+	return fs[0]
+}
+
+func baseMapping() map[string]string {
+	return map[string]string{"port": "8080", "path": "/status", "role": "{.role}", "memberID": "{.id}", "applied": "{.applied}", "frontier": "{.frontier}"}
+}
+
+func TestProbeReadsTheMappedDocument(t *testing.T) {
+	var host, method, body string
+	dial := serve(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		b, _ := io.ReadAll(r.Body)
+		host, method, body = r.Host, r.Method, string(b)
+		fmt.Fprint(w, `{"role":"leader","id":"n1","applied":"18446744073709551615","frontier":42}`)
+	}, false)
+	m := baseMapping()
+	m["method"], m["body"] = "POST", "{}"
+	f := probeOne(t, dial, m)
+	if !f.Reachable || f.MemberID != "n1" || f.LeaderID != "n1" || f.RaftApplied != 18446744073709551615 || f.RaftIndex != 42 {
+		t.Fatalf("facts %+v (error %q)", f, f.Err)
+	}
+	if host != "kv-0:8080" || method != "POST" || body != "{}" {
+		t.Errorf("request: host %q, method %q, body %q", host, method, body)
+	}
+}
+
+func TestProbeFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		h       nethttp.HandlerFunc
+		tls     bool
+		mapping func(map[string]string)
+		failure model.ProbeFailure
+		want    string
+	}{
+		{name: "https without client TLS is checked against the system's roots, not a crash", tls: true,
+			h:       func(w nethttp.ResponseWriter, _ *nethttp.Request) { fmt.Fprint(w, `{"role":"leader"}`) },
+			mapping: func(m map[string]string) { m["scheme"] = "https" }, failure: model.ProbeFailureCredentials, want: "certificate"},
+		{name: "a refusal without a JSON body is about credentials",
+			h:       func(w nethttp.ResponseWriter, _ *nethttp.Request) { nethttp.Error(w, "go away", 401) },
+			failure: model.ProbeFailureCredentials, want: "refused: HTTP 401"},
+		{name: "a redirect is not followed",
+			h:       func(w nethttp.ResponseWriter, r *nethttp.Request) { nethttp.Redirect(w, r, "http://elsewhere/status", 302) },
+			failure: model.ProbeFailureOther, want: "HTTP 302"},
+		{name: "an error document is no answer",
+			h: func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+				w.WriteHeader(503)
+				fmt.Fprint(w, `{"error":"no quorum"}`)
+			},
+			failure: model.ProbeFailureOther, want: "without any of the mapped role, leader or memberID"},
+		{name: "a document too large",
+			h: func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+				fmt.Fprint(w, `{"role":"leader","pad":"`+strings.Repeat("x", maxBody)+`"}`)
+			},
+			failure: model.ProbeFailureOther, want: "larger than"},
+		{name: "a member that never answers times out",
+			h: func(w nethttp.ResponseWriter, r *nethttp.Request) {
+				<-r.Context().Done()
+			},
+			failure: model.ProbeFailureTimeout, want: "deadline"},
+		{name: "not JSON",
+			h:       func(w nethttp.ResponseWriter, _ *nethttp.Request) { fmt.Fprint(w, "<html>hi</html>") },
+			failure: model.ProbeFailureOther, want: "not a JSON document"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := baseMapping()
+			if tc.mapping != nil {
+				tc.mapping(m)
+			}
+			f := probeOne(t, serve(t, tc.h, tc.tls), m)
+			if f.Reachable || f.Failure != tc.failure || !strings.Contains(f.Err, tc.want) {
+				t.Errorf("reachable %v, failure %q, error %q; want %q naming %q", f.Reachable, f.Failure, f.Err, tc.failure, tc.want)
+			}
+		})
+	}
+}
+
+func TestProbeKeepsAMemberWhoseDocumentTheMappingCannotRead(t *testing.T) {
+	dial := serve(t, func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		fmt.Fprint(w, `{"role":"follower","id":"n2","applied":{"seq":3}}`)
+	}, false)
+	f := probeOne(t, dial, baseMapping())
+	if !f.Reachable || f.Document == nil || !strings.Contains(f.Document.Problem, "applied") || f.Document.Applied != nil {
+		t.Errorf("facts %+v, document %+v", f, f.Document)
+	}
+}
