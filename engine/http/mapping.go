@@ -57,7 +57,7 @@ var known = append(slices.Clone(expressions), KeyPort, KeyScheme, KeyPath, KeyMe
 // Mapping says where a member's status document is served and how to
 // read hactl's facts from it.
 type Mapping struct {
-	Port   int
+	Port int
 	// Scheme is "http" or "https"; "" (not set): https when the cluster
 	// names client TLS (hactl.dev/client-tls-secret), else http.
 	Scheme string
@@ -96,6 +96,19 @@ func Parse(data map[string]string) (*Mapping, error) {
 			errs = append(errs, fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(sorted(known), ", ")))
 		}
 	}
+	errs = append(errs, m.parseRequest(data)...)
+	errs = append(errs, m.parseExpressions(data)...)
+	errs = append(errs, m.parseRules(data)...)
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return nil, fmt.Errorf("the mapping is not valid: %w", errors.Join(errs...))
+	}
+	return m, nil
+}
+
+// parseRequest reads where and how the document is asked for.
+func (m *Mapping) parseRequest(data map[string]string) []error {
+	var errs []error
 	port, err := strconv.Atoi(strings.TrimSpace(data[KeyPort]))
 	switch {
 	case data[KeyPort] == "":
@@ -123,6 +136,13 @@ func Parse(data map[string]string) (*Mapping, error) {
 		}
 	}
 	m.Body = data[KeyBody]
+	return errs
+}
+
+// parseExpressions reads each fact's expressions: one JSONPath in braces
+// per line.
+func (m *Mapping) parseExpressions(data map[string]string) []error {
+	var errs []error
 	for _, k := range expressions {
 		for i, line := range strings.Split(data[k], "\n") {
 			line = strings.TrimSpace(line)
@@ -144,6 +164,12 @@ func Parse(data map[string]string) (*Mapping, error) {
 	if len(m.paths[KeyRole]) == 0 && len(m.paths[KeyLeader]) == 0 {
 		errs = append(errs, errors.New("neither role nor leader is mapped: hactl could not tell who leads"))
 	}
+	return errs
+}
+
+// parseRules reads the value lists, the quorum mode and the threshold.
+func (m *Mapping) parseRules(data map[string]string) []error {
+	var errs []error
 	for k, dst := range map[string]*[]string{KeyLeaderRoles: &m.LeaderRoles, KeyLearnerRoles: &m.LearnerRoles, KeyReadyValues: &m.ReadyValues} {
 		if v := data[k]; strings.TrimSpace(v) != "" {
 			*dst = splitList(v)
@@ -162,11 +188,7 @@ func Parse(data map[string]string) (*Mapping, error) {
 		}
 		m.LagThreshold = n
 	}
-	if len(errs) > 0 {
-		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-		return nil, fmt.Errorf("the mapping is not valid: %w", errors.Join(errs...))
-	}
-	return m, nil
+	return errs
 }
 
 // Document is one member's decoded status document.

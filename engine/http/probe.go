@@ -93,54 +93,16 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.Engi
 // returns the first JSON document of its answer. The document ends the
 // read (not the connection's close, which a tunnel may never pass on).
 func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mapping) ([]byte, model.ProbeFailure, error) {
-	var (
-		mu        sync.Mutex
-		dialErr   error
-		connected bool
-	)
-	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		c, err := o.Dial(ctx, t.Namespace, t.Pod, m.Port)
-		mu.Lock()
-		dialErr, connected = err, err == nil
-		mu.Unlock()
-		return c, err
+	c, err := newConn(t, o, m)
+	if err != nil {
+		return nil, model.ProbeFailureCredentials, err
 	}
-	tr := &nethttp.Transport{Proxy: nil, DialContext: dial, DisableKeepAlives: true, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	scheme := m.Scheme
-	if scheme == "" {
-		scheme = "http"
-		if o.Credentials != nil {
-			scheme = "https"
-		}
-	}
-	creds := o.Credentials
-	if scheme == "http" {
-		creds = nil
-	}
-	if scheme == "https" {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: engine.ServerName(nil, t)}
-		if creds != nil {
-			c, err := engine.TLSConfig(creds, t)
-			if err != nil {
-				return nil, model.ProbeFailureCredentials, err
-			}
-			tc = c
-		}
-		tr.TLSClientConfig = tc
-	}
-	client := &nethttp.Client{Transport: tr, CheckRedirect: func(*nethttp.Request, []*nethttp.Request) error {
-		return nethttp.ErrUseLastResponse // never follow: a redirect leaves the tunnel
-	}}
+	defer c.tr.CloseIdleConnections()
 	var body io.Reader
 	if m.Body != "" {
 		body = strings.NewReader(m.Body)
 	}
-	host := engine.PlaceholderHost(t, creds)
-	if scheme == "https" && creds == nil {
-		host = net.JoinHostPort(engine.ServerName(nil, t), strconv.Itoa(m.Port))
-	}
-	req, err := nethttp.NewRequestWithContext(ctx, m.Method, scheme+"://"+host+m.Path, body)
+	req, err := nethttp.NewRequestWithContext(ctx, m.Method, c.url+m.Path, body)
 	if err != nil {
 		return nil, model.ProbeFailureOther, err
 	}
@@ -148,34 +110,99 @@ func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mappi
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := client.Do(req)
+	resp, err := c.client.Do(req)
 	if err != nil {
-		mu.Lock()
-		de, c := dialErr, connected
-		mu.Unlock()
-		return nil, failureOf(ctx, err, de, c), unwrapURL(err)
+		return nil, c.failure(ctx, err), unwrapURL(err)
 	}
 	defer resp.Body.Close()
+	return readAnswer(ctx, resp)
+}
+
+// conn is one request's way to a member: the transport dials the
+// member's pod and port through the DialFunc, whatever the URL says.
+type conn struct {
+	tr     *nethttp.Transport
+	client *nethttp.Client
+	// url is the scheme and placeholder host the request names.
+	url string
+
+	mu        sync.Mutex
+	dialErr   error
+	connected bool
+}
+
+// newConn builds the transport for m's scheme: https when the mapping
+// says so or, when it says nothing, when the cluster names client TLS.
+func newConn(t engine.Target, o engine.ProbeOptions, m *Mapping) (*conn, error) {
+	c := &conn{}
+	c.tr = &nethttp.Transport{Proxy: nil, DisableKeepAlives: true, DisableCompression: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			nc, err := o.Dial(ctx, t.Namespace, t.Pod, m.Port)
+			c.mu.Lock()
+			c.dialErr, c.connected = err, err == nil
+			c.mu.Unlock()
+			return nc, err
+		}}
+	c.client = &nethttp.Client{Transport: c.tr, CheckRedirect: func(*nethttp.Request, []*nethttp.Request) error {
+		return nethttp.ErrUseLastResponse // never follow: a redirect leaves the tunnel
+	}}
+	scheme, creds := m.Scheme, o.Credentials
+	if scheme == "" {
+		scheme = "http"
+		if creds != nil {
+			scheme = "https"
+		}
+	}
+	host := engine.PlaceholderHost(t, nil)
+	switch {
+	case scheme == "http":
+	case creds != nil:
+		tc, err := engine.TLSConfig(creds, t)
+		if err != nil {
+			return nil, err
+		}
+		c.tr.TLSClientConfig, host = tc, engine.PlaceholderHost(t, creds)
+	default:
+		// https without client TLS: the member's certificate is checked
+		// against this machine's roots.
+		sn := engine.ServerName(nil, t)
+		c.tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: sn}
+		host = net.JoinHostPort(sn, strconv.Itoa(m.Port))
+	}
+	c.url = scheme + "://" + host
+	return c, nil
+}
+
+// failure classifies a request that got no answer.
+func (c *conn) failure(ctx context.Context, err error) model.ProbeFailure {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return failureOf(ctx, err, c.dialErr, c.connected)
+}
+
+// readAnswer reads the member's document from resp, or says why there is
+// none: a refusal is about credentials whatever its body, a status other
+// than success (or 503, which many stores answer with a document while
+// not ready) is no answer, and the document is bounded.
+func readAnswer(ctx context.Context, resp *nethttp.Response) ([]byte, model.ProbeFailure, error) {
 	switch code := resp.StatusCode; {
 	case code == 401 || code == 403:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, model.ProbeFailureCredentials, fmt.Errorf("refused: HTTP %d: %s", code, snippet(b))
 	case code >= 300 && code != 503:
-		// 503 is how many stores say "not ready" while still describing
-		// themselves; its document is read like any other.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, model.ProbeFailureOther, fmt.Errorf("HTTP %d: %s", code, snippet(b))
 	}
 	lr := &io.LimitedReader{R: resp.Body, N: maxBody}
 	var raw json.RawMessage
-	if derr := json.NewDecoder(lr).Decode(&raw); derr != nil {
+	if err := json.NewDecoder(lr).Decode(&raw); err != nil {
 		switch {
 		case ctx.Err() != nil:
 			return nil, model.ProbeFailureTimeout, fmt.Errorf("HTTP %d, then no complete document before the deadline", resp.StatusCode)
 		case lr.N <= 0:
 			return nil, model.ProbeFailureOther, fmt.Errorf("HTTP %d: the document is larger than %d bytes", resp.StatusCode, maxBody)
 		}
-		return nil, model.ProbeFailureOther, fmt.Errorf("HTTP %d: not a JSON document: %v", resp.StatusCode, derr)
+		return nil, model.ProbeFailureOther, fmt.Errorf("HTTP %d: not a JSON document: %v", resp.StatusCode, err)
 	}
 	return raw, model.ProbeFailureNone, nil
 }

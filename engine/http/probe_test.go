@@ -88,7 +88,9 @@ func TestProbeFailures(t *testing.T) {
 			h:       func(w nethttp.ResponseWriter, _ *nethttp.Request) { nethttp.Error(w, "go away", 401) },
 			failure: model.ProbeFailureCredentials, want: "refused: HTTP 401"},
 		{name: "a redirect is not followed",
-			h:       func(w nethttp.ResponseWriter, r *nethttp.Request) { nethttp.Redirect(w, r, "http://elsewhere/status", 302) },
+			h: func(w nethttp.ResponseWriter, r *nethttp.Request) {
+				nethttp.Redirect(w, r, "http://elsewhere/status", 302)
+			},
 			failure: model.ProbeFailureOther, want: "HTTP 302"},
 		{name: "an error document is no answer",
 			h: func(w nethttp.ResponseWriter, _ *nethttp.Request) {
