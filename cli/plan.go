@@ -274,6 +274,17 @@ func readPlan(r io.Reader, name string) (*planDoc, error) {
 
 // validate checks that a plan is complete and agrees with itself.
 func (p *planDoc) validate() error {
+	if err := p.complete(); err != nil {
+		return err
+	}
+	if err := p.agrees(); err != nil {
+		return err
+	}
+	return p.bounded()
+}
+
+// complete checks that the plan holds every field its action needs.
+func (p *planDoc) complete() error {
 	var missing []string
 	need := func(ok bool, field string) {
 		if !ok {
@@ -327,6 +338,13 @@ func (p *planDoc) validate() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("missing %s", strings.Join(missing, ", "))
 	}
+	return nil
+}
+
+// agrees checks that what the plan says twice (its options and its
+// decision's intent, its target and its decision's cluster) says the same.
+func (p *planDoc) agrees() error {
+	d := p.Decision
 	for _, f := range []struct {
 		field string
 		a, b  any
@@ -363,6 +381,13 @@ func (p *planDoc) validate() error {
 			}
 		}
 	}
+	return nil
+}
+
+// bounded checks the durations' ranges and that the fences listed are
+// those the steps carry.
+func (p *planDoc) bounded() error {
+	d := p.Decision
 	for _, f := range []struct {
 		field, s string
 		max      time.Duration
