@@ -177,23 +177,12 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 			mu.Lock()
 			warn = append(warn, fmt.Sprintf("%s/%s: %v", ob.Cluster.Namespace, ob.Cluster.Name, err))
 			mu.Unlock()
-			ob.EngineProbed = true
-			for mi := range ob.Members {
-				if m := &ob.Members[mi]; m.Pod != nil && m.Pod.Running {
-					m.Engine = &model.EngineFacts{Err: err.Error(), Failure: model.ProbeFailureCredentials, ProbedAt: o.now()}
-				}
-			}
+			o.credentialsFailed(ob, err)
 			done(ci)
 			continue
 		}
 		ob.EngineProbed = true
-		var targets []int
-		for mi := range ob.Members {
-			m := ob.Members[mi]
-			if m.Pod != nil && m.Pod.Node != "" && m.Pod.Phase == string(corev1.PodRunning) {
-				targets = append(targets, mi)
-			}
-		}
+		targets := probeTargets(ob)
 		if len(targets) == 0 {
 			done(ci)
 			continue
@@ -237,6 +226,30 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 		o.Conns.Retain(func(k string) bool { return probed[k] })
 	}
 	return warn
+}
+
+// credentialsFailed reports every running member of ob as not asked for
+// want of credentials (err says why).
+func (o *Observer) credentialsFailed(ob *model.Observation, err error) {
+	ob.EngineProbed = true
+	for mi := range ob.Members {
+		if m := &ob.Members[mi]; m.Pod != nil && m.Pod.Running {
+			m.Engine = &model.EngineFacts{Err: err.Error(), Failure: model.ProbeFailureCredentials, ProbedAt: o.now()}
+		}
+	}
+}
+
+// probeTargets are the members of ob that can be asked: a pod that runs
+// on a node.
+func probeTargets(ob *model.Observation) []int {
+	var targets []int
+	for mi := range ob.Members {
+		m := ob.Members[mi]
+		if m.Pod != nil && m.Pod.Node != "" && m.Pod.Phase == string(corev1.PodRunning) {
+			targets = append(targets, mi)
+		}
+	}
+	return targets
 }
 
 // credentials reads the cluster's TLS Secret, if it names one.

@@ -85,6 +85,56 @@ func (s *state) primaries() []*memberView {
 // analyzePatroni fills the Analysis and member views of a Patroni
 // cluster: identity, the one primary and its frontier, lag and phases.
 func (s *state) analyzePatroni() {
+	s.patroniReference()
+	c := s.obs.Cluster.Patroni
+	prim := s.primaries()
+	switch {
+	case len(prim) == 1:
+		s.a.LeaderMember = prim[0].m.Name
+		s.a.LeaderID = prim[0].eng.MemberID
+		if loc := prim[0].pg().WALLocation; loc != nil && *loc > 0 {
+			f := uint64(*loc)
+			s.a.Frontier = &f
+		} else {
+			s.a.NoFrontierBecause = fmt.Sprintf("primary %s reported no WAL position", s.a.LeaderMember)
+		}
+	case len(prim) > 1:
+		s.a.NoFrontierBecause = fmt.Sprintf("%d members say they are the writable primary", len(prim))
+	default:
+		if c != nil && c.LockHolder != "" {
+			s.a.LeaderMember = c.LockHolder
+			s.a.NoFrontierBecause = fmt.Sprintf("lock holder %s did not answer as a running primary", c.LockHolder)
+		} else {
+			s.a.NoFrontierBecause = "no running primary answered"
+		}
+	}
+	var leader *memberView
+	if len(prim) == 1 {
+		leader = prim[0]
+	}
+	for _, v := range s.views {
+		p := v.pg()
+		if p != nil && v.onRef && s.a.Frontier != nil {
+			switch {
+			case v == leader:
+				lag := int64(0)
+				v.lag = &lag
+			case p.ReplayedLocation != nil:
+				lag := int64(*s.a.Frontier) - *p.ReplayedLocation
+				v.lag = &lag
+			}
+		}
+		v.phase = s.patroniPhase(v, leader)
+		v.m.Phase = v.phase
+		v.m.Lag = v.lag
+	}
+}
+
+// patroniReference picks the reference system identifier (the one
+// initialize recorded, else the one most members answer with), marks the
+// members on it, and says whether the cluster has formed and how many
+// members count.
+func (s *state) patroniReference() {
 	c := s.obs.Cluster.Patroni
 	ids := map[string]int{}
 	for _, v := range s.views {
@@ -127,48 +177,6 @@ func (s *state) analyzePatroni() {
 		if v.answered && v.onRef {
 			s.a.AnsweringVoters++
 		}
-	}
-
-	prim := s.primaries()
-	switch {
-	case len(prim) == 1:
-		s.a.LeaderMember = prim[0].m.Name
-		s.a.LeaderID = prim[0].eng.MemberID
-		if loc := prim[0].pg().WALLocation; loc != nil && *loc > 0 {
-			f := uint64(*loc)
-			s.a.Frontier = &f
-		} else {
-			s.a.NoFrontierBecause = fmt.Sprintf("primary %s reported no WAL position", s.a.LeaderMember)
-		}
-	case len(prim) > 1:
-		s.a.NoFrontierBecause = fmt.Sprintf("%d members say they are the writable primary", len(prim))
-	default:
-		if c != nil && c.LockHolder != "" {
-			s.a.LeaderMember = c.LockHolder
-			s.a.NoFrontierBecause = fmt.Sprintf("lock holder %s did not answer as a running primary", c.LockHolder)
-		} else {
-			s.a.NoFrontierBecause = "no running primary answered"
-		}
-	}
-	var leader *memberView
-	if len(prim) == 1 {
-		leader = prim[0]
-	}
-	for _, v := range s.views {
-		p := v.pg()
-		if p != nil && v.onRef && s.a.Frontier != nil {
-			switch {
-			case v == leader:
-				lag := int64(0)
-				v.lag = &lag
-			case p.ReplayedLocation != nil:
-				lag := int64(*s.a.Frontier) - *p.ReplayedLocation
-				v.lag = &lag
-			}
-		}
-		v.phase = s.patroniPhase(v, leader)
-		v.m.Phase = v.phase
-		v.m.Lag = v.lag
 	}
 }
 
