@@ -265,6 +265,12 @@ func credentialsFrom(what, scheme string, get func(string) string) (*Credentials
 		}
 		return nil, fmt.Errorf("%s holds none of %s: a %s:// store needs %s", what, strings.Join(credentialKeys[scheme], ", "), scheme, credentialWants[scheme])
 	}
+	return schemeCredentials(what, scheme, get)
+}
+
+// schemeCredentials reads the credentials of a scheme:// store, which
+// get holds some of, and says which are missing or malformed.
+func schemeCredentials(what, scheme string, get func(string) string) (*Credentials, error) {
 	c := &Credentials{}
 	var missing []string
 	switch scheme {
