@@ -531,21 +531,10 @@ func (c patroni) freshSwitchover() {
 // replace plans replace and reseed of c.in.Member.
 func (c patroni) replace() {
 	name := c.in.Member
-	m := c.member(name)
+	m := c.replaceTarget(name)
 	if m == nil {
-		c.block(CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, name, c.memberNames())
 		return
 	}
-	if m.Ordinal >= c.obs.Cluster.Replicas {
-		c.block(CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, c.obs.Cluster.Replicas)
-	}
-	if c.in.Action == model.ActionReseed && c.o.Generation != "" {
-		c.block(CodeGenerationUnsupported, name, "", "reseeding a Patroni member from seed generation %q is not supported; reseed without a generation copies the data from the primary", c.o.Generation)
-	}
-	if t := c.obs.Cluster.Template; c.in.Action == model.ActionReplace && c.obs.Cluster.Shape == model.ShapeOperatorOwned {
-		c.block(CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", orName(t.OperatorOwner, "an operator"))
-	}
-	c.d.Replaced = c.replaced(m)
 	handedOver := false
 	var resumePrim *model.Member
 	if c.resume != nil {
@@ -618,19 +607,48 @@ func (c patroni) replace() {
 		}
 	}
 	if c.in.Action == model.ActionReseed {
-		if pg(m) == nil && prim.Name != name {
-			c.block(CodeMemberUnreachable, name, "", "%s's Patroni did not answer: a reinitialize is sent to the member itself; replace it instead", name)
-			return
-		}
-		if age, recent := c.justStarted(m); recent {
-			c.step(Step{Kind: model.StepAwaitSettled, Member: name, MemberID: name,
-				Detail: fmt.Sprintf("wait until %s's PostgreSQL has run %s since it started (it started %s ago): Patroni does not carry out a reinitialize sent while it is still starting", name, PatroniSettleAfterStart, age.Round(100*time.Millisecond))})
-		}
-		c.reinitialize(m)
+		c.planReinitialize(m, prim)
 		return
 	}
 	c.deleteBoth(m, m.PVC, m.PVC != nil)
 	c.recreated(name)
+}
+
+// replaceTarget is the member a replace or reseed names, with the
+// refusals that need nothing but the member and the template; nil when
+// there is no such member.
+func (c patroni) replaceTarget(name string) *model.Member {
+	m := c.member(name)
+	if m == nil {
+		c.block(CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, name, c.memberNames())
+		return nil
+	}
+	if m.Ordinal >= c.obs.Cluster.Replicas {
+		c.block(CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, c.obs.Cluster.Replicas)
+	}
+	if c.in.Action == model.ActionReseed && c.o.Generation != "" {
+		c.block(CodeGenerationUnsupported, name, "", "reseeding a Patroni member from seed generation %q is not supported; reseed without a generation copies the data from the primary", c.o.Generation)
+	}
+	if t := c.obs.Cluster.Template; c.in.Action == model.ActionReplace && c.obs.Cluster.Shape == model.ShapeOperatorOwned {
+		c.block(CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", orName(t.OperatorOwner, "an operator"))
+	}
+	c.d.Replaced = c.replaced(m)
+	return m
+}
+
+// planReinitialize plans a reseed's reinitialize of m (prim is the
+// primary): sent to the member itself, once its PostgreSQL has settled.
+func (c patroni) planReinitialize(m, prim *model.Member) {
+	name := m.Name
+	if pg(m) == nil && prim.Name != name {
+		c.block(CodeMemberUnreachable, name, "", "%s's Patroni did not answer: a reinitialize is sent to the member itself; replace it instead", name)
+		return
+	}
+	if age, recent := c.justStarted(m); recent {
+		c.step(Step{Kind: model.StepAwaitSettled, Member: name, MemberID: name,
+			Detail: fmt.Sprintf("wait until %s's PostgreSQL has run %s since it started (it started %s ago): Patroni does not carry out a reinitialize sent while it is still starting", name, PatroniSettleAfterStart, age.Round(100*time.Millisecond))})
+	}
+	c.reinitialize(m)
 }
 
 // handOver plans the switchover from the primary prim (the target name)
