@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/artifact"
@@ -350,21 +351,8 @@ func (r *run) captureInPod(ctx context.Context, pc PodCapturer, c SeedCapture, m
 	if string(sts.UID) != r.confirmed.Cluster.UID {
 		return SeedOutcome{}, true, "", &FenceConflictError{Detail: fmt.Sprintf("StatefulSet %s was replaced since the decision (uid %s, now %s)", r.name, r.confirmed.Cluster.UID, sts.UID)}
 	}
-	image := r.o.Seed.AgentImage
-	if image == "" {
-		image = DefaultAgentImage()
-	}
-	if !ImagePinned(image) {
-		// Pinned by its registry now, else run as the node resolves it.
-		if pinned, err := ResolveAgentImage(ctx, image); err == nil {
-			r.note("agent image %s: its registry names %s", image, pinned)
-			image = pinned
-		} else {
-			r.note("agent image %s: %v; the capture pod's node resolves the tag", image, err)
-		}
-	}
 	spec := CapturePodSpec{
-		Capture: c, StoreURL: r.o.Seed.StoreURL, StoreSecret: r.o.Seed.StoreSecret, AgentImage: image,
+		Capture: c, StoreURL: r.o.Seed.StoreURL, StoreSecret: r.o.Seed.StoreSecret, AgentImage: r.captureImage(ctx),
 		Node: node, Endpoint: endpoint, ServerName: serverName, TLS: cl.TLSSecret != "", Total: total,
 		Timeout: orDur(r.o.Seed.Timeout, DefaultSeedTimeout), ActionID: r.entryID,
 	}
@@ -382,19 +370,21 @@ func (r *run) captureInPod(ctx context.Context, pc PodCapturer, c SeedCapture, m
 	if strings.Contains(ran, "no digest known") {
 		r.warn("capture pod %s ran %s; name the image by digest (--agent-image repo@sha256:…) to pin it", pod.Name, ran)
 	}
-	id := rc.Identity
-	if id == nil || (c.ClusterID != "" && !strings.EqualFold(id.ClusterID, c.ClusterID)) || (c.MemberID != "" && !strings.EqualFold(id.SourceMemberID, c.MemberID)) {
+	if err := capturedWhatWasDecided(rc, c, pod.Name); err != nil {
 		p.deletePod(ctx, pod)
-		got := "no identity"
-		if id != nil {
-			got = fmt.Sprintf("member %s of cluster %s", id.SourceMemberID, id.ClusterID)
-		}
-		return SeedOutcome{}, true, "", &FenceConflictError{Detail: fmt.Sprintf("capture pod %s captured %s, the decision chose member %s of cluster %s; not published", pod.Name, got, c.MemberID, c.ClusterID)}
+		return SeedOutcome{}, true, "", err
 	}
-	if rc.Source == nil || *rc.Source != c.Info {
-		p.deletePod(ctx, pod)
-		return SeedOutcome{}, true, "", &FenceConflictError{Detail: fmt.Sprintf("capture pod %s names another source (%+v) than this seed (%+v); not published", pod.Name, rc.Source, c.Info)}
+	out, err = r.publishCaptured(ctx, p, pod, rc, c)
+	if err == nil {
+		out.Took, out.Via = time.Since(start), *via
 	}
+	return out, true, "", err
+}
+
+// publishCaptured adopts the upload a capture pod made and publishes it
+// under the identity it captured; the pod is deleted once published, or
+// when its upload can never be (a rerun then captures anew).
+func (r *run) publishCaptured(ctx context.Context, p *podCapture, pod *corev1.Pod, rc *artifact.CaptureLine, c SeedCapture) (SeedOutcome, error) {
 	// The upload's time is the pod's, by the API server's clock, not the
 	// node's.
 	rc.Began = pod.CreationTimestamp.UTC()
@@ -406,15 +396,15 @@ func (r *run) captureInPod(ctx context.Context, pc PodCapturer, c SeedCapture, m
 	}
 	up, err := c.Store.AdoptCapture(rc, c.Generation)
 	if err != nil {
-		return SeedOutcome{}, true, "", fmt.Errorf("capture pod %s: %w", pod.Name, err)
+		return SeedOutcome{}, fmt.Errorf("capture pod %s: %w", pod.Name, err)
 	}
 	// The upload is left in place on any failure from here: once the lock
 	// may be lost, another holder may be publishing this same upload (GC
 	// removes it if no one does).
 	if err := c.BeforePublish(); err != nil {
-		return SeedOutcome{}, true, "", fmt.Errorf("not published: %w", err)
+		return SeedOutcome{}, fmt.Errorf("not published: %w", err)
 	}
-	res, err := up.Publish(ctx, *id)
+	res, err := up.Publish(ctx, *rc.Identity)
 	if err != nil {
 		if errors.Is(err, artifact.ErrSizeMismatch) || errors.Is(err, artifact.ErrMissingFile) || errors.Is(err, artifact.ErrGenerationExists) || errors.Is(err, artifact.ErrManifestInvalid) {
 			// Its upload cannot be published (gone, short, or the name
@@ -424,10 +414,47 @@ func (r *run) captureInPod(ctx context.Context, pc PodCapturer, c SeedCapture, m
 				err = fmt.Errorf("%w (capture pod %s deleted: run the same command again to capture anew)", err, pod.Name)
 			}
 		}
-		return SeedOutcome{Manifest: res.Manifest}, true, "", err
+		return SeedOutcome{Manifest: res.Manifest}, err
 	}
 	p.deletePod(ctx, pod)
-	return SeedOutcome{Manifest: res.Manifest, Already: res.Already, Took: time.Since(start), Via: *via}, true, "", nil
+	return SeedOutcome{Manifest: res.Manifest, Already: res.Already}, nil
+}
+
+// captureImage is the agent image a capture pod runs: pinned by its
+// registry now when it names a tag, else as the node resolves it.
+func (r *run) captureImage(ctx context.Context) string {
+	image := r.o.Seed.AgentImage
+	if image == "" {
+		image = DefaultAgentImage()
+	}
+	if ImagePinned(image) {
+		return image
+	}
+	pinned, err := ResolveAgentImage(ctx, image)
+	if err != nil {
+		r.note("agent image %s: %v; the capture pod's node resolves the tag", image, err)
+		return image
+	}
+	r.note("agent image %s: its registry names %s", image, pinned)
+	return pinned
+}
+
+// capturedWhatWasDecided refuses a capture pod's receipt rc that names
+// another member, cluster or source than the decision chose (a fence
+// conflict: nothing is published).
+func capturedWhatWasDecided(rc *artifact.CaptureLine, c SeedCapture, pod string) error {
+	id := rc.Identity
+	if id == nil || (c.ClusterID != "" && !strings.EqualFold(id.ClusterID, c.ClusterID)) || (c.MemberID != "" && !strings.EqualFold(id.SourceMemberID, c.MemberID)) {
+		got := "no identity"
+		if id != nil {
+			got = fmt.Sprintf("member %s of cluster %s", id.SourceMemberID, id.ClusterID)
+		}
+		return &FenceConflictError{Detail: fmt.Sprintf("capture pod %s captured %s, the decision chose member %s of cluster %s; not published", pod, got, c.MemberID, c.ClusterID)}
+	}
+	if rc.Source == nil || *rc.Source != c.Info {
+		return &FenceConflictError{Detail: fmt.Sprintf("capture pod %s names another source (%+v) than this seed (%+v); not published", pod, rc.Source, c.Info)}
+	}
+	return nil
 }
 
 // publishedDetail describes a published generation.
