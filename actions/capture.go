@@ -550,50 +550,12 @@ func (p *podCapture) wait(ctx context.Context, pod *corev1.Pod) (*artifact.Captu
 		}
 		switch pod.Status.Phase {
 		case corev1.PodSucceeded:
-			var lerr error
-			for attempt := 0; attempt < 3; attempt++ {
-				var log []byte
-				if log, lerr = p.logs(ctx, pod.Name, 0); lerr == nil {
-					if _, last := artifact.LastCaptureLines(log); last != nil && last.Kind == artifact.CaptureReceiptKind {
-						return last, nil
-					}
-					lerr = artifact.ErrNoCaptureReceipt
-				}
-				if err := sleepCtx(ctx, time.Second); err != nil {
-					return nil, err
-				}
-			}
-			// Its upload is complete: keep the pod, a rerun adopts it.
-			return nil, fmt.Errorf("capture pod %s succeeded but its receipt cannot be read (%v); nothing was published: run the same command again to publish its upload, or delete the pod (kubectl delete pod -n %s %s) to capture anew",
-				pod.Name, lerr, pod.Namespace, pod.Name)
+			return p.receipt(ctx, pod)
 		case corev1.PodFailed:
 			log, lerr := p.logs(ctx, pod.Name, 0)
 			n, last := artifact.LastCaptureLines(log)
 			streamed = max(streamed, n)
-			why := terminationMessage(pod)
-			why += oldImageHint(why)
-			if last != nil && last.Error != "" {
-				why = last.Error
-			}
-			if lerr != nil && why == "" {
-				why = "its log cannot be read: " + lerr.Error()
-			}
-			if why == "" {
-				why = "it left no receipt"
-			}
-			if last != nil && last.SourceChanged {
-				return nil, &FenceConflictError{Detail: why}
-			}
-			err := fmt.Errorf("capture pod %s %s: %s", pod.Name, strings.ToLower(string(pod.Status.Phase)), why)
-			if streamed == 0 || (last != nil && last.StoreFailed) {
-				// Nothing read from the member, or the store did not take
-				// the upload from this pod (its network, its credentials):
-				// the port-forward route may still work.
-				p.deletePod(ctx, pod)
-				return nil, &errFallback{err.Error()}
-			}
-			// Left for inspection; the next run deletes it.
-			return nil, fmt.Errorf("%w (its log: kubectl logs -n %s %s)", err, pod.Namespace, pod.Name)
+			return nil, p.failed(ctx, pod, last, lerr, streamed)
 		case corev1.PodRunning:
 			if time.Since(lastLog) >= 2*time.Second {
 				lastLog = time.Now()
@@ -627,6 +589,59 @@ func (p *podCapture) wait(ctx context.Context, pod *corev1.Pod) (*artifact.Captu
 			return nil, fmt.Errorf("waiting for capture pod %s (phase %s): %w; the pod may still be running: run the same command again to adopt it", pod.Name, pod.Status.Phase, err)
 		}
 	}
+}
+
+// receipt reads the receipt a capture pod that succeeded left in its log
+// (three tries); without one its upload is kept for a rerun to adopt.
+func (p *podCapture) receipt(ctx context.Context, pod *corev1.Pod) (*artifact.CaptureLine, error) {
+	var lerr error
+	for attempt := 0; attempt < 3; attempt++ {
+		var log []byte
+		if log, lerr = p.logs(ctx, pod.Name, 0); lerr == nil {
+			if _, last := artifact.LastCaptureLines(log); last != nil && last.Kind == artifact.CaptureReceiptKind {
+				return last, nil
+			}
+			lerr = artifact.ErrNoCaptureReceipt
+		}
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
+	// Its upload is complete: keep the pod, a rerun adopts it.
+	return nil, fmt.Errorf("capture pod %s succeeded but its receipt cannot be read (%v); nothing was published: run the same command again to publish its upload, or delete the pod (kubectl delete pod -n %s %s) to capture anew",
+		pod.Name, lerr, pod.Namespace, pod.Name)
+}
+
+// failed says why a capture pod failed (last is its last log line, lerr
+// why its log could not be read, streamed how much it had read): a
+// changed source is a fence conflict; a pod that read nothing, or whose
+// upload the store did not take, is deleted and the port-forward route
+// tried; any other is left for inspection.
+func (p *podCapture) failed(ctx context.Context, pod *corev1.Pod, last *artifact.CaptureLine, lerr error, streamed int64) error {
+	why := terminationMessage(pod)
+	why += oldImageHint(why)
+	if last != nil && last.Error != "" {
+		why = last.Error
+	}
+	if lerr != nil && why == "" {
+		why = "its log cannot be read: " + lerr.Error()
+	}
+	if why == "" {
+		why = "it left no receipt"
+	}
+	if last != nil && last.SourceChanged {
+		return &FenceConflictError{Detail: why}
+	}
+	err := fmt.Errorf("capture pod %s %s: %s", pod.Name, strings.ToLower(string(pod.Status.Phase)), why)
+	if streamed == 0 || (last != nil && last.StoreFailed) {
+		// Nothing read from the member, or the store did not take
+		// the upload from this pod (its network, its credentials):
+		// the port-forward route may still work.
+		p.deletePod(ctx, pod)
+		return &errFallback{err.Error()}
+	}
+	// Left for inspection; the next run deletes it.
+	return fmt.Errorf("%w (its log: kubectl logs -n %s %s)", err, pod.Namespace, pod.Name)
 }
 
 // logs reads the capture container's log (its last tail lines; 0: all).
