@@ -220,28 +220,9 @@ func (r *run) restoreImage(ctx context.Context, pods corev1client.PodInterface, 
 	if err != nil {
 		return p, fmt.Errorf("listing the restore pods of %s: %w", cluster, err)
 	}
-	var pending *corev1.Pod
-	ran := false
-	for i := range list.Items {
-		q := &list.Items[i]
-		if q.DeletionTimestamp != nil || q.Annotations[ActionLabel] != r.entryID || q.Annotations[AgentImageAnnotation] != asked {
-			continue
-		}
-		if spec := containerImage(q, "restore"); ImagePinned(spec) {
-			p.image, p.by = spec, "an earlier restore pod of this action ("+q.Name+")"
-			return p, nil
-		}
-		id, final := containerImageID(q, "restore")
-		if pinned := PinnedFromImageID(asked, id); pinned != "" {
-			p.image, p.by = pinned, "the node of restore pod "+q.Name
-			return p, nil
-		}
-		switch {
-		case final:
-			ran, p.imageID = true, id
-		case pending == nil:
-			pending = q
-		}
+	decided, ran, pending := r.fromEarlierPods(&p, list.Items, asked)
+	if decided {
+		return p, nil
 	}
 	if unresolvedRecorded(details, asked) {
 		// An earlier pod's node was waited for already and reported no
@@ -279,6 +260,36 @@ func (r *run) restoreImage(ctx context.Context, pods corev1client.PodInterface, 
 	}
 	p.learn = !ran && !dry
 	return p, nil
+}
+
+// fromEarlierPods looks through the restore pods of this action that
+// were asked to run asked: one that runs it by digest, or whose node
+// reported the digest, decides p's image (decided). Otherwise ran says
+// whether one ran it without a digest known (p.imageID is what its node
+// reported) and pending is one whose node has not reported yet.
+func (r *run) fromEarlierPods(p *agentImagePick, pods []corev1.Pod, asked string) (decided, ran bool, pending *corev1.Pod) {
+	for i := range pods {
+		q := &pods[i]
+		if q.DeletionTimestamp != nil || q.Annotations[ActionLabel] != r.entryID || q.Annotations[AgentImageAnnotation] != asked {
+			continue
+		}
+		if spec := containerImage(q, "restore"); ImagePinned(spec) {
+			p.image, p.by = spec, "an earlier restore pod of this action ("+q.Name+")"
+			return true, ran, pending
+		}
+		id, final := containerImageID(q, "restore")
+		if pinned := PinnedFromImageID(asked, id); pinned != "" {
+			p.image, p.by = pinned, "the node of restore pod "+q.Name
+			return true, ran, pending
+		}
+		switch {
+		case final:
+			ran, p.imageID = true, id
+		case pending == nil:
+			pending = q
+		}
+	}
+	return false, ran, pending
 }
 
 // restoreDetails are the details of this action's run-restore receipts:
