@@ -1,7 +1,6 @@
 package classify
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -12,32 +11,14 @@ import (
 	"github.com/hactl-dev/hactl/model"
 )
 
-// ErrInitialCluster marks an --initial-cluster value that does not parse.
-var ErrInitialCluster = errors.New("invalid --initial-cluster")
+// ErrInitialCluster marks an --initial-cluster value that does not parse
+// (model.ErrInitialCluster).
+var ErrInitialCluster = model.ErrInitialCluster
 
-// ParseInitialCluster reads etcd's --initial-cluster value:
-// comma-separated name=peerURL pairs (a name may repeat, one pair per
-// URL). It rejects empty names, URLs without scheme or host, and empty
-// pairs.
+// ParseInitialCluster reads etcd's --initial-cluster value (see
+// model.ParseInitialCluster).
 func ParseInitialCluster(s string) ([]model.InitialClusterEntry, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, nil
-	}
-	var out []model.InitialClusterEntry
-	for _, pair := range strings.Split(s, ",") {
-		pair = strings.TrimSpace(pair)
-		name, raw, ok := strings.Cut(pair, "=")
-		if !ok || name == "" || raw == "" {
-			return nil, fmt.Errorf("%w: %q is not name=peerURL", ErrInitialCluster, pair)
-		}
-		u, err := url.Parse(raw)
-		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("%w: %q has no scheme://host:port peer URL", ErrInitialCluster, pair)
-		}
-		out = append(out, model.InitialClusterEntry{Name: name, PeerURL: raw})
-	}
-	return out, nil
+	return model.ParseInitialCluster(s)
 }
 
 // Evidence is what was observed of one member's own pod: its name, the

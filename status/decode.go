@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -296,7 +295,7 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Obser
 			UID: string(sts.UID), ResourceVersion: sts.ResourceVersion,
 			Replicas: replicas, ReadyReplicas: int(sts.Status.ReadyReplicas),
 			CreatedAt: sts.CreationTimestamp.Time, ServiceName: sts.Spec.ServiceName,
-			Template: tf, Shape: classify.DetectShape(tf),
+			Template: tf, Shape: tf.Shape(),
 			TLSSecret: sts.Annotations[AnnotationTLSSecret], RESTAuthSecret: sts.Annotations[AnnotationRESTAuthSecret], ObservedAt: at,
 		},
 	}

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hactl-dev/hactl/classify"
-	"github.com/hactl-dev/hactl/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hactl-dev/hactl/model"
 )
 
 // This file decodes the pod template: which container runs the engine and
@@ -165,7 +165,7 @@ func initialCluster(c *corev1.Container, namespace string) ([]model.InitialClust
 	if raw == "" || reVarRef.MatchString(raw) {
 		return nil, true
 	}
-	es, err := classify.ParseInitialCluster(raw)
+	es, err := model.ParseInitialCluster(raw)
 	if err != nil {
 		return nil, true
 	}

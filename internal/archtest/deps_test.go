@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"artifact/gcs":                 {},
 	"artifact/etcdgen":             {"artifact", "engine", "engine/etcd", "model"},
 	"artifact/etcdgen/etcdrestore": {"artifact", "artifact/etcdgen", "model"},
-	"status":                       {"model", "verdict", "classify", "engine", "internal/format"},
+	"status":                       {"model", "verdict", "engine", "internal/format"},
 	"engine/registry":              {"engine", "engine/etcd", "engine/http", "engine/patroni", "model"},
 	"actions":                      {"model", "verdict", "classify", "status", "engine", "artifact", "artifact/etcdgen", "agent", "internal/buildinfo", "internal/format"},
 	"tui":                          {"model", "verdict", "classify", "status", "actions", "tui/internal/remedy", "internal/format"},
