@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -49,6 +50,15 @@ type StatusOptions struct {
 	// WALLagThreshold is the Patroni replay lag threshold in bytes (0:
 	// each cluster's maximum_lag_on_failover).
 	WALLagThreshold uint64
+	// Selector (-l) keeps the clusters whose StatefulSet's labels match;
+	// NoHeaders leaves out column headers; SortBy orders the clusters by
+	// a JSONPath of their status document.
+	Selector  string
+	NoHeaders bool
+	SortBy    string
+
+	selector labels.Selector
+	columns  []customColumn
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
@@ -104,7 +114,11 @@ runs etcd.
   kubectl hactl status etcd-main && kubectl rollout restart sts/app
 
   # follow changes (JSON lines with -o json)
-  kubectl hactl status -A --watch`,
+  kubectl hactl status -A --watch
+
+  # the clusters of one team, the least ready first, as a compact list
+  kubectl hactl status -l team=db --sort-by '{.readyMembers}' \
+    -o custom-columns=NAME:.metadata.name,READY:.verdict.failoverReady`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError("status takes at most one CLUSTER name, got %d: %s", len(args), strings.Join(args, " "))
@@ -134,9 +148,12 @@ func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
 func (o *StatusOptions) addOutputFlags(cmd *cobra.Command) {
 	o.PrintFlags.AddFlags(cmd)
 	_ = cmd.Flags().MarkHidden("show-managed-fields")
-	cmd.Flag("output").Usage = "Output format. One of: (wide, json, yaml, jsonpath=..., jsonpath-file=..., jsonpath-as-json=...). JSON/YAML use the versioned schema hactl.dev/v1alpha1."
+	cmd.Flag("output").Usage = "Output format. One of: (wide, name, json, yaml, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., custom-columns=..., custom-columns-file=...). JSON/YAML use the versioned schema hactl.dev/v1alpha1."
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Keep running and print again on every change (from watches, plus a probe every --probe-interval). With -o json, one JSON document per line per change.")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "Colour the verdict: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Selector (label query) on the clusters' StatefulSets, as kubectl get -l takes it (e.g. -l app=etcd,tier!=test).")
+	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Print no column headers (the table and -o custom-columns).")
+	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "Order the clusters by a JSONPath of their status document (e.g. '{.verdict.failoverReady}', .metadata.name): numbers by value, anything else as text.")
 }
 
 // Complete reads the kubeconfig and arguments.
@@ -182,7 +199,28 @@ func (o *StatusOptions) Validate() error {
 	if o.Watch && o.ProbeInterval < time.Second {
 		return usageError("--probe-interval must be at least 1s")
 	}
-	if f := o.format(); f != "" && f != "wide" {
+	if o.Selector != "" {
+		sel, err := labels.Parse(o.Selector)
+		if err != nil {
+			return usageError("-l %q is not a label selector: %v", o.Selector, err)
+		}
+		o.selector = sel
+	}
+	if o.SortBy != "" {
+		if err := sortDocs(nil, o.SortBy); err != nil {
+			return err
+		}
+	}
+	switch f := o.format(); {
+	case f == "" || f == "wide" || f == "name":
+	case strings.HasPrefix(f, "custom-columns=") || strings.HasPrefix(f, "custom-columns-file="):
+		kind, spec, _ := strings.Cut(f, "=")
+		cols, err := customColumns(spec, kind == "custom-columns-file")
+		if err != nil {
+			return usageError("%v", err)
+		}
+		o.columns = cols
+	default:
 		if _, err := o.printer(); err != nil {
 			return usageError("%v", err)
 		}
@@ -215,6 +253,7 @@ func (o *StatusOptions) observer(src status.Source) *status.Observer {
 		HolderGone:   actions.HolderGone,
 		ProbeTimeout: o.ProbeTimeout,
 		Verdict:      verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold},
+		Selector:     o.selector,
 	}
 	if !o.NoProbe {
 		obs.Dial = o.dial
@@ -257,18 +296,23 @@ func (o *StatusOptions) warn(w status.Warnings) {
 // print renders results in the chosen format. stream selects the
 // one-document-per-line form used by --watch.
 func (o *StatusOptions) print(w io.Writer, results []status.Result, stream bool) error {
+	docs := make([]*status.ClusterStatus, 0, len(results))
+	for _, r := range results {
+		docs = append(docs, o.toAPI(r))
+	}
+	if err := sortDocs(docs, o.SortBy); err != nil {
+		return err
+	}
 	switch f := o.format(); f {
 	case "", "wide":
-		list := make([]*status.ClusterStatus, 0, len(results))
-		for _, r := range results {
-			list = append(list, o.toAPI(r))
-		}
-		return status.PrintTable(w, list, status.TableOptions{
-			Wide: f == "wide", Color: o.useColor(), ShowNamespace: o.AllNamespaces, Now: time.Now(),
+		return status.PrintTable(w, docs, status.TableOptions{
+			Wide: f == "wide", Color: o.useColor(), ShowNamespace: o.AllNamespaces, Now: time.Now(), NoHeaders: o.NoHeaders,
 		})
+	case "name":
+		return printNames(w, docs)
 	case "json":
 		if stream {
-			b, err := json.Marshal(o.document(results))
+			b, err := json.Marshal(o.document(docs))
 			if err != nil {
 				return err
 			}
@@ -277,7 +321,7 @@ func (o *StatusOptions) print(w io.Writer, results []status.Result, stream bool)
 		}
 	case "yaml":
 		if stream {
-			b, err := yaml.Marshal(o.document(results))
+			b, err := yaml.Marshal(o.document(docs))
 			if err != nil {
 				return err
 			}
@@ -285,11 +329,14 @@ func (o *StatusOptions) print(w io.Writer, results []status.Result, stream bool)
 			return err
 		}
 	}
+	if o.columns != nil {
+		return printCustomColumns(w, docs, o.columns, o.NoHeaders)
+	}
 	p, err := o.printer()
 	if err != nil {
 		return err
 	}
-	return p.PrintObj(o.document(results), w)
+	return p.PrintObj(o.document(docs), w)
 }
 
 // errNoGoTemplate refuses -o go-template. Go templates look methods up by
@@ -322,13 +369,13 @@ func (o *StatusOptions) printer() (printers.ResourcePrinter, error) {
 
 // document is ClusterStatus for one named cluster, ClusterStatusList
 // otherwise.
-func (o *StatusOptions) document(results []status.Result) runtime.Object {
-	if o.Name != "" && len(results) == 1 {
-		return o.toAPI(results[0])
+func (o *StatusOptions) document(docs []*status.ClusterStatus) runtime.Object {
+	if o.Name != "" && len(docs) == 1 {
+		return docs[0]
 	}
 	l := status.ListToAPI(nil)
-	for _, r := range results {
-		l.Items = append(l.Items, *o.toAPI(r))
+	for _, d := range docs {
+		l.Items = append(l.Items, *d)
 	}
 	return l
 }

@@ -6,12 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/hactl-dev/hactl/actions"
@@ -257,4 +262,88 @@ func TestWatchWithoutEvents(t *testing.T) {
 	if warn := strings.Join(errOut.lines(), "\n"); strings.Count(warn, "events not shown") != 1 || !strings.Contains(warn, "forbidden") {
 		t.Errorf("stderr %q, want events not shown because forbidden, once", warn)
 	}
+}
+
+// TestStatusOutputAsKubectlPrintsIt: -l selects clusters by their
+// StatefulSet's labels, -o name, -o custom-columns(-file), --no-headers
+// and --sort-by print as kubectl get does, on a real API server.
+func TestStatusOutputAsKubectlPrintsIt(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	for _, name := range []string{"etcd-a", "etcd-b", "etcd-z"} {
+		fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec(name))
+	}
+	// etcd-z has one member not ready: sorted by readyMembers it comes
+	// first, against the order of names.
+	fixtures.MarkNotReady(t, admin, ns, "etcd-z-0")
+	patch := []byte(`{"metadata":{"labels":{"team":"blue"}}}`)
+	for _, name := range []string{"etcd-a", "etcd-z"} {
+		if _, err := admin.AppsV1().StatefulSets(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("-o name", func(t *testing.T) {
+		out, errOut, _ := run(t, "-n", ns, "status", "--no-probe", "-o", "name")
+		if want := "statefulset.apps/etcd-a\nstatefulset.apps/etcd-b\nstatefulset.apps/etcd-z\n"; out != want {
+			t.Errorf("-o name printed %q, want %q (%s)", out, want, errOut)
+		}
+	})
+	t.Run("-l selects by the StatefulSet's labels", func(t *testing.T) {
+		out, errOut, _ := run(t, "-n", ns, "status", "--no-probe", "-o", "name", "-l", "team=blue")
+		if want := "statefulset.apps/etcd-a\nstatefulset.apps/etcd-z\n"; out != want {
+			t.Errorf("-l team=blue printed %q, want %q (%s)", out, want, errOut)
+		}
+		out, _, _ = run(t, "-n", ns, "status", "--no-probe", "-o", "name", "-l", "team!=blue")
+		if want := "statefulset.apps/etcd-b\n"; out != want {
+			t.Errorf("-l team!=blue printed %q, want %q", out, want)
+		}
+		_, errOut, code := run(t, "-n", ns, "status", "--no-probe", "-l", "team in (")
+		if code != ExitUsage || !strings.Contains(errOut, "is not a label selector") {
+			t.Errorf("a bad selector: exit %d, %q", code, errOut)
+		}
+	})
+	t.Run("custom columns, sorted, without headers", func(t *testing.T) {
+		out, errOut, _ := run(t, "-n", ns, "status", "--no-probe", "-o", "custom-columns=NAME:.metadata.name,READY:.readyMembers,NONE:.nothing", "--sort-by", "{.readyMembers}")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 4 || strings.Fields(lines[0])[0] != "NAME" {
+			t.Fatalf("custom columns:\n%s\n%s", out, errOut)
+		}
+		var order []string
+		for _, l := range lines[1:] {
+			f := strings.Fields(l)
+			order = append(order, f[0])
+			if f[2] != "<none>" {
+				t.Errorf("a path that yields nothing printed %q, want <none>", f[2])
+			}
+		}
+		if want := []string{"etcd-z", "etcd-a", "etcd-b"}; !slices.Equal(order, want) {
+			t.Errorf("--sort-by {.readyMembers} ordered %v, want %v:\n%s", order, want, out)
+		}
+		out, _, _ = run(t, "-n", ns, "status", "--no-probe", "-o", "custom-columns=NAME:.metadata.name", "--no-headers", "--sort-by", ".metadata.name")
+		if out != "etcd-a\netcd-b\netcd-z\n" {
+			t.Errorf("--no-headers printed %q", out)
+		}
+		file := filepath.Join(t.TempDir(), "cols")
+		if err := os.WriteFile(file, []byte("NAME   CONTROL\n.metadata.name {.verdict.controlReady}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, _ = run(t, "-n", ns, "status", "--no-probe", "-o", "custom-columns-file="+file, "-l", "team=blue")
+		if !strings.Contains(out, "NAME") || !strings.Contains(out, "CONTROL") || !strings.Contains(out, "etcd-a") || strings.Contains(out, "etcd-b") {
+			t.Errorf("custom-columns-file:\n%s\n%s", out, errOut)
+		}
+		for _, bad := range []string{"custom-columns=", "custom-columns=NAME", "custom-columns=NAME:{.a"} {
+			_, errOut, code := run(t, "-n", ns, "status", "--no-probe", "-o", bad)
+			if code != ExitUsage || !strings.Contains(errOut, "custom") {
+				t.Errorf("-o %s: exit %d, %q", bad, code, errOut)
+			}
+		}
+	})
+	t.Run("the table without headers", func(t *testing.T) {
+		out, _, _ := run(t, "-n", ns, "status", "etcd-a", "--no-probe", "--no-headers", "--color", "never")
+		if strings.Contains(out, "ORD") || !strings.Contains(out, "etcd-a-0") {
+			t.Errorf("--no-headers table:\n%s", out)
+		}
+	})
 }

@@ -3,17 +3,21 @@ package status
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hactl-dev/hactl/engine"
-	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
 )
 
 // SecretGetter reads a Secret; status uses it only to build engine
@@ -50,6 +54,9 @@ type Observer struct {
 	// several goroutines at once: each cluster is evaluated at the time
 	// its own probes ended.
 	Now func() time.Time
+	// Selector, when set, keeps only the clusters whose StatefulSet's
+	// labels it matches (status -l).
+	Selector labels.Selector
 	// HolderGone reports whether a lock holder is known to have ended
 	// (a process on this host that no longer runs); nil: never known.
 	HolderGone func(holder string) bool
@@ -87,6 +94,9 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		warn = append(warn, fmt.Sprintf("hactl's action locks and ledgers not read (actions not shown): %v", objs.ActionsErr))
 	}
 	all := clusters(objs)
+	if o.Selector != nil && !o.Selector.Empty() {
+		all = slices.DeleteFunc(all, func(s *appsv1.StatefulSet) bool { return !o.Selector.Matches(labels.Set(s.Labels)) })
+	}
 	var picked = all
 	if name != "" {
 		picked = nil

@@ -21,6 +21,8 @@ type TableOptions struct {
 	ShowNamespace bool
 	// Now is used for ages.
 	Now time.Time
+	// NoHeaders leaves out the member tables' column headers.
+	NoHeaders bool
 }
 
 const (
@@ -63,7 +65,9 @@ func printCluster(w io.Writer, cs *ClusterStatus, o TableOptions) error {
 	tw := printers.GetNewTabWriter(w)
 	es := tableOf(cs)
 	cols, row := es.columns(o), es.row
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	if !o.NoHeaders {
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
 	for _, m := range cs.Members {
 		fmt.Fprintln(tw, strings.Join(row(m, o), "\t"))
 	}
