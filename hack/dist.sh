@@ -67,5 +67,5 @@ for p in $PLATFORMS; do
 "
 done
 awk -v v="$VERSION" -v p="$entries" '{ gsub("@VERSION@", v); if ($0 == "@PLATFORMS@") { printf "%s", p } else print }' krew/plugin.yaml.tmpl >"$DIST/plugin.yaml"
-(cd "$DIST" && sha256sum ./*.tar.gz ./*.zip >SHA256SUMS)
+(cd "$DIST" && sha256sum $(ls ./*.tar.gz ./*.zip 2>/dev/null) >SHA256SUMS)
 echo "dist: archives and $DIST/plugin.yaml ready" >&2
