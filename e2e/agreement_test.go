@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -13,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
+	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -54,7 +52,7 @@ func TestHTTPEngineAgreesWithTheNativeEngines(t *testing.T) {
 		}
 		seen++
 		t.Run(c.Scenario, func(t *testing.T) {
-			mapping := exampleMapping(t, native)
+			mapping := fixtures.HTTPMapping(t, native)
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-http-mapping"}, Data: mapping}
 			ctx := context.Background()
 			if _, err := s.KC.CoreV1().ConfigMaps(c.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -171,18 +169,4 @@ func lagText(l *int64) string {
 		return "unknown"
 	}
 	return strconv.FormatInt(*l, 10)
-}
-
-// exampleMapping is the mapping docs/examples ships for engine.
-func exampleMapping(t *testing.T, engine string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "docs", "examples", "http-mapping-"+engine+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cm corev1.ConfigMap
-	if err := yaml.UnmarshalStrict(b, &cm); err != nil {
-		t.Fatal(err)
-	}
-	return cm.Data
 }

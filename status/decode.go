@@ -452,7 +452,8 @@ func narrows(selector map[string]string, template labels.Set) bool {
 	return true
 }
 
-// serviceEndpoints counts svc's endpoints and its ready ones.
+// serviceEndpoints counts svc's endpoints and its ready ones, and names
+// the pods behind the ready ones.
 func serviceEndpoints(svc *corev1.Service, ix *index) *model.EndpointFacts {
 	ef := &model.EndpointFacts{Service: svc.Name}
 	for _, sl := range ix.slices[svc.Namespace+"/"+svc.Name] {
@@ -460,6 +461,9 @@ func serviceEndpoints(svc *corev1.Service, ix *index) *model.EndpointFacts {
 			ef.Total++
 			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
 				ef.Ready++
+				if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+					ef.Pods = append(ef.Pods, ep.TargetRef.Name)
+				}
 			}
 		}
 	}

@@ -220,19 +220,7 @@ func patroniPrimaryEndpoints(sts *appsv1.StatefulSet, ix *index, roleLabel strin
 		if !s.sel.Matches(podLabels) {
 			continue
 		}
-		ef := &model.EndpointFacts{Service: svc.Name}
-		for _, sl := range ix.slices[svc.Namespace+"/"+svc.Name] {
-			for _, ep := range sl.Endpoints {
-				ef.Total++
-				if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
-					ef.Ready++
-					if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
-						ef.Pods = append(ef.Pods, ep.TargetRef.Name)
-					}
-				}
-			}
-		}
-		return ef
+		return serviceEndpoints(svc, ix)
 	}
 	return nil
 }

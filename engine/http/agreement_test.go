@@ -10,17 +10,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/engine/etcd"
 	httpengine "github.com/hactl-dev/hactl/engine/http"
+	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/model"
@@ -29,19 +25,6 @@ import (
 )
 
 const ns = "hactl-test"
-
-func etcdMapping(t *testing.T) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "http-mapping-etcd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cm corev1.ConfigMap
-	if err := yaml.UnmarshalStrict(b, &cm); err != nil {
-		t.Fatal(err)
-	}
-	return cm.Data
-}
 
 // side is one engine's reading of the cluster.
 type side struct {
@@ -110,7 +93,7 @@ func absDiff(a, b int64) int64 {
 // moment apart, so a leader election may fall between them).
 func agree(t *testing.T, c *etcdcluster.Cluster, dial engine.DialFunc, what string, check func(native side) error) side {
 	t.Helper()
-	mapping := etcdMapping(t)
+	mapping := fixtures.HTTPMapping(t, "etcd")
 	var native, doc side
 	err := poll.Wait(30*time.Second, func() error {
 		native = read(t, c, etcd.New(), nil, dial)

@@ -1,28 +1,14 @@
 package http
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
+	"github.com/hactl-dev/hactl/internal/fixtures"
 )
 
 // example reads one of the mappings docs/examples ships.
-func example(t *testing.T, name string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "http-mapping-"+name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cm corev1.ConfigMap
-	if err := yaml.UnmarshalStrict(b, &cm); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return cm.Data
-}
+func example(t *testing.T, name string) map[string]string { return fixtures.HTTPMapping(t, name) }
 
 func TestExampleMappingsParse(t *testing.T) {
 	for _, name := range []string{"patroni", "etcd", "tidaldb"} {
