@@ -394,12 +394,13 @@ func decodeMembers(sts *appsv1.StatefulSet, ix *index, replicas int, at time.Tim
 // Service), nil when there is none.
 //
 // When no Service selects every pod of the template, a Service whose
-// selector holds every template label plus labels the store itself sets
+// selector narrows the template's labels by labels the store itself sets
 // on its pods (a role label, as a primary or leader Service selects) is
 // the client Service: the one named like the StatefulSet, else the first
-// by name. The labels the StatefulSet controller sets on each pod (its
-// name, index, revision) do not count: a Service per pod is no client
-// Service.
+// by name. It is chosen by its selector, not by the pods it selects now
+// (a leader Service with no endpoints is still the one that counts). The
+// labels the StatefulSet controller sets on each pod (its name, index,
+// revision) do not count: a Service per pod is no client Service.
 func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *model.EndpointFacts {
 	var some []*corev1.Service
 	for _, s := range ix.svcs[sts.Namespace] {
@@ -433,23 +434,23 @@ func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *
 // each pod.
 var podControllerLabels = []string{"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index", "controller-revision-hash"}
 
-// narrows reports whether selector holds every template label and,
-// beyond them, only labels other than the controller's.
+// narrows reports whether selector picks among the template's pods: it
+// holds at least one template label, agrees with the template on every
+// label they share, and adds only labels other than the controller's.
 func narrows(selector map[string]string, template labels.Set) bool {
-	if len(template) == 0 {
-		return false
-	}
-	for k, v := range template {
-		if selector[k] != v {
+	shared := 0
+	for k, v := range selector {
+		tv, ok := template[k]
+		switch {
+		case ok && tv != v:
+			return false
+		case ok:
+			shared++
+		case slices.Contains(podControllerLabels, k):
 			return false
 		}
 	}
-	for k := range selector {
-		if _, ok := template[k]; !ok && slices.Contains(podControllerLabels, k) {
-			return false
-		}
-	}
-	return true
+	return shared > 0
 }
 
 // serviceEndpoints counts svc's endpoints and its ready ones, and names

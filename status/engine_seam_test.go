@@ -140,6 +140,7 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 	}
 	objs := &Objects{StatefulSets: []appsv1.StatefulSet{*sts}, Pods: []corev1.Pod{pod}, Services: []corev1.Service{
 		svc("a-replicas", map[string]string{"app": "kv", "role": "replica"}), svc("kv", map[string]string{"app": "kv", "role": "leader"}),
+		svc("kv-other", map[string]string{"app": "other", "role": "leader"}),
 		svc("other", map[string]string{"app": "other"}),
 		// Neither a Service per pod nor one across clusters is a client
 		// Service.
@@ -149,6 +150,14 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 	obs := decodeCluster(sts, newIndex(objs), goldenNow)
 	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
 		t.Errorf("client endpoints %+v, want Service kv", obs.ClientEndpoints)
+	}
+	// A subset of the template's labels narrowed by a role (as Patroni's
+	// primary Service selects cluster-name and role) counts too.
+	sts.Spec.Template.Labels = map[string]string{"app": "kv", "cluster": "kv"}
+	objs.StatefulSets = []appsv1.StatefulSet{*sts}
+	obs = decodeCluster(sts, newIndex(objs), goldenNow)
+	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
+		t.Errorf("client endpoints %+v, want Service kv (selecting a subset of the template's labels and a role)", obs.ClientEndpoints)
 	}
 	objs.Services = objs.Services[2:]
 	if obs := decodeCluster(sts, newIndex(objs), goldenNow); obs.ClientEndpoints != nil {
