@@ -29,7 +29,8 @@ func (o *defaultOptions) AddFlags(cmd *cobra.Command) {
 // in pipes and scripts).
 func (o *defaultOptions) run(cmd *cobra.Command) error {
 	s := o.status
-	printed := cmd.Flags().Changed("output") || s.Watch
+	// --sort-by and --no-headers shape printed output only: they ask for it.
+	printed := cmd.Flags().Changed("output") || s.Watch || cmd.Flags().Changed("sort-by") || cmd.Flags().Changed("no-headers")
 	if !printed && isTerminal(o.In) && isTerminal(o.Out) {
 		if err := prepare(func() error { return o.Complete(cmd, nil) }, o.Validate); err != nil {
 			return err

@@ -235,6 +235,8 @@ func readPlan(r io.Reader, name string) (*planDoc, error) {
 		}
 	}
 	switch t := bytes.TrimSpace(js); {
+	case string(t) == "null":
+		return nil, usageError("the plan %s is empty", name)
 	case len(t) > 0 && t[0] == '[':
 		return nil, usageError("%s is not a hactl plan: it holds a list, not a document with fields (make one with 'kubectl hactl replace|reseed|restore|seed|switchover ... --dry-run=client -o json > plan.json')", name)
 	case len(t) > 0 && t[0] != '{':
@@ -487,7 +489,12 @@ func jsonProblem(err error) string {
 		} else {
 			field = "field " + field
 		}
-		return fmt.Sprintf("%s holds %s, where the plan has %s", field, jsonWords(te.Value), goWords(te.Type))
+		got, want := jsonWords(te.Value), goWords(te.Type)
+		if got == want && strings.HasPrefix(te.Value, "number ") {
+			// A number out of range: negative, fractional or too large.
+			got, want = "the "+te.Value, "a whole number of 0 or more within range"
+		}
+		return fmt.Sprintf("%s holds %s, where the plan has %s", field, got, want)
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }

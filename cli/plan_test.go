@@ -117,6 +117,8 @@ func TestReadPlanRefusesInvalidPlans(t *testing.T) {
 		{name: "a password file", raw: "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n", want: "plan.json is not a hactl plan: it holds text, not a document with fields"},
 		{name: "a list", raw: "- a\n- b\n", want: "plan.json is not a hactl plan: it holds a list, not a document with fields"},
 		{name: "a field of the wrong type", edit: func(m map[string]any) { m["member"] = 7 }, want: `field member holds a number, where the plan has text`},
+		{name: "a negative number", edit: func(m map[string]any) { sub(m, "options")["lagThreshold"] = -1 }, want: `holds the number -1, where the plan has a whole number of 0 or more`},
+		{name: "only a YAML comment", raw: "# nothing here\n---\n", want: "is empty"},
 		{name: "no apiVersion or kind", raw: `{"action": "replace"}`, want: "not a hactl plan"},
 		{name: "unknown apiVersion", edit: func(m map[string]any) { m["apiVersion"] = "hactl.dev/v2" }, want: `apiVersion "hactl.dev/v2"`},
 		{name: "receipts, not a plan", edit: func(m map[string]any) { m["kind"] = "ActionReceipts" }, want: `"ActionReceipts" document, not a plan`},

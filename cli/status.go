@@ -59,6 +59,8 @@ type StatusOptions struct {
 
 	selector labels.Selector
 	columns  []customColumn
+	// headerShown: --watch printed the custom columns' header already.
+	headerShown bool
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
@@ -152,7 +154,7 @@ func (o *StatusOptions) addOutputFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Keep running and print again on every change (from watches, plus a probe every --probe-interval). With -o json, one JSON document per line per change.")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "Colour the verdict: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Selector (label query) on the clusters' StatefulSets, as kubectl get -l takes it (e.g. -l app=etcd,tier!=test).")
-	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Print no column headers (the table and -o custom-columns).")
+	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Print no column headers: -o custom-columns prints one line per cluster; the table keeps each cluster's heading and reasons.")
 	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "Order the clusters by a JSONPath of their status document (e.g. '{.verdict.failoverReady}', .metadata.name): numbers by value, anything else as text.")
 }
 
@@ -199,6 +201,9 @@ func (o *StatusOptions) Validate() error {
 	if o.Watch && o.ProbeInterval < time.Second {
 		return usageError("--probe-interval must be at least 1s")
 	}
+	if o.Selector != "" && o.Name != "" {
+		return usageError("a CLUSTER name cannot be combined with -l (as kubectl get: select by name or by labels)")
+	}
 	if o.Selector != "" {
 		sel, err := labels.Parse(o.Selector)
 		if err != nil {
@@ -207,12 +212,14 @@ func (o *StatusOptions) Validate() error {
 		o.selector = sel
 	}
 	if o.SortBy != "" {
-		if err := sortDocs(nil, o.SortBy); err != nil {
+		if err := checkSortBy(o.SortBy); err != nil {
 			return err
 		}
 	}
 	switch f := o.format(); {
 	case f == "" || f == "wide" || f == "name":
+	case f == "custom-columns" || f == "custom-columns-file":
+		return usageError("-o %s needs its columns: -o custom-columns=NAME:.metadata.name,READY:.verdict.failoverReady, or -o custom-columns-file=FILE", f)
 	case strings.HasPrefix(f, "custom-columns=") || strings.HasPrefix(f, "custom-columns-file="):
 		kind, spec, _ := strings.Cut(f, "=")
 		cols, err := customColumns(spec, kind == "custom-columns-file")
@@ -362,7 +369,7 @@ func (o *StatusOptions) printer() (printers.ResourcePrinter, error) {
 	}
 	p, err := o.PrintFlags.JSONYamlPrintFlags.ToPrinter(f)
 	if genericclioptions.IsNoCompatiblePrinterError(err) {
-		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: wide,json,yaml,jsonpath,jsonpath-file,jsonpath-as-json", f)
+		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: wide,name,json,yaml,jsonpath,jsonpath-file,jsonpath-as-json,custom-columns,custom-columns-file", f)
 	}
 	return p, err
 }
@@ -455,6 +462,21 @@ func (o *StatusOptions) redraw(results []status.Result, observeErr error, last *
 		return false, nil
 	}
 	*last = key
+	data := buf.Bytes()
+	if o.columns != nil && !o.NoHeaders {
+		// As kubectl get -w: the header once, then the rows of each
+		// change.
+		if o.headerShown {
+			if _, rows, ok := bytes.Cut(data, []byte("\n")); ok {
+				data = rows
+			}
+		}
+		defer func() {
+			if err == nil {
+				o.headerShown = true
+			}
+		}()
+	}
 	table := o.format() == "" || o.format() == "wide"
 	if o.outIsTTY && table {
 		fmt.Fprint(o.Out, "\x1b[H\x1b[2J")
@@ -463,7 +485,7 @@ func (o *StatusOptions) redraw(results []status.Result, observeErr error, last *
 	} else if table {
 		fmt.Fprintln(o.Out)
 	}
-	_, err = o.Out.Write(buf.Bytes())
+	_, err = o.Out.Write(data)
 	return cleared, err
 }
 
@@ -500,13 +522,11 @@ func (o *StatusOptions) watchKey(results []status.Result, printed []byte, format
 	for i := range list.Items {
 		list.Items[i].ObservedAt = time.Time{}
 	}
-	b, _ := json.Marshal(list)
-	if format == "" || format == "wide" {
-		return b
-	}
-	if len(b) == 0 {
+	if format == "name" || strings.HasPrefix(format, "custom-columns") {
+		// What these print is all that can change for their reader.
 		return printed
 	}
+	b, _ := json.Marshal(list)
 	return b
 }
 

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,8 +39,8 @@ func customColumns(spec string, file bool) ([]customColumn, error) {
 			return nil, fmt.Errorf("reading the custom columns file: %v", err)
 		}
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		if len(lines) != 2 {
-			return nil, fmt.Errorf("the custom columns file %s must hold two lines, the headers and their JSONPaths (it holds %d)", spec, len(lines))
+		if len(lines) < 2 || strings.TrimSpace(lines[0]) == "" {
+			return nil, fmt.Errorf("the custom columns file %s must hold two lines, the headers and their JSONPaths", spec)
 		}
 		headers, paths = strings.Fields(lines[0]), strings.Fields(lines[1])
 		if len(headers) != len(paths) {
@@ -56,18 +59,44 @@ func customColumns(spec string, file bool) ([]customColumn, error) {
 		}
 	}
 	cols := make([]customColumn, len(headers))
+	empty, err := docMap(&status.ClusterStatus{})
+	if err != nil {
+		return nil, err
+	}
 	for i := range headers {
-		expr := paths[i]
-		if !strings.HasPrefix(expr, "{") {
-			expr = "{" + expr + "}"
+		jp, err := relaxedPath(headers[i], paths[i])
+		if err != nil {
+			return nil, fmt.Errorf("custom column %s: %v", headers[i], err)
 		}
-		jp := jsonpath.New(headers[i]).AllowMissingKeys(true)
-		if err := jp.Parse(expr); err != nil {
-			return nil, fmt.Errorf("custom column %s: %q is not a JSONPath: %v", headers[i], paths[i], err)
+		// A path that cannot be read on any document is refused before
+		// anything is read from the cluster.
+		if _, err := pathValues(jp, empty); err != nil {
+			return nil, fmt.Errorf("custom column %s: %q: %v", headers[i], paths[i], err)
 		}
 		cols[i] = customColumn{header: headers[i], path: jp}
 	}
 	return cols, nil
+}
+
+// relaxedForm is how kubectl takes a JSONPath in custom columns and
+// --sort-by: with or without braces, with or without the leading dot.
+var relaxedForm = regexp.MustCompile(`^\{\.?([^{}]+)\}$|^\.?([^{}]+)$`)
+
+// relaxedPath parses expr as kubectl's RelaxedJSONPathExpression does.
+func relaxedPath(name, expr string) (*jsonpath.JSONPath, error) {
+	m := relaxedForm.FindStringSubmatch(expr)
+	if m == nil {
+		return nil, fmt.Errorf("%q is not a JSONPath (e.g. .metadata.name or {.verdict.failoverReady})", expr)
+	}
+	inner := m[1]
+	if inner == "" {
+		inner = m[2]
+	}
+	jp := jsonpath.New(name).AllowMissingKeys(true)
+	if err := jp.Parse("{." + inner + "}"); err != nil {
+		return nil, fmt.Errorf("%q is not a JSONPath: %v", expr, err)
+	}
+	return jp, nil
 }
 
 // docMap is a cluster's status document as the JSON map JSONPath reads.
@@ -76,47 +105,66 @@ func docMap(cs *status.ClusterStatus) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber() // positions are 64-bit: exact, not float64
 	var v any
-	return v, json.Unmarshal(b, &v)
+	return v, d.Decode(&v)
 }
 
-// pathValue is what path yields on doc, printed as kubectl prints a
-// custom column ("<none>" when nothing).
-func pathValue(path *jsonpath.JSONPath, doc any) (string, error) {
+// pathValues are the values path yields on doc (nil and absent values
+// left out).
+func pathValues(path *jsonpath.JSONPath, doc any) ([]any, error) {
 	rs, err := path.FindResults(doc)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var vals []string
+	var vals []any
 	for _, r := range rs {
 		for _, v := range r {
-			if !v.IsValid() || (v.Kind() == 0) {
+			if !v.IsValid() {
 				continue
 			}
-			x := v.Interface()
-			switch t := x.(type) {
-			case nil:
-				continue
-			case string:
-				vals = append(vals, t)
-			case float64:
-				vals = append(vals, strconv.FormatFloat(t, 'f', -1, 64))
-			case bool:
-				vals = append(vals, strconv.FormatBool(t))
-			default:
-				b, _ := json.Marshal(t)
-				vals = append(vals, string(b))
+			if x := v.Interface(); x != nil {
+				vals = append(vals, x)
 			}
 		}
 	}
-	if len(vals) == 0 {
-		return "<none>", nil
+	return vals, nil
+}
+
+// text prints one value as kubectl prints a custom column's.
+func text(x any) string {
+	switch t := x.(type) {
+	case string:
+		return t
+	case json.Number:
+		return t.String()
+	case bool:
+		return strconv.FormatBool(t)
 	}
-	return strings.Join(vals, ","), nil
+	b, _ := json.Marshal(x)
+	return string(b)
+}
+
+// pathValue is what path yields on doc, as a custom column prints it
+// ("<none>" when nothing; control characters escaped).
+func pathValue(path *jsonpath.JSONPath, doc any) (string, error) {
+	vals, err := pathValues(path, doc)
+	if err != nil || len(vals) == 0 {
+		return "<none>", err
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = printers.EscapeTerminal(text(v))
+	}
+	return strings.Join(out, ","), nil
 }
 
 // printCustomColumns prints one row per cluster.
 func printCustomColumns(w io.Writer, docs []*status.ClusterStatus, cols []customColumn, noHeaders bool) error {
+	if len(docs) == 0 {
+		return nil // as kubectl get: nothing on stdout, "No … found" on stderr
+	}
 	tw := printers.GetNewTabWriter(w)
 	if !noHeaders {
 		hs := make([]string, len(cols))
@@ -152,45 +200,74 @@ func printNames(w io.Writer, docs []*status.ClusterStatus) error {
 	return nil
 }
 
-// sortDocs orders docs by what expr (--sort-by, a JSONPath such as
-// .metadata.name or '{.verdict.failoverReady}') yields on each: numbers
-// by value, anything else as text; ties keep their order.
+// checkSortBy refuses a --sort-by path that does not parse or cannot be
+// read on any document, before anything is read from the cluster.
+func checkSortBy(expr string) error {
+	jp, err := relaxedPath("sort-by", expr)
+	if err != nil {
+		return usageError("--sort-by: %v", err)
+	}
+	empty, err := docMap(&status.ClusterStatus{})
+	if err != nil {
+		return err
+	}
+	if _, err := pathValues(jp, empty); err != nil {
+		return usageError("--sort-by %q: %v", expr, err)
+	}
+	return nil
+}
+
+// sortDocs orders docs as kubectl get --sort-by does, by the first value
+// expr (a JSONPath such as .metadata.name or '{.readyMembers}') yields
+// on each: documents without one first, then numbers by value, then
+// anything else as text; ties keep their order. A path no document
+// yields a value for is an error (a typo, most likely).
 func sortDocs(docs []*status.ClusterStatus, expr string) error {
-	if expr == "" {
+	if expr == "" || len(docs) == 0 {
 		return nil
 	}
-	e := expr
-	if !strings.HasPrefix(e, "{") {
-		e = "{" + e + "}"
+	jp, err := relaxedPath("sort-by", expr)
+	if err != nil {
+		return usageError("--sort-by: %v", err)
 	}
-	jp := jsonpath.New("sort-by").AllowMissingKeys(true)
-	if err := jp.Parse(e); err != nil {
-		return usageError("--sort-by %q is not a JSONPath: %v", expr, err)
-	}
-	keys := make(map[*status.ClusterStatus]string, len(docs))
+	keys := make(map[*status.ClusterStatus]any, len(docs))
+	found := false
 	for _, cs := range docs {
 		doc, err := docMap(cs)
 		if err != nil {
 			return err
 		}
-		if keys[cs], err = pathValue(jp, doc); err != nil {
+		vals, err := pathValues(jp, doc)
+		if err != nil {
 			return usageError("--sort-by %q: %v", expr, err)
 		}
+		if len(vals) > 0 {
+			keys[cs], found = vals[0], true
+		}
+	}
+	if !found {
+		return usageError("--sort-by %q: no cluster's status document has a value there (see -o json)", expr)
+	}
+	rank := func(x any) int {
+		switch x.(type) {
+		case nil:
+			return 0
+		case json.Number:
+			return 1
+		}
+		return 2
 	}
 	slices.SortStableFunc(docs, func(a, b *status.ClusterStatus) int {
 		x, y := keys[a], keys[b]
-		fx, ex := strconv.ParseFloat(x, 64)
-		fy, ey := strconv.ParseFloat(y, 64)
-		if ex == nil && ey == nil {
-			switch {
-			case fx < fy:
-				return -1
-			case fx > fy:
-				return 1
-			}
-			return 0
+		if r := cmp.Compare(rank(x), rank(y)); r != 0 || x == nil {
+			return r
 		}
-		return strings.Compare(x, y)
+		if nx, ok := x.(json.Number); ok {
+			fx, _ := nx.Float64()
+			fy, _ := y.(json.Number).Float64()
+			return cmp.Compare(fx, fy)
+		}
+		return strings.Compare(text(x), text(y))
 	})
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/hactl-dev/hactl/actions"
@@ -340,10 +341,64 @@ func TestStatusOutputAsKubectlPrintsIt(t *testing.T) {
 			}
 		}
 	})
+	t.Run("paths as kubectl takes them, refused before anything is read when unreadable", func(t *testing.T) {
+		for _, path := range []string{"metadata.name", "{metadata.name}", ".metadata.name", "{.metadata.name}"} {
+			out, errOut, code := run(t, "-n", ns, "status", "--no-probe", "-o", "custom-columns=N:"+path, "--no-headers", "--sort-by", path)
+			if code == ExitUsage || out != "etcd-a\netcd-b\netcd-z\n" {
+				t.Errorf("path %s: exit %d, out %q, err %q", path, code, out, errOut)
+			}
+		}
+		for _, args := range [][]string{
+			{"-o", "custom-columns=N:.metadata.name[0]"},
+			{"--sort-by", ".metadata.name[0]"},
+			{"--sort-by", ".readyMember"},
+			{"-o", "custom-columns"},
+			{"etcd-a", "-l", "team=blue"},
+		} {
+			out, errOut, code := run(t, append([]string{"-n", ns, "status", "--no-probe"}, args...)...)
+			if code != ExitUsage || out != "" {
+				t.Errorf("%v: exit %d, out %q, err %q; want a usage error and nothing printed", args, code, out, errOut)
+			}
+		}
+		empty := testenv.Namespace(t, cp)
+		if out, _, _ := run(t, "-n", empty, "status", "--no-probe", "-o", "custom-columns=N:.metadata.name"); out != "" {
+			t.Errorf("no clusters printed %q, want nothing on stdout", out)
+		}
+	})
 	t.Run("the table without headers", func(t *testing.T) {
 		out, _, _ := run(t, "-n", ns, "status", "etcd-a", "--no-probe", "--no-headers", "--color", "never")
 		if strings.Contains(out, "ORD") || !strings.Contains(out, "etcd-a-0") {
 			t.Errorf("--no-headers table:\n%s", out)
 		}
 	})
+}
+
+// TestWatchPrintsCustomColumnsHeaderOnce: as kubectl get -w, a watch
+// with custom columns prints the header once, then the rows of each
+// change, and nothing when what it prints did not change.
+func TestWatchPrintsCustomColumnsHeaderOnce(t *testing.T) {
+	var out bytes.Buffer
+	o := NewStatusOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out, ErrOut: io.Discard})
+	f := "custom-columns=NAME:.metadata.name,READY:.readyMembers"
+	o.PrintFlags.OutputFormat = &f
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	round := func(ready int) status.Result {
+		r := status.Result{Observation: model.Observation{Cluster: model.ClusterFacts{Namespace: "db", Name: "kv", Engine: model.EngineEtcd}}}
+		for i := 0; i < 3; i++ {
+			r.Observation.Members = append(r.Observation.Members, model.Member{Name: fmt.Sprintf("kv-%d", i), Pod: &model.PodFacts{Ready: i < ready}})
+		}
+		return r
+	}
+	var last []byte
+	for _, ready := range []int{3, 3, 2} {
+		if _, err := o.redraw([]status.Result{round(ready)}, nil, &last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := strings.Fields(out.String())
+	if want := []string{"NAME", "READY", "kv", "3", "kv", "2"}; !slices.Equal(got, want) {
+		t.Errorf("watch printed %q, want the header once and one row per change", out.String())
+	}
 }

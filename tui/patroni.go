@@ -40,7 +40,7 @@ func (patroniView) position(p uint64) string { return format.LSN(p) }
 
 // columns: Patroni's state and the timeline, as status prints them.
 func (patroniView) columns() []column {
-	return []column{{title: "STATE", min: 5, max: 16, drop: 6}, {title: "TL", max: 3, drop: 7}}
+	return []column{{title: "STATE", min: 5, max: 20, drop: 2}, {title: "TL", max: 5, drop: 7}}
 }
 
 func (patroniView) cells(mem model.Member) []string {
