@@ -204,12 +204,8 @@ func (o *StatusOptions) Validate() error {
 	if o.Selector != "" && o.Name != "" {
 		return usageError("a CLUSTER name cannot be combined with -l (as kubectl get: select by name or by labels)")
 	}
-	if o.Selector != "" {
-		sel, err := labels.Parse(o.Selector)
-		if err != nil {
-			return usageError("-l %q is not a label selector: %v", o.Selector, err)
-		}
-		o.selector = sel
+	if err := o.parseSelector(); err != nil {
+		return err
 	}
 	if o.SortBy != "" {
 		if err := checkSortBy(o.SortBy); err != nil {
@@ -232,6 +228,19 @@ func (o *StatusOptions) Validate() error {
 			return usageError("%v", err)
 		}
 	}
+	return nil
+}
+
+// parseSelector reads -l into the selector the observer filters by.
+func (o *StatusOptions) parseSelector() error {
+	if o.Selector == "" {
+		return nil
+	}
+	sel, err := labels.Parse(o.Selector)
+	if err != nil {
+		return usageError("-l %q is not a label selector: %v", o.Selector, err)
+	}
+	o.selector = sel
 	return nil
 }
 

@@ -22,7 +22,7 @@ import (
 // -o name, -o custom-columns=SPEC and -o custom-columns-file=FILE, as
 // kubectl get prints them.
 
-// column is one custom column: its header and its JSONPath.
+// customColumn is one custom column: its header and its JSONPath.
 type customColumn struct {
 	header string
 	path   *jsonpath.JSONPath

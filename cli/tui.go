@@ -14,7 +14,6 @@ import (
 	"github.com/hactl-dev/hactl/engine/registry"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -207,12 +206,8 @@ func (o *TUIOptions) Validate() error {
 	if s.ProbeInterval < time.Second {
 		return usageError("--probe-interval must be at least 1s")
 	}
-	if s.Selector != "" {
-		sel, err := labels.Parse(s.Selector)
-		if err != nil {
-			return usageError("-l %q is not a label selector: %v", s.Selector, err)
-		}
-		s.selector = sel
+	if err := s.parseSelector(); err != nil {
+		return err
 	}
 	if !isTerminal(o.In) || !isTerminal(o.Out) {
 		return fmt.Errorf("%w; use 'kubectl hactl status' in scripts and pipes", ErrNoTerminal)

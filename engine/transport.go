@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"sync"
 )
@@ -226,4 +227,15 @@ func IsCredentialsError(err error) bool {
 	)
 	return errors.As(err, &verify) || errors.As(err, &header) ||
 		errors.As(err, &unknownCA) || errors.As(err, &invalid) || errors.As(err, &host)
+}
+
+// UnwrapURL drops net/http's *url.Error wrapper, whose text repeats the
+// placeholder URL a member's client builds (the DialFunc decides where a
+// connection goes), leaving the error that says what happened.
+func UnwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,7 +111,7 @@ func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mappi
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, c.failure(ctx, err), unwrapURL(err)
+		return nil, c.failure(ctx, err), engine.UnwrapURL(err)
 	}
 	defer resp.Body.Close()
 	return readAnswer(ctx, resp)
@@ -219,14 +218,6 @@ func failureOf(ctx context.Context, err, dialErr error, connected bool) model.Pr
 		return model.ProbeFailureConnect
 	}
 	return model.ProbeFailureOther
-}
-
-func unwrapURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // snippet is the start of a body, for messages.

@@ -50,8 +50,10 @@ type judge struct {
 	j     model.Judgement
 	// leader is the one leader that answered, nil when none did.
 	leader *view
-	// contested says why a member's claim to lead was not believed.
+	// contested says why a member's claim to lead was not believed;
+	// claims counts the members that say they lead.
 	contested string
+	claims    int
 }
 
 func (j *judge) add(code model.ReasonCode, member, format string, args ...any) {
@@ -203,6 +205,7 @@ func (j *judge) leaderOf() {
 			leaders = append(leaders, v)
 		}
 	}
+	j.claims = len(leaders)
 	if len(leaders) == 1 && j.deposed(leaders[0]) {
 		// Another answering member follows someone else, or is in a
 		// later term: this one's claim is stale, and its frontier is
@@ -363,7 +366,7 @@ func (j *judge) memberReasons() {
 			j.add(model.ReasonLearnerPending, v.name, "its document says it does not vote (role %q)", role)
 		}
 		if d := v.e.Document; d != nil && d.Ready != nil && !*d.Ready {
-			j.add(model.ReasonMemberNotReady, v.name, "its document says it is not ready (%s)", j.m.describe(KeyReady, d))
+			j.add(model.ReasonMemberNotReady, v.name, "its document says it is not ready (%s)", j.m.notReady(d))
 		}
 		if j.j.LeaderID != "" && v.e.LeaderID != "" && v.e.LeaderID != j.j.LeaderID {
 			j.add(model.ReasonLeaderDisagreement, v.name, "follows %s, the others %s", v.e.LeaderID, j.j.LeaderID)
@@ -400,7 +403,7 @@ func (j *judge) clusterReasons() {
 	switch {
 	case j.contested != "" && j.leader == nil:
 		j.add(model.ReasonLeaderDisagreement, "", "%s", j.contested)
-	case j.j.Formed && j.leader == nil && j.j.LeaderID == "" && !j.split():
+	case j.j.Formed && j.leader == nil && j.j.LeaderID == "" && j.claims < 2:
 		j.add(model.ReasonLeaderMissing, "", "no answering member says it leads or names a leader a majority agrees on")
 	}
 	versions := map[string][]string{}
@@ -428,23 +431,13 @@ func (j *judge) clusterReasons() {
 	}
 }
 
-// split reports whether more than one member says it leads.
-func (j *judge) split() bool {
-	n := 0
-	for _, v := range j.views {
-		if v.onRef && v.leads() {
-			n++
-		}
+// notReady says why a document reads as not ready, for messages.
+func (m *Mapping) notReady(d *model.DocumentFacts) string {
+	why := "ready expression not in " + strings.Join(m.ReadyValues, ", ")
+	if d.Role != "" {
+		why += "; role " + d.Role
 	}
-	return n > 1
-}
-
-// describe says what the ready expression yielded, for messages.
-func (m *Mapping) describe(key string, d *model.DocumentFacts) string {
-	if key == KeyReady && d.Role != "" {
-		return "ready expression not in " + strings.Join(m.ReadyValues, ", ") + "; role " + d.Role
-	}
-	return "ready expression not in " + strings.Join(m.ReadyValues, ", ")
+	return why
 }
 
 func names(vs []*view) string {

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -143,7 +142,7 @@ func (c *client) request(ctx context.Context, method, path string, body []byte, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, unwrapURL(err)
+		return nil, engine.UnwrapURL(err)
 	}
 	defer resp.Body.Close()
 	b, err := readBody(ctx, resp.Body, resp.ContentLength)
@@ -227,16 +226,6 @@ func completeJSON(b []byte) bool {
 		return false
 	}
 	return json.Valid(t)
-}
-
-// unwrapURL drops net/http's *url.Error wrapper, whose text repeats the
-// placeholder URL; what failed is said by the callers.
-func unwrapURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // credentialsError marks a failure caused by the client's TLS material.
