@@ -1,6 +1,7 @@
 package pgadversarial
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -266,5 +267,41 @@ func TestAuditParsing(t *testing.T) {
 	}
 	if _, ok := removalLine(m1, "2026-12-06T07:00:08.5Z stderr F 2026-12-06 07:00:08,524 INFO: replica has been created using basebackup"); ok {
 		t.Error("a bootstrap line reads as a removal")
+	}
+}
+
+// TestRemovalsSkipAFailedCopysCleanup: a replaced member whose first copy
+// failed (its leader's PostgreSQL down) has Patroni remove only what the
+// copy left; a reinitialize's removal of a running member's data, and one
+// after a later copy succeeded, still count.
+func TestRemovalsSkipAFailedCopysCleanup(t *testing.T) {
+	line := func(s int, msg string) string {
+		ts := time.Date(2026, 12, 6, 14, 8, s, 0, time.UTC)
+		return ts.Format(time.RFC3339Nano) + " stderr F " + ts.Format("2006-01-02 15:04:05") + ",000 " + msg
+	}
+	fresh := strings.Join([]string{
+		line(30, "INFO: trying to bootstrap from leader 'pg-healthy-0'"),
+		line(31, "pg_basebackup: error: connection to server at \"10.0.0.1\", port 5432 failed: Connection refused"),
+		line(31, "ERROR: Error when fetching backup: pg_basebackup exited with code=1"),
+		line(31, "WARNING: Trying again in 5 seconds"),
+		line(36, "ERROR: Error when fetching backup: pg_basebackup exited with code=1"),
+		line(36, "ERROR: failed to bootstrap from leader 'pg-healthy-0'"),
+		line(36, "INFO: Removing data directory: /v/pgroot/data"),
+		line(40, "INFO: trying to bootstrap from leader 'pg-healthy-0'"),
+		line(42, "INFO: replica has been created using basebackup"),
+		line(42, "INFO: bootstrapped from leader 'pg-healthy-0'"),
+	}, "\n")
+	if got := removalsIn(m2, []byte(fresh)); len(got) != 0 {
+		t.Errorf("a failed copy's cleanup read as a reinitialize: %+v", got)
+	}
+	reinit := fresh + "\n" + strings.Join([]string{
+		line(50, "INFO: Removing data directory: /v/pgroot/data"),
+		line(51, "ERROR: Error when fetching backup: pg_basebackup exited with code=1"),
+		line(51, "WARNING: Trying again in 5 seconds"),
+		line(56, "INFO: Removing data directory: /v/pgroot/data"),
+	}, "\n")
+	got := removalsIn(m2, []byte(reinit))
+	if len(got) != 1 || got[0].Member != m2 || got[0].At.Second() != 50 {
+		t.Errorf("removals %+v, want one of %s at :50 (the reinitialize's, not its failed copy's)", got, m2)
 	}
 }

@@ -518,8 +518,7 @@ func (r *round) check(rows []string) {
 // patroniRemovals reads every member's container log (all incarnations,
 // as the sandbox's runner keeps them, one CRI line each: "<RFC 3339 time
 // the runner read it> stderr F <Patroni's line>") for Patroni's "Removing
-// data directory": a reinitialize carried out (a new, empty volume
-// bootstraps without it).
+// data directory" lines that wiped a data directory (see removalsIn).
 func patroniRemovals(t *testing.T) []logEvent {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(s.SB.Dir, "runner", "logs", "pods", namespace+"_"+cluster+"-*", "*", "*.log"))
@@ -540,15 +539,42 @@ func patroniRemovals(t *testing.T) []logEvent {
 		if err != nil {
 			continue
 		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			if e, ok := removalLine(member, sc.Text()); ok {
+		out = append(out, removalsIn(member, b)...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// removalsIn reads one incarnation's log of member for the data
+// directories Patroni wiped: a reinitialize carried out. Patroni also
+// logs "Removing data directory" when it clears what a failed copy left
+// (pg_basebackup's retry after "Error when fetching backup", and
+// clone()'s "failed to bootstrap"): a new member whose leader did not
+// answer, as a replaced member's first copy while the primary's
+// PostgreSQL is down. That removal wipes only the failed copy, so it is
+// not one; the removal after a copy that succeeded ("bootstrapped") is.
+func removalsIn(member string, log []byte) []logEvent {
+	var out []logEvent
+	failedCopy := false
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case strings.Contains(l, "ERROR: Error when fetching backup"), strings.Contains(l, "ERROR: failed to bootstrap"):
+			failedCopy = true
+		case strings.Contains(l, "INFO: bootstrapped "):
+			failedCopy = false
+		case strings.Contains(l, "INFO: Removing data directory"):
+			if failedCopy {
+				failedCopy = false
+				continue
+			}
+			if e, ok := removalLine(member, l); ok {
 				out = append(out, e)
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
 }
 

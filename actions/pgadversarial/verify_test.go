@@ -62,8 +62,9 @@ type evidence struct {
 	tl       *timeline
 	entries  []model.LedgerEntry
 	external []externalSwitch
-	// removals are Patroni's "Removing data directory" lines: a
-	// reinitialize carried out.
+	// removals are Patroni's "Removing data directory" lines that
+	// wiped a member's data: a reinitialize carried out (removalsIn
+	// leaves out the cleanup of a failed copy).
 	removals []logEvent
 	// frozenOrKilled are the identities of hactl processes the suite
 	// SIGKILLed or froze: only they may leave "sending" as the last
