@@ -63,22 +63,22 @@ func ReadyMeaning(d Decision) string {
 	if r, ok := engines[d.Cluster.Engine]; ok {
 		return r.ready(d)
 	}
-	return noRules{}.ready(d)
+	// Only an engine whose rules are handed in gets this far.
+	return recreateRules{}.ready(d)
 }
 
-// engineGate picks the rules of the cluster's engine from registry, or
+// engineGate picks the rules of the cluster's engine from registry, the
+// recreate rules for an engine whose verdict rules are handed in, or
 // refuses the cluster and returns noRules.
 func (c *classifier) engineGate(registry map[model.Engine]engineRules) engineRules {
 	cl := c.obs.Cluster
 	if r, ok := registry[cl.Engine]; ok {
 		return r
 	}
-	if _, judged := c.o.Verdict.Rules[cl.Engine]; judged {
+	if r, judged := c.o.Verdict.Rules[cl.Engine]; judged {
 		// hactl reads and judges the engine's members (its own package
-		// holds the rules) but has no fenced operations for it.
-		c.block(CodeActionUnsupported, "", "", "hactl observes %s clusters only: engine %q has no fenced operations, so %s of %s/%s is not offered (see status and explain)",
-			cl.Engine, cl.Engine, c.in.Action, cl.Namespace, cl.Name)
-		return noRules{}
+		// holds the rules) but sends them nothing.
+		return recreateRules{r}
 	}
 	c.block(CodeEngineUnsupported, "", "", "hactl acts on %s clusters only; %s/%s runs %q (diagnose with status)", engineNames(registry), cl.Namespace, cl.Name, cl.Engine)
 	return noRules{}

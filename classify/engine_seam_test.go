@@ -280,7 +280,7 @@ func TestReadyMeaningByEngine(t *testing.T) {
 	for eng, want := range map[model.Engine]string{
 		model.EngineEtcd:    "a healthy voter again",
 		model.EnginePatroni: "streaming from the primary pg-0 within the lag threshold",
-		"redis":             "its members say it is",
+		"http":              "answering, ready and within the lag threshold of the frontier of the leader pg-0",
 	} {
 		d := Decision{Cluster: ClusterRef{Engine: eng}, Leader: "pg-0"}
 		if got := ReadyMeaning(d); got != want {
@@ -301,7 +301,8 @@ func (observedOnly) Judge(in model.JudgeInput) model.Judgement {
 func (observedOnly) LagThreshold(r uint64, _ model.ClusterFacts) uint64 { return r }
 
 // TestObservedOnlyEngineIsRefusedAsUnsupportedAction: a cluster whose
-// engine has verdict rules but no classify rules is refused every action
+// engine has verdict rules but no classify rules, and does not say its
+// members rebuild themselves (model.Recreatable), is refused every action
 // with action_unsupported (not engine_unsupported: hactl does read it),
 // plans nothing and names why.
 func TestObservedOnlyEngineIsRefusedAsUnsupportedAction(t *testing.T) {
@@ -318,7 +319,7 @@ func TestObservedOnlyEngineIsRefusedAsUnsupportedAction(t *testing.T) {
 			t.Errorf("%s: verb %s, blockers %v, steps %v", action, d.Verb, blockerCodes(d), kinds(d))
 			continue
 		}
-		if det := d.Blockers[0].Detail; !strings.Contains(det, "observes toy clusters only") || !strings.Contains(det, "no fenced operations") {
+		if det := d.Blockers[0].Detail; !strings.Contains(det, "no fenced "+string(action)+" for toy clusters") {
 			t.Errorf("%s: detail %q does not say why", action, det)
 		}
 		for _, r := range d.Verdict {

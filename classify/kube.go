@@ -64,6 +64,82 @@ func (c *classifier) deleteBoth(m *model.Member, pvc *model.PVCFacts, pvcOrig bo
 	}
 }
 
+// replacedOf is what a replace of m replaces: recorded by the resumed
+// entry, or m's pod and volume now.
+func (c *classifier) replacedOf(m *model.Member) model.Replaced {
+	if c.resume != nil {
+		return c.resume.Replaced
+	}
+	r := model.Replaced{MemberID: m.Name}
+	if m.Pod != nil {
+		r.PodUID = m.Pod.UID
+	}
+	if m.PVC != nil {
+		r.PVCUID = m.PVC.UID
+	}
+	return r
+}
+
+// rebuilt is how an engine whose members rebuild themselves on a new
+// volume waits for one, in its own terms.
+type rebuilt struct {
+	// leader names the leader (the primary) the rebuilt member follows.
+	leader func() string
+	// caughtUp reports whether m answers rebuilt and caught up.
+	caughtUp func(m *model.Member) bool
+	// await plans the wait until member name is caught up; recreated
+	// plans the waits after its pod was deleted (the pod recreated,
+	// then await).
+	await, recreated func(name string)
+}
+
+// recreateResume plans a resumed replace by delete-and-recreate once its
+// first delete was recorded or m's pod or volume is no longer the
+// original: it never names an object already deleted, and deletes a
+// volume the recreated pod came back on. It reports whether it planned
+// (false: nothing was deleted yet, plan afresh).
+func (c *classifier) recreateResume(m *model.Member, w rebuilt) bool {
+	e := c.resume
+	if e == nil {
+		return false
+	}
+	r := e.Replaced
+	podOrig := m.Pod != nil && m.Pod.UID == r.PodUID
+	pvcOrig := m.PVC != nil && r.PVCUID != "" && m.PVC.UID == r.PVCUID
+	deleted := hasReceipt(e, model.StepDeletePVC) || hasReceipt(e, model.StepDeletePod)
+	if !deleted && podOrig && (pvcOrig || m.PVC == nil) {
+		return false
+	}
+	c.d.Leader = w.leader()
+	switch {
+	case podOrig:
+		// The original pod is still there (maybe going).
+		if pvcOrig && !m.PVC.DeletionMarked {
+			c.deletePVC(m.Name, m.PVC)
+		}
+		if m.Pod.DeletionMarked {
+			c.step(Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Name)})
+		} else {
+			c.deleteBoth(m, nil, false)
+		}
+		w.recreated(m.Name)
+	case m.Pod == nil:
+		if pvcOrig && !m.PVC.DeletionMarked {
+			c.deletePVC(m.Name, m.PVC)
+		}
+		w.recreated(m.Name)
+	case pvcOrig && !m.PVC.DeletionMarked:
+		// A new pod came back on the old volume: that volume must go.
+		c.deleteBoth(m, m.PVC, true)
+		w.recreated(m.Name)
+	case w.caughtUp(m):
+		c.done = true
+	default:
+		w.await(m.Name)
+	}
+	return true
+}
+
 // memberName is the name of the StatefulSet's pod with ordinal i.
 func memberName(cluster string, i int) string { return fmt.Sprintf("%s-%d", cluster, i) }
 

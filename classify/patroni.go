@@ -632,7 +632,7 @@ func (c patroni) replaceTarget(name string) *model.Member {
 	if t := c.obs.Cluster.Template; c.in.Action == model.ActionReplace && c.obs.Cluster.Shape == model.ShapeOperatorOwned {
 		c.block(CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", orName(t.OperatorOwner, "an operator"))
 	}
-	c.d.Replaced = c.replaced(m)
+	c.d.Replaced = c.replacedOf(m)
 	return m
 }
 
@@ -708,22 +708,6 @@ func (c patroni) riskGates(m, prim *model.Member, handingOver bool) bool {
 		ok = false
 	}
 	return ok
-}
-
-// replaced is what the action replaces: recorded by the resumed entry, or
-// the target's pod and volume now.
-func (c patroni) replaced(m *model.Member) model.Replaced {
-	if c.resume != nil {
-		return c.resume.Replaced
-	}
-	r := model.Replaced{MemberID: m.Name}
-	if m.Pod != nil {
-		r.PodUID = m.Pod.UID
-	}
-	if m.PVC != nil {
-		r.PVCUID = m.PVC.UID
-	}
-	return r
 }
 
 // reinitialize plans the reinitialize of m and the waits after it.
@@ -869,46 +853,8 @@ func (c patroni) primaryName() string {
 }
 
 // replaceResume plans a resumed replace once its first delete was
-// recorded or its pod or volume is no longer the original: it never
-// names an object already deleted. It reports whether it planned.
+// recorded or its pod or volume is no longer the original (see
+// recreateResume). It reports whether it planned.
 func (c patroni) replaceResume(m *model.Member) bool {
-	e := c.resume
-	if e == nil {
-		return false
-	}
-	r := e.Replaced
-	podOrig := m.Pod != nil && m.Pod.UID == r.PodUID
-	pvcOrig := m.PVC != nil && r.PVCUID != "" && m.PVC.UID == r.PVCUID
-	deleted := hasReceipt(e, model.StepDeletePVC) || hasReceipt(e, model.StepDeletePod)
-	if !deleted && podOrig && (pvcOrig || m.PVC == nil) {
-		return false // nothing deleted yet: plan afresh
-	}
-	c.d.Leader = c.primaryName()
-	switch {
-	case podOrig:
-		// The original pod is still there (maybe going).
-		if pvcOrig && !m.PVC.DeletionMarked {
-			c.deletePVC(m.Name, m.PVC)
-		}
-		if m.Pod.DeletionMarked {
-			c.step(Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Name)})
-		} else {
-			c.deleteBoth(m, nil, false)
-		}
-		c.recreated(m.Name)
-	case m.Pod == nil:
-		if pvcOrig && !m.PVC.DeletionMarked {
-			c.deletePVC(m.Name, m.PVC)
-		}
-		c.recreated(m.Name)
-	case pvcOrig && !m.PVC.DeletionMarked:
-		// A new pod came back on the old volume: that volume must go.
-		c.deleteBoth(m, m.PVC, true)
-		c.recreated(m.Name)
-	case c.streamingNow(m):
-		c.done = true
-	default:
-		c.awaitStreaming(m.Name)
-	}
-	return true
+	return c.recreateResume(m, rebuilt{leader: c.primaryName, caughtUp: c.streamingNow, await: c.awaitStreaming, recreated: c.recreated})
 }

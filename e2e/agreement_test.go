@@ -52,34 +52,9 @@ func TestHTTPEngineAgreesWithTheNativeEngines(t *testing.T) {
 		}
 		seen++
 		t.Run(c.Scenario, func(t *testing.T) {
-			mapping := fixtures.HTTPMapping(t, native)
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-http-mapping"}, Data: mapping}
+			cm, relabel := asHTTP(t, c.Namespace, c.Name, native)
 			ctx := context.Background()
-			if _, err := s.KC.CoreV1().ConfigMaps(c.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.KC.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{}) })
-			sts, err := s.KC.AppsV1().StatefulSets(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			label, labelled := sts.Labels[status.LabelEngine]
-			relabel := func(engine string, set bool, mappingName string) {
-				t.Helper()
-				lv, av := "null", "null"
-				if set {
-					lv = strconv.Quote(engine)
-				}
-				if mappingName != "" {
-					av = strconv.Quote(mappingName)
-				}
-				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`, status.LabelEngine, lv, status.AnnotationEngineConfig, av)
-				if _, err := s.KC.AppsV1().StatefulSets(c.Namespace).Patch(ctx, c.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-					t.Fatalf("relabelling %s: %v", c.Name, err)
-				}
-			}
-			restore := func() { relabel(label, labelled, "") }
-			t.Cleanup(restore)
+			restore := func() { relabel(false) }
 
 			var nat, doc status.ClusterStatus
 			read := func(into *status.ClusterStatus) error {
@@ -89,7 +64,7 @@ func TestHTTPEngineAgreesWithTheNativeEngines(t *testing.T) {
 				}
 				return nil
 			}
-			err = poll.Wait(2*time.Minute, func() error {
+			err := poll.Wait(2*time.Minute, func() error {
 				nat, doc = status.ClusterStatus{}, status.ClusterStatus{}
 				if err := read(&nat); err != nil {
 					return err
@@ -102,7 +77,7 @@ func TestHTTPEngineAgreesWithTheNativeEngines(t *testing.T) {
 						return err
 					}
 				}
-				relabel("http", true, cm.Name)
+				relabel(true)
 				defer restore()
 				if err := read(&doc); err != nil {
 					return err
@@ -122,6 +97,42 @@ func TestHTTPEngineAgreesWithTheNativeEngines(t *testing.T) {
 	if seen != len(agreementScenarios) {
 		t.Errorf("%d of the %d agreement scenarios are in this sandbox", seen, len(agreementScenarios))
 	}
+}
+
+// asHTTP creates the shipped mapping of the native engine's members as
+// ConfigMap <name>-http-mapping and returns it, and relabel: on labels the
+// StatefulSet hactl.dev/engine=http naming the mapping, off puts its own
+// label back and drops the annotation. When t ends, the label is put back
+// and the mapping deleted.
+func asHTTP(t *testing.T, ns, name, native string) (*corev1.ConfigMap, func(on bool)) {
+	t.Helper()
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-http-mapping"}, Data: fixtures.HTTPMapping(t, native)}
+	if _, err := s.KC.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.KC.CoreV1().ConfigMaps(ns).Delete(ctx, cm.Name, metav1.DeleteOptions{}) })
+	sts, err := s.KC.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	label, labelled := sts.Labels[status.LabelEngine]
+	relabel := func(on bool) {
+		t.Helper()
+		lv, av := "null", "null"
+		switch {
+		case on:
+			lv, av = strconv.Quote("http"), strconv.Quote(cm.Name)
+		case labelled:
+			lv = strconv.Quote(label)
+		}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`, status.LabelEngine, lv, status.AnnotationEngineConfig, av)
+		if _, err := s.KC.AppsV1().StatefulSets(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("relabelling %s: %v", name, err)
+		}
+	}
+	t.Cleanup(func() { relabel(false) })
+	return cm, relabel
 }
 
 // disagree says where the two readings differ (nil when they agree).

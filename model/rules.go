@@ -65,3 +65,15 @@ type Judgement struct {
 	// Reasons are the engine's own reasons.
 	Reasons []Reason
 }
+
+// Recreatable is offered by the VerdictRules of an engine whose members,
+// as the cluster's settings for it say, rebuild themselves from their
+// peers on a new, empty volume. The classifier then plans replace as the
+// fenced delete of the member's volume and pod (the StatefulSet recreates
+// both) and a wait until the member answers, ready and within the lag
+// threshold of the leader's frontier.
+type Recreatable interface {
+	// Recreates reports whether cluster c's members rebuild themselves
+	// that way; when they do not, why says so in the user's words.
+	Recreates(c ClusterFacts) (ok bool, why string)
+}

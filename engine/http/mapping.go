@@ -35,7 +35,14 @@ const (
 	KeyPaused       = "paused"
 	KeyQuorum       = "quorum"
 	KeyLagThreshold = "lagThreshold"
+	KeyReplace      = "replace"
 )
+
+// ReplaceRecreate, the value of a mapping's replace key, says that a
+// member whose pod and volume are deleted rebuilds itself from its peers
+// when the StatefulSet recreates it (as a Patroni member copies the
+// primary): hactl replaces such members by that fenced delete.
+const ReplaceRecreate = "recreate"
 
 // Quorum modes.
 const (
@@ -52,7 +59,7 @@ const (
 var expressions = []string{KeyMemberID, KeyClusterID, KeyRole, KeyLeader, KeyLearner, KeyTerm, KeyApplied, KeyFrontier, KeyReady, KeyVersion, KeyPaused}
 
 // known are every key a mapping may hold.
-var known = append(slices.Clone(expressions), KeyPort, KeyScheme, KeyPath, KeyMethod, KeyBody, KeyLeaderRoles, KeyLearnerRoles, KeyReadyValues, KeyQuorum, KeyLagThreshold)
+var known = append(slices.Clone(expressions), KeyPort, KeyScheme, KeyPath, KeyMethod, KeyBody, KeyLeaderRoles, KeyLearnerRoles, KeyReadyValues, KeyQuorum, KeyLagThreshold, KeyReplace)
 
 // Mapping says where a member's status document is served and how to
 // read hactl's facts from it.
@@ -76,6 +83,9 @@ type Mapping struct {
 	// LagThreshold is the lag, in the store's positions, a member may
 	// have and still count as caught up (0: the user's --lag-threshold).
 	LagThreshold uint64
+	// Replace is how a member is replaced: ReplaceRecreate, or "" when
+	// the mapping does not say (hactl then offers no replace).
+	Replace string
 }
 
 // Parse reads a mapping from a ConfigMap's data. It names every problem
@@ -187,6 +197,12 @@ func (m *Mapping) parseRules(data map[string]string) []error {
 			errs = append(errs, fmt.Errorf("lagThreshold %q is not a whole number", v))
 		}
 		m.LagThreshold = n
+	}
+	if v := strings.TrimSpace(data[KeyReplace]); v != "" {
+		if v != ReplaceRecreate {
+			errs = append(errs, fmt.Errorf("replace %q: want %s (a member rebuilds itself from its peers on a new volume) or no replace key", v, ReplaceRecreate))
+		}
+		m.Replace = v
 	}
 	return errs
 }

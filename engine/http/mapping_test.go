@@ -35,8 +35,8 @@ func TestParseNamesEveryProblem(t *testing.T) {
 		{map[string]string{"port": "80", "role": "leader"}, []string{`role: "leader" is not one JSONPath expression in braces`}},
 		{map[string]string{"port": "80", "role": "{.role}", "memberID": "x{.id}"}, []string{`memberID: "x{.id}" is not one JSONPath expression`}},
 		{map[string]string{"port": "80", "role": "{.role}", "applied": "{.a}{.b}"}, []string{`applied: "{.a}{.b}" is not one JSONPath expression`}},
-		{map[string]string{"port": "80", "role": "{.role}", "rol": "x", "method": "DELETE", "quorum": "most", "lagThreshold": "-1", "path": "x"},
-			[]string{`unknown key "rol"`, `method "DELETE"`, `quorum "most"`, `lagThreshold "-1"`, `path "x"`}},
+		{map[string]string{"port": "80", "role": "{.role}", "rol": "x", "method": "DELETE", "quorum": "most", "lagThreshold": "-1", "path": "x", "replace": "rebuild"},
+			[]string{`unknown key "rol"`, `method "DELETE"`, `quorum "most"`, `lagThreshold "-1"`, `path "x"`, `replace "rebuild"`}},
 	} {
 		_, err := Parse(tc.data)
 		if err == nil {

@@ -13,7 +13,23 @@ import (
 // rule over what the members' documents say, read through the mapping.
 type Rules struct{}
 
-var _ model.VerdictRules = Rules{}
+var (
+	_ model.VerdictRules = Rules{}
+	_ model.Recreatable  = Rules{}
+)
+
+// Recreates implements model.Recreatable: the mapping says replace:
+// recreate.
+func (Rules) Recreates(c model.ClusterFacts) (bool, string) {
+	m, err := Parse(c.EngineConfig)
+	switch {
+	case err != nil:
+		return false, "its mapping cannot be read (" + err.Error() + ")"
+	case m.Replace != ReplaceRecreate:
+		return false, "its mapping does not say that a member rebuilds itself from its peers on a new volume (add replace: recreate to the ConfigMap if it does)"
+	}
+	return true, ""
+}
 
 // LagThreshold implements model.VerdictRules: the mapping's
 // lagThreshold, else the threshold the user asked for.

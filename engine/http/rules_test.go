@@ -211,3 +211,25 @@ func TestLagThresholdIsTheMappingsElseTheUsers(t *testing.T) {
 		t.Errorf("threshold %d, want the user's 1000", got)
 	}
 }
+
+// TestRecreatesOnlyWhereTheMappingSaysSo: replace by delete-and-recreate
+// is offered where the mapping says replace: recreate (the shipped
+// Patroni mapping), never for etcd's (a new etcd member must be added to
+// the member list first), and not when the mapping cannot be read.
+func TestRecreatesOnlyWhereTheMappingSaysSo(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		data map[string]string
+		want bool
+		why  string
+	}{
+		{"patroni", example(t, "patroni"), true, ""},
+		{"etcd", example(t, "etcd"), false, "add replace: recreate"},
+		{"broken", map[string]string{"port": "80", "role": "{.role}", "replace": "yes"}, false, "cannot be read"},
+	} {
+		ok, why := Rules{}.Recreates(model.ClusterFacts{EngineConfig: c.data})
+		if ok != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("%s: %v %q, want %v %q", c.name, ok, why, c.want, c.why)
+		}
+	}
+}

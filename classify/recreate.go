@@ -1,0 +1,223 @@
+package classify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// recreateRules are the rules for an engine whose verdict rules live in
+// its own package (model.VerdictRules, handed in with the verdict
+// options): hactl reads and judges its members but sends them nothing.
+// The one action offered is replace, and only where the rules say the
+// cluster's members rebuild themselves from their peers on a new volume
+// (model.Recreatable, the http engine's "replace: recreate"):
+//
+//   - the fenced delete of the member's volume and pod; the StatefulSet
+//     recreates both and the member copies its data from its peers;
+//   - then a wait until it answers, ready, with its lag behind the
+//     leader's frontier known and within the threshold.
+//
+// It is refused when the member leads (hactl cannot hand leadership
+// over), when no leader is agreed, when the cluster says it is paused,
+// and when the caught-up members left without it are fewer than the
+// cluster's quorum. reseed, seed, restore and switchover need the
+// engine's own operations and are refused with action_unsupported.
+type recreateRules struct{ r model.VerdictRules }
+
+func (x recreateRules) replace(c *classifier) {
+	if c.in.Action == model.ActionReseed {
+		c.unsupported("a reseed needs the store's own rebuild request; where its members rebuild themselves on a new volume, replace the member instead")
+		return
+	}
+	recreate{c, x.r}.replace()
+}
+
+func (recreateRules) seed(c *classifier) {
+	c.unsupported("hactl captures seed generations of etcd clusters only")
+}
+
+func (recreateRules) restore(c *classifier) {
+	c.unsupported("hactl restores etcd clusters only")
+}
+
+func (recreateRules) switchover(c *classifier) {
+	c.unsupported("hactl cannot ask the store to hand its leadership over; use the store's own tools")
+}
+
+// holdsRecorded: the member is its pod; a member that answers under the
+// recorded name is the replacement a resume waits for (the recorded pod
+// and volume are checked by replaceNotResumable).
+func (recreateRules) holdsRecorded(c *classifier, e *model.LedgerEntry) bool {
+	m := c.member(e.Member)
+	return m != nil && m.Engine != nil && m.Engine.Reachable
+}
+
+// staleWait: the only wait, a member catching up, may always still come
+// true.
+func (recreateRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
+
+func (recreateRules) ready(d Decision) string {
+	if d.Leader == "" {
+		return "answering, ready and within the lag threshold of the leader's frontier"
+	}
+	return "answering, ready and within the lag threshold of the frontier of the leader " + d.Leader
+}
+
+// unsupported refuses the action: the engine has no fenced operation for
+// it (why says what to do instead).
+func (c *classifier) unsupported(why string) {
+	cl := c.obs.Cluster
+	c.block(CodeActionUnsupported, c.in.Member, "", "hactl has no fenced %s for %s clusters (%s/%s runs %q): %s; status and explain read it as for any engine",
+		c.in.Action, cl.Engine, cl.Namespace, cl.Name, cl.Engine, why)
+}
+
+// recreate is a replace decision under recreateRules.
+type recreate struct {
+	*classifier
+	r model.VerdictRules
+}
+
+func (c recreate) replace() {
+	name, cl := c.in.Member, c.obs.Cluster
+	ok, why := false, "its engine does not say that a member rebuilds itself on a new volume"
+	if rr, is := c.r.(model.Recreatable); is {
+		ok, why = rr.Recreates(cl)
+	}
+	if !ok {
+		c.unsupported("hactl replaces its members only by deleting a member's pod and volume for the StatefulSet to recreate, where a member rebuilds itself from its peers, and " + why)
+		return
+	}
+	m := c.member(name)
+	if m == nil {
+		c.block(CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", cl.Namespace, cl.Name, name, c.memberNames())
+		return
+	}
+	if m.Ordinal >= cl.Replicas {
+		c.block(CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, cl.Replicas)
+	}
+	if cl.Shape == model.ShapeOperatorOwned {
+		c.block(CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator", orName(cl.Template.OperatorOwner, "an operator"))
+	}
+	c.d.Replaced = c.replacedOf(m)
+	w := rebuilt{leader: func() string { return c.a.LeaderMember }, caughtUp: c.caughtUp, await: c.awaitCaughtUp, recreated: c.recreated}
+	if c.recreateResume(m, w) {
+		// The gates hold while the resumed plan still takes the member
+		// down; its waits are never refused by them.
+		if mutates(c.d.Steps) && !c.gates(m) {
+			c.d.Steps = c.d.Steps[:0]
+		}
+		return
+	}
+	if pod := m.Pod; pod != nil && pod.DeletionMarked {
+		c.awaitForeignDelete(name, pod)
+		return
+	}
+	if c.observeNeverStarted(name, m.Pod) || !c.gates(m) {
+		return
+	}
+	c.deleteBoth(m, m.PVC, m.PVC != nil)
+	c.recreated(name)
+}
+
+// gates refuse taking m down unless its cluster answers with one agreed
+// leader other than m, is not paused, and keeps its quorum of caught-up
+// members without m. They report whether the decision goes on.
+func (c recreate) gates(m *model.Member) bool {
+	if !c.obs.EngineProbed {
+		c.block(CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
+		return false
+	}
+	answered := false
+	for _, x := range c.obs.Members {
+		answered = answered || (x.Engine != nil && x.Engine.Reachable)
+	}
+	if !answered {
+		c.block(CodeClusterUnreachable, "", "", "no member answered%s", c.probeFailures())
+		return false
+	}
+	ok := true
+	if c.a.ClusterIDs > 1 {
+		c.block(CodeClusterIDSplit, "", "", "the members answer with %d different cluster IDs: repair the split first", c.a.ClusterIDs)
+		ok = false
+	}
+	if r := c.reason(model.ReasonMaintenancePaused); r != nil {
+		c.block(CodeMaintenancePaused, "", "", "the cluster says it is paused (%s): a paused store may not rebuild a member on an empty volume; resume it first", r.Detail)
+		ok = false
+	}
+	leader := c.a.LeaderMember
+	switch {
+	case leader == "":
+		c.block(CodeLeaderUnknown, "", "", "the members agree on no leader (%s): hactl replaces a member only while a leader it can measure the rebuilt member against is known", c.leaderReasons())
+		return false
+	case leader == m.Name:
+		c.block(CodeTargetIsLeader, m.Name, "", "%s is the leader: hactl cannot hand leadership over in a cluster of engine %s; move it with the store's own tools, then replace %s", m.Name, c.obs.Cluster.Engine, m.Name)
+		return false
+	}
+	c.d.Leader = leader
+	var healthy, not []string
+	for _, x := range c.obs.Members {
+		switch {
+		case x.Name == m.Name:
+		case x.Phase == model.PhaseMember && x.Engine != nil && x.Engine.Reachable:
+			healthy = append(healthy, x.Name)
+		default:
+			not = append(not, fmt.Sprintf("%s: %s", x.Name, x.Phase))
+		}
+	}
+	if len(healthy) < c.a.Quorum {
+		c.block(CodeQuorumWouldBreak, m.Name, "", "while %s rebuilds, %d caught-up member(s) would remain (%s) and the cluster needs %d; repair the others first (%s)",
+			m.Name, len(healthy), orName(strings.Join(healthy, ", "), "none"), c.a.Quorum, orName(strings.Join(not, "; "), "no other member"))
+		ok = false
+	}
+	return ok
+}
+
+// reason is the verdict's reason of code k, nil when it has none.
+func (c recreate) reason(k model.ReasonCode) *model.Reason {
+	for i := range c.d.Verdict {
+		if c.d.Verdict[i].Code == k {
+			return &c.d.Verdict[i]
+		}
+	}
+	return nil
+}
+
+// leaderReasons are the verdict's reasons about the leader, in words.
+func (c recreate) leaderReasons() string {
+	var why []string
+	for _, r := range c.d.Verdict {
+		switch r.Code {
+		case model.ReasonLeaderMissing, model.ReasonLeaderDisagreement, model.ReasonQuorumUnavailable:
+			why = append(why, fmt.Sprintf("%s: %s", r.Code, r.Detail))
+		}
+	}
+	return orName(strings.Join(why, "; "), "no member answers as the leader")
+}
+
+func (c recreate) threshold() uint64 {
+	return c.r.LagThreshold(c.o.Verdict.LagThreshold, c.obs.Cluster)
+}
+
+// caughtUp reports whether m answers as a member in good standing: a
+// ready pod, the member phase, and (unless it leads) a known lag within
+// the threshold.
+func (c recreate) caughtUp(m *model.Member) bool {
+	if m.Pod == nil || !m.Pod.Ready || m.Engine == nil || !m.Engine.Reachable || m.Phase != model.PhaseMember {
+		return false
+	}
+	return m.Name == c.a.LeaderMember || (m.Lag != nil && *m.Lag >= 0 && uint64(*m.Lag) <= c.threshold())
+}
+
+func (c recreate) awaitCaughtUp(name string) {
+	c.step(Step{Kind: model.StepAwaitCaughtUp, Member: name, MemberID: name,
+		Detail: fmt.Sprintf("wait until %s answers, its pod ready, with its lag behind the leader's frontier known and within %d", name, c.threshold())})
+}
+
+// recreated appends the steps after the pod was deleted.
+func (c recreate) recreated(name string) {
+	c.step(Step{Kind: model.StepAwaitPodRecreated, Member: name,
+		Detail: fmt.Sprintf("wait for the StatefulSet to recreate pod %s with a new volume (the member copies its data from its peers)", name)})
+	c.awaitCaughtUp(name)
+}

@@ -1,0 +1,165 @@
+package classify
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// recreatable are verdict rules handed in for an engine whose members
+// rebuild themselves on a new volume (as the http engine's "replace:
+// recreate"): the phases, lags and leader are what the test sets.
+type recreatable struct {
+	leader  string
+	quorum  int
+	phases  map[string]model.Phase
+	lags    map[string]int64
+	reasons []model.Reason
+	says    bool
+}
+
+func (r recreatable) Judge(in model.JudgeInput) model.Judgement {
+	n := len(in.Observation.Members)
+	j := model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Formed: true, ClusterID: "c1", ClusterIDs: 1,
+		Voters: n, Quorum: r.quorum, Tolerance: n - r.quorum, LeaderMember: r.leader, LeaderID: r.leader, Reasons: r.reasons}
+	for i, m := range in.Observation.Members {
+		j.Phases[i] = model.PhaseMember
+		if ph, ok := r.phases[m.Name]; ok {
+			j.Phases[i] = ph
+		}
+		lag := r.lags[m.Name]
+		j.Lags[i] = &lag
+		if in.PodPhases[i] != "" {
+			j.Phases[i] = in.PodPhases[i]
+		}
+	}
+	return j
+}
+
+func (recreatable) LagThreshold(uint64, model.ClusterFacts) uint64 { return 100 }
+
+func (r recreatable) Recreates(model.ClusterFacts) (bool, string) {
+	if r.says {
+		return true, ""
+	}
+	return false, "its mapping does not say so"
+}
+
+// recreateObs is a 3-member cluster of the toy engine, each member
+// answering its probe.
+func recreateObs() model.Observation {
+	obs := toyObs()
+	obs.EngineProbed = true
+	for i := range obs.Members {
+		obs.Members[i].Engine = &model.EngineFacts{Reachable: true, MemberID: obs.Members[i].Name, ProbedAt: now}
+	}
+	return obs
+}
+
+func recreateIntent(member string, r recreatable) Intent {
+	in := Intent{Action: model.ActionReplace, Member: member}
+	in.Options.Verdict.Rules = map[model.Engine]model.VerdictRules{engineToy: r}
+	return in
+}
+
+var recreatePlan = []model.StepKind{model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone, model.StepAwaitPodRecreated, model.StepAwaitCaughtUp}
+
+// TestReplaceByRecreate: an engine whose verdict rules are handed in and
+// say its members rebuild themselves is replaced by the fenced delete of
+// the member's volume and pod, then a wait until it is caught up; the
+// leader, a paused cluster, a broken quorum and an engine that does not
+// say so are refused.
+func TestReplaceByRecreate(t *testing.T) {
+	ok := recreatable{leader: "toy-0", quorum: 2, says: true}
+	d := Classify(recreateObs(), recreateIntent("toy-1", ok), now)
+	if d.Verb != VerbProceed || !slices.Equal(kinds(d), recreatePlan) {
+		t.Fatalf("verb %s, steps %v, blockers %v; want %v", d.Verb, kinds(d), d.Blockers, recreatePlan)
+	}
+	if len(d.Fences) != 2 || d.Fences[0].UID != "pvc-uid-1" || d.Fences[1].UID != "pod-uid-1" || d.Leader != "toy-0" {
+		t.Errorf("fences %+v, leader %q", d.Fences, d.Leader)
+	}
+	if det := d.Steps[4].Detail; !strings.Contains(det, "within 100") {
+		t.Errorf("the wait does not name the engine's threshold: %q", det)
+	}
+	lagging := ok
+	lagging.phases = map[string]model.Phase{"toy-2": model.PhaseCatchingUp}
+	paused := ok
+	paused.reasons = []model.Reason{{Code: model.ReasonMaintenancePaused, Detail: "the documents say paused"}}
+	leaderless := ok
+	leaderless.leader = ""
+	silent := ok
+	silent.says = false
+	for _, c := range []struct {
+		name   string
+		member string
+		r      recreatable
+		want   Code
+		says   string
+	}{
+		{"the leader", "toy-0", ok, CodeTargetIsLeader, "toy-0 is the leader"},
+		{"the quorum", "toy-1", lagging, CodeQuorumWouldBreak, "1 caught-up member(s) would remain (toy-0)"},
+		{"paused", "toy-1", paused, CodeMaintenancePaused, "the documents say paused"},
+		{"no leader", "toy-1", leaderless, CodeLeaderUnknown, "agree on no leader"},
+		{"not said", "toy-1", silent, CodeActionUnsupported, "its mapping does not say so"},
+		{"no such member", "toy-7", ok, CodeMemberNotFound, "no member"},
+	} {
+		d := Classify(recreateObs(), recreateIntent(c.member, c.r), now)
+		if d.Verb != VerbRefuse || !slices.Contains(blockerCodes(d), c.want) || len(d.Steps) > 0 {
+			t.Errorf("%s: verb %s, blockers %v, steps %v; want %s", c.name, d.Verb, blockerCodes(d), kinds(d), c.want)
+			continue
+		}
+		for _, b := range d.Blockers {
+			if b.Code == c.want && !strings.Contains(b.Detail, c.says) {
+				t.Errorf("%s: %q does not say %q", c.name, b.Detail, c.says)
+			}
+		}
+	}
+	// The lagging member itself may be replaced: the others keep quorum.
+	if d := Classify(recreateObs(), recreateIntent("toy-2", lagging), now); d.Verb != VerbProceed {
+		t.Errorf("replacing the lagging member: %s %v", d.Verb, d.Blockers)
+	}
+	for _, a := range []model.Action{model.ActionReseed, model.ActionSwitchover, model.ActionSeed} {
+		in := recreateIntent("toy-1", ok)
+		in.Action = a
+		if d := Classify(recreateObs(), in, now); !slices.Equal(blockerCodes(d), []Code{CodeActionUnsupported}) {
+			t.Errorf("%s: blockers %v, want action_unsupported", a, blockerCodes(d))
+		}
+	}
+}
+
+// TestReplaceByRecreateResumes: a rerun after the deletes waits for the
+// recreated member, is done once it answers caught up, and deletes a
+// volume the new pod came back on; it never names a deleted object.
+func TestReplaceByRecreateResumes(t *testing.T) {
+	ok := recreatable{leader: "toy-0", quorum: 2, says: true}
+	entry := toyEntry(model.ActionReplace, "toy-1")
+	entry.Receipts = []model.Receipt{{Seq: 1, Step: model.StepDeletePVC, Outcome: model.OutcomeDone, At: now.Add(-20e9)},
+		{Seq: 2, Step: model.StepDeletePod, Outcome: model.OutcomeDone, At: now.Add(-19e9)}}
+	recreated := func(ready bool) model.Observation {
+		obs := recreateObs()
+		obs.Ledger = []model.LedgerEntry{entry}
+		m := &obs.Members[1]
+		m.Pod.UID, m.PVC.UID, m.Pod.Ready = "pod-uid-new", "pvc-uid-new", ready
+		return obs
+	}
+	behind := ok
+	behind.lags = map[string]int64{"toy-1": 5000}
+	behind.phases = map[string]model.Phase{"toy-1": model.PhaseCatchingUp}
+	if d := Classify(recreated(true), recreateIntent("toy-1", behind), now); d.Verb != VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
+		t.Errorf("catching up: verb %s, steps %v, blockers %v", d.Verb, kinds(d), d.Blockers)
+	}
+	if d := Classify(recreated(false), recreateIntent("toy-1", ok), now); d.Verb != VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
+		t.Errorf("pod not ready: verb %s, steps %v", d.Verb, kinds(d))
+	}
+	if d := Classify(recreated(true), recreateIntent("toy-1", ok), now); d.Verb != VerbDone {
+		t.Errorf("caught up: verb %s, steps %v, blockers %v", d.Verb, kinds(d), d.Blockers)
+	}
+	back := recreated(true)
+	back.Members[1].PVC.UID = "pvc-uid-1" // the new pod came back on the old volume
+	d := Classify(back, recreateIntent("toy-1", ok), now)
+	if d.Verb != VerbProceed || !slices.Equal(kinds(d), recreatePlan) || d.Fences[1].UID != "pod-uid-new" {
+		t.Errorf("old volume: verb %s, steps %v, fences %+v", d.Verb, kinds(d), d.Fences)
+	}
+}
