@@ -132,6 +132,10 @@ func (c *classifier) recreateResume(m *model.Member, w rebuilt) bool {
 		// A new pod came back on the old volume: that volume must go.
 		c.deleteBoth(m, m.PVC, true)
 		w.recreated(m.Name)
+	case pvcOrig:
+		// The old volume is still going: the member on it is not the
+		// rebuilt one yet, whatever it answers.
+		w.recreated(m.Name)
 	case w.caughtUp(m):
 		c.done = true
 	default:

@@ -81,12 +81,12 @@ type recreate struct {
 
 func (c recreate) replace() {
 	name, cl := c.in.Member, c.obs.Cluster
-	ok, why := false, "its engine does not say that a member rebuilds itself on a new volume"
+	ok, why := false, "its engine does not say that a member on a new, empty volume copies its data from its peers"
 	if rr, is := c.r.(model.Recreatable); is {
 		ok, why = rr.Recreates(cl)
 	}
 	if !ok {
-		c.unsupported("hactl replaces its members only by deleting a member's pod and volume for the StatefulSet to recreate, where a member rebuilds itself from its peers, and " + why)
+		c.unsupported(why)
 		return
 	}
 	m := c.member(name)
@@ -103,10 +103,17 @@ func (c recreate) replace() {
 	c.d.Replaced = c.replacedOf(m)
 	w := rebuilt{leader: func() string { return c.a.LeaderMember }, caughtUp: c.caughtUp, await: c.awaitCaughtUp, recreated: c.recreated}
 	if c.recreateResume(m, w) {
-		// The gates hold while the resumed plan still takes the member
-		// down; its waits are never refused by them.
-		if mutates(c.d.Steps) && !c.gates(m) {
-			c.d.Steps = c.d.Steps[:0]
+		// A resume is measured against one agreed leader of the same
+		// cluster, other than the member (never "done" on a rebuilt
+		// member that leads, or answers for a cluster of its own); the
+		// take-down gates hold while the resumed plan still takes the
+		// member down.
+		ok := c.agreed() && c.notLeader(m, true)
+		if ok && mutates(c.d.Steps) {
+			ok = c.takeDown(m)
+		}
+		if !ok {
+			c.d.Steps, c.done = c.d.Steps[:0], false
 		}
 		return
 	}
@@ -121,10 +128,18 @@ func (c recreate) replace() {
 	c.recreated(name)
 }
 
-// gates refuse taking m down unless its cluster answers with one agreed
-// leader other than m, is not paused, and keeps its quorum of caught-up
-// members without m. They report whether the decision goes on.
+// gates refuse taking m down unless its cluster answers as one cluster
+// with one agreed leader other than m, is not paused, and keeps its
+// quorum of caught-up members without m. They report whether the
+// decision goes on.
 func (c recreate) gates(m *model.Member) bool {
+	return c.agreed() && c.notLeader(m, false) && c.takeDown(m)
+}
+
+// agreed refuses a cluster whose members were not asked or did not
+// answer, answer for more than one cluster (or for another than the one
+// recorded), lack a quorum, or agree on no leader.
+func (c recreate) agreed() bool {
 	if !c.obs.EngineProbed {
 		c.block(CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
 		return false
@@ -138,24 +153,50 @@ func (c recreate) gates(m *model.Member) bool {
 		return false
 	}
 	ok := true
-	if c.a.ClusterIDs > 1 {
+	known := c.obs.Cluster.KnownClusterID
+	switch {
+	case c.a.ClusterIDs > 1:
 		c.block(CodeClusterIDSplit, "", "", "the members answer with %d different cluster IDs: repair the split first", c.a.ClusterIDs)
 		ok = false
+	case known != "" && c.a.ClusterID != "" && c.a.ClusterID != known:
+		c.block(CodeClusterIDSplit, "", "", "the members answer for cluster %s, but %s was recorded for this cluster: a member that formed a cluster of its own is no rebuilt member", c.a.ClusterID, known)
+		ok = false
 	}
+	if r := c.reason(model.ReasonQuorumUnavailable); r != nil {
+		c.block(CodeLeaderUnknown, "", "", "the cluster has no quorum (%s): hactl acts only on a cluster whose leader it can measure against", r.Detail)
+		return false
+	}
+	if c.a.LeaderMember == "" {
+		c.block(CodeLeaderUnknown, "", "", "the members agree on no leader (%s): hactl replaces a member only while a leader it can measure the rebuilt member against is known", c.leaderReasons())
+		return false
+	}
+	c.d.Leader = c.a.LeaderMember
+	return ok
+}
+
+// notLeader refuses m when it is the agreed leader: before, hactl cannot
+// hand leadership over; after the deletes (rebuilt), a member that leads
+// is not one measured against a leader's frontier.
+func (c recreate) notLeader(m *model.Member, rebuilt bool) bool {
+	switch {
+	case c.a.LeaderMember != m.Name:
+		return true
+	case rebuilt:
+		c.block(CodeTargetIsLeader, m.Name, "", "%s leads now: its replace began (ledger entry %s) but a rebuilt member that leads cannot be measured against a leader's frontier; check that it holds the cluster's data, or run with --supersede to drop the entry", m.Name, c.resume.ID)
+	default:
+		c.block(CodeTargetIsLeader, m.Name, "", "%s is the leader: hactl cannot hand leadership over in a cluster of engine %s; move it with the store's own tools, then replace %s", m.Name, c.obs.Cluster.Engine, m.Name)
+	}
+	return false
+}
+
+// takeDown refuses taking m down when the cluster says it is paused, or
+// when fewer caught-up members than its quorum would remain.
+func (c recreate) takeDown(m *model.Member) bool {
+	ok := true
 	if r := c.reason(model.ReasonMaintenancePaused); r != nil {
 		c.block(CodeMaintenancePaused, "", "", "the cluster says it is paused (%s): a paused store may not rebuild a member on an empty volume; resume it first", r.Detail)
 		ok = false
 	}
-	leader := c.a.LeaderMember
-	switch {
-	case leader == "":
-		c.block(CodeLeaderUnknown, "", "", "the members agree on no leader (%s): hactl replaces a member only while a leader it can measure the rebuilt member against is known", c.leaderReasons())
-		return false
-	case leader == m.Name:
-		c.block(CodeTargetIsLeader, m.Name, "", "%s is the leader: hactl cannot hand leadership over in a cluster of engine %s; move it with the store's own tools, then replace %s", m.Name, c.obs.Cluster.Engine, m.Name)
-		return false
-	}
-	c.d.Leader = leader
 	var healthy, not []string
 	for _, x := range c.obs.Members {
 		switch {
@@ -200,14 +241,21 @@ func (c recreate) threshold() uint64 {
 	return c.r.LagThreshold(c.o.Verdict.LagThreshold, c.obs.Cluster)
 }
 
-// caughtUp reports whether m answers as a member in good standing: a
-// ready pod, the member phase, and (unless it leads) a known lag within
-// the threshold.
+// caughtUp reports whether m answers as a follower in good standing: a
+// ready pod, the member phase, following the agreed leader (when its
+// answer names one), and a known lag behind that leader's frontier
+// within the threshold. A member that leads is never caught up.
 func (c recreate) caughtUp(m *model.Member) bool {
-	if m.Pod == nil || !m.Pod.Ready || m.Engine == nil || !m.Engine.Reachable || m.Phase != model.PhaseMember {
+	e := m.Engine
+	switch {
+	case m.Pod == nil || !m.Pod.Ready || e == nil || !e.Reachable || m.Phase != model.PhaseMember:
+		return false
+	case c.a.LeaderMember == "" || m.Name == c.a.LeaderMember:
+		return false
+	case e.LeaderID != "" && c.a.LeaderID != "" && e.LeaderID != c.a.LeaderID:
 		return false
 	}
-	return m.Name == c.a.LeaderMember || (m.Lag != nil && *m.Lag >= 0 && uint64(*m.Lag) <= c.threshold())
+	return m.Lag != nil && *m.Lag >= 0 && uint64(*m.Lag) <= c.threshold()
 }
 
 func (c recreate) awaitCaughtUp(name string) {

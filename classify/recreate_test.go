@@ -18,11 +18,15 @@ type recreatable struct {
 	lags    map[string]int64
 	reasons []model.Reason
 	says    bool
+	// clusterID and ids: the reference cluster ID ("c1" when empty) and
+	// how many the members answered with (1 when 0).
+	clusterID string
+	ids       int
 }
 
 func (r recreatable) Judge(in model.JudgeInput) model.Judgement {
 	n := len(in.Observation.Members)
-	j := model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Formed: true, ClusterID: "c1", ClusterIDs: 1,
+	j := model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Formed: true, ClusterID: orName(r.clusterID, "c1"), ClusterIDs: max(r.ids, 1),
 		Voters: n, Quorum: r.quorum, Tolerance: n - r.quorum, LeaderMember: r.leader, LeaderID: r.leader, Reasons: r.reasons}
 	for i, m := range in.Observation.Members {
 		j.Phases[i] = model.PhaseMember
@@ -161,5 +165,70 @@ func TestReplaceByRecreateResumes(t *testing.T) {
 	d := Classify(back, recreateIntent("toy-1", ok), now)
 	if d.Verb != VerbProceed || !slices.Equal(kinds(d), recreatePlan) || d.Fences[1].UID != "pod-uid-new" {
 		t.Errorf("old volume: verb %s, steps %v, fences %+v", d.Verb, kinds(d), d.Fences)
+	}
+}
+
+// TestReplaceByRecreateNeverEndsOnAnUnmeasuredMember: a resumed replace is
+// done only when the rebuilt member follows the one agreed leader of the
+// same cluster, within the threshold of its frontier: never when the
+// member leads, answers for a cluster of its own, follows another
+// leader, lags, still sits on the old volume, or when the cluster has no
+// quorum or was not probed.
+func TestReplaceByRecreateNeverEndsOnAnUnmeasuredMember(t *testing.T) {
+	ok := recreatable{leader: "toy-0", quorum: 2, says: true}
+	entry := toyEntry(model.ActionReplace, "toy-1")
+	entry.Receipts = []model.Receipt{{Seq: 1, Step: model.StepDeletePVC, Outcome: model.OutcomeDone, At: now.Add(-20e9)},
+		{Seq: 2, Step: model.StepDeletePod, Outcome: model.OutcomeDone, At: now.Add(-19e9)}}
+	rebuilt := func() model.Observation {
+		obs := recreateObs()
+		obs.Ledger = []model.LedgerEntry{entry}
+		m := &obs.Members[1]
+		m.Pod.UID, m.PVC.UID = "pod-uid-new", "pvc-uid-new"
+		for i := range obs.Members {
+			obs.Members[i].Engine.LeaderID = "toy-0"
+		}
+		return obs
+	}
+	if d := Classify(rebuilt(), recreateIntent("toy-1", ok), now); d.Verb != VerbDone {
+		t.Fatalf("the reference: verb %s, steps %v, blockers %v", d.Verb, kinds(d), d.Blockers)
+	}
+	leads := ok
+	leads.leader = "toy-1"
+	ownCluster := ok
+	ownCluster.ids = 2
+	behind := ok
+	behind.lags = map[string]int64{"toy-1": 5000} // the member phase, yet 5000 behind a threshold of 100
+	noQuorum := ok
+	noQuorum.reasons = []model.Reason{{Code: model.ReasonQuorumUnavailable, Detail: "1 of 3 voters answered"}}
+	for _, c := range []struct {
+		name   string
+		r      recreatable
+		mutate func(*model.Observation)
+		want   Code // "" : a wait, no blocker
+	}{
+		{"it leads", leads, nil, CodeTargetIsLeader},
+		{"two cluster IDs", ownCluster, nil, CodeClusterIDSplit},
+		{"another cluster than recorded", ok, func(o *model.Observation) { o.Cluster.KnownClusterID = "c0" }, CodeClusterIDSplit},
+		{"no quorum", noQuorum, nil, CodeLeaderUnknown},
+		{"not probed", ok, func(o *model.Observation) { o.EngineProbed = false }, CodeNotProbed},
+		{"lagging", behind, nil, ""},
+		{"following another leader", ok, func(o *model.Observation) { o.Members[1].Engine.LeaderID = "toy-2" }, ""},
+		{"the old volume still going", ok, func(o *model.Observation) {
+			o.Members[1].PVC.UID, o.Members[1].PVC.DeletionMarked = "pvc-uid-1", true
+		}, ""},
+	} {
+		obs := rebuilt()
+		if c.mutate != nil {
+			c.mutate(&obs)
+		}
+		d := Classify(obs, recreateIntent("toy-1", c.r), now)
+		switch {
+		case d.Verb == VerbDone:
+			t.Errorf("%s: done", c.name)
+		case c.want == "" && (d.Verb != VerbProceed || d.Deletes()):
+			t.Errorf("%s: verb %s, steps %v, blockers %v; want a wait", c.name, d.Verb, kinds(d), d.Blockers)
+		case c.want != "" && (d.Verb != VerbRefuse || !slices.Contains(blockerCodes(d), c.want) || len(d.Steps) > 0):
+			t.Errorf("%s: verb %s, steps %v, blockers %v; want %s", c.name, d.Verb, kinds(d), blockerCodes(d), c.want)
+		}
 	}
 }

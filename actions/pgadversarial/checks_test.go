@@ -291,8 +291,8 @@ func TestRemovalsSkipAFailedCopysCleanup(t *testing.T) {
 		line(42, "INFO: replica has been created using basebackup"),
 		line(42, "INFO: bootstrapped from leader 'pg-healthy-0'"),
 	}, "\n")
-	if got := removalsIn(m2, []byte(fresh)); len(got) != 0 {
-		t.Errorf("a failed copy's cleanup read as a reinitialize: %+v", got)
+	if got, err := removalsIn(m2, []byte(fresh)); len(got) != 0 || err != nil {
+		t.Errorf("a failed copy's cleanup read as a reinitialize: %+v %v", got, err)
 	}
 	reinit := fresh + "\n" + strings.Join([]string{
 		line(50, "INFO: Removing data directory: /v/pgroot/data"),
@@ -300,8 +300,17 @@ func TestRemovalsSkipAFailedCopysCleanup(t *testing.T) {
 		line(51, "WARNING: Trying again in 5 seconds"),
 		line(56, "INFO: Removing data directory: /v/pgroot/data"),
 	}, "\n")
-	got := removalsIn(m2, []byte(reinit))
+	got, _ := removalsIn(m2, []byte(reinit))
 	if len(got) != 1 || got[0].Member != m2 || got[0].At.Second() != 50 {
 		t.Errorf("removals %+v, want one of %s at :50 (the reinitialize's, not its failed copy's)", got, m2)
+	}
+	// A failure whose cleanup line never came does not hide a later
+	// reinitialize.
+	lost := strings.Join([]string{
+		line(10, "ERROR: Error when fetching backup: pg_basebackup exited with code=1"),
+		line(40, "INFO: Removing data directory: /v/pgroot/data"),
+	}, "\n")
+	if got, _ := removalsIn(m2, []byte(lost)); len(got) != 1 || got[0].At.Second() != 40 {
+		t.Errorf("removals %+v, want the one at :40", got)
 	}
 }

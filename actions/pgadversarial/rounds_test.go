@@ -539,7 +539,11 @@ func patroniRemovals(t *testing.T) []logEvent {
 		if err != nil {
 			continue
 		}
-		out = append(out, removalsIn(member, b)...)
+		rs, err := removalsIn(member, b)
+		if err != nil {
+			t.Errorf("reading %s: %v: removals after that line are not checked", f, err)
+		}
+		out = append(out, rs...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
@@ -551,31 +555,51 @@ func patroniRemovals(t *testing.T) []logEvent {
 // (pg_basebackup's retry after "Error when fetching backup", and
 // clone()'s "failed to bootstrap"): a new member whose leader did not
 // answer, as a replaced member's first copy while the primary's
-// PostgreSQL is down. That removal wipes only the failed copy, so it is
-// not one; the removal after a copy that succeeded ("bootstrapped") is.
-func removalsIn(member string, log []byte) []logEvent {
+// PostgreSQL is down. That removal, within cleanupWithin of the failure,
+// wipes only the failed copy, so it is not one; the removal after a copy
+// that succeeded ("bootstrapped") is.
+func removalsIn(member string, log []byte) ([]logEvent, error) {
 	var out []logEvent
-	failedCopy := false
+	var failedAt time.Time // the last failed copy not yet cleaned up
 	sc := bufio.NewScanner(bytes.NewReader(log))
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		l := sc.Text()
 		switch {
 		case strings.Contains(l, "ERROR: Error when fetching backup"), strings.Contains(l, "ERROR: failed to bootstrap"):
-			failedCopy = true
+			if at, ok := lineTime(l); ok {
+				failedAt = at
+			}
 		case strings.Contains(l, "INFO: bootstrapped "):
-			failedCopy = false
-		case strings.Contains(l, "INFO: Removing data directory"):
-			if failedCopy {
-				failedCopy = false
+			failedAt = time.Time{}
+		default:
+			e, ok := removalLine(member, l)
+			if !ok {
 				continue
 			}
-			if e, ok := removalLine(member, l); ok {
-				out = append(out, e)
+			if !failedAt.IsZero() && e.At.Sub(failedAt) <= cleanupWithin {
+				failedAt = time.Time{}
+				continue
 			}
+			out = append(out, e)
 		}
 	}
-	return out
+	return out, sc.Err()
+}
+
+// cleanupWithin bounds how long after a failed copy Patroni's removal of
+// it comes: at once after "failed to bootstrap", five seconds later on
+// pg_basebackup's retry.
+const cleanupWithin = 10 * time.Second
+
+// lineTime is when the runner read a CRI log line.
+func lineTime(l string) (time.Time, bool) {
+	ts, _, ok := strings.Cut(l, " ")
+	if !ok {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, ts)
+	return at, err == nil
 }
 
 // removalLine parses one CRI log line of member's container: a Patroni
@@ -584,14 +608,11 @@ func removalLine(member, l string) (logEvent, bool) {
 	if !strings.Contains(l, "INFO: Removing data directory") {
 		return logEvent{}, false
 	}
-	ts, rest, ok := strings.Cut(l, " ")
+	at, ok := lineTime(l)
 	if !ok {
 		return logEvent{}, false
 	}
-	at, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return logEvent{}, false
-	}
+	_, rest, _ := strings.Cut(l, " ")
 	return logEvent{At: at, Member: member, Line: rest}, true
 }
 

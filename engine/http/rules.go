@@ -23,10 +23,12 @@ var (
 func (Rules) Recreates(c model.ClusterFacts) (bool, string) {
 	m, err := Parse(c.EngineConfig)
 	switch {
+	case c.EngineConfigErr != "":
+		return false, "its mapping cannot be read (" + c.EngineConfigErr + ")"
 	case err != nil:
 		return false, "its mapping cannot be read (" + err.Error() + ")"
 	case m.Replace != ReplaceRecreate:
-		return false, "its mapping does not say that a member rebuilds itself from its peers on a new volume (add replace: recreate to the ConfigMap if it does)"
+		return false, "its mapping does not say replace: recreate (add it only if a member on a new, empty volume copies its data from its peers)"
 	}
 	return true, ""
 }

@@ -224,12 +224,16 @@ func TestRecreatesOnlyWhereTheMappingSaysSo(t *testing.T) {
 		why  string
 	}{
 		{"patroni", example(t, "patroni"), true, ""},
-		{"etcd", example(t, "etcd"), false, "add replace: recreate"},
+		{"etcd", example(t, "etcd"), false, "does not say replace: recreate"},
 		{"broken", map[string]string{"port": "80", "role": "{.role}", "replace": "yes"}, false, "cannot be read"},
 	} {
 		ok, why := Rules{}.Recreates(model.ClusterFacts{EngineConfig: c.data})
 		if ok != c.want || !strings.Contains(why, c.why) {
 			t.Errorf("%s: %v %q, want %v %q", c.name, ok, why, c.want, c.why)
 		}
+	}
+	missing := model.ClusterFacts{EngineConfigErr: `ConfigMap "pg-map" named by annotation hactl.dev/engine-config does not exist`}
+	if ok, why := (Rules{}).Recreates(missing); ok || !strings.Contains(why, `ConfigMap "pg-map"`) {
+		t.Errorf("a missing mapping: %v %q", ok, why)
 	}
 }
