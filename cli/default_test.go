@@ -57,4 +57,8 @@ func TestNoKubeconfigSaysWhatToSet(t *testing.T) {
 	if code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"status", "--color", "purple"}); code != ExitUsage || !strings.Contains(errOut.String(), "--color") {
 		t.Errorf("status --color purple without a kubeconfig: exit %d, stderr %q; want 2 naming --color", code, errOut.String())
 	}
+	errOut.Reset()
+	if code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"status", "--cert-warn", "0s"}); code != ExitUsage || !strings.Contains(errOut.String(), "--cert-warn must be positive") {
+		t.Errorf("status --cert-warn 0s: exit %d, stderr %q; want 2 naming --cert-warn", code, errOut.String())
+	}
 }

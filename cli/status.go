@@ -50,6 +50,9 @@ type StatusOptions struct {
 	// WALLagThreshold is the Patroni replay lag threshold in bytes (0:
 	// each cluster's maximum_lag_on_failover).
 	WALLagThreshold uint64
+	// CertWarn is how long before a member's serving certificate expires
+	// that it is reported (cert_expiring).
+	CertWarn time.Duration
 	// Selector (-l) keeps the clusters whose StatefulSet's labels match;
 	// NoHeaders leaves out column headers; SortBy orders the clusters by
 	// a JSONPath of their status document.
@@ -81,6 +84,7 @@ func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericioopt
 		ProbeTimeout:  engine.DefaultTimeout,
 		ProbeInterval: 5 * time.Second,
 		LagThreshold:  verdict.DefaultLagThreshold,
+		CertWarn:      verdict.DefaultCertWarn,
 		IOStreams:     streams,
 	}
 }
@@ -143,7 +147,11 @@ func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.NoProbe, "no-probe", false, "Read the API server only; do not dial members (the verdict then cannot be failover-ready: lag is unknown).")
 	cmd.Flags().Uint64Var(&o.LagThreshold, "lag-threshold", o.LagThreshold, "Raft entries a voter may trail the leader frontier and still count as caught up.")
 	cmd.Flags().Uint64Var(&o.WALLagThreshold, "wal-lag-threshold", 0, "Patroni: bytes of WAL a replica's replay may trail the primary and still count as a failover candidate (default: the cluster's maximum_lag_on_failover, else 1 MiB).")
+	cmd.Flags().DurationVar(&o.CertWarn, "cert-warn", o.CertWarn, certWarnHelp)
 }
+
+// certWarnHelp is --cert-warn's help, for status and the live view.
+const certWarnHelp = "Report a member whose serving certificate (seen in its probe's TLS handshake) expires within this (cert_expiring); an expired one is cert_expired."
 
 // addOutputFlags binds the flags only the printed status has: -o and its
 // templates, --watch and --color.
@@ -197,6 +205,9 @@ func (o *StatusOptions) Validate() error {
 	}
 	if o.ProbeTimeout <= 0 {
 		return usageError("--probe-timeout must be positive")
+	}
+	if o.CertWarn <= 0 {
+		return usageError("--cert-warn must be positive (e.g. 720h for 30 days)")
 	}
 	if o.Watch && o.ProbeInterval < time.Second {
 		return usageError("--probe-interval must be at least 1s")
@@ -268,7 +279,7 @@ func (o *StatusOptions) observer(src status.Source) *status.Observer {
 		Secrets:      status.SecretsFrom(o.client),
 		HolderGone:   actions.HolderGone,
 		ProbeTimeout: o.ProbeTimeout,
-		Verdict:      verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold},
+		Verdict:      verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold, CertWarn: o.CertWarn},
 		Selector:     o.selector,
 	}
 	if !o.NoProbe {

@@ -144,6 +144,7 @@ func (o *TUIOptions) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&s.NoProbe, "no-probe", false, "Read the API server only; do not dial members.")
 	f.Uint64Var(&s.LagThreshold, "lag-threshold", s.LagThreshold, "Raft entries a voter may trail the leader frontier and still count as caught up.")
 	f.Uint64Var(&s.WALLagThreshold, "wal-lag-threshold", 0, "Patroni: bytes of WAL a replica's replay may trail the primary and still count as a failover candidate (default: the cluster's maximum_lag_on_failover, else 1 MiB).")
+	f.DurationVar(&s.CertWarn, "cert-warn", s.CertWarn, certWarnHelp)
 	f.BoolVar(&o.ReadOnly, "readonly", false, "Disable every action (replace, reseed, seed); explain still works.")
 	f.StringVar(&o.LogFile, "log-file", "", "Append client-go's log lines to this file while the view runs (default: discard them).")
 }
@@ -205,6 +206,9 @@ func (o *TUIOptions) Validate() error {
 	}
 	if s.ProbeInterval < time.Second {
 		return usageError("--probe-interval must be at least 1s")
+	}
+	if s.CertWarn <= 0 {
+		return usageError("--cert-warn must be positive (e.g. 720h for 30 days)")
 	}
 	if err := s.parseSelector(); err != nil {
 		return err
@@ -303,7 +307,7 @@ func (o *TUIOptions) executor() *actions.Executor {
 			Client:       s.client,
 			Dial:         s.dial,
 			ProbeTimeout: s.ProbeTimeout,
-			Verdict:      verdict.Options{LagThreshold: s.LagThreshold, WALLagThreshold: s.WALLagThreshold},
+			Verdict:      verdict.Options{LagThreshold: s.LagThreshold, WALLagThreshold: s.WALLagThreshold, CertWarn: s.CertWarn},
 		},
 		Identity: o.identity,
 	}

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/hactl-dev/hactl/model"
 )
 
 // The pieces below are what every engine's client needs around a DialFunc:
@@ -95,6 +98,9 @@ type DialState struct {
 	lastDialErr  error
 	handshakeErr error
 	forwardErr   error
+	// cert is the serving certificate of the last handshake; kept across
+	// Restart, as the connection it came with is.
+	cert *model.CertFacts
 }
 
 // DialSnapshot is a DialState at one moment.
@@ -106,6 +112,9 @@ type DialSnapshot struct {
 	// deadline's story), HandshakeErr a TLS failure, ForwardErr the
 	// tunnel's (ErrForward).
 	DialErr, HandshakeErr, ForwardErr error
+	// Cert is the serving certificate the last TLS handshake saw (nil
+	// without one); a copy.
+	Cert *model.CertFacts
 }
 
 // Restart forgets the dials and failures recorded so far (a connection
@@ -148,6 +157,38 @@ func (s *DialState) HandshakeDone(err error) {
 	}
 }
 
+// Handshook records a TLS handshake with the member at port: its failure
+// (HandshakeDone) and the serving certificate it saw (CertOf).
+func (s *DialState) Handshook(port int, state *tls.ConnectionState, err error) {
+	s.HandshakeDone(err)
+	if c := CertOf(port, state, err); c != nil {
+		s.mu.Lock()
+		s.cert = c
+		s.mu.Unlock()
+	}
+}
+
+// CertOf is the serving certificate a member presented at port in a TLS
+// handshake: verified, from the state of a handshake that succeeded, or
+// not, from the verification error of one that failed on it (an expired
+// certificate). Nil when neither holds one.
+func CertOf(port int, state *tls.ConnectionState, err error) *model.CertFacts {
+	var leaf *x509.Certificate
+	verified := false
+	var ve *tls.CertificateVerificationError
+	switch {
+	case err == nil && state != nil && len(state.PeerCertificates) > 0:
+		leaf, verified = state.PeerCertificates[0], len(state.VerifiedChains) > 0
+	case errors.As(err, &ve) && len(ve.UnverifiedCertificates) > 0:
+		leaf = ve.UnverifiedCertificates[0]
+	}
+	if leaf == nil {
+		return nil
+	}
+	return &model.CertFacts{Subject: leaf.Subject.String(), Issuer: leaf.Issuer.String(), DNSNames: slices.Clone(leaf.DNSNames),
+		NotBefore: leaf.NotBefore.UTC(), NotAfter: leaf.NotAfter.UTC(), Verified: verified, Port: port}
+}
+
 // ConnError records what a connection's Read or Write failure says about
 // the transport (the tunnel could not reach the pod) or the member (it
 // rejected the client certificate after the handshake, as TLS 1.3 servers
@@ -168,7 +209,12 @@ func (s *DialState) ConnError(err error) {
 func (s *DialState) Snapshot() DialSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return DialSnapshot{s.dials, s.connected, s.lastDialErr, s.handshakeErr, s.forwardErr}
+	var cert *model.CertFacts
+	if s.cert != nil {
+		c := *s.cert
+		cert = &c
+	}
+	return DialSnapshot{s.dials, s.connected, s.lastDialErr, s.handshakeErr, s.forwardErr, cert}
 }
 
 // Observe wraps c so that its Read and Write failures are recorded.

@@ -296,8 +296,28 @@ type EngineFacts struct {
 	// ClusterID, LeaderID, RaftTerm, RaftIndex (its frontier) and
 	// RaftApplied then carry the mapped values.
 	Document *DocumentFacts `json:"document,omitempty"`
-	ProbedAt time.Time      `json:"probedAt"`
-	Took     time.Duration  `json:"took"`
+	// ServingCert is the certificate the member served in the TLS
+	// handshake of its probe (nil without TLS): also when the handshake
+	// failed on it, as on an expired one.
+	ServingCert *CertFacts    `json:"servingCert,omitempty"`
+	ProbedAt    time.Time     `json:"probedAt"`
+	Took        time.Duration `json:"took"`
+}
+
+// CertFacts are what a member's serving certificate says of itself. No
+// key material: the names, the issuer and the validity window.
+type CertFacts struct {
+	Subject   string    `json:"subject"`
+	Issuer    string    `json:"issuer"`
+	DNSNames  []string  `json:"dnsNames,omitempty"`
+	NotBefore time.Time `json:"notBefore"`
+	NotAfter  time.Time `json:"notAfter"`
+	// Verified: the chain was verified against the CA hactl was given
+	// (false: the handshake failed on this certificate, or the member's
+	// certificate was not checked).
+	Verified bool `json:"verified"`
+	// Port is the member's port that served it.
+	Port int `json:"port"`
 }
 
 // DocumentFacts are what one member's status document said, read through

@@ -96,6 +96,11 @@ const (
 	ReasonSyncStandbyMissing     ReasonCode = "sync_standby_missing"
 	ReasonFailoverCandidatesNone ReasonCode = "failover_candidates_none"
 	ReasonPendingRestart         ReasonCode = "pending_restart"
+	// ReasonCertExpiring: a member's serving certificate, seen in its
+	// probe's TLS handshake, expires within the warning window
+	// (--cert-warn); ReasonCertExpired: it has expired.
+	ReasonCertExpiring ReasonCode = "cert_expiring"
+	ReasonCertExpired  ReasonCode = "cert_expired"
 )
 
 var reasonImpact = map[ReasonCode]Impact{
@@ -144,6 +149,8 @@ var reasonImpact = map[ReasonCode]Impact{
 	ReasonSyncStandbyMissing:     ImpactFailover,
 	ReasonFailoverCandidatesNone: ImpactFailover,
 	ReasonPendingRestart:         ImpactInfo,
+	ReasonCertExpiring:           ImpactInfo,
+	ReasonCertExpired:            ImpactFailover,
 }
 
 // Impact reports which verdict the code defeats. Unknown codes defeat

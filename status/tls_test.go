@@ -18,6 +18,7 @@ import (
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -116,10 +117,12 @@ func TestTLSSecretNeverPrinted(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
 	}
+	certWarn := time.Duration(0)
 	run := func() (Result, string) {
 		o := &Observer{
 			Source: APISource{Client: admin}, Secrets: SecretsFrom(admin), Dial: dial, ProbeTimeout: 3 * time.Second,
 			Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
+			Verdict: verdict.Options{CertWarn: certWarn},
 		}
 		rs, warn, err := o.Observe(ctx, ns, "etcd-tls")
 		if err != nil {
@@ -158,6 +161,16 @@ func TestTLSSecretNeverPrinted(t *testing.T) {
 	if e := r.Observation.Members[0].Engine; e.MemberID == "" || e.Version == "" {
 		t.Errorf("TLS probe returned no identity: %+v", e)
 	}
+	// The sandbox CA's serving certificates last a year: not reported
+	// within the default 30 days, reported within 400.
+	if hasCode(r, model.ReasonCertExpiring, "") {
+		t.Errorf("a certificate valid for a year reported within 30 days: %+v", r.Verdict.Reasons)
+	}
+	certWarn = 400 * 24 * time.Hour
+	if r, _ = run(); !hasCode(r, model.ReasonCertExpiring, "etcd-tls-0") {
+		t.Errorf("--cert-warn 400 days: want cert_expiring on etcd-tls-0: %+v", r.Verdict)
+	}
+	certWarn = 0
 
 	annotate("etcd-client-wrong-ca")
 	r, out = run()

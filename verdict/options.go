@@ -23,6 +23,9 @@ const (
 	// a cluster that shows no sign of having formed is still taken to be
 	// bootstrapping.
 	DefaultBootstrapWindow = 10 * time.Minute
+	// DefaultCertWarn is how long before a member's serving certificate
+	// expires that it is reported (cert_expiring).
+	DefaultCertWarn = 30 * 24 * time.Hour
 )
 
 // Options are the thresholds of the verdict. The zero value means all
@@ -51,6 +54,10 @@ type Options struct {
 	// (replica_lagging). Zero means the cluster's maximum_lag_on_failover,
 	// else DefaultWALLagThreshold.
 	WALLagThreshold uint64 `json:"walLagThreshold,omitempty"`
+	// CertWarn: a member whose serving certificate expires within this
+	// is reported cert_expiring (an expired one is cert_expired).
+	// Default 30 days.
+	CertWarn time.Duration `json:"certWarn,omitempty"`
 	// Rules are the verdict rules of engines that keep them in their own
 	// package, by engine; they take precedence over the rules built in
 	// here. A cluster whose engine has rules in neither place is
@@ -77,6 +84,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BootstrapWindow <= 0 {
 		o.BootstrapWindow = DefaultBootstrapWindow
+	}
+	if o.CertWarn <= 0 {
+		o.CertWarn = DefaultCertWarn
 	}
 	return o
 }

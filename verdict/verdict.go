@@ -57,6 +57,7 @@ func (s *state) verdict() model.Verdict {
 	s.freshness(&r)
 	s.pods(&r)
 	s.endpoints(&r)
+	s.certs(&r)
 	s.rules().reasons(s, &r)
 	return s.finish(r)
 }
@@ -134,6 +135,35 @@ func (s *state) pods(r *reasons) {
 			}
 		}
 	}
+}
+
+// certs reports the serving certificates the members presented in their
+// probes' TLS handshakes that have expired or expire within CertWarn,
+// whatever the engine.
+func (s *state) certs(r *reasons) {
+	for _, v := range s.views {
+		e := v.m.Engine
+		if e == nil || e.ServingCert == nil || e.ServingCert.NotAfter.IsZero() {
+			continue
+		}
+		c := e.ServingCert
+		left := c.NotAfter.Sub(s.now)
+		what := fmt.Sprintf("the serving certificate on port %d (%s, issued by %s)", c.Port, orDefault(c.Subject, "no subject"), orDefault(c.Issuer, "no issuer"))
+		switch {
+		case left <= 0:
+			r.add(model.ReasonCertExpired, v.m.Name, "%s expired %s, %s ago: clients that verify it refuse to connect; renew it", what, c.NotAfter.UTC().Format(time.RFC3339), days(-left))
+		case left < s.opts.CertWarn:
+			r.add(model.ReasonCertExpiring, v.m.Name, "%s expires %s, in %s (warning window %s)", what, c.NotAfter.UTC().Format(time.RFC3339), days(left), days(s.opts.CertWarn))
+		}
+	}
+}
+
+// days says d in days, or hours and minutes under two days.
+func days(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+	return d.Round(time.Minute).String()
 }
 
 func neverStartedDetail(p *model.PodFacts) string {

@@ -429,6 +429,35 @@ var rows = []row{
 		detail: "credentials missing or rejected: tls: bad certificate",
 	},
 	{
+		name: "a serving certificate expiring within the warning window",
+		mutate: func(o *model.Observation) {
+			eng(o, 1).ServingCert = &model.CertFacts{Subject: "CN=etcd-1", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(10 * 24 * time.Hour), Verified: true}
+			eng(o, 2).ServingCert = &model.CertFacts{Subject: "CN=etcd-2", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(300 * 24 * time.Hour), Verified: true}
+		},
+		control: true, fail: true,
+		codes:  []string{"cert_expiring etcd-1"},
+		detail: "the serving certificate on port 2379 (CN=etcd-1, issued by CN=etcd-ca) expires " + now.Add(10*24*time.Hour).UTC().Format(time.RFC3339) + ", in 10d (warning window 30d)",
+	},
+	{
+		name: "a narrower warning window: the same certificate is not reported",
+		mutate: func(o *model.Observation) {
+			eng(o, 1).ServingCert = &model.CertFacts{Subject: "CN=etcd-1", Port: 2379, NotAfter: now.Add(10 * 24 * time.Hour), Verified: true}
+		},
+		opts:    Options{CertWarn: 7 * 24 * time.Hour},
+		control: true, fail: true,
+		codes: []string{},
+	},
+	{
+		name: "an expired serving certificate: the handshake failed on it",
+		mutate: func(o *model.Observation) {
+			unreachable(o, 2, model.ProbeFailureCredentials)
+			eng(o, 2).Err = "tls: failed to verify certificate: x509: certificate has expired or is not yet valid"
+			eng(o, 2).ServingCert = &model.CertFacts{Subject: "CN=etcd-2", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(-3 * time.Hour)}
+		},
+		codes:  []string{"cert_expired etcd-2", "credentials_unavailable etcd-2"},
+		detail: "expired " + now.Add(-3*time.Hour).UTC().Format(time.RFC3339) + ", 3h0m0s ago",
+	},
+	{
 		name: "credentials unavailable for every member of a young cluster: quorum not claimed lost",
 		mutate: func(o *model.Observation) {
 			o.Cluster.CreatedAt = now.Add(-time.Minute)

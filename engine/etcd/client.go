@@ -72,7 +72,7 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 		}
 		creds = credentials.NewTLS(tc)
 	}
-	creds = observedCreds{TransportCredentials: creds, state: st}
+	creds = observedCreds{TransportCredentials: creds, state: st, port: t.Port}
 
 	c := &Client{target: t, state: st, hasTLS: o.Credentials != nil}
 	dial := o.Dial
@@ -153,11 +153,16 @@ func (e *credentialsError) Unwrap() error { return e.err }
 type observedCreds struct {
 	credentials.TransportCredentials
 	state *engine.DialState
+	port  int
 }
 
 func (c observedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
-	c.state.HandshakeDone(err)
+	if ti, ok := info.(credentials.TLSInfo); ok && err == nil {
+		c.state.Handshook(c.port, &ti.State, nil)
+	} else {
+		c.state.Handshook(c.port, nil, err)
+	}
 	if err != nil {
 		return conn, info, err
 	}
@@ -165,7 +170,7 @@ func (c observedCreds) ClientHandshake(ctx context.Context, authority string, ra
 }
 
 func (c observedCreds) Clone() credentials.TransportCredentials {
-	return observedCreds{TransportCredentials: c.TransportCredentials.Clone(), state: c.state}
+	return observedCreds{TransportCredentials: c.TransportCredentials.Clone(), state: c.state, port: c.port}
 }
 
 // KV is the member's key-value API through the same single connection

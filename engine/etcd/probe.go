@@ -103,7 +103,7 @@ func openFailed(t engine.Target, start time.Time, err error) model.EngineFacts {
 func (c *Client) Facts(ctx context.Context) (f model.EngineFacts) {
 	start := time.Now()
 	f.ProbedAt = start
-	defer func() { f.Took = time.Since(start) }()
+	defer func() { f.Took, f.ServingCert = time.Since(start), c.state.Snapshot().Cert }()
 	if c.keepPeers {
 		return c.factsKeepingPeers(ctx, start, f)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
 )
 
 // pki is a throw-away CA with one server and one client certificate.
@@ -34,6 +35,13 @@ type pki struct {
 const tlsServerName = "etcd-tls.hactl-test.svc"
 
 func newPKI(t *testing.T) pki {
+	t.Helper()
+	return newPKIUntil(t, time.Now().Add(time.Hour))
+}
+
+// newPKIUntil is newPKI with a serving certificate valid until
+// serverNotAfter (from an hour before it, when that is in the past).
+func newPKIUntil(t *testing.T, serverNotAfter time.Time) pki {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -53,7 +61,7 @@ func newPKI(t *testing.T) pki {
 		t.Fatal(err)
 	}
 	ca, _ := x509.ParseCertificate(caDER)
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string, ips []net.IP) (certPEM, keyPEM []byte) {
+	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string, ips []net.IP, notAfter time.Time) (certPEM, keyPEM []byte) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			t.Fatal(err)
@@ -61,8 +69,8 @@ func newPKI(t *testing.T) pki {
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(serial),
 			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(time.Hour),
+			NotBefore:    notBefore(notAfter),
+			NotAfter:     notAfter,
 			KeyUsage:     x509.KeyUsageDigitalSignature,
 			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 			DNSNames:     dns,
@@ -81,9 +89,18 @@ func newPKI(t *testing.T) pki {
 	}
 	var p pki
 	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	p.serverCertPEM, p.serverKeyPEM = leaf(2, "etcd-tls", x509.ExtKeyUsageServerAuth, []string{tlsServerName}, []net.IP{net.ParseIP("127.0.0.1")})
-	p.clientCertPEM, p.clientKeyPEM = leaf(3, "root", x509.ExtKeyUsageClientAuth, nil, nil)
+	p.serverCertPEM, p.serverKeyPEM = leaf(2, "etcd-tls", x509.ExtKeyUsageServerAuth, []string{tlsServerName}, []net.IP{net.ParseIP("127.0.0.1")}, serverNotAfter)
+	p.clientCertPEM, p.clientKeyPEM = leaf(3, "root", x509.ExtKeyUsageClientAuth, nil, nil, time.Now().Add(time.Hour))
 	return p
+}
+
+// notBefore starts a certificate valid until notAfter an hour before
+// now, or before notAfter when that has passed.
+func notBefore(notAfter time.Time) time.Time {
+	if now := time.Now(); notAfter.Before(now) {
+		return notAfter.Add(-time.Hour)
+	}
+	return time.Now().Add(-time.Hour)
 }
 
 func freePort(t *testing.T) int {
@@ -210,6 +227,62 @@ func TestProbeTLS(t *testing.T) {
 				if strings.Contains(f.Err, string(secret[30:60])) {
 					t.Errorf("Err leaks PEM material: %q", f.Err)
 				}
+			}
+		})
+	}
+}
+
+// TestProbeReadsTheServingCertificate: a real member whose serving
+// certificate expires in ten days answers, and its probe carries the
+// certificate (verified); the verdict warns with cert_expiring. A member
+// whose certificate has expired cannot be read, yet its probe carries the
+// certificate the handshake failed on, and the verdict says cert_expired
+// beside credentials_unavailable, so failover readiness falls.
+func TestProbeReadsTheServingCertificate(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		notAfter time.Time
+		want     model.ReasonCode
+	}{
+		{"expiring in ten days", time.Now().Add(10 * 24 * time.Hour).Truncate(time.Second), model.ReasonCertExpiring},
+		{"expired an hour ago", time.Now().Add(-time.Hour).Truncate(time.Second), model.ReasonCertExpired},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPKIUntil(t, c.notAfter)
+			addr := startTLSMember(t, p)
+			dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "tcp", addr)
+			}
+			tg := []engine.Target{{Member: "etcd-tls", Namespace: testNamespace, Pod: "etcd-tls", Port: podPort, ServerName: tlsServerName}}
+			cr := &engine.Credentials{CertPEM: p.clientCertPEM, KeyPEM: p.clientKeyPEM, CAPEM: p.caPEM}
+			expired := c.want == model.ReasonCertExpired
+			var f model.EngineFacts
+			poll.Until(t, 20*time.Second, "the member's handshake", func() error {
+				f = etcd.New().Probe(context.Background(), tg, engine.ProbeOptions{Timeout: time.Second, Dial: dial, Credentials: cr})[0]
+				if f.ServingCert == nil || f.Reachable == expired {
+					return fmt.Errorf("reachable %v, certificate %+v: %s", f.Reachable, f.ServingCert, f.Err)
+				}
+				return nil
+			})
+			sc := f.ServingCert
+			if !sc.NotAfter.Equal(c.notAfter.UTC()) || sc.Verified == expired || sc.Subject != "CN=etcd-tls" || sc.Port != podPort {
+				t.Errorf("serving certificate %+v, want CN=etcd-tls until %s, verified %v, port %d", sc, c.notAfter.UTC(), !expired, podPort)
+			}
+			if expired && f.Failure != model.ProbeFailureCredentials {
+				t.Errorf("failure %q (%s), want credentials", f.Failure, f.Err)
+			}
+			obs := model.Observation{At: time.Now(), EngineProbed: true,
+				Cluster: model.ClusterFacts{Namespace: testNamespace, Name: "etcd", Engine: model.EngineEtcd, Replicas: 1, ReadyReplicas: 1, CreatedAt: time.Now().Add(-time.Hour)},
+				Members: []model.Member{{Name: "etcd-tls", Engine: &f,
+					Pod: &model.PodFacts{Name: "etcd-tls", Phase: "Running", Started: true, Running: true, Ready: true, EverStarted: true}}}}
+			v := verdict.Compute(obs, time.Now(), verdict.Options{})
+			found := false
+			for _, r := range v.Reasons {
+				found = found || (r.Code == c.want && r.Member == "etcd-tls" && strings.Contains(r.Detail, c.notAfter.UTC().Format(time.RFC3339)))
+			}
+			if !found || (expired && v.FailoverReady) {
+				t.Errorf("verdict %+v, want %s naming %s", v, c.want, c.notAfter.UTC().Format(time.RFC3339))
 			}
 		})
 	}

@@ -59,7 +59,7 @@ func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.Probe
 }
 
 // ask reads one member's status document and maps it.
-func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.EngineFacts {
+func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) (f model.EngineFacts) {
 	m, err := Parse(t.Config)
 	if err != nil {
 		return model.EngineFacts{Failure: model.ProbeFailureOther, Err: fmt.Sprintf("%s: %v", t.Member, err)}
@@ -68,7 +68,8 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.Engi
 		return model.EngineFacts{Failure: model.ProbeFailureOther, Err: t.Member + ": no dialer configured"}
 	}
 	t.Port = m.Port
-	b, failure, err := fetch(ctx, t, o, m)
+	b, cert, failure, err := fetch(ctx, t, o, m)
+	defer func() { f.ServingCert = cert }()
 	if err != nil {
 		return model.EngineFacts{Failure: failure, Err: fmt.Sprintf("%s: %s %s: %v", t.Member, m.Method, m.Path, err)}
 	}
@@ -76,7 +77,7 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.Engi
 	if err != nil {
 		return model.EngineFacts{Failure: model.ProbeFailureOther, Err: fmt.Sprintf("%s: %s %s: not a JSON document: %v: %s", t.Member, m.Method, m.Path, err, snippet(b))}
 	}
-	f, err := m.Facts(d, t.Member)
+	f, err = m.Facts(d, t.Member)
 	switch {
 	case err != nil:
 		// The member answered; the mapping cannot read its document.
@@ -89,12 +90,13 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.Engi
 }
 
 // fetch sends the mapping's request to the member through o.Dial and
-// returns the first JSON document of its answer. The document ends the
-// read (not the connection's close, which a tunnel may never pass on).
-func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mapping) ([]byte, model.ProbeFailure, error) {
+// returns the first JSON document of its answer, and the certificate the
+// member served (nil without TLS). The document ends the read (not the
+// connection's close, which a tunnel may never pass on).
+func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mapping) ([]byte, *model.CertFacts, model.ProbeFailure, error) {
 	c, err := newConn(t, o, m)
 	if err != nil {
-		return nil, model.ProbeFailureCredentials, err
+		return nil, nil, model.ProbeFailureCredentials, err
 	}
 	defer c.tr.CloseIdleConnections()
 	var body io.Reader
@@ -103,7 +105,7 @@ func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mappi
 	}
 	req, err := nethttp.NewRequestWithContext(ctx, m.Method, c.url+m.Path, body)
 	if err != nil {
-		return nil, model.ProbeFailureOther, err
+		return nil, nil, model.ProbeFailureOther, err
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -111,10 +113,11 @@ func fetch(ctx context.Context, t engine.Target, o engine.ProbeOptions, m *Mappi
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, c.failure(ctx, err), engine.UnwrapURL(err)
+		return nil, engine.CertOf(t.Port, nil, err), c.failure(ctx, err), engine.UnwrapURL(err)
 	}
 	defer resp.Body.Close()
-	return readAnswer(ctx, resp)
+	b, failure, err := readAnswer(ctx, resp)
+	return b, engine.CertOf(t.Port, resp.TLS, nil), failure, err
 }
 
 // conn is one request's way to a member: the transport dials the

@@ -121,6 +121,11 @@ func TestProbeFailures(t *testing.T) {
 			if f.Reachable || f.Failure != tc.failure || !strings.Contains(f.Err, tc.want) {
 				t.Errorf("reachable %v, failure %q, error %q; want %q naming %q", f.Reachable, f.Failure, f.Err, tc.failure, tc.want)
 			}
+			// The certificate the handshake failed on is still read
+			// (httptest's own, for example.com, issued by Acme Co).
+			if c := f.ServingCert; tc.tls && (c == nil || c.Verified || !strings.Contains(c.Issuer, "Acme") || c.NotAfter.IsZero() || c.Port != 8080) {
+				t.Errorf("serving certificate %+v, want httptest's, unverified, on port 8080", c)
+			}
 		})
 	}
 }

@@ -104,10 +104,12 @@ func (c *client) dialer(life context.Context, dial engine.DialFunc, timeout time
 		}
 		tconn := tls.Client(conn, tc)
 		if err := tconn.HandshakeContext(ctx); err != nil {
-			c.state.HandshakeDone(err)
+			c.state.Handshook(c.target.Port, nil, err)
 			_ = conn.Close()
 			return nil, err
 		}
+		cs := tconn.ConnectionState()
+		c.state.Handshook(c.target.Port, &cs, nil)
 		return c.state.Observe(tconn), nil
 	}
 }

@@ -27,6 +27,17 @@ type pki struct {
 	caPEM, serverCertPEM, serverKeyPEM, clientCertPEM, clientKeyPEM []byte
 }
 
+// serverNotAfter is when the serving certificate expires, read from it.
+func (p pki) serverNotAfter(t *testing.T) time.Time {
+	t.Helper()
+	b, _ := pem.Decode(p.serverCertPEM)
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.NotAfter
+}
+
 // newPKI makes a CA, a serving certificate for the pod names pg-0…pg-2
 // (and ips) and a client certificate.
 func newPKI(t *testing.T, ips []net.IP) pki {
@@ -114,6 +125,9 @@ func TestTLS(t *testing.T) {
 	if f.LeaderID != "pg-0" || f.ClusterID == "" || f.Patroni.ViewErr != "" {
 		t.Errorf("over mTLS: leader %q cluster %q viewErr %q", f.LeaderID, f.ClusterID, f.Patroni.ViewErr)
 	}
+	if c, want := f.ServingCert, p.serverNotAfter(t); c == nil || !c.Verified || !c.NotAfter.Equal(want) || c.Port != tg[0].Port {
+		t.Errorf("serving certificate %+v, want the member's, verified, expiring %s, on port %d", c, want, tg[0].Port)
+	}
 
 	cases := []struct {
 		name string
@@ -132,6 +146,9 @@ func TestTLS(t *testing.T) {
 		t.Logf("%s: failure=%q err=%q", tc.name, f.Failure, f.Err)
 		if f.Reachable || f.Failure != tc.want {
 			t.Errorf("%s: reachable=%v failure=%q err=%q, want %q", tc.name, f.Reachable, f.Failure, f.Err, tc.want)
+		}
+		if c := f.ServingCert; tc.name == "foreign CA" && (c == nil || c.Verified) {
+			t.Errorf("%s: serving certificate %+v, want the member's, unverified", tc.name, c)
 		}
 		if strings.Contains(f.Err, "PRIVATE") || strings.Contains(f.Err, "BEGIN") {
 			t.Errorf("%s: error leaks material: %q", tc.name, f.Err)
