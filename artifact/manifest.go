@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hactl-dev/hactl/internal/format"
 )
 
 // Manifest format constants.
@@ -266,7 +268,7 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	}
 	var probe versionProbe
 	if err := json.Unmarshal(b, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrManifestInvalid, err)
+		return nil, fmt.Errorf("%w: %s", ErrManifestInvalid, format.JSONProblem(err, "a manifest"))
 	}
 	if len(probe.Version) == 0 {
 		return nil, fmt.Errorf("%w: manifestVersion is missing", ErrManifestInvalid)
@@ -282,7 +284,7 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	dec.DisallowUnknownFields()
 	var m Manifest
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrManifestInvalid, err)
+		return nil, fmt.Errorf("%w: %s", ErrManifestInvalid, format.JSONProblem(err, "a manifest"))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: data after the manifest", ErrManifestInvalid)

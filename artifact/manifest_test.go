@@ -107,6 +107,7 @@ func TestDecodeManifestRefusals(t *testing.T) {
 		{"version not a number", raw(`{"manifestVersion":"1"}`), artifact.ErrManifestInvalid},
 		{"version 2", raw(`{"kind":"SeedGeneration","manifestVersion":2,"whatever":true}`), artifact.ErrUnknownManifestVersion},
 		{"version 0", raw(`{"manifestVersion":0}`), artifact.ErrUnknownManifestVersion},
+		{"a field of the wrong kind", func() []byte { return []byte(strings.Replace(valid(), `"kind": "SeedGeneration"`, `"kind": 7`, 1)) }, artifact.ErrManifestInvalid},
 		{"unknown field", func() []byte { return []byte(strings.Replace(valid(), `"kind"`, `"extra":1,"kind"`, 1)) }, artifact.ErrManifestInvalid},
 		{"trailing data", func() []byte { return []byte(valid() + "{}") }, artifact.ErrManifestInvalid},
 		{"too large", func() []byte { return []byte(valid() + strings.Repeat(" ", artifact.MaxManifestBytes)) }, artifact.ErrManifestInvalid},
@@ -131,6 +132,9 @@ func TestDecodeManifestRefusals(t *testing.T) {
 			_, err := artifact.DecodeManifest(tc.in())
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "artifact.") {
+				t.Errorf("the error names a Go type: %v", err)
 			}
 		})
 	}

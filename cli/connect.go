@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/internal/format"
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/portforward"
@@ -40,6 +43,27 @@ const (
 	clientBurst = 100
 )
 
+// kubeconfigError says why the kubeconfig could not be read in a
+// reader's words: client-go's loader names Go types when a file is not a
+// kubeconfig or holds a field of the wrong kind.
+func kubeconfigError(err error) error {
+	msg := err.Error()
+	file := ""
+	if m := loadingFile.FindStringSubmatch(msg); m != nil {
+		file = " " + m[1]
+	}
+	switch {
+	case strings.Contains(msg, "couldn't get version/kind"):
+		return fmt.Errorf("reading kubeconfig%s: it is not a kubeconfig (YAML or JSON with apiVersion: v1 and kind: Config); 'kubectl config view --kubeconfig FILE' shows what kubectl reads", file)
+	case strings.Contains(msg, "cannot unmarshal"):
+		return fmt.Errorf("reading kubeconfig%s: %s", file, format.JSONProblem(err, "a kubeconfig"))
+	}
+	return fmt.Errorf("reading kubeconfig: %w", err)
+}
+
+// loadingFile finds the file client-go names in a load error.
+var loadingFile = regexp.MustCompile(`error loading config file ("[^"]*")`)
+
 // restConfig is the connection the kubeconfig and the connection flags
 // name, with hactl's user agent and transport guard, and the namespace.
 // Without any configuration it says so and how to give one, rather than
@@ -48,7 +72,7 @@ func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, string, err
 	loader := flags.ToRawKubeConfigLoader()
 	raw, err := loader.RawConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("reading kubeconfig: %w", err)
+		return nil, "", kubeconfigError(err)
 	}
 	server := flags.APIServer != nil && *flags.APIServer != ""
 	if len(raw.Clusters) == 0 && !server && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
@@ -63,11 +87,11 @@ func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, string, err
 	}
 	ns, _, err := loader.Namespace()
 	if err != nil {
-		return nil, "", fmt.Errorf("reading kubeconfig: %w", err)
+		return nil, "", kubeconfigError(err)
 	}
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("reading kubeconfig: %w", err)
+		return nil, "", kubeconfigError(err)
 	}
 	cfg.UserAgent = userAgent()
 	// hactl sends a fixed handful of requests per operation, but some

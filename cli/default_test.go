@@ -3,6 +3,9 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -60,5 +63,36 @@ func TestNoKubeconfigSaysWhatToSet(t *testing.T) {
 	errOut.Reset()
 	if code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"status", "--cert-warn", "0s"}); code != ExitUsage || !strings.Contains(errOut.String(), "--cert-warn must be positive") {
 		t.Errorf("status --cert-warn 0s: exit %d, stderr %q; want 2 naming --cert-warn", code, errOut.String())
+	}
+}
+
+// TestKubeconfigErrorsSpeakPlainly: a file that is no kubeconfig, and one
+// with a field of the wrong kind, are named with what is wrong in plain
+// words, never the Go types client-go's loader names.
+func TestKubeconfigErrorsSpeakPlainly(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		file, want string
+	}{
+		{write("passwd", "root:x:0:0:root:/root:/bin/bash\n"), "it is not a kubeconfig (YAML or JSON with apiVersion: v1 and kind: Config)"},
+		{write("clusters.json", `{"apiVersion":"v1","kind":"Config","clusters":"prod"}`), "field clusters holds text, where a kubeconfig has a list"},
+		{write("insecure.yaml", "apiVersion: v1\nkind: Config\nclusters:\n- name: a\n  cluster:\n    server: https://x\n    insecure-skip-tls-verify: \"yes\"\n"),
+			"field clusters.cluster.insecure-skip-tls-verify holds text, where a kubeconfig has true or false"},
+	} {
+		for _, args := range [][]string{{"status", "--kubeconfig", c.file}, {"replace", "etcd", "etcd-0", "--kubeconfig", c.file, "--yes"}} {
+			var out, errOut bytes.Buffer
+			code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+			msg := errOut.String()
+			if code != ExitError || !strings.Contains(msg, c.want) || !strings.Contains(msg, strconv.Quote(c.file)) || strings.Contains(msg, "Go ") {
+				t.Errorf("%v: exit %d, stderr %q; want %d naming the file and %q", args, code, msg, ExitError, c.want)
+			}
+		}
 	}
 }

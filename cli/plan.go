@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -249,7 +249,7 @@ func readPlan(r io.Reader, name string) (*planDoc, error) {
 		Kind       string `json:"kind"`
 	}
 	if err := json.Unmarshal(js, &head); err != nil {
-		return nil, usageError("the plan %s does not parse: %s", name, jsonProblem(err))
+		return nil, usageError("the plan %s does not parse: %s", name, format.JSONProblem(err, "the plan"))
 	}
 	switch {
 	case head.APIVersion == "" && head.Kind == "":
@@ -263,7 +263,7 @@ func readPlan(r io.Reader, name string) (*planDoc, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		return nil, usageError("the plan %s does not parse: %s (a plan made by another kubectl-hactl version? make it again with this one)", name, jsonProblem(err))
+		return nil, usageError("the plan %s does not parse: %s (a plan made by another kubectl-hactl version? make it again with this one)", name, format.JSONProblem(err, "the plan"))
 	}
 	if dec.More() {
 		return nil, usageError("the plan %s holds more than one document", name)
@@ -476,60 +476,4 @@ func (p *planDoc) command(extra ...string) string {
 		}
 	}
 	return strings.Join(append(args, extra...), " ")
-}
-
-// jsonProblem says what is wrong with a document in a reader's words
-// (the JSON decoder's messages name Go types).
-func jsonProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			field = "the document"
-		} else {
-			field = "field " + field
-		}
-		got, want := jsonWords(te.Value), goWords(te.Type)
-		if got == want && strings.HasPrefix(te.Value, "number ") {
-			// A number out of range: negative, fractional or too large.
-			got, want = "the "+te.Value, "a whole number of 0 or more within range"
-		}
-		return fmt.Sprintf("%s holds %s, where the plan has %s", field, got, want)
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// jsonWords names a JSON value kind as the decoder reports it.
-func jsonWords(v string) string {
-	switch {
-	case v == "string":
-		return "text"
-	case v == "number" || strings.HasPrefix(v, "number "):
-		return "a number"
-	case v == "bool":
-		return "true or false"
-	case v == "array":
-		return "a list"
-	case v == "object":
-		return "fields"
-	}
-	return v
-}
-
-// goWords names what a Go type holds.
-func goWords(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "text"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Pointer:
-		return goWords(t.Elem())
-	}
-	return "fields"
 }

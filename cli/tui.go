@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hactl-dev/hactl/engine/registry"
+	"github.com/hactl-dev/hactl/internal/format"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -157,7 +158,7 @@ func (o *TUIOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	raw, err := o.status.configFlags.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
-		return fmt.Errorf("reading kubeconfig: %w", err)
+		return kubeconfigError(err)
 	}
 	o.contextName = raw.CurrentContext
 	if c := o.status.configFlags.Context; c != nil && *c != "" {
@@ -193,7 +194,7 @@ func contextSettings(raw clientcmdapi.Config, name string) (ContextSettings, err
 		}
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("the %s extension of kubeconfig context %q is not {readonly: true|false}: %w", ContextExtension, name, err)
+		return s, fmt.Errorf("the %s extension of kubeconfig context %q is not {readonly: true|false}: %s", ContextExtension, name, format.JSONProblem(err, "the extension"))
 	}
 	return s, nil
 }
