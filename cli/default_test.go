@@ -61,6 +61,10 @@ func TestNoKubeconfigSaysWhatToSet(t *testing.T) {
 		t.Errorf("status --color purple without a kubeconfig: exit %d, stderr %q; want 2 naming --color", code, errOut.String())
 	}
 	errOut.Reset()
+	if code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"status", "--watch", "-o", "openmetrics"}); code != ExitUsage || !strings.Contains(errOut.String(), "one snapshot") {
+		t.Errorf("status --watch -o openmetrics: exit %d, stderr %q; want 2", code, errOut.String())
+	}
+	errOut.Reset()
 	if code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"status", "--cert-warn", "0s"}); code != ExitUsage || !strings.Contains(errOut.String(), "--cert-warn must be positive") {
 		t.Errorf("status --cert-warn 0s: exit %d, stderr %q; want 2 naming --cert-warn", code, errOut.String())
 	}

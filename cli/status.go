@@ -124,7 +124,11 @@ runs etcd.
 
   # the clusters of one team, the least ready first, as a compact list
   kubectl hactl status -l team=db --sort-by '{.readyMembers}' \
-    -o custom-columns=NAME:.metadata.name,READY:.verdict.failoverReady`,
+    -o custom-columns=NAME:.metadata.name,READY:.verdict.failoverReady
+
+  # the verdicts as metrics, for node_exporter's textfile collector
+  kubectl hactl status -A -o openmetrics > /var/lib/node_exporter/hactl.prom.$$ &&
+    mv /var/lib/node_exporter/hactl.prom.$$ /var/lib/node_exporter/hactl.prom`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError("status takes at most one CLUSTER name, got %d: %s", len(args), strings.Join(args, " "))
@@ -158,7 +162,7 @@ const certWarnHelp = "Report a member whose serving certificate (seen in its pro
 func (o *StatusOptions) addOutputFlags(cmd *cobra.Command) {
 	o.PrintFlags.AddFlags(cmd)
 	_ = cmd.Flags().MarkHidden("show-managed-fields")
-	cmd.Flag("output").Usage = "Output format. One of: (wide, name, json, yaml, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., custom-columns=..., custom-columns-file=...). JSON/YAML use the versioned schema hactl.dev/v1alpha1."
+	cmd.Flag("output").Usage = "Output format. One of: (wide, name, json, yaml, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., custom-columns=..., custom-columns-file=..., openmetrics). JSON/YAML use the versioned schema hactl.dev/v1alpha1; openmetrics prints the verdicts as metrics (docs/metrics.md)."
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Keep running and print again on every change (from watches, plus a probe every --probe-interval). With -o json, one JSON document per line per change.")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "Colour the verdict: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Selector (label query) on the clusters' StatefulSets, as kubectl get -l takes it (e.g. -l app=etcd,tier!=test).")
@@ -225,6 +229,10 @@ func (o *StatusOptions) Validate() error {
 	}
 	switch f := o.format(); {
 	case f == "" || f == "wide" || f == "name":
+	case f == "openmetrics":
+		if o.Watch {
+			return usageError("-o openmetrics prints one snapshot (for node_exporter's textfile collector or a scrape): run it again instead of --watch")
+		}
 	case f == "custom-columns" || f == "custom-columns-file":
 		return usageError("-o %s needs its columns: -o custom-columns=NAME:.metadata.name,READY:.verdict.failoverReady, or -o custom-columns-file=FILE", f)
 	case strings.HasPrefix(f, "custom-columns=") || strings.HasPrefix(f, "custom-columns-file="):
@@ -337,6 +345,8 @@ func (o *StatusOptions) print(w io.Writer, results []status.Result, stream bool)
 		})
 	case "name":
 		return printNames(w, docs)
+	case "openmetrics":
+		return status.WriteOpenMetrics(w, docs)
 	case "json":
 		if stream {
 			b, err := json.Marshal(o.document(docs))
@@ -389,7 +399,7 @@ func (o *StatusOptions) printer() (printers.ResourcePrinter, error) {
 	}
 	p, err := o.PrintFlags.JSONYamlPrintFlags.ToPrinter(f)
 	if genericclioptions.IsNoCompatiblePrinterError(err) {
-		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: wide,name,json,yaml,jsonpath,jsonpath-file,jsonpath-as-json,custom-columns,custom-columns-file", f)
+		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: wide,name,json,yaml,jsonpath,jsonpath-file,jsonpath-as-json,custom-columns,custom-columns-file,openmetrics", f)
 	}
 	return p, err
 }

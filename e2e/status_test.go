@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
@@ -90,6 +92,58 @@ func TestStatusThroughKubectl(t *testing.T) {
 			t.Logf("%s: exit %d, reasons %v, %d members answered through port-forward", c.Scenario, code, codesOf(cs), answered)
 		})
 	}
+}
+
+// TestOpenMetricsThroughKubectl: `kubectl hactl status -A -o
+// openmetrics` over every scenario is read by the Prometheus text parser
+// (node_exporter's textfile collector's), and says for each cluster the
+// failover readiness and the reason codes the scenario is built to give.
+func TestOpenMetricsThroughKubectl(t *testing.T) {
+	skipShort(t)
+	poll.Until(t, 2*time.Minute, "every scenario's verdict as metrics", func() error {
+		out, errOut, _ := kubectl(t, "hactl", "status", "-A", "-o", "openmetrics")
+		var p expfmt.TextParser
+		mfs, err := p.TextToMetricFamilies(strings.NewReader(out))
+		if err != nil {
+			t.Fatalf("the Prometheus text parser refuses it: %v\n%s\n%s", err, out, errOut)
+		}
+		series := func(family string, match map[string]string) (float64, bool) {
+			mf := mfs[family]
+			if mf == nil {
+				return 0, false
+			}
+		next:
+			for _, m := range mf.GetMetric() {
+				have := map[string]string{}
+				for _, l := range m.GetLabel() {
+					have[l.GetName()] = l.GetValue()
+				}
+				for k, v := range match {
+					if have[k] != v {
+						continue next
+					}
+				}
+				return m.GetGauge().GetValue(), true
+			}
+			return 0, false
+		}
+		for _, c := range s.SB.State.Clusters {
+			id := map[string]string{"namespace": c.Namespace, "cluster": c.Name}
+			want := 0.0
+			if wantExit(c.Reasons) == 0 {
+				want = 1
+			}
+			if v, ok := series("hactl_cluster_failover_ready", id); !ok || v != want {
+				return fmt.Errorf("%s: hactl_cluster_failover_ready %v (found %v), want %v", c.Scenario, v, ok, want)
+			}
+			for _, code := range c.Reasons {
+				if _, ok := series("hactl_reason", map[string]string{"namespace": c.Namespace, "cluster": c.Name, "code": code}); !ok {
+					return fmt.Errorf("%s: no hactl_reason series with code %s", c.Scenario, code)
+				}
+			}
+		}
+		return nil
+	}, poll.Every(2*time.Second))
 }
 
 func missing(want, got []string) []string {

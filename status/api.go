@@ -138,7 +138,11 @@ type MemberStatus struct {
 	// Document is what the member's status document said through its
 	// cluster's mapping (the http engine): role, readiness, positions.
 	Document *model.DocumentFacts `json:"document,omitempty"`
-	Reasons  []string             `json:"reasons,omitempty"`
+	// ServingCert is the certificate the member served in its probe's
+	// TLS handshake; ProbeSeconds how long its probe took.
+	ServingCert  *model.CertFacts `json:"servingCert,omitempty"`
+	ProbeSeconds float64          `json:"probeSeconds,omitempty"`
+	Reasons      []string         `json:"reasons,omitempty"`
 }
 
 // ClusterStatusList holds several ClusterStatus documents.
@@ -213,7 +217,7 @@ func ToAPI(r Result) *ClusterStatus {
 			for _, a := range e.Alarms {
 				ms.Alarms = appendUnique(ms.Alarms, a.Type)
 			}
-			ms.Document = e.Document
+			ms.Document, ms.ServingCert, ms.ProbeSeconds = e.Document, e.ServingCert, e.Took.Seconds()
 			statusOf(o.Cluster.Engine).member(&ms, e)
 		}
 		cs.Members = append(cs.Members, ms)

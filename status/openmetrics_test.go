@@ -1,0 +1,84 @@
+package status
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/hactl-dev/hactl/model"
+)
+
+// TestOpenMetrics: the documents' verdicts, reasons and member facts as
+// metrics that promlint (promtool check metrics) finds nothing wrong
+// with, that the Prometheus text parser node_exporter's textfile
+// collector uses reads, and where an unknown lag is absent, never 0.
+func TestOpenMetrics(t *testing.T) {
+	yes, no := true, false
+	lag := int64(1200)
+	expiry := time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)
+	docs := []*ClusterStatus{{
+		Metadata: StatusMeta{Namespace: "db", Name: "etcd"}, Engine: "etcd", Shape: "static-existing", Replicas: 3, ReadyMembers: 2,
+		Leader: "etcd-0", ObservedAt: time.Unix(1796560000, 500e6),
+		Verdict: VerdictStatus{ControlReady: true, Reasons: []ReasonStatus{
+			{Code: "member_lagging", Impact: "failover", Member: "etcd-1", Detail: "1200 entries"},
+			{Code: "pod_not_ready", Impact: "failover", Member: "etcd-2"},
+			{Code: "pod_not_ready", Impact: "failover", Member: "etcd-2", Detail: "again, another detail"},
+		}},
+		Members: []MemberStatus{
+			{Name: "etcd-0", Reachable: &yes, Lag: new(int64), ProbeSeconds: 0.004,
+				ServingCert: &model.CertFacts{NotAfter: expiry, Port: 2379}},
+			{Name: "etcd-1", Reachable: &yes, Lag: &lag, ProbeSeconds: 0.005},
+			{Name: "etcd-2", Reachable: &no, ProbeSeconds: 2},
+		},
+	}}
+	var b bytes.Buffer
+	if err := WriteOpenMetrics(&b, docs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`hactl_cluster_control_ready{cluster="etcd",namespace="db"} 1.0`,
+		`hactl_cluster_failover_ready{cluster="etcd",namespace="db"} 0.0`,
+		`hactl_cluster_info{cluster="etcd",engine="etcd",leader="etcd-0",namespace="db",shape="static-existing"} 1.0`,
+		`hactl_reason{cluster="etcd",code="member_lagging",impact="failover",member="etcd-1",namespace="db"} 1.0`,
+		`hactl_member_lag{cluster="etcd",member="etcd-1",namespace="db"} 1200.0`,
+		`hactl_member_lag{cluster="etcd",member="etcd-0",namespace="db"} 0.0`,
+		`hactl_member_reachable{cluster="etcd",member="etcd-2",namespace="db"} 0.0`,
+		`hactl_member_serving_cert_expiry_timestamp_seconds{cluster="etcd",member="etcd-0",namespace="db",port="2379"} 1.798859045e+09`,
+		`hactl_cluster_observed_timestamp_seconds{cluster="etcd",namespace="db"} 1.7965600005e+09`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("no line %s in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `hactl_member_lag{cluster="etcd",member="etcd-2"`) {
+		t.Errorf("an unknown lag is printed:\n%s", out)
+	}
+	if strings.Count(out, `code="pod_not_ready"`) != 1 {
+		t.Errorf("one series per code and member, got:\n%s", out)
+	}
+	if !strings.HasSuffix(out, "# EOF\n") {
+		t.Errorf("no # EOF at the end")
+	}
+	var p expfmt.TextParser
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("the Prometheus text parser refuses it: %v", err)
+	}
+	if len(mfs) != 11 {
+		t.Errorf("%d metric families, want 11", len(mfs))
+	}
+	var fams []*dto.MetricFamily
+	for _, mf := range mfs {
+		fams = append(fams, mf)
+	}
+	problems, err := promlint.NewWithMetricFamilies(fams).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %+v", err, problems)
+	}
+}
