@@ -38,6 +38,10 @@ type Target struct {
 	// Config is the engine's own settings for the member's cluster
 	// (model.ClusterFacts.EngineConfig), nil when it has none.
 	Config map[string]string
+	// CertPorts are the member's other TLS ports (etcd's peer port,
+	// model.TemplateFacts.CertPorts) whose serving certificate the probe
+	// reads with a handshake alone: nothing is sent on them.
+	CertPorts []int
 }
 
 // ProbeOptions tune one Probe call.

@@ -168,6 +168,47 @@ func (s *DialState) Handshook(port int, state *tls.ConnectionState, err error) {
 	}
 }
 
+// ReadCert reads the serving certificate of t's pod at port with a TLS
+// handshake alone (nothing is sent), checked as the probe's own (cr, t's
+// server name): verified when the chain holds, else as the failed
+// verification carries it. Nil when the port could not be reached or
+// served none.
+func ReadCert(ctx context.Context, dial DialFunc, t Target, cr *Credentials, port int) *model.CertFacts {
+	tc, err := TLSConfig(cr, t)
+	if err != nil {
+		return nil
+	}
+	var seen *model.CertFacts
+	tc.VerifyConnection = func(cs tls.ConnectionState) error {
+		// Called once the chain verified, before the member may still
+		// refuse the client certificate.
+		seen = CertOf(port, &cs, nil)
+		return nil
+	}
+	raw, err := dial(ctx, t.Namespace, t.Pod, port)
+	if err != nil {
+		return nil
+	}
+	defer raw.Close()
+	conn := tls.Client(raw, tc)
+	err = conn.HandshakeContext(ctx)
+	if seen != nil {
+		return seen
+	}
+	return CertOf(port, nil, err)
+}
+
+// Certs lists the certificates of cs that are not nil.
+func Certs(cs ...*model.CertFacts) []model.CertFacts {
+	var out []model.CertFacts
+	for _, c := range cs {
+		if c != nil {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
 // CertOf is the serving certificate a member presented at port in a TLS
 // handshake: verified, from the state of a handshake that succeeded, or
 // not, from the verification error of one that failed on it (an expired

@@ -96,6 +96,10 @@ type TemplateFacts struct {
 	InitialClusterStateFrom string `json:"initialClusterStateFrom,omitempty"`
 	// ClientPort is the engine's client port (2379 for etcd).
 	ClientPort int `json:"clientPort"`
+	// CertPorts are the member's other TLS ports, whose serving
+	// certificates the probe reads too: etcd's peer port when its peer
+	// URLs are https.
+	CertPorts []int `json:"certPorts,omitempty"`
 	// QuotaBackendBytes is --quota-backend-bytes when set, else 0.
 	QuotaBackendBytes int64  `json:"quotaBackendBytes,omitempty"`
 	Image             string `json:"image,omitempty"`
@@ -296,10 +300,11 @@ type EngineFacts struct {
 	// ClusterID, LeaderID, RaftTerm, RaftIndex (its frontier) and
 	// RaftApplied then carry the mapped values.
 	Document *DocumentFacts `json:"document,omitempty"`
-	// ServingCert is the certificate the member served in the TLS
-	// handshake of its probe (nil without TLS): also when the handshake
-	// failed on it, as on an expired one.
-	ServingCert *CertFacts    `json:"servingCert,omitempty"`
+	// ServingCerts are the certificates the member served in the TLS
+	// handshakes of its probe (none without TLS), the probed port's
+	// first, then those of the template's other TLS ports (etcd's peer
+	// port): also when a handshake failed on one, as on an expired one.
+	ServingCerts []CertFacts `json:"servingCerts,omitempty"`
 	ProbedAt    time.Time     `json:"probedAt"`
 	Took        time.Duration `json:"took"`
 }

@@ -47,11 +47,31 @@ func TestTemplateFlags(t *testing.T) {
 	if !tf.InitialClusterDecoded || !reflect.DeepEqual(tf.InitialCluster, want) {
 		t.Errorf("initial cluster %v (decoded %v), want %v", tf.InitialCluster, tf.InitialClusterDecoded, want)
 	}
+	if tf.CertPorts != nil {
+		t.Errorf("plain http peers: certificate ports %v", tf.CertPorts)
+	}
 	if tf.InitialClusterToken != "tok-db" {
 		t.Errorf("token %q, want the env value with $(NS) resolved", tf.InitialClusterToken)
 	}
 	if tf.DataDir != "/var/lib/etcd/data" || tf.DataVolume != "data" || tf.DataMount != "/var/lib/etcd" {
 		t.Errorf("data dir %q on %q at %q", tf.DataDir, tf.DataVolume, tf.DataMount)
+	}
+
+	// https peers: the peer port's certificate is read too, from the
+	// listen URL, else the advertised one (flag or variable).
+	for _, c := range []struct {
+		args []string
+		env  []corev1.EnvVar
+		want []int
+	}{
+		{[]string{"etcd", "--listen-peer-urls=https://0.0.0.0:2390", "--initial-advertise-peer-urls", "https://etcd-0:2380"}, nil, []int{2390}},
+		{[]string{"etcd", "--initial-advertise-peer-urls", "https://etcd-0.etcd.svc"}, nil, []int{2380}},
+		{[]string{"etcd"}, []corev1.EnvVar{{Name: "ETCD_LISTEN_PEER_URLS", Value: "http://127.0.0.1:2380,https://0.0.0.0:12380"}}, []int{12380}},
+		{[]string{"etcd", "--listen-peer-urls=http://0.0.0.0:2380"}, nil, nil},
+	} {
+		if got := decodeTemplate(templateSts(c.args, c.env)).CertPorts; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%v %v: certificate ports %v, want %v", c.args, c.env, got, c.want)
+		}
 	}
 
 	// An unresolved reference leaves the value decoded but empty; a

@@ -138,11 +138,11 @@ type MemberStatus struct {
 	// Document is what the member's status document said through its
 	// cluster's mapping (the http engine): role, readiness, positions.
 	Document *model.DocumentFacts `json:"document,omitempty"`
-	// ServingCert is the certificate the member served in its probe's
-	// TLS handshake; ProbeSeconds how long its probe took.
-	ServingCert  *model.CertFacts `json:"servingCert,omitempty"`
-	ProbeSeconds float64          `json:"probeSeconds,omitempty"`
-	Reasons      []string         `json:"reasons,omitempty"`
+	// ServingCerts are the certificates the member served in its probe's
+	// TLS handshakes; ProbeSeconds how long its probe took.
+	ServingCerts []model.CertFacts `json:"servingCerts,omitempty"`
+	ProbeSeconds float64           `json:"probeSeconds,omitempty"`
+	Reasons      []string          `json:"reasons,omitempty"`
 }
 
 // ClusterStatusList holds several ClusterStatus documents.
@@ -217,7 +217,7 @@ func ToAPI(r Result) *ClusterStatus {
 			for _, a := range e.Alarms {
 				ms.Alarms = appendUnique(ms.Alarms, a.Type)
 			}
-			ms.Document, ms.ServingCert, ms.ProbeSeconds = e.Document, e.ServingCert, e.Took.Seconds()
+			ms.Document, ms.ServingCerts, ms.ProbeSeconds = e.Document, e.ServingCerts, e.Took.Seconds()
 			statusOf(o.Cluster.Engine).member(&ms, e)
 		}
 		cs.Members = append(cs.Members, ms)

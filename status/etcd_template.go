@@ -1,6 +1,7 @@
 package status
 
 import (
+	"net/url"
 	"path"
 	"regexp"
 	"strconv"
@@ -47,6 +48,8 @@ var (
 	reInitialCluster = flagPattern("initial-cluster", `[^\s"']+`)
 	reClusterToken   = flagPattern("initial-cluster-token", `[^\s"']+`)
 	reDataDir        = flagPattern("data-dir", `[^\s"']+`)
+	reListenPeer     = flagPattern("listen-peer-urls", `[^\s"']+`)
+	reAdvertisePeer  = flagPattern("initial-advertise-peer-urls", `[^\s"']+`)
 	// reVarRef is a Kubernetes $(VAR) reference in a command or value.
 	reVarRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	reShell  = regexp.MustCompile(`(^|/)(ba|da|a)?sh$`)
@@ -71,6 +74,7 @@ func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
 			t.ClientPort = int(p.ContainerPort)
 		}
 	}
+	t.CertPorts = peerTLSPorts(c, sts.Namespace)
 	argv := append(append([]string(nil), c.Command...), c.Args...)
 	text := strings.Join(argv, " ")
 	if len(c.Command) > 0 && reShell.MatchString(c.Command[0]) {
@@ -153,6 +157,32 @@ func decodeTemplateFlags(t *model.TemplateFacts, sts *appsv1.StatefulSet) {
 		t.DataDir = path.Clean(d)
 		t.DataVolume, t.DataMount = dataVolume(sts, c, t.DataDir)
 	}
+}
+
+// peerTLSPorts is the port of the container's https peer URL
+// (--listen-peer-urls, else --initial-advertise-peer-urls, or their
+// ETCD_ variables), none when its peers speak plain http.
+func peerTLSPorts(c *corev1.Container, namespace string) []int {
+	raw := flagOrEnv(c, reListenPeer, "ETCD_LISTEN_PEER_URLS", namespace)
+	if raw == "" {
+		raw = flagOrEnv(c, reAdvertisePeer, "ETCD_INITIAL_ADVERTISE_PEER_URLS", namespace)
+	}
+	for _, s := range strings.Split(raw, ",") {
+		u, err := url.Parse(strings.TrimSpace(s))
+		if err != nil || u.Scheme != "https" {
+			continue
+		}
+		port := 2380
+		if p := u.Port(); p != "" {
+			n, err := strconv.Atoi(p)
+			if err != nil || n <= 0 || n > 65535 {
+				continue
+			}
+			port = n
+		}
+		return []int{port}
+	}
+	return nil
 }
 
 // initialCluster finds the container's --initial-cluster (or

@@ -203,7 +203,7 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 		for _, mi := range targets {
 			m := &ob.Members[mi]
 			t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID,
-				Config: ob.Cluster.EngineConfig}
+				Config: ob.Cluster.EngineConfig, CertPorts: ob.Cluster.Template.CertPorts}
 			if ob.Cluster.ServiceName != "" {
 				t.ServerName = m.Pod.Name + "." + ob.Cluster.ServiceName + "." + ob.Cluster.Namespace + ".svc"
 			}

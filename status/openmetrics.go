@@ -85,8 +85,10 @@ func (ms metrics) Collect(ch chan<- prometheus.Metric) {
 			if m.Lag != nil {
 				gauge(descLag, float64(*m.Lag), ns, name, m.Name)
 			}
-			if sc := m.ServingCert; sc != nil && !sc.NotAfter.IsZero() {
-				gauge(descCert, float64(sc.NotAfter.Unix()), ns, name, m.Name, strconv.Itoa(sc.Port))
+			for _, sc := range m.ServingCerts {
+				if !sc.NotAfter.IsZero() {
+					gauge(descCert, float64(sc.NotAfter.Unix()), ns, name, m.Name, strconv.Itoa(sc.Port))
+				}
 			}
 		}
 	}

@@ -31,7 +31,7 @@ func TestOpenMetrics(t *testing.T) {
 		}},
 		Members: []MemberStatus{
 			{Name: "etcd-0", Reachable: &yes, Lag: new(int64), ProbeSeconds: 0.004,
-				ServingCert: &model.CertFacts{NotAfter: expiry, Port: 2379}},
+				ServingCerts: []model.CertFacts{{NotAfter: expiry, Port: 2379}}},
 			{Name: "etcd-1", Reachable: &yes, Lag: &lag, ProbeSeconds: 0.005},
 			{Name: "etcd-2", Reachable: &no, ProbeSeconds: 2},
 		},

@@ -143,18 +143,28 @@ func (s *state) pods(r *reasons) {
 func (s *state) certs(r *reasons) {
 	for _, v := range s.views {
 		e := v.m.Engine
-		if e == nil || e.ServingCert == nil || e.ServingCert.NotAfter.IsZero() {
+		if e == nil {
 			continue
 		}
-		c := e.ServingCert
-		left := c.NotAfter.Sub(s.now)
-		what := fmt.Sprintf("the serving certificate on port %d (%s, issued by %s)", c.Port, orDefault(c.Subject, "no subject"), orDefault(c.Issuer, "no issuer"))
-		switch {
-		case left <= 0:
-			r.add(model.ReasonCertExpired, v.m.Name, "%s expired %s, %s ago: clients that verify it refuse to connect; renew it", what, c.NotAfter.UTC().Format(time.RFC3339), days(-left))
-		case left < s.opts.CertWarn:
-			r.add(model.ReasonCertExpiring, v.m.Name, "%s expires %s, in %s (warning window %s)", what, c.NotAfter.UTC().Format(time.RFC3339), days(left), days(s.opts.CertWarn))
+		for i := range e.ServingCerts {
+			s.cert(r, v.m.Name, &e.ServingCerts[i])
 		}
+	}
+}
+
+// cert reports member's serving certificate c when it has expired or
+// expires within CertWarn.
+func (s *state) cert(r *reasons, member string, c *model.CertFacts) {
+	if c.NotAfter.IsZero() {
+		return
+	}
+	left := c.NotAfter.Sub(s.now)
+	what := fmt.Sprintf("the serving certificate on port %d (%s, issued by %s)", c.Port, orDefault(c.Subject, "no subject"), orDefault(c.Issuer, "no issuer"))
+	switch {
+	case left <= 0:
+		r.add(model.ReasonCertExpired, member, "%s expired %s, %s ago: clients that verify it refuse to connect; renew it", what, c.NotAfter.UTC().Format(time.RFC3339), days(-left))
+	case left < s.opts.CertWarn:
+		r.add(model.ReasonCertExpiring, member, "%s expires %s, in %s (warning window %s)", what, c.NotAfter.UTC().Format(time.RFC3339), days(left), days(s.opts.CertWarn))
 	}
 }
 

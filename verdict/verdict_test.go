@@ -431,8 +431,8 @@ var rows = []row{
 	{
 		name: "a serving certificate expiring within the warning window",
 		mutate: func(o *model.Observation) {
-			eng(o, 1).ServingCert = &model.CertFacts{Subject: "CN=etcd-1", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(10 * 24 * time.Hour), Verified: true}
-			eng(o, 2).ServingCert = &model.CertFacts{Subject: "CN=etcd-2", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(300 * 24 * time.Hour), Verified: true}
+			eng(o, 1).ServingCerts = []model.CertFacts{{Subject: "CN=etcd-1", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(10 * 24 * time.Hour), Verified: true}}
+			eng(o, 2).ServingCerts = []model.CertFacts{{Subject: "CN=etcd-2", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(300 * 24 * time.Hour), Verified: true}}
 		},
 		control: true, fail: true,
 		codes:  []string{"cert_expiring etcd-1"},
@@ -441,7 +441,7 @@ var rows = []row{
 	{
 		name: "a narrower warning window: the same certificate is not reported",
 		mutate: func(o *model.Observation) {
-			eng(o, 1).ServingCert = &model.CertFacts{Subject: "CN=etcd-1", Port: 2379, NotAfter: now.Add(10 * 24 * time.Hour), Verified: true}
+			eng(o, 1).ServingCerts = []model.CertFacts{{Subject: "CN=etcd-1", Port: 2379, NotAfter: now.Add(10 * 24 * time.Hour), Verified: true}}
 		},
 		opts:    Options{CertWarn: 7 * 24 * time.Hour},
 		control: true, fail: true,
@@ -452,7 +452,7 @@ var rows = []row{
 		mutate: func(o *model.Observation) {
 			unreachable(o, 2, model.ProbeFailureCredentials)
 			eng(o, 2).Err = "tls: failed to verify certificate: x509: certificate has expired or is not yet valid"
-			eng(o, 2).ServingCert = &model.CertFacts{Subject: "CN=etcd-2", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(-3 * time.Hour)}
+			eng(o, 2).ServingCerts = []model.CertFacts{{Subject: "CN=etcd-2", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(-3 * time.Hour)}}
 		},
 		codes:  []string{"cert_expired etcd-2", "credentials_unavailable etcd-2"},
 		detail: "expired " + now.Add(-3*time.Hour).UTC().Format(time.RFC3339) + ", 3h0m0s ago",

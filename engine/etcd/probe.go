@@ -38,16 +38,32 @@ func (Engine) Name() model.Engine { return model.EngineEtcd }
 func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.ProbeOptions) []model.EngineFacts {
 	o = o.WithDefaults()
 	return engine.ProbeEach(ctx, targets, o, func(ctx context.Context, t engine.Target, start time.Time) model.EngineFacts {
-		if o.Conns != nil {
-			return probeKept(ctx, t, o, start)
+		f := ask(ctx, t, o, start)
+		if o.Credentials != nil {
+			// The peer port's certificate expires as the client port's
+			// does, and breaks the members' own traffic when it does.
+			for _, port := range t.CertPorts {
+				if c := engine.ReadCert(ctx, o.Dial, t, o.Credentials, port); c != nil {
+					f.ServingCerts = append(f.ServingCerts, *c)
+				}
+			}
 		}
-		c, err := Open(ctx, t, o)
-		if err != nil {
-			return openFailed(t, start, err)
-		}
-		defer c.Close()
-		return c.Facts(ctx)
+		return f
 	})
+}
+
+// ask reads member t's facts, through a client o.Conns keeps or one of
+// its own.
+func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions, start time.Time) model.EngineFacts {
+	if o.Conns != nil {
+		return probeKept(ctx, t, o, start)
+	}
+	c, err := Open(ctx, t, o)
+	if err != nil {
+		return openFailed(t, start, err)
+	}
+	defer c.Close()
+	return c.Facts(ctx)
 }
 
 // probeKept asks t through the client o.Conns keeps for it, opening (and
@@ -103,7 +119,7 @@ func openFailed(t engine.Target, start time.Time, err error) model.EngineFacts {
 func (c *Client) Facts(ctx context.Context) (f model.EngineFacts) {
 	start := time.Now()
 	f.ProbedAt = start
-	defer func() { f.Took, f.ServingCert = time.Since(start), c.state.Snapshot().Cert }()
+	defer func() { f.Took, f.ServingCerts = time.Since(start), engine.Certs(c.state.Snapshot().Cert) }()
 	if c.keepPeers {
 		return c.factsKeepingPeers(ctx, start, f)
 	}

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,9 +28,11 @@ import (
 	"github.com/hactl-dev/hactl/verdict"
 )
 
-// pki is a throw-away CA with one server and one client certificate.
+// pki is a throw-away CA with one server and one client certificate,
+// and a peer certificate (for https peer URLs).
 type pki struct {
 	caPEM, serverCertPEM, serverKeyPEM, clientCertPEM, clientKeyPEM []byte
+	peerCertPEM, peerKeyPEM                                        []byte
 }
 
 const tlsServerName = "etcd-tls.hactl-test.svc"
@@ -39,9 +42,16 @@ func newPKI(t *testing.T) pki {
 	return newPKIUntil(t, time.Now().Add(time.Hour))
 }
 
-// newPKIUntil is newPKI with a serving certificate valid until
+// newPKIUntil is newPKI with serving and peer certificates valid until
 // serverNotAfter (from an hour before it, when that is in the past).
 func newPKIUntil(t *testing.T, serverNotAfter time.Time) pki {
+	t.Helper()
+	return newPKIWith(t, serverNotAfter, serverNotAfter)
+}
+
+// newPKIWith is newPKIUntil with the peer certificate valid until
+// peerNotAfter.
+func newPKIWith(t *testing.T, serverNotAfter, peerNotAfter time.Time) pki {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -91,6 +101,9 @@ func newPKIUntil(t *testing.T, serverNotAfter time.Time) pki {
 	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	p.serverCertPEM, p.serverKeyPEM = leaf(2, "etcd-tls", x509.ExtKeyUsageServerAuth, []string{tlsServerName}, []net.IP{net.ParseIP("127.0.0.1")}, serverNotAfter)
 	p.clientCertPEM, p.clientKeyPEM = leaf(3, "root", x509.ExtKeyUsageClientAuth, nil, nil, time.Now().Add(time.Hour))
+	// etcd's peers are each other's clients: the peer certificate serves
+	// and authenticates.
+	p.peerCertPEM, p.peerKeyPEM = leaf(4, "etcd-tls-peer", x509.ExtKeyUsageServerAuth, []string{tlsServerName}, []net.IP{net.ParseIP("127.0.0.1")}, peerNotAfter)
 	return p
 }
 
@@ -117,6 +130,14 @@ func freePort(t *testing.T) int {
 // and requires a client certificate. It is killed when the test ends.
 func startTLSMember(t *testing.T, p pki) (addr string) {
 	t.Helper()
+	addr, _ = startMember(t, p, false)
+	return addr
+}
+
+// startMember is startTLSMember; with tlsPeer its peer URL is https too,
+// served with the peer certificate.
+func startMember(t *testing.T, p pki, tlsPeer bool) (addr, peerAddr string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("tier-3 test (real etcd process) skipped with -short")
 	}
@@ -133,13 +154,19 @@ func startTLSMember(t *testing.T, p pki) (addr string) {
 		return path
 	}
 	cp, pp := freePort(t), freePort(t)
-	addr = "127.0.0.1:" + strconv.Itoa(cp)
-	peer := "http://127.0.0.1:" + strconv.Itoa(pp)
+	addr, peerAddr = "127.0.0.1:"+strconv.Itoa(cp), "127.0.0.1:"+strconv.Itoa(pp)
+	peer := "http://" + peerAddr
+	var peerFlags []string
+	if tlsPeer {
+		peer = "https://" + peerAddr
+		peerFlags = []string{"--peer-cert-file", write("peer.crt", p.peerCertPEM), "--peer-key-file", write("peer.key", p.peerKeyPEM),
+			"--peer-trusted-ca-file", write("peer-ca.crt", p.caPEM), "--peer-client-cert-auth"}
+	}
 	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "etcd"),
+	cmd := exec.Command(filepath.Join(bin, "etcd"), append([]string{
 		"--name", "etcd-tls",
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", "https://"+addr,
@@ -150,7 +177,7 @@ func startTLSMember(t *testing.T, p pki) (addr string) {
 		"--cert-file", write("server.crt", p.serverCertPEM),
 		"--key-file", write("server.key", p.serverKeyPEM),
 		"--trusted-ca-file", write("ca.crt", p.caPEM),
-		"--client-cert-auth",
+		"--client-cert-auth"}, peerFlags...)...,
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -169,7 +196,7 @@ func startTLSMember(t *testing.T, p pki) (addr string) {
 		t.Fatalf("etcd exited at once:\n%s", b)
 	default:
 	}
-	return addr
+	return addr, peerAddr
 }
 
 func TestProbeTLS(t *testing.T) {
@@ -260,12 +287,12 @@ func TestProbeReadsTheServingCertificate(t *testing.T) {
 			var f model.EngineFacts
 			poll.Until(t, 20*time.Second, "the member's handshake", func() error {
 				f = etcd.New().Probe(context.Background(), tg, engine.ProbeOptions{Timeout: time.Second, Dial: dial, Credentials: cr})[0]
-				if f.ServingCert == nil || f.Reachable == expired {
-					return fmt.Errorf("reachable %v, certificate %+v: %s", f.Reachable, f.ServingCert, f.Err)
+				if len(f.ServingCerts) != 1 || f.Reachable == expired {
+					return fmt.Errorf("reachable %v, certificates %+v: %s", f.Reachable, f.ServingCerts, f.Err)
 				}
 				return nil
 			})
-			sc := f.ServingCert
+			sc := f.ServingCerts[0]
 			if !sc.NotAfter.Equal(c.notAfter.UTC()) || sc.Verified == expired || sc.Subject != "CN=etcd-tls" || sc.Port != podPort {
 				t.Errorf("serving certificate %+v, want CN=etcd-tls until %s, verified %v, port %d", sc, c.notAfter.UTC(), !expired, podPort)
 			}
@@ -285,5 +312,56 @@ func TestProbeReadsTheServingCertificate(t *testing.T) {
 				t.Errorf("verdict %+v, want %s naming %s", v, c.want, c.notAfter.UTC().Format(time.RFC3339))
 			}
 		})
+	}
+}
+
+// TestProbeReadsThePeerPortsCertificate: a real member with https peer
+// URLs whose peer certificate expires in ten days, its client one in an
+// hour: the probe reads both (a handshake alone on the peer port), and the
+// verdict names each port.
+func TestProbeReadsThePeerPortsCertificate(t *testing.T) {
+	peerExpiry := time.Now().Add(10 * 24 * time.Hour).Truncate(time.Second)
+	p := newPKIWith(t, time.Now().Add(time.Hour), peerExpiry)
+	addr, peerAddr := startMember(t, p, true)
+	const peerPort = 2380
+	var peerDials atomic.Int32
+	dial := func(ctx context.Context, _, _ string, port int) (net.Conn, error) {
+		to := addr
+		if port == peerPort {
+			to = peerAddr
+			peerDials.Add(1)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", to)
+	}
+	tg := []engine.Target{{Member: "etcd-tls", Namespace: testNamespace, Pod: "etcd-tls", Port: podPort, ServerName: tlsServerName, CertPorts: []int{peerPort}}}
+	cr := &engine.Credentials{CertPEM: p.clientCertPEM, KeyPEM: p.clientKeyPEM, CAPEM: p.caPEM}
+	var f model.EngineFacts
+	poll.Until(t, 20*time.Second, "both handshakes", func() error {
+		f = etcd.New().Probe(context.Background(), tg, engine.ProbeOptions{Timeout: time.Second, Dial: dial, Credentials: cr})[0]
+		if !f.Reachable || len(f.ServingCerts) != 2 {
+			return fmt.Errorf("reachable %v, certificates %+v: %s", f.Reachable, f.ServingCerts, f.Err)
+		}
+		return nil
+	})
+	client, peer := f.ServingCerts[0], f.ServingCerts[1]
+	if client.Port != podPort || peer.Port != peerPort || !peer.Verified || !peer.NotAfter.Equal(peerExpiry.UTC()) || peer.Subject != "CN=etcd-tls-peer" {
+		t.Errorf("certificates %+v, want the client port's then the peer port's (CN=etcd-tls-peer, verified, until %s)", f.ServingCerts, peerExpiry.UTC())
+	}
+	if peerDials.Load() == 0 {
+		t.Error("the peer port was never dialled")
+	}
+	obs := model.Observation{At: time.Now(), EngineProbed: true,
+		Cluster: model.ClusterFacts{Namespace: testNamespace, Name: "etcd", Engine: model.EngineEtcd, Replicas: 1, ReadyReplicas: 1, CreatedAt: time.Now().Add(-time.Hour)},
+		Members: []model.Member{{Name: "etcd-tls", Engine: &f,
+			Pod: &model.PodFacts{Name: "etcd-tls", Phase: "Running", Started: true, Running: true, Ready: true, EverStarted: true}}}}
+	ports := map[string]bool{}
+	for _, r := range verdict.Compute(obs, time.Now(), verdict.Options{}).Reasons {
+		if r.Code == model.ReasonCertExpiring {
+			ports[strings.Fields(strings.TrimPrefix(r.Detail, "the serving certificate on port "))[0]] = true
+		}
+	}
+	if !ports[strconv.Itoa(podPort)] || !ports[strconv.Itoa(peerPort)] {
+		t.Errorf("cert_expiring on ports %v, want %d and %d", ports, podPort, peerPort)
 	}
 }

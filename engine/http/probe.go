@@ -69,7 +69,7 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) (f model.E
 	}
 	t.Port = m.Port
 	b, cert, failure, err := fetch(ctx, t, o, m)
-	defer func() { f.ServingCert = cert }()
+	defer func() { f.ServingCerts = engine.Certs(cert) }()
 	if err != nil {
 		return model.EngineFacts{Failure: failure, Err: fmt.Sprintf("%s: %s %s: %v", t.Member, m.Method, m.Path, err)}
 	}

@@ -123,7 +123,7 @@ func TestProbeFailures(t *testing.T) {
 			}
 			// The certificate the handshake failed on is still read
 			// (httptest's own, for example.com, issued by Acme Co).
-			if c := f.ServingCert; tc.tls && (c == nil || c.Verified || !strings.Contains(c.Issuer, "Acme") || c.NotAfter.IsZero() || c.Port != 8080) {
+			if c := firstCert(f); tc.tls && (c == nil || c.Verified || !strings.Contains(c.Issuer, "Acme") || c.NotAfter.IsZero() || c.Port != 8080) {
 				t.Errorf("serving certificate %+v, want httptest's, unverified, on port 8080", c)
 			}
 		})
@@ -138,4 +138,12 @@ func TestProbeKeepsAMemberWhoseDocumentTheMappingCannotRead(t *testing.T) {
 	if !f.Reachable || f.Document == nil || !strings.Contains(f.Document.Problem, "applied") || f.Document.Applied != nil {
 		t.Errorf("facts %+v, document %+v", f, f.Document)
 	}
+}
+
+// firstCert is the probed port's certificate, nil when none was read.
+func firstCert(f model.EngineFacts) *model.CertFacts {
+	if len(f.ServingCerts) == 0 {
+		return nil
+	}
+	return &f.ServingCerts[0]
 }

@@ -50,7 +50,7 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions, start time
 		return f
 	}
 	defer c.close()
-	defer func() { f.ServingCert = c.state.Snapshot().Cert }()
+	defer func() { f.ServingCerts = engine.Certs(c.state.Snapshot().Cert) }()
 
 	var (
 		st, view       *answer
