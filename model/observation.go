@@ -304,9 +304,9 @@ type EngineFacts struct {
 	// handshakes of its probe (none without TLS), the probed port's
 	// first, then those of the template's other TLS ports (etcd's peer
 	// port): also when a handshake failed on one, as on an expired one.
-	ServingCerts []CertFacts `json:"servingCerts,omitempty"`
-	ProbedAt    time.Time     `json:"probedAt"`
-	Took        time.Duration `json:"took"`
+	ServingCerts []CertFacts   `json:"servingCerts,omitempty"`
+	ProbedAt     time.Time     `json:"probedAt"`
+	Took         time.Duration `json:"took"`
 }
 
 // CertFacts are what a member's serving certificate says of itself. No

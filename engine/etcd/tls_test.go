@@ -32,7 +32,7 @@ import (
 // and a peer certificate (for https peer URLs).
 type pki struct {
 	caPEM, serverCertPEM, serverKeyPEM, clientCertPEM, clientKeyPEM []byte
-	peerCertPEM, peerKeyPEM                                        []byte
+	peerCertPEM, peerKeyPEM                                         []byte
 }
 
 const tlsServerName = "etcd-tls.hactl-test.svc"
@@ -169,11 +169,11 @@ func startMember(t *testing.T, p pki, tlsPeer bool) (addr, peerAddr string) {
 	cmd := exec.Command(filepath.Join(bin, "etcd"), append([]string{
 		"--name", "etcd-tls",
 		"--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", "https://"+addr,
-		"--advertise-client-urls", "https://"+addr,
+		"--listen-client-urls", "https://" + addr,
+		"--advertise-client-urls", "https://" + addr,
 		"--listen-peer-urls", peer,
 		"--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "etcd-tls="+peer,
+		"--initial-cluster", "etcd-tls=" + peer,
 		"--cert-file", write("server.crt", p.serverCertPEM),
 		"--key-file", write("server.key", p.serverKeyPEM),
 		"--trusted-ca-file", write("ca.crt", p.caPEM),
