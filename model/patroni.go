@@ -92,6 +92,17 @@ type PatroniReplication struct {
 	SyncState string `json:"syncState,omitempty"`
 }
 
+// TimelineSwitch is one entry of Patroni's timeline history: the
+// timeline that ended, the WAL position it ended at, why, when, and the
+// member that led the next one.
+type TimelineSwitch struct {
+	Timeline  int       `json:"timeline"`
+	LSN       uint64    `json:"lsn"`
+	Reason    string    `json:"reason,omitempty"`
+	At        time.Time `json:"at,omitempty"`
+	NewLeader string    `json:"newLeader,omitempty"`
+}
+
 // PatroniClusterFacts is what the API server holds for a Patroni cluster
 // using the Kubernetes DCS: the leader lock, the dynamic configuration and
 // the sync object (ConfigMaps <scope>-leader, <scope>-config, <scope>-sync,
@@ -116,6 +127,11 @@ type PatroniClusterFacts struct {
 	// has passed.
 	LockTTL         time.Duration `json:"lockTTL,omitempty"`
 	LockTransitions int           `json:"lockTransitions,omitempty"`
+	// LockAcquired is when the lock's holder took it.
+	LockAcquired time.Time `json:"lockAcquireTime,omitempty"`
+	// History is the DCS's timeline history (the config object's
+	// "history", as GET /history answers): one entry per promotion.
+	History []TimelineSwitch `json:"history,omitempty"`
 	// ConfigFound: the config object was read. The values below come from
 	// its dynamic configuration.
 	ConfigFound bool `json:"configFound"`

@@ -129,10 +129,12 @@ func decodePatroniCluster(sts *appsv1.StatefulSet, ix *index) *model.PatroniClus
 			f.LockTTL = time.Duration(n) * time.Second
 		}
 		f.LockTransitions, _ = strconv.Atoi(a["transitions"])
+		f.LockAcquired = parsePatroniTime(a["acquireTime"])
 	}
 	if cm, ok := ix.configMaps[ns+"/"+f.Scope+"-config"]; ok {
 		f.ConfigFound = true
 		f.Initialize = cm.Annotations["initialize"]
+		f.History = parseHistory(cm.Annotations["history"])
 		var cfg struct {
 			TTL                  json.Number `json:"ttl"`
 			MaximumLagOnFailover json.Number `json:"maximum_lag_on_failover"`
@@ -160,6 +162,48 @@ func decodePatroniCluster(sts *appsv1.StatefulSet, ix *index) *model.PatroniClus
 		f.FailoverPending = a["leader"] != "" || a["member"] != "" || a["scheduled_at"] != ""
 	}
 	return f
+}
+
+// parseHistory reads the DCS's timeline history: a JSON list of
+// [timeline, lsn, reason, time, new leader] (the last two since Patroni
+// 2.x; older entries have three). An entry that does not read is left
+// out.
+func parseHistory(v string) []model.TimelineSwitch {
+	var raw [][]any
+	d := json.NewDecoder(strings.NewReader(v))
+	d.UseNumber() // positions past 2^53 stay exact
+	if v == "" || d.Decode(&raw) != nil {
+		return nil
+	}
+	var out []model.TimelineSwitch
+	for _, e := range raw {
+		if len(e) < 2 {
+			continue
+		}
+		tlN, ok1 := e[0].(json.Number)
+		lsnN, ok2 := e[1].(json.Number)
+		if !ok1 || !ok2 {
+			continue
+		}
+		tl, err1 := strconv.Atoi(tlN.String())
+		lsn, err2 := strconv.ParseUint(lsnN.String(), 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		s := model.TimelineSwitch{Timeline: tl, LSN: lsn}
+		if len(e) > 2 {
+			s.Reason, _ = e[2].(string)
+		}
+		if len(e) > 3 {
+			at, _ := e[3].(string)
+			s.At = parsePatroniTime(at)
+		}
+		if len(e) > 4 {
+			s.NewLeader, _ = e[4].(string)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // truthy reads Patroni's loose booleans (true, "true", "on", 1).

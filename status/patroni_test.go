@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -81,8 +82,9 @@ func pgObjects(t *testing.T, c kubernetes.Interface, ns, name string, renew time
 	cms := map[string]map[string]string{
 		name + "-leader": {"leader": name + "-0", "renewTime": renew.UTC().Format("2006-01-02T15:04:05.000000+00:00"),
 			"acquireTime": renew.UTC().Format(time.RFC3339), "optime": "67108864", "transitions": "2", "ttl": "30"},
-		name + "-config": {"config": config, "initialize": "7714413371406231513"},
-		name + "-sync":   {"leader": name + "-0", "sync_standby": name + "-1"},
+		name + "-config": {"config": config, "initialize": "7714413371406231513",
+			"history": `[[1,67393304,"no recovery target specified","2026-12-01T19:05:43.092611+00:00","` + name + `-1"],[2,9007199254740993,"no recovery target specified","2026-12-01T19:07:01+00:00","` + name + `-0"],[3,"x"]]`},
+		name + "-sync": {"leader": name + "-0", "sync_standby": name + "-1"},
 	}
 	for n, ann := range cms {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: labels, Annotations: ann}}
@@ -140,9 +142,19 @@ func TestPatroniFromTheAPIServer(t *testing.T) {
 		want := model.PatroniClusterFacts{Scope: "pgfresh", RoleLabel: "role", RESTPort: 8009, LockFound: true, LockHolder: "pgfresh-0",
 			LockTTL: 30 * time.Second, LockTransitions: 2, ConfigFound: true, MaximumLagOnFailover: 2 << 20, SynchronousMode: true,
 			Initialize: "7714413371406231513", SyncStandby: "pgfresh-1"}
+		want.History = []model.TimelineSwitch{
+			{Timeline: 1, LSN: 67393304, Reason: "no recovery target specified", At: time.Date(2026, 12, 1, 19, 5, 43, 92611000, time.UTC), NewLeader: "pgfresh-1"},
+			// a position past 2^53 stays exact; an entry that does not read is left out
+			{Timeline: 2, LSN: 9007199254740993, Reason: "no recovery target specified", At: time.Date(2026, 12, 1, 19, 7, 1, 0, time.UTC), NewLeader: "pgfresh-0"},
+		}
+		want.LockAcquired = now.Add(-3 * time.Second).UTC().Truncate(time.Second)
 		got := *p
 		got.LockRenew = time.Time{}
-		if got != want {
+		for i := range got.History {
+			got.History[i].At = got.History[i].At.UTC()
+		}
+		got.LockAcquired = got.LockAcquired.UTC()
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Patroni facts\n got %+v\nwant %+v", got, want)
 		}
 		if d := now.Add(-3 * time.Second).Sub(p.LockRenew); d > time.Millisecond || d < -time.Millisecond {

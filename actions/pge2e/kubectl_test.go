@@ -1,6 +1,8 @@
 package pge2e
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,6 +28,7 @@ func TestThroughKubectl(t *testing.T) {
 	}
 
 	to := replicas[0]
+	before := time.Now()
 	r = s.Run(t, 4*time.Minute, "hactl", "switchover", cluster, "--to", to, "-n", namespace, "--yes")
 	if r.Code != 0 {
 		t.Fatalf("switchover to %s: exit %d\n%s\n%s", to, r.Code, r.Stdout, r.Stderr)
@@ -43,5 +46,47 @@ func TestThroughKubectl(t *testing.T) {
 	status := s.Run(t, time.Minute, "hactl", "status", cluster, "-n", namespace)
 	if status.Code != 0 {
 		t.Errorf("status after the actions: exit %d\n%s", status.Code, status.Stdout)
+	}
+	checkHistory(t, before, prim, to)
+}
+
+// checkHistory: `kubectl hactl history` lists, oldest first, Patroni's
+// own record of the promotion of to (the DCS's timeline history) and
+// hactl's switchover of prim to to and its reseed of prim.
+func checkHistory(t *testing.T, since time.Time, prim, to string) {
+	t.Helper()
+	r := s.Run(t, time.Minute, "hactl", "history", cluster, "-n", namespace, "-o", "json")
+	var h struct {
+		Kind string
+		Rows []struct {
+			At                            time.Time
+			Source, Member, Event, Detail string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &h); err != nil || r.Code != 0 || h.Kind != "ClusterHistory" {
+		t.Fatalf("history -o json: exit %d, %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	seen := map[string]bool{}
+	for i, row := range h.Rows {
+		if i > 0 && row.At.Before(h.Rows[i-1].At) {
+			t.Errorf("row %d (%s) is older than the one before it", i, row.At)
+		}
+		switch {
+		case row.Source == "dcs" && row.Event == "timeline-switch" && row.Member == to && !row.At.Before(since.Add(-time.Second)):
+			seen["promotion"] = true
+		case row.Source == "hactl" && row.Event == "switchover-done":
+			seen["switchover"] = true
+		case row.Source == "hactl" && row.Event == "reinitialize" && row.Member == prim:
+			seen["reinitialize"] = true
+		}
+	}
+	for _, k := range []string{"promotion", "switchover", "reinitialize"} {
+		if !seen[k] {
+			t.Errorf("history has no %s row:\n%s", k, r.Stdout)
+		}
+	}
+	table := s.Run(t, time.Minute, "hactl", "history", cluster, "-n", namespace)
+	if table.Code != 0 || !strings.Contains(table.Stdout, "TIME (UTC)") || !strings.Contains(table.Stdout, "timeline-switch") {
+		t.Errorf("history table: exit %d\n%s\n%s", table.Code, table.Stdout, table.Stderr)
 	}
 }

@@ -1,0 +1,227 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/hactl-dev/hactl/internal/format"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// History sources: where a row was read.
+const (
+	// SourceDCS: the engine's own record in the API server (Patroni's
+	// timeline history and leader lock).
+	SourceDCS = "dcs"
+	// SourceHactl: hactl's ledger (its actions and their receipts).
+	SourceHactl = "hactl"
+	// SourceEvents: Kubernetes Events about the StatefulSet, its pods and
+	// claims.
+	SourceEvents = "events"
+	// SourceObserved: what this run observed.
+	SourceObserved = "observed"
+)
+
+// ClusterHistory is one cluster's failover timeline: what happened to its
+// leadership and membership, time-sorted, each row saying its source.
+type ClusterHistory struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        StatusMeta   `json:"metadata"`
+	Engine          string       `json:"engine"`
+	Rows            []HistoryRow `json:"rows"`
+	// Notes say what the timeline cannot hold (Events expire, the
+	// engine keeps no history).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// HistoryRow is one thing that happened.
+type HistoryRow struct {
+	At     time.Time `json:"at"`
+	Source string    `json:"source"`
+	Member string    `json:"member,omitempty"`
+	Event  string    `json:"event"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (h *ClusterHistory) DeepCopyObject() runtime.Object { return deepCopy(h, &ClusterHistory{}) }
+
+// History assembles r's timeline from the engine's record in the API
+// server, hactl's ledger, events (the Kubernetes Events about the
+// cluster's objects, newest first or in any order) and what r observed.
+// It is pure.
+func History(r Result, events []model.EventFacts) *ClusterHistory {
+	o := r.Observation
+	cl := o.Cluster
+	h := &ClusterHistory{
+		TypeMeta: metav1.TypeMeta{APIVersion: SchemaVersion, Kind: "ClusterHistory"},
+		Metadata: StatusMeta{Namespace: cl.Namespace, Name: cl.Name}, Engine: cl.Engine.String(), Rows: []HistoryRow{},
+	}
+	if p := cl.Patroni; p != nil {
+		h.Rows = append(h.Rows, dcsRows(p)...)
+	} else {
+		h.Notes = append(h.Notes, fmt.Sprintf("engine %s keeps no leadership history in the API server: the timeline holds hactl's actions, Events and this observation", cl.Engine))
+	}
+	for _, e := range o.Ledger {
+		h.Rows = append(h.Rows, ledgerRows(e)...)
+	}
+	for _, e := range events {
+		h.Rows = append(h.Rows, HistoryRow{At: e.Last, Source: SourceEvents, Member: eventMember(e.Object, o.Members), Event: e.Reason,
+			Detail: eventDetail(e)})
+	}
+	h.Notes = append(h.Notes, "Kubernetes keeps Events for an hour by default (kube-apiserver --event-ttl): older restarts and deletions are not listed")
+	if now := observedRow(r); now != nil {
+		h.Rows = append(h.Rows, *now)
+	}
+	sort.SliceStable(h.Rows, func(i, j int) bool { return h.Rows[i].At.Before(h.Rows[j].At) })
+	return h
+}
+
+// dcsRows are Patroni's timeline switches and its leader lock's last
+// acquisition.
+func dcsRows(p *model.PatroniClusterFacts) []HistoryRow {
+	var out []HistoryRow
+	for _, s := range p.History {
+		d := fmt.Sprintf("timeline %d ended at %s (%s)", s.Timeline, format.LSN(s.LSN), format.Dash(s.Reason))
+		if s.NewLeader != "" {
+			d += "; " + s.NewLeader + " leads timeline " + fmt.Sprint(s.Timeline+1)
+		}
+		out = append(out, HistoryRow{At: s.At, Source: SourceDCS, Member: s.NewLeader, Event: "timeline-switch", Detail: d})
+	}
+	if p.LockFound && !p.LockAcquired.IsZero() {
+		out = append(out, HistoryRow{At: p.LockAcquired, Source: SourceDCS, Member: p.LockHolder, Event: "leader-lock",
+			Detail: fmt.Sprintf("%s took the leader lock (%s-leader; %d transitions so far)", format.Dash(p.LockHolder), p.Scope, p.LockTransitions)})
+	}
+	return out
+}
+
+// ledgerRows are one hactl action: its start, every change it made or
+// may have made, and its end.
+func ledgerRows(e model.LedgerEntry) []HistoryRow {
+	what := string(e.Action)
+	if e.Member != "" {
+		what += " " + e.Member
+	}
+	out := []HistoryRow{{At: e.StartedAt, Source: SourceHactl, Member: e.Member, Event: string(e.Action) + "-started",
+		Detail: fmt.Sprintf("%s (ledger entry %s) by %s", what, e.ID, e.Holder)}}
+	for _, r := range e.Receipts {
+		if !r.Step.Mutates() && r.Outcome != model.OutcomeFailed {
+			continue
+		}
+		out = append(out, HistoryRow{At: r.At, Source: SourceHactl, Member: orDash(r.Member, e.Member), Event: string(r.Step),
+			Detail: fmt.Sprintf("%s: %s", r.Outcome, r.Detail)})
+	}
+	if e.State != model.EntryInProgress {
+		out = append(out, HistoryRow{At: e.UpdatedAt, Source: SourceHactl, Member: e.Member, Event: string(e.Action) + "-" + string(e.State),
+			Detail: fmt.Sprintf("%s %s, phase %s", what, e.State, e.Phase)})
+	}
+	return out
+}
+
+func orDash(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// eventMember is the member an Event's object belongs to ("" for the
+// StatefulSet's own).
+func eventMember(object string, members []model.Member) string {
+	_, name, _ := strings.Cut(object, "/")
+	for _, m := range members {
+		if name == m.Name || (m.PVC != nil && name == m.PVC.Name) {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+func eventDetail(e model.EventFacts) string {
+	d := e.Object + ": " + e.Message
+	if e.Count > 1 {
+		d += fmt.Sprintf(" (×%d)", e.Count)
+	}
+	return d
+}
+
+// observedRow is the leadership this observation saw: the leader the
+// members (or the lock) agree on, and its term or timeline.
+func observedRow(r Result) *HistoryRow {
+	o := r.Observation
+	if o.At.IsZero() {
+		return nil
+	}
+	leader := r.Analysis.LeaderMember
+	if leader == "" && o.Cluster.Patroni != nil {
+		leader = o.Cluster.Patroni.LockHolder
+	}
+	d := "no leader agreed"
+	if leader != "" {
+		d = leader + " leads"
+	}
+	for _, m := range o.Members {
+		if e := m.Engine; e != nil && e.Reachable && m.Name == leader && e.RaftTerm > 0 {
+			d += fmt.Sprintf(" (term %d)", e.RaftTerm)
+		}
+	}
+	return &HistoryRow{At: o.At, Source: SourceObserved, Member: leader, Event: "now", Detail: d}
+}
+
+// PrintHistory writes h as a table: time (UTC), source, member, event and
+// detail, oldest first.
+func PrintHistory(w io.Writer, h *ClusterHistory, noHeaders bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if !noHeaders {
+		fmt.Fprintln(tw, "TIME (UTC)\tSOURCE\tMEMBER\tEVENT\tDETAIL")
+	}
+	for _, r := range h.Rows {
+		at := "-"
+		if !r.At.IsZero() {
+			at = r.At.UTC().Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", at, r.Source, format.Dash(r.Member), printers.EscapeTerminal(r.Event), printers.EscapeTerminal(r.Detail))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range h.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EventsOf are the Events of evs about r's cluster: its StatefulSet, its
+// members' pods and their claims, whatever their number (status keeps
+// only the newest few).
+func EventsOf(evs []corev1.Event, r Result) []model.EventFacts {
+	o := r.Observation
+	objects := map[string]bool{"StatefulSet/" + o.Cluster.Name: true}
+	for _, m := range o.Members {
+		objects["Pod/"+m.Name] = true
+		if m.PVC != nil {
+			objects["PersistentVolumeClaim/"+m.PVC.Name] = true
+		}
+	}
+	var out []model.EventFacts
+	for i := range evs {
+		e := &evs[i]
+		obj := e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
+		if e.Namespace != o.Cluster.Namespace || !objects[obj] {
+			continue
+		}
+		out = append(out, model.EventFacts{Type: e.Type, Reason: e.Reason, Object: obj, Message: e.Message, Count: int(e.Count), Last: eventTime(e)})
+	}
+	return out
+}

@@ -1,0 +1,60 @@
+package status
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
+)
+
+// TestHistoryJoinsItsSources: Patroni's timeline history and lock, the
+// ledger's action with its changes (not its waits), Events and the
+// observation come out as one time-sorted list, each row with its source;
+// an engine without a record says so.
+func TestHistoryJoinsItsSources(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	r := Result{Observation: model.Observation{At: at(60),
+		Cluster: model.ClusterFacts{Namespace: "db", Name: "pg", Engine: model.EnginePatroni, Patroni: &model.PatroniClusterFacts{
+			Scope: "pg", LockFound: true, LockHolder: "pg-1", LockAcquired: at(31), LockTransitions: 1,
+			History: []model.TimelineSwitch{{Timeline: 1, LSN: 0x5000060, Reason: "no recovery target specified", At: at(30), NewLeader: "pg-1"}},
+		}},
+		Members: []model.Member{{Name: "pg-0", PVC: &model.PVCFacts{Name: "pgdata-pg-0"}}, {Name: "pg-1"}},
+		Ledger: []model.LedgerEntry{{ID: "switchover.pg-1.x", Action: model.ActionSwitchover, Member: "pg-1", Holder: "hactl/h/1/a",
+			State: model.EntryDone, Phase: model.ActionPhaseReady, StartedAt: at(29), UpdatedAt: at(32), Receipts: []model.Receipt{
+				{Step: model.StepAcquireLock, Outcome: model.OutcomeDone, At: at(29)},
+				{Step: model.StepSwitchover, Outcome: model.OutcomeDone, At: at(29), Member: "pg-0", Detail: "from pg-0 to pg-1"},
+				{Step: model.StepAwaitSwitchover, Outcome: model.OutcomeDone, At: at(31)},
+			}}},
+	}, Analysis: verdict.Analysis{LeaderMember: "pg-1"}}
+	events := []model.EventFacts{{Reason: "Killing", Object: "Pod/pg-0", Message: "Stopping container", Count: 2, Last: at(45)}}
+	h := History(r, events)
+	want := []string{
+		"hactl pg-1 switchover-started", "hactl pg-0 switchover", "dcs pg-1 timeline-switch", "dcs pg-1 leader-lock",
+		"hactl pg-1 switchover-done", "events pg-0 Killing", "observed pg-1 now",
+	}
+	var got []string
+	for _, row := range h.Rows {
+		got = append(got, row.Source+" "+row.Member+" "+row.Event)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if d := h.Rows[2].Detail; !strings.Contains(d, "timeline 1 ended at 0/5000060") || !strings.Contains(d, "pg-1 leads timeline 2") {
+		t.Errorf("timeline switch: %q", d)
+	}
+	var b bytes.Buffer
+	if err := PrintHistory(&b, h, false); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.HasPrefix(out, "TIME (UTC)") || !strings.Contains(out, "2026-12-06 10:30:00  dcs") || !strings.Contains(out, "note: Kubernetes keeps Events for an hour") {
+		t.Errorf("table:\n%s", out)
+	}
+	r.Observation.Cluster.Engine, r.Observation.Cluster.Patroni = model.EngineEtcd, nil
+	if h := History(r, nil); len(h.Notes) != 2 || !strings.Contains(h.Notes[0], "keeps no leadership history") {
+		t.Errorf("etcd notes %v", h.Notes)
+	}
+}
