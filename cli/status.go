@@ -126,9 +126,10 @@ runs etcd.
   kubectl hactl status -l team=db --sort-by '{.readyMembers}' \
     -o custom-columns=NAME:.metadata.name,READY:.verdict.failoverReady
 
-  # the verdicts as metrics, for node_exporter's textfile collector
-  kubectl hactl status -A -o openmetrics > /var/lib/node_exporter/hactl.prom.$$ &&
-    mv /var/lib/node_exporter/hactl.prom.$$ /var/lib/node_exporter/hactl.prom`,
+  # the verdicts as metrics, for node_exporter's textfile collector (a
+  # complete file ends with "# EOF"; the exit code says the verdict)
+  kubectl hactl status -A -o openmetrics > hactl.prom.tmp; tail -n 1 hactl.prom.tmp | grep -qx '# EOF' &&
+    mv hactl.prom.tmp /var/lib/node_exporter/hactl.prom`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError("status takes at most one CLUSTER name, got %d: %s", len(args), strings.Join(args, " "))

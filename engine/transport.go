@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/hactl-dev/hactl/model"
 )
@@ -168,21 +169,36 @@ func (s *DialState) Handshook(port int, state *tls.ConnectionState, err error) {
 	}
 }
 
+// SetCert records c as the serving certificate the member presents now
+// (read on a connection of its own, see ReadCert).
+func (s *DialState) SetCert(c *model.CertFacts) {
+	s.mu.Lock()
+	s.cert = c
+	s.mu.Unlock()
+}
+
 // ReadCert reads the serving certificate of t's pod at port with a TLS
 // handshake alone (nothing is sent), checked as the probe's own (cr, t's
 // server name): verified when the chain holds, else as the failed
-// verification carries it. Nil when the port could not be reached or
-// served none.
+// verification carries it. Without cr (a plaintext client port) the
+// certificate is read unchecked, for its dates only. Nil when the port
+// could not be reached or served none.
 func ReadCert(ctx context.Context, dial DialFunc, t Target, cr *Credentials, port int) *model.CertFacts {
-	tc, err := TLSConfig(cr, t)
-	if err != nil {
-		return nil
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: ServerName(nil, t), InsecureSkipVerify: true} //nolint:gosec // read for its dates only, nothing is sent
+	if cr != nil {
+		var err error
+		if tc, err = TLSConfig(cr, t); err != nil {
+			return nil
+		}
 	}
 	var seen *model.CertFacts
 	tc.VerifyConnection = func(cs tls.ConnectionState) error {
-		// Called once the chain verified, before the member may still
-		// refuse the client certificate.
+		// Called once the chain verified (or, unchecked, at once),
+		// before the member may still refuse the client certificate.
 		seen = CertOf(port, &cs, nil)
+		if cr == nil && seen != nil {
+			seen.Verified = false
+		}
 		return nil
 	}
 	raw, err := dial(ctx, t.Namespace, t.Pod, port)
@@ -226,8 +242,24 @@ func CertOf(port int, state *tls.ConnectionState, err error) *model.CertFacts {
 	if leaf == nil {
 		return nil
 	}
-	return &model.CertFacts{Subject: leaf.Subject.String(), Issuer: leaf.Issuer.String(), DNSNames: slices.Clone(leaf.DNSNames),
+	// The names come from the member, even unverified: no control
+	// characters reach a terminal.
+	names := make([]string, 0, len(leaf.DNSNames))
+	for _, n := range leaf.DNSNames {
+		names = append(names, printable(n))
+	}
+	return &model.CertFacts{Subject: printable(leaf.Subject.String()), Issuer: printable(leaf.Issuer.String()), DNSNames: names,
 		NotBefore: leaf.NotBefore.UTC(), NotAfter: leaf.NotAfter.UTC(), Verified: verified, Port: port}
+}
+
+// printable is s without control characters.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // ConnError records what a connection's Read or Write failure says about

@@ -101,6 +101,9 @@ const (
 	// (--cert-warn); ReasonCertExpired: it has expired.
 	ReasonCertExpiring ReasonCode = "cert_expiring"
 	ReasonCertExpired  ReasonCode = "cert_expired"
+	// ReasonCertNotYetValid: its validity starts in the future (a clock
+	// that disagrees, or a certificate issued ahead).
+	ReasonCertNotYetValid ReasonCode = "cert_not_yet_valid"
 )
 
 var reasonImpact = map[ReasonCode]Impact{
@@ -151,6 +154,7 @@ var reasonImpact = map[ReasonCode]Impact{
 	ReasonPendingRestart:         ImpactInfo,
 	ReasonCertExpiring:           ImpactInfo,
 	ReasonCertExpired:            ImpactFailover,
+	ReasonCertNotYetValid:        ImpactFailover,
 }
 
 // Impact reports which verdict the code defeats. Unknown codes defeat

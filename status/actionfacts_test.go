@@ -68,6 +68,9 @@ func TestTemplateFlags(t *testing.T) {
 		{[]string{"etcd", "--initial-advertise-peer-urls", "https://etcd-0.etcd.svc"}, nil, []int{2380}},
 		{[]string{"etcd"}, []corev1.EnvVar{{Name: "ETCD_LISTEN_PEER_URLS", Value: "http://127.0.0.1:2380,https://0.0.0.0:12380"}}, []int{12380}},
 		{[]string{"etcd", "--listen-peer-urls=http://0.0.0.0:2380"}, nil, nil},
+		{[]string{"etcd", "--initial-advertise-peer-urls=https://${HOSTNAME}.etcd:2381"}, nil, []int{2381}},
+		{[]string{"etcd", "--listen-peer-urls=https://[::]"}, nil, []int{2380}},
+		{[]string{"etcd", "--listen-peer-urls=https://0.0.0.0:2379"}, nil, nil}, // the client port: read by the probe itself
 	} {
 		if got := decodeTemplate(templateSts(c.args, c.env)).CertPorts; !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%v %v: certificate ports %v, want %v", c.args, c.env, got, c.want)

@@ -1,7 +1,6 @@
 package status
 
 import (
-	"net/url"
 	"path"
 	"regexp"
 	"strconv"
@@ -74,7 +73,11 @@ func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
 			t.ClientPort = int(p.ContainerPort)
 		}
 	}
-	t.CertPorts = peerTLSPorts(c, sts.Namespace)
+	for _, p := range peerTLSPorts(c, sts.Namespace) {
+		if p != t.ClientPort {
+			t.CertPorts = append(t.CertPorts, p)
+		}
+	}
 	argv := append(append([]string(nil), c.Command...), c.Args...)
 	text := strings.Join(argv, " ")
 	if len(c.Command) > 0 && reShell.MatchString(c.Command[0]) {
@@ -168,13 +171,15 @@ func peerTLSPorts(c *corev1.Container, namespace string) []int {
 		raw = flagOrEnv(c, reAdvertisePeer, "ETCD_INITIAL_ADVERTISE_PEER_URLS", namespace)
 	}
 	for _, s := range strings.Split(raw, ",") {
-		u, err := url.Parse(strings.TrimSpace(s))
-		if err != nil || u.Scheme != "https" {
+		// Read as text, not as a URL: a host may still be a shell
+		// variable (${HOSTNAME}).
+		m := reHTTPSHost.FindStringSubmatch(strings.TrimSpace(s))
+		if m == nil {
 			continue
 		}
 		port := 2380
-		if p := u.Port(); p != "" {
-			n, err := strconv.Atoi(p)
+		if p := rePort.FindStringSubmatch(m[1]); p != nil {
+			n, err := strconv.Atoi(p[1])
 			if err != nil || n <= 0 || n > 65535 {
 				continue
 			}
@@ -184,6 +189,13 @@ func peerTLSPorts(c *corev1.Container, namespace string) []int {
 	}
 	return nil
 }
+
+var (
+	// reHTTPSHost is an https URL's host[:port].
+	reHTTPSHost = regexp.MustCompile(`^https://([^/]*)`)
+	// rePort is a host's :port.
+	rePort = regexp.MustCompile(`:(\d+)$`)
+)
 
 // initialCluster finds the container's --initial-cluster (or
 // ETCD_INITIAL_CLUSTER), resolving $(VAR) references to literal env values

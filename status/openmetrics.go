@@ -16,7 +16,8 @@ var (
 	clusterLabels = []string{"namespace", "cluster"}
 	memberLabels  = []string{"namespace", "cluster", "member"}
 
-	descInfo = prometheus.NewDesc("hactl_cluster_info",
+	// Not "_info": OpenMetrics keeps that suffix for its info type.
+	descInfo = prometheus.NewDesc("hactl_cluster_details",
 		"An HA cluster hactl found: its engine, bootstrap shape and leader (empty when none is agreed).",
 		append(clusterLabels, "engine", "shape", "leader"), nil)
 	descControl = prometheus.NewDesc("hactl_cluster_control_ready",
@@ -40,7 +41,7 @@ var (
 	descProbe = prometheus.NewDesc("hactl_member_probe_duration_seconds",
 		"How long the member's probe took.", memberLabels, nil)
 	descCert = prometheus.NewDesc("hactl_member_serving_cert_expiry_timestamp_seconds",
-		"When the certificate the member served in its probe's TLS handshake expires (Unix time).",
+		"When the certificate the member served on port expires (Unix time): the probed port's, and etcd's https peer port's (read with a handshake alone).",
 		append(memberLabels, "port"), nil)
 )
 
@@ -56,7 +57,11 @@ func (metrics) Describe(ch chan<- *prometheus.Desc) {
 
 func (ms metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		// A label that is no valid UTF-8 (a member's name is) loses
+		// its series, not the output.
+		if m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...); err == nil {
+			ch <- m
+		}
 	}
 	for _, c := range ms {
 		ns, name := c.Metadata.Namespace, c.Metadata.Name
@@ -85,8 +90,11 @@ func (ms metrics) Collect(ch chan<- prometheus.Metric) {
 			if m.Lag != nil {
 				gauge(descLag, float64(*m.Lag), ns, name, m.Name)
 			}
+			ports := map[int]bool{}
 			for _, sc := range m.ServingCerts {
-				if !sc.NotAfter.IsZero() {
+				// One series per port: the first certificate read on it.
+				if !sc.NotAfter.IsZero() && !ports[sc.Port] {
+					ports[sc.Port] = true
 					gauge(descCert, float64(sc.NotAfter.Unix()), ns, name, m.Name, strconv.Itoa(sc.Port))
 				}
 			}

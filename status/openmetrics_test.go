@@ -31,7 +31,7 @@ func TestOpenMetrics(t *testing.T) {
 		}},
 		Members: []MemberStatus{
 			{Name: "etcd-0", Reachable: &yes, Lag: new(int64), ProbeSeconds: 0.004,
-				ServingCerts: []model.CertFacts{{NotAfter: expiry, Port: 2379}}},
+				ServingCerts: []model.CertFacts{{NotAfter: expiry, Port: 2379}, {NotAfter: expiry.Add(time.Hour), Port: 2379}}},
 			{Name: "etcd-1", Reachable: &yes, Lag: &lag, ProbeSeconds: 0.005},
 			{Name: "etcd-2", Reachable: &no, ProbeSeconds: 2},
 		},
@@ -44,7 +44,7 @@ func TestOpenMetrics(t *testing.T) {
 	for _, want := range []string{
 		`hactl_cluster_control_ready{cluster="etcd",namespace="db"} 1.0`,
 		`hactl_cluster_failover_ready{cluster="etcd",namespace="db"} 0.0`,
-		`hactl_cluster_info{cluster="etcd",engine="etcd",leader="etcd-0",namespace="db",shape="static-existing"} 1.0`,
+		`hactl_cluster_details{cluster="etcd",engine="etcd",leader="etcd-0",namespace="db",shape="static-existing"} 1.0`,
 		`hactl_reason{cluster="etcd",code="member_lagging",impact="failover",member="etcd-1",namespace="db"} 1.0`,
 		`hactl_member_lag{cluster="etcd",member="etcd-1",namespace="db"} 1200.0`,
 		`hactl_member_lag{cluster="etcd",member="etcd-0",namespace="db"} 0.0`,
@@ -58,6 +58,9 @@ func TestOpenMetrics(t *testing.T) {
 	}
 	if strings.Contains(out, `hactl_member_lag{cluster="etcd",member="etcd-2"`) {
 		t.Errorf("an unknown lag is printed:\n%s", out)
+	}
+	if strings.Count(out, "hactl_member_serving_cert_expiry_timestamp_seconds{") != 1 {
+		t.Errorf("two certificates on one port make one series:\n%s", out)
 	}
 	if strings.Count(out, `code="pod_not_ready"`) != 1 {
 		t.Errorf("one series per code and member, got:\n%s", out)

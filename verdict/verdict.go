@@ -161,6 +161,8 @@ func (s *state) cert(r *reasons, member string, c *model.CertFacts) {
 	left := c.NotAfter.Sub(s.now)
 	what := fmt.Sprintf("the serving certificate on port %d (%s, issued by %s)", c.Port, orDefault(c.Subject, "no subject"), orDefault(c.Issuer, "no issuer"))
 	switch {
+	case !c.NotBefore.IsZero() && s.now.Before(c.NotBefore):
+		r.add(model.ReasonCertNotYetValid, member, "%s is not valid until %s, in %s: clients that verify it refuse it; check this machine's clock and the member's, then the certificate's dates", what, c.NotBefore.UTC().Format(time.RFC3339), days(c.NotBefore.Sub(s.now)))
 	case left <= 0:
 		r.add(model.ReasonCertExpired, member, "%s expired %s, %s ago: clients that verify it refuse to connect; renew it", what, c.NotAfter.UTC().Format(time.RFC3339), days(-left))
 	case left < s.opts.CertWarn:

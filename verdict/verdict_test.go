@@ -448,6 +448,16 @@ var rows = []row{
 		codes: []string{},
 	},
 	{
+		name: "a peer certificate valid only from tomorrow (a clock that disagrees): the member still answers",
+		mutate: func(o *model.Observation) {
+			eng(o, 0).ServingCerts = []model.CertFacts{{Subject: "CN=etcd-0", Port: 2379, NotAfter: now.Add(300 * 24 * time.Hour)},
+				{Subject: "CN=etcd-0-peer", Port: 2380, NotBefore: now.Add(24 * time.Hour), NotAfter: now.Add(400 * 24 * time.Hour)}}
+		},
+		control: true,
+		codes:   []string{"cert_not_yet_valid etcd-0"},
+		detail:  "the serving certificate on port 2380 (CN=etcd-0-peer, issued by no issuer) is not valid until " + now.Add(24*time.Hour).UTC().Format(time.RFC3339),
+	},
+	{
 		name: "an expired serving certificate: the handshake failed on it",
 		mutate: func(o *model.Observation) {
 			unreachable(o, 2, model.ProbeFailureCredentials)

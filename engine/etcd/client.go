@@ -39,6 +39,9 @@ type Client struct {
 	cli    *clientv3.Client
 	state  *engine.DialState
 	hasTLS bool
+	// certRead is when the client port's certificate was last read: a
+	// kept connection handshook once (see probeKept).
+	certRead time.Time
 
 	// keepPeers is set on a client kept from round to round
 	// (engine.Conns): it remembers the member list with the state it was
@@ -74,7 +77,7 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 	}
 	creds = observedCreds{TransportCredentials: creds, state: st, port: t.Port}
 
-	c := &Client{target: t, state: st, hasTLS: o.Credentials != nil}
+	c := &Client{target: t, state: st, hasTLS: o.Credentials != nil, certRead: time.Now()}
 	dial := o.Dial
 	contextDialer := func(gctx context.Context, _ string) (net.Conn, error) {
 		// gRPC's context ends when the connection attempt is abandoned

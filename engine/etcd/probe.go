@@ -38,19 +38,41 @@ func (Engine) Name() model.Engine { return model.EngineEtcd }
 func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.ProbeOptions) []model.EngineFacts {
 	o = o.WithDefaults()
 	return engine.ProbeEach(ctx, targets, o, func(ctx context.Context, t engine.Target, start time.Time) model.EngineFacts {
+		// The peer port's certificate expires as the client port's
+		// does, and breaks the members' own traffic when it does: read
+		// beside the probe, within half its time.
+		others := make(chan []model.CertFacts, 1)
+		go func() { others <- otherCerts(ctx, t, o) }()
 		f := ask(ctx, t, o, start)
-		if o.Credentials != nil {
-			// The peer port's certificate expires as the client port's
-			// does, and breaks the members' own traffic when it does.
-			for _, port := range t.CertPorts {
-				if c := engine.ReadCert(ctx, o.Dial, t, o.Credentials, port); c != nil {
-					f.ServingCerts = append(f.ServingCerts, *c)
-				}
-			}
-		}
+		f.ServingCerts = append(f.ServingCerts, <-others...)
 		return f
 	})
 }
+
+// otherCerts reads the certificates of t's other TLS ports (t.CertPorts)
+// with a handshake each, within half the probe's timeout.
+func otherCerts(ctx context.Context, t engine.Target, o engine.ProbeOptions) []model.CertFacts {
+	if len(t.CertPorts) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout/2)
+	defer cancel()
+	var out []model.CertFacts
+	for _, port := range t.CertPorts {
+		if port == t.Port {
+			continue // the probe's own handshake reads it
+		}
+		if c := engine.ReadCert(ctx, o.Dial, t, o.Credentials, port); c != nil {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// certRefresh is how often the certificate of a kept connection's port
+// is read again with a handshake of its own: the connection handshook
+// once, and a member serves a renewed certificate only on new ones.
+var certRefresh = 5 * time.Minute
 
 // ask reads member t's facts, through a client o.Conns keeps or one of
 // its own.
@@ -97,6 +119,19 @@ func probeKept(ctx context.Context, t engine.Target, o engine.ProbeOptions, star
 	f := c.Facts(ctx)
 	if !f.Reachable {
 		o.Conns.Drop(key, c)
+		return f
+	}
+	c.mu.Lock()
+	due := o.Credentials != nil && time.Since(c.certRead) > certRefresh
+	if due {
+		c.certRead = time.Now()
+	}
+	c.mu.Unlock()
+	if due {
+		if fresh := engine.ReadCert(ctx, o.Dial, t, o.Credentials, t.Port); fresh != nil {
+			c.state.SetCert(fresh)
+			f.ServingCerts = engine.Certs(fresh)
+		}
 	}
 	return f
 }

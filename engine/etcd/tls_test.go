@@ -130,13 +130,15 @@ func freePort(t *testing.T) int {
 // and requires a client certificate. It is killed when the test ends.
 func startTLSMember(t *testing.T, p pki) (addr string) {
 	t.Helper()
-	addr, _ = startMember(t, p, false)
+	addr, _, _ = startMember(t, p, false)
 	return addr
 }
 
 // startMember is startTLSMember; with tlsPeer its peer URL is https too,
 // served with the peer certificate.
-func startMember(t *testing.T, p pki, tlsPeer bool) (addr, peerAddr string) {
+// Its serving certificate is dir/server.crt (and .key): etcd reads them
+// again for each new connection.
+func startMember(t *testing.T, p pki, tlsPeer bool) (addr, peerAddr, dir string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("tier-3 test (real etcd process) skipped with -short")
@@ -145,7 +147,7 @@ func startMember(t *testing.T, p pki, tlsPeer bool) (addr, peerAddr string) {
 	if err != nil {
 		t.Fatalf("test binaries: %v", err)
 	}
-	dir := t.TempDir()
+	dir = t.TempDir()
 	write := func(name string, b []byte) string {
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -196,7 +198,7 @@ func startMember(t *testing.T, p pki, tlsPeer bool) (addr, peerAddr string) {
 		t.Fatalf("etcd exited at once:\n%s", b)
 	default:
 	}
-	return addr, peerAddr
+	return addr, peerAddr, dir
 }
 
 func TestProbeTLS(t *testing.T) {
@@ -322,7 +324,7 @@ func TestProbeReadsTheServingCertificate(t *testing.T) {
 func TestProbeReadsThePeerPortsCertificate(t *testing.T) {
 	peerExpiry := time.Now().Add(10 * 24 * time.Hour).Truncate(time.Second)
 	p := newPKIWith(t, time.Now().Add(time.Hour), peerExpiry)
-	addr, peerAddr := startMember(t, p, true)
+	addr, peerAddr, _ := startMember(t, p, true)
 	const peerPort = 2380
 	var peerDials atomic.Int32
 	dial := func(ctx context.Context, _, _ string, port int) (net.Conn, error) {
@@ -364,4 +366,58 @@ func TestProbeReadsThePeerPortsCertificate(t *testing.T) {
 	if !ports[strconv.Itoa(podPort)] || !ports[strconv.Itoa(peerPort)] {
 		t.Errorf("cert_expiring on ports %v, want %d and %d", ports, podPort, peerPort)
 	}
+}
+
+// TestKeptConnectionSeesARenewedCertificate: the live view keeps one
+// connection per member, which handshook once. After the member's
+// certificate is renewed on disk (etcd reads it for each new connection),
+// the next read of the certificate reports the new one, not the one the
+// kept connection saw.
+func TestKeptConnectionSeesARenewedCertificate(t *testing.T) {
+	defer etcd.SetCertRefresh(0)()
+	old := time.Now().Add(5 * 24 * time.Hour).Truncate(time.Second)
+	p := newPKIUntil(t, old)
+	addr, _, dir := startMember(t, p, false)
+	dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	renewed := time.Now().Add(300 * 24 * time.Hour).Truncate(time.Second)
+	q := newPKIWith(t, renewed, renewed)
+	conns := engine.NewConns()
+	defer conns.Close()
+	tg := []engine.Target{{Member: "etcd-tls", Namespace: testNamespace, Pod: "etcd-tls", Port: podPort, ServerName: tlsServerName}}
+	// The renewal comes from another CA: both are trusted from the start
+	// (the same credentials keep the same kept connection).
+	o := engine.ProbeOptions{Timeout: time.Second, Dial: dial, Conns: conns,
+		Credentials: &engine.Credentials{CertPEM: p.clientCertPEM, KeyPEM: p.clientKeyPEM, CAPEM: append(append([]byte(nil), p.caPEM...), q.caPEM...)}}
+	notAfter := func() (time.Time, error) {
+		f := etcd.New().Probe(context.Background(), tg, o)[0]
+		if !f.Reachable || len(f.ServingCerts) == 0 {
+			return time.Time{}, fmt.Errorf("reachable %v, certificates %v: %s", f.Reachable, f.ServingCerts, f.Err)
+		}
+		return f.ServingCerts[0].NotAfter, nil
+	}
+	poll.Until(t, 20*time.Second, "the old certificate", func() error {
+		got, err := notAfter()
+		if err == nil && !got.Equal(old.UTC()) {
+			err = fmt.Errorf("certificate until %s, want %s", got, old.UTC())
+		}
+		return err
+	})
+	for name, b := range map[string][]byte{"server.crt": q.serverCertPEM, "server.key": q.serverKeyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if conns.Len() != 1 {
+		t.Fatalf("%d kept connections, want 1", conns.Len())
+	}
+	poll.Until(t, 20*time.Second, "the renewed certificate", func() error {
+		got, err := notAfter()
+		if err == nil && !got.Equal(renewed.UTC()) {
+			err = fmt.Errorf("certificate until %s, want the renewed one's %s", got, renewed.UTC())
+		}
+		return err
+	})
 }

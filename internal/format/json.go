@@ -18,7 +18,7 @@ import (
 func JSONProblem(err error, doc string) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return holds(te.Field, jsonWords(te.Value), goWords(te.Type), te.Value, doc)
+		return holds(te.Field, jsonWords(te.Value), goWords(te.Type), te.Value, doc, unsigned(te.Type))
 	}
 	msg := err.Error()
 	if m := typeText.FindStringSubmatch(msg); m != nil {
@@ -26,12 +26,25 @@ func JSONProblem(err error, doc string) string {
 		if i := strings.Index(field, "."); i >= 0 {
 			field = field[i+1:] // "Config.clusters": the Go type, then the field
 		}
-		return holds(field, jsonWords(m[1]), goTextWords(m[3]), m[1], doc)
+		t := strings.TrimLeft(m[3], "*")
+		return holds(field, jsonWords(m[1]), goTextWords(t), m[1], doc, strings.HasPrefix(t, "uint"))
 	}
-	if i := strings.LastIndex(msg, "json: "); i >= 0 {
-		return msg[i+len("json: "):]
+	if i := strings.LastIndex(msg, ": json: "); i >= 0 {
+		return msg[i+len(": json: "):]
 	}
-	return msg
+	return strings.TrimPrefix(msg, "json: ")
+}
+
+// unsigned reports whether t holds a whole number of 0 or more.
+func unsigned(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 // typeText matches a type error given as text: the JSON value, the Go
@@ -39,14 +52,17 @@ func JSONProblem(err error, doc string) string {
 var typeText = regexp.MustCompile(`cannot unmarshal (\w+(?: [^ ]+)?) into Go (?:struct field ([^ ]+)|value) of type (.+)$`)
 
 // holds words a value of the wrong kind at field.
-func holds(field, got, want, value, doc string) string {
+func holds(field, got, want, value, doc string, unsigned bool) string {
 	where := "the document"
 	if field != "" {
 		where = "field " + field
 	}
 	if got == want && strings.HasPrefix(value, "number ") {
 		// A number out of range: negative, fractional or too large.
-		got, want = "the "+value, "a whole number of 0 or more within range"
+		got, want = "the "+value, "a number within range"
+		if unsigned {
+			want = "a whole number of 0 or more within range"
+		}
 	}
 	return fmt.Sprintf("%s holds %s, where %s has %s", where, got, doc, want)
 }
@@ -79,6 +95,9 @@ func goWords(t reflect.Type) string {
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "text" // bytes, as base64
+		}
 		return "a list"
 	case reflect.Pointer:
 		return goWords(t.Elem())
@@ -90,7 +109,7 @@ func goWords(t reflect.Type) string {
 func goTextWords(t string) string {
 	t = strings.TrimLeft(t, "*")
 	switch {
-	case t == "string":
+	case t == "string" || t == "[]uint8" || t == "[]byte":
 		return "text"
 	case strings.HasPrefix(t, "[]"):
 		return "a list"
