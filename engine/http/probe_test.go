@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -146,4 +147,28 @@ func firstCert(f model.EngineFacts) *model.CertFacts {
 		return nil
 	}
 	return &f.ServingCerts[0]
+}
+
+// TestProbeReadsTheCertificateOverHTTPS: with the cluster's client TLS
+// (its CA trusting the member's certificate), the document is read and
+// the certificate the member served is in the facts, verified.
+func TestProbeReadsTheCertificateOverHTTPS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		fmt.Fprint(w, `{"role":"leader","id":"n1","applied":7,"frontier":7}`)
+	}))
+	srv.StartTLS()
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	target := engine.Target{Member: "kv-0", Namespace: "db", Pod: "kv-0", ServerName: "example.com", Config: baseMapping()}
+	f := New().Probe(context.Background(), []engine.Target{target}, engine.ProbeOptions{Timeout: time.Second, Dial: dial,
+		Credentials: &engine.Credentials{CAPEM: ca}})[0]
+	c := firstCert(f)
+	if !f.Reachable || c == nil || !c.Verified || !c.NotAfter.Equal(srv.Certificate().NotAfter.UTC()) || c.Port != 8080 {
+		t.Errorf("reachable %v (%s), certificate %+v; want httptest's, verified, on 8080", f.Reachable, f.Err, c)
+	}
 }
