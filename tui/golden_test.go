@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -105,4 +106,26 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestGoldenHistory: the history tab, newest first: an action from the
+// ledger with its changes, an Event and the leader observed now.
+func TestGoldenHistory(t *testing.T) {
+	o := healthyObs("db", "etcd-main")
+	o.Ledger = []model.LedgerEntry{{
+		ID: "replace.etcd-main-1.a1", Action: model.ActionReplace, Member: "etcd-main-1", Holder: "alice@laptop", State: model.EntryDone,
+		Phase: model.ActionPhaseReady, StartedAt: now.Add(-2 * time.Hour), UpdatedAt: now.Add(-time.Hour - 50*time.Minute),
+		Receipts: []model.Receipt{
+			{Step: model.StepRemoveMember, Outcome: model.OutcomeDone, At: now.Add(-2*time.Hour + time.Minute), Member: "etcd-main-1", Detail: "member 82d82d82d82d3285 removed"},
+			{Step: model.StepDeletePod, Outcome: model.OutcomeDone, At: now.Add(-2*time.Hour + 2*time.Minute), Member: "etcd-main-1", Detail: "deleted Pod etcd-main-1"},
+			{Step: model.StepAwaitPodGone, Outcome: model.OutcomeDone, At: now.Add(-2*time.Hour + 3*time.Minute)},
+		},
+	}}
+	o.Events = []model.EventFacts{{Type: "Normal", Reason: "Killing", Object: "Pod/etcd-main-2", Message: "Stopping container etcd", Count: 1, Last: now.Add(-10 * time.Minute)}}
+	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, o)
+	m = press(t, m, "enter", "4", "down")
+	golden(t, m, "history")
+	if !strings.Contains(frame(m), "Pod/etcd-main-2: Stopping container etcd") || strings.Contains(frame(m), "await-pod-gone") {
+		t.Errorf("the history tab shows the Event and the changes, not the waits:\n%s", frame(m))
+	}
 }

@@ -88,6 +88,7 @@ type Model struct {
 	clusters  clusterList
 	members   memberView
 	readiness readinessView
+	timeline  timelineView
 	seed      seedView
 	help      helpView
 	dialog    *dialog
@@ -149,6 +150,7 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 		clusters:     newClusterList(th, keys, cfg.Namespace),
 		members:      newMemberView(th, keys, remedy.Load(), cfg.Now),
 		readiness:    newReadinessView(th, keys, cfg.Verdict, cfg.ProbeInterval),
+		timeline:     newTimelineView(th, keys),
 		seed:         newSeedView(th, keys, cfg.Now, deps.Generations),
 	}
 	if _, ok := backend.(DirectObserver); ok {
@@ -254,6 +256,7 @@ func (m *Model) resize(w, h int) {
 	m.clusters.SetSize(w, bh)
 	m.members.SetSize(w, bh)
 	m.readiness.SetSize(w, bh)
+	m.timeline.SetSize(w, bh)
 	m.seed.SetSize(w, bh)
 	if m.dialog != nil {
 		d := *m.dialog
@@ -269,6 +272,7 @@ func (m *Model) setTheme(th Theme) {
 	m.clusters.SetTheme(th)
 	m.members.SetTheme(th)
 	m.readiness.SetTheme(th)
+	m.timeline.SetTheme(th)
 	m.seed.SetTheme(th)
 	if m.dialog != nil {
 		d := *m.dialog
@@ -297,6 +301,10 @@ func (m *Model) syncViews() {
 	if !m.readiness.synced || m.readiness.key != k {
 		m.readiness.setData(r, f, m.history)
 		m.readiness.key, m.readiness.synced = k, true
+	}
+	if !m.timeline.synced || m.timeline.key != k {
+		m.timeline.setData(r)
+		m.timeline.key, m.timeline.synced = k, true
 	}
 	m.seed.setData(m.focus, r, m.action)
 }

@@ -39,12 +39,20 @@ func TestNavigation(t *testing.T) {
 		t.Errorf("tab → %v, want readiness", m.tab)
 	}
 	m = press(t, m, "tab")
+	if m.tab != tabHistory {
+		t.Errorf("tab → %v, want history", m.tab)
+	}
+	m = press(t, m, "tab")
 	if m.tab != tabMembers {
 		t.Errorf("tab wraps to %v, want members", m.tab)
 	}
 	m = press(t, m, "shift+tab")
+	if m.tab != tabHistory {
+		t.Errorf("shift+tab → %v, want history", m.tab)
+	}
+	m = press(t, m, "3")
 	if m.tab != tabReadiness {
-		t.Errorf("shift+tab → %v, want readiness", m.tab)
+		t.Errorf("3 → %v, want readiness", m.tab)
 	}
 	m = press(t, m, "1")
 	if m.tab != tabMembers {

@@ -260,6 +260,7 @@ func (m *Model) setResults(rs []status.Result) {
 	if _, ok := m.focused(); ok {
 		m.members.clamp()
 		m.readiness.clamp()
+		m.timeline.clamp()
 	}
 }
 

@@ -36,6 +36,7 @@ const (
 	tabMembers tab = iota
 	tabSeed
 	tabReadiness
+	tabHistory
 	numTabs
 )
 
@@ -47,6 +48,8 @@ func (t tab) String() string {
 		return "seed phase"
 	case tabReadiness:
 		return "readiness"
+	case tabHistory:
+		return "history"
 	}
 	return "unknown"
 }
@@ -74,7 +77,7 @@ func (m *Model) openCluster(k string) {
 	m.focus = k
 	m.screen, m.tab = screenCluster, tabMembers
 	m.members.reset()
-	m.readiness.cursor = 0
+	m.readiness.cursor, m.timeline.cursor = 0, 0
 	m.seed.top = 0
 	m.filter.SetValue("")
 }
@@ -115,7 +118,7 @@ func (m Model) clusterKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.tab = (m.tab + 1) % numTabs
 	case key.Matches(msg, k.PrevTab):
 		m.tab = (m.tab + numTabs - 1) % numTabs
-	case msg.String() == "1", msg.String() == "2", msg.String() == "3":
+	case msg.String() == "1", msg.String() == "2", msg.String() == "3", msg.String() == "4":
 		m.tab = tab(msg.String()[0] - '1')
 	case key.Matches(msg, k.Replace, k.Reseed, k.Seed, k.Restore, k.Switchover):
 		a, _ := actionFor(k, msg)
@@ -152,6 +155,8 @@ func (m Model) updateTab(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.seed, cmd = m.seed.Update(msg)
 	case m.tab == tabReadiness && key.Matches(msg, m.keys.Up, m.keys.Down):
 		m.readiness, cmd = m.readiness.Update(msg)
+	case m.tab == tabHistory && key.Matches(msg, m.keys.Up, m.keys.Down):
+		m.timeline, cmd = m.timeline.Update(msg)
 	default:
 		m.members, cmd = m.members.Update(msg)
 	}
@@ -177,6 +182,8 @@ func (m Model) clusterBody() []string {
 		return m.seed.View()
 	case tabReadiness:
 		return m.readiness.View()
+	case tabHistory:
+		return m.timeline.View()
 	}
 	return m.members.View()
 }
