@@ -80,6 +80,14 @@ func (c *classifier) replacedOf(m *model.Member) model.Replaced {
 	return r
 }
 
+// recreatedThen appends the wait for the StatefulSet to recreate pod name
+// with a new volume (how says what fills it), then await's.
+func (c *classifier) recreatedThen(name, how string, await func(string)) {
+	c.step(Step{Kind: model.StepAwaitPodRecreated, Member: name,
+		Detail: fmt.Sprintf("wait for the StatefulSet to recreate pod %s with a new volume (%s)", name, how)})
+	await(name)
+}
+
 // rebuilt is how an engine whose members rebuild themselves on a new
 // volume waits for one, in its own terms.
 type rebuilt struct {

@@ -734,9 +734,7 @@ func (c patroni) awaitStreaming(name string) {
 
 // recreated appends the steps after the pod was deleted.
 func (c patroni) recreated(name string) {
-	c.step(Step{Kind: model.StepAwaitPodRecreated, Member: name,
-		Detail: fmt.Sprintf("wait for the StatefulSet to recreate pod %s with a new volume (Patroni copies the data from the primary)", name)})
-	c.awaitStreaming(name)
+	c.recreatedThen(name, "Patroni copies the data from the primary", c.awaitStreaming)
 }
 
 // streamingNow reports whether m streams from the one primary within the

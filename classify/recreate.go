@@ -265,7 +265,5 @@ func (c recreate) awaitCaughtUp(name string) {
 
 // recreated appends the steps after the pod was deleted.
 func (c recreate) recreated(name string) {
-	c.step(Step{Kind: model.StepAwaitPodRecreated, Member: name,
-		Detail: fmt.Sprintf("wait for the StatefulSet to recreate pod %s with a new volume (the member copies its data from its peers)", name)})
-	c.awaitCaughtUp(name)
+	c.recreatedThen(name, "the member copies its data from its peers", c.awaitCaughtUp)
 }

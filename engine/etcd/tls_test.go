@@ -301,11 +301,7 @@ func TestProbeReadsTheServingCertificate(t *testing.T) {
 			if expired && f.Failure != model.ProbeFailureCredentials {
 				t.Errorf("failure %q (%s), want credentials", f.Failure, f.Err)
 			}
-			obs := model.Observation{At: time.Now(), EngineProbed: true,
-				Cluster: model.ClusterFacts{Namespace: testNamespace, Name: "etcd", Engine: model.EngineEtcd, Replicas: 1, ReadyReplicas: 1, CreatedAt: time.Now().Add(-time.Hour)},
-				Members: []model.Member{{Name: "etcd-tls", Engine: &f,
-					Pod: &model.PodFacts{Name: "etcd-tls", Phase: "Running", Started: true, Running: true, Ready: true, EverStarted: true}}}}
-			v := verdict.Compute(obs, time.Now(), verdict.Options{})
+			v := verdict.Compute(oneMember(f), time.Now(), verdict.Options{})
 			found := false
 			for _, r := range v.Reasons {
 				found = found || (r.Code == c.want && r.Member == "etcd-tls" && strings.Contains(r.Detail, c.notAfter.UTC().Format(time.RFC3339)))
@@ -353,12 +349,8 @@ func TestProbeReadsThePeerPortsCertificate(t *testing.T) {
 	if peerDials.Load() == 0 {
 		t.Error("the peer port was never dialled")
 	}
-	obs := model.Observation{At: time.Now(), EngineProbed: true,
-		Cluster: model.ClusterFacts{Namespace: testNamespace, Name: "etcd", Engine: model.EngineEtcd, Replicas: 1, ReadyReplicas: 1, CreatedAt: time.Now().Add(-time.Hour)},
-		Members: []model.Member{{Name: "etcd-tls", Engine: &f,
-			Pod: &model.PodFacts{Name: "etcd-tls", Phase: "Running", Started: true, Running: true, Ready: true, EverStarted: true}}}}
 	ports := map[string]bool{}
-	for _, r := range verdict.Compute(obs, time.Now(), verdict.Options{}).Reasons {
+	for _, r := range verdict.Compute(oneMember(f), time.Now(), verdict.Options{}).Reasons {
 		if r.Code == model.ReasonCertExpiring {
 			ports[strings.Fields(strings.TrimPrefix(r.Detail, "the serving certificate on port "))[0]] = true
 		}
@@ -420,4 +412,13 @@ func TestKeptConnectionSeesARenewedCertificate(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// oneMember is a one-member cluster whose running, ready member's probe
+// gave f.
+func oneMember(f model.EngineFacts) model.Observation {
+	return model.Observation{At: time.Now(), EngineProbed: true,
+		Cluster: model.ClusterFacts{Namespace: testNamespace, Name: "etcd", Engine: model.EngineEtcd, Replicas: 1, ReadyReplicas: 1, CreatedAt: time.Now().Add(-time.Hour)},
+		Members: []model.Member{{Name: "etcd-tls", Engine: &f,
+			Pod: &model.PodFacts{Name: "etcd-tls", Phase: "Running", Started: true, Running: true, Ready: true, EverStarted: true}}}}
 }
