@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
 )
 
 // EventSource is the component hactl's Events are reported by.
@@ -99,7 +100,7 @@ func RecordEvent(ctx context.Context, c kubernetes.Interface, sts corev1.ObjectR
 		FirstTimestamp:      at,
 		LastTimestamp:       at,
 		Count:               1,
-		ReportingController: "hactl.dev/hactl",
+		ReportingController: status.EventController,
 		ReportingInstance:   r.Holder,
 		Action:              string(r.Step),
 	}

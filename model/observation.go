@@ -252,6 +252,8 @@ type EventFacts struct {
 	Message string    `json:"message"`
 	Count   int       `json:"count"`
 	Last    time.Time `json:"last"`
+	// Controller is the reportingController that wrote it, when given.
+	Controller string `json:"controller,omitempty"`
 }
 
 // EngineFacts is what one member said about itself when dialled on its own.

@@ -490,7 +490,7 @@ func clusterEvents(sts *appsv1.StatefulSet, ix *index, members []model.Member) [
 		}
 		out = append(out, model.EventFacts{
 			Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name,
-			Message: e.Message, Count: int(e.Count), Last: eventTime(e),
+			Message: e.Message, Count: int(e.Count), Last: eventTime(e), Controller: e.ReportingController,
 		})
 	}
 	return out

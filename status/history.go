@@ -57,8 +57,8 @@ func (h *ClusterHistory) DeepCopyObject() runtime.Object { return deepCopy(h, &C
 
 // History assembles r's timeline from the engine's record in the API
 // server, hactl's ledger, events (the Kubernetes Events about the
-// cluster's objects, newest first or in any order) and what r observed.
-// It is pure.
+// cluster's objects, in any order; those hactl's actions wrote are left
+// out, the ledger's rows say the same) and what r observed. It is pure.
 func History(r Result, events []model.EventFacts) *ClusterHistory {
 	o := r.Observation
 	cl := o.Cluster
@@ -75,6 +75,9 @@ func History(r Result, events []model.EventFacts) *ClusterHistory {
 		h.Rows = append(h.Rows, ledgerRows(e)...)
 	}
 	for _, e := range events {
+		if e.Controller == EventController {
+			continue // hactl's own: the ledger's rows say the same
+		}
 		h.Rows = append(h.Rows, HistoryRow{At: e.Last, Source: SourceEvents, Member: eventMember(e.Object, o.Members), Event: e.Reason,
 			Detail: eventDetail(e)})
 	}
@@ -202,6 +205,11 @@ func PrintHistory(w io.Writer, h *ClusterHistory, noHeaders bool) error {
 	return nil
 }
 
+// EventController is the reportingController of the Events hactl's
+// actions write (the ledger holds the same, as the timeline's hactl
+// rows).
+const EventController = "hactl.dev/hactl"
+
 // EventsOf are the Events of evs about r's cluster: its StatefulSet, its
 // members' pods and their claims, whatever their number (status keeps
 // only the newest few).
@@ -221,7 +229,8 @@ func EventsOf(evs []corev1.Event, r Result) []model.EventFacts {
 		if e.Namespace != o.Cluster.Namespace || !objects[obj] {
 			continue
 		}
-		out = append(out, model.EventFacts{Type: e.Type, Reason: e.Reason, Object: obj, Message: e.Message, Count: int(e.Count), Last: eventTime(e)})
+		out = append(out, model.EventFacts{Type: e.Type, Reason: e.Reason, Object: obj, Message: e.Message, Count: int(e.Count), Last: eventTime(e),
+			Controller: e.ReportingController})
 	}
 	return out
 }

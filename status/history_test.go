@@ -30,7 +30,8 @@ func TestHistoryJoinsItsSources(t *testing.T) {
 				{Step: model.StepAwaitSwitchover, Outcome: model.OutcomeDone, At: at(31)},
 			}}},
 	}, Analysis: verdict.Analysis{LeaderMember: "pg-1"}}
-	events := []model.EventFacts{{Reason: "Killing", Object: "Pod/pg-0", Message: "Stopping container", Count: 2, Last: at(45)}}
+	events := []model.EventFacts{{Reason: "Killing", Object: "Pod/pg-0", Message: "Stopping container", Count: 2, Last: at(45)},
+		{Reason: "ActionReady", Object: "StatefulSet/pg", Message: "switchover done", Last: at(32), Controller: EventController}}
 	h := History(r, events)
 	want := []string{
 		"hactl pg-1 switchover-started", "hactl pg-0 switchover", "dcs pg-1 timeline-switch", "dcs pg-1 leader-lock",
