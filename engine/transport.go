@@ -246,14 +246,16 @@ func CertOf(port int, state *tls.ConnectionState, err error) *model.CertFacts {
 	// characters reach a terminal.
 	names := make([]string, 0, len(leaf.DNSNames))
 	for _, n := range leaf.DNSNames {
-		names = append(names, printable(n))
+		names = append(names, Printable(n))
 	}
-	return &model.CertFacts{Subject: printable(leaf.Subject.String()), Issuer: printable(leaf.Issuer.String()), DNSNames: names,
+	return &model.CertFacts{Subject: Printable(leaf.Subject.String()), Issuer: Printable(leaf.Issuer.String()), DNSNames: names,
 		NotBefore: leaf.NotBefore.UTC(), NotAfter: leaf.NotAfter.UTC(), Verified: verified, Port: port}
 }
 
-// printable is s without control characters.
-func printable(s string) string {
+// Printable is s without control characters: text a member sent (a
+// document's value, an error body) never drives the terminal it is
+// printed on.
+func Printable(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return -1

@@ -59,3 +59,20 @@ func TestHistoryJoinsItsSources(t *testing.T) {
 		t.Errorf("etcd notes %v", h.Notes)
 	}
 }
+
+// TestTableEscapesWhatMembersSay: a member's role and a reason's detail
+// holding terminal control sequences are printed as text.
+func TestTableEscapesWhatMembersSay(t *testing.T) {
+	evil := "leader\x1b]0;owned\x07\x1b[2J"
+	cs := &ClusterStatus{Metadata: StatusMeta{Namespace: "db", Name: "kv"}, Engine: "http", Replicas: 1, Leader: evil,
+		Members: []MemberStatus{{Name: "kv-0", Role: evil, Phase: "member"}},
+		Verdict: VerdictStatus{Reasons: []ReasonStatus{{Code: "member_unreachable", Impact: "failover", Member: "kv-0", Detail: "HTTP 500: " + evil}}},
+	}
+	var b bytes.Buffer
+	if err := PrintTable(&b, []*ClusterStatus{cs}, TableOptions{Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "\x1b") || !strings.Contains(out, "leader^[]0;owned") {
+		t.Errorf("control characters reach the terminal:\n%q", out)
+	}
+}

@@ -69,7 +69,13 @@ func printCluster(w io.Writer, cs *ClusterStatus, o TableOptions) error {
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	for _, m := range cs.Members {
-		fmt.Fprintln(tw, strings.Join(row(m, o), "\t"))
+		// What members say reaches a terminal as text, never as
+		// control sequences (kubectl's rule for printed objects).
+		cells := row(m, o)
+		for i, c := range cells {
+			cells[i] = printers.EscapeTerminal(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -100,10 +106,10 @@ func clusterHead(cs *ClusterStatus, o TableOptions, paint func(code, s string) s
 	head := fmt.Sprintf("%s  %s/%s  %d/%d ready  %s", paint(ansiBold, name), cs.Engine, cs.Shape,
 		cs.ReadyMembers, cs.Replicas, paint(color, verdict))
 	if cs.Leader != "" {
-		head += "  leader " + cs.Leader
+		head += "  leader " + printers.EscapeTerminal(cs.Leader)
 	}
 	if o.Wide && cs.ClusterID != "" {
-		head += "  cluster " + cs.ClusterID
+		head += "  cluster " + printers.EscapeTerminal(cs.ClusterID)
 	}
 	if !cs.EngineProbed {
 		head += "  (members not probed)"
@@ -128,10 +134,10 @@ func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string)
 		}
 		line := "  " + paint(c, r.Code)
 		if r.Member != "" {
-			line += " " + r.Member
+			line += " " + printers.EscapeTerminal(r.Member)
 		}
 		if r.Detail != "" {
-			line += ": " + r.Detail
+			line += ": " + printers.EscapeTerminal(r.Detail)
 		}
 		out = append(out, line)
 	}

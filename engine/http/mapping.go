@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/hactl-dev/hactl/engine"
 )
 
 // Keys of a mapping (the ConfigMap's data).
@@ -276,6 +278,8 @@ func scalar(x reflect.Value) (string, bool, error) {
 	case json.Number:
 		return v.String(), true, nil
 	case string:
+		// The member's text: no control characters reach a terminal.
+		v = engine.Printable(v)
 		return v, v != "", nil
 	case bool:
 		return strconv.FormatBool(v), true, nil

@@ -227,9 +227,9 @@ func failureOf(ctx context.Context, err, dialErr error, connected bool) model.Pr
 func snippet(b []byte) string {
 	b = bytes.TrimSpace(b)
 	if len(b) > 200 {
-		return string(b[:200]) + "…"
+		return engine.Printable(string(b[:200])) + "…"
 	}
-	return string(b)
+	return engine.Printable(string(b))
 }
 
 // noOps refuses every member operation before sending anything.

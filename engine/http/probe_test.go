@@ -172,3 +172,20 @@ func TestProbeReadsTheCertificateOverHTTPS(t *testing.T) {
 		t.Errorf("reachable %v (%s), certificate %+v; want httptest's, verified, on 8080", f.Reachable, f.Err, c)
 	}
 }
+
+// TestProbeDropsControlCharacters: a member's document values and error
+// bodies reach hactl's faces without control characters.
+func TestProbeDropsControlCharacters(t *testing.T) {
+	f := probeOne(t, serve(t, func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		fmt.Fprint(w, `{"role":"leader\u001b[2J","id":"n1\u001b]0;x\u0007","applied":1,"frontier":1}`)
+	}, false), baseMapping())
+	if !f.Reachable || f.MemberID != "n1]0;x" {
+		t.Errorf("member ID %q (%s), want it without control characters", f.MemberID, f.Err)
+	}
+	f = probeOne(t, serve(t, func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		nethttp.Error(w, "denied\x1b[31m", 403)
+	}, false), baseMapping())
+	if strings.ContainsRune(f.Err, 0x1b) || !strings.Contains(f.Err, "denied[31m") {
+		t.Errorf("error %q", f.Err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hactl-dev/hactl/model"
+
+	"github.com/hactl-dev/hactl/engine"
 )
 
 // status is GET /patroni's document (Patroni 3.0.2; later releases add
@@ -174,7 +176,7 @@ func decodeLeader(a *answer) (string, error) {
 // snippet is a short, single-line excerpt of an answer body for messages.
 func snippet(b []byte) string {
 	const limit = 200
-	s := strings.Join(strings.Fields(string(b)), " ")
+	s := engine.Printable(strings.Join(strings.Fields(string(b)), " "))
 	if len(s) > limit {
 		s = s[:limit] + "…"
 	}
