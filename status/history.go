@@ -165,12 +165,16 @@ func observedRow(r Result) *HistoryRow {
 		return nil
 	}
 	leader := r.Analysis.LeaderMember
-	if leader == "" && o.Cluster.Patroni != nil {
+	d := leader + " leads"
+	switch {
+	case leader != "":
+	case o.Cluster.Patroni != nil && o.Cluster.Patroni.LockHolder != "":
 		leader = o.Cluster.Patroni.LockHolder
-	}
-	d := "no leader agreed"
-	if leader != "" {
-		d = leader + " leads"
+		d = leader + " holds the leader lock"
+	case !o.EngineProbed:
+		d = "leader not read: the members were not asked (kubectl hactl status asks them)"
+	default:
+		d = "no leader agreed"
 	}
 	for _, m := range o.Members {
 		if e := m.Engine; e != nil && e.Reachable && m.Name == leader && e.RaftTerm > 0 {

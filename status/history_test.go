@@ -55,8 +55,14 @@ func TestHistoryJoinsItsSources(t *testing.T) {
 		t.Errorf("table:\n%s", out)
 	}
 	r.Observation.Cluster.Engine, r.Observation.Cluster.Patroni = model.EngineEtcd, nil
-	if h := History(r, nil); len(h.Notes) != 2 || !strings.Contains(h.Notes[0], "keeps no leadership history") {
+	r.Analysis.LeaderMember = ""
+	h = History(r, nil)
+	if len(h.Notes) != 2 || !strings.Contains(h.Notes[0], "keeps no leadership history") {
 		t.Errorf("etcd notes %v", h.Notes)
+	}
+	// Not probed: the leader is not read, never "no leader agreed".
+	if now := h.Rows[len(h.Rows)-1]; now.Source != SourceObserved || !strings.Contains(now.Detail, "leader not read") {
+		t.Errorf("last row %+v", now)
 	}
 }
 
