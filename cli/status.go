@@ -41,6 +41,11 @@ type StatusOptions struct {
 	Name          string
 	Namespace     string
 	AllNamespaces bool
+	// AllContexts reads every context of the kubeconfig at once (as does
+	// a --context naming several, comma-separated).
+	AllContexts bool
+	// fleet are the contexts read at once (nil: one context).
+	fleet         []string
 	Watch         bool
 	Color         string
 	ProbeTimeout  time.Duration
@@ -147,6 +152,7 @@ runs etcd.
 func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
 	o.addOutputFlags(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show clusters in every namespace.")
+	cmd.Flags().BoolVar(&o.AllContexts, "all-contexts", false, "Read every context of the kubeconfig at once (or name several: --context a,b), each under its name; the exit code is the worst.")
 	cmd.Flags().DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member (all members are probed in parallel).")
 	cmd.Flags().DurationVar(&o.ProbeInterval, "probe-interval", o.ProbeInterval, "With --watch, how often members are probed again.")
 	cmd.Flags().BoolVar(&o.NoProbe, "no-probe", false, "Read the API server only; do not dial members (the verdict then cannot be failover-ready: lag is unknown).")
@@ -177,6 +183,10 @@ func (o *StatusOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.Name = args[0]
 	}
 	var err error
+	if o.fleet, err = o.fleetContexts(); err != nil || o.fleet != nil {
+		o.outIsTTY = isTerminal(o.Out)
+		return err
+	}
 	o.restConfig, o.Namespace, err = restConfig(o.configFlags)
 	if err != nil {
 		return err
@@ -213,6 +223,16 @@ func (o *StatusOptions) Validate() error {
 	}
 	if o.CertWarn <= 0 {
 		return usageError("--cert-warn must be positive (e.g. 720h for 30 days)")
+	}
+	if o.fleet != nil {
+		if o.Watch {
+			return usageError("--watch follows one context: run it per context, or without --watch for %d contexts at once", len(o.fleet))
+		}
+		switch o.format() {
+		case "", "wide", "json", "yaml":
+		default:
+			return usageError("with several contexts, -o is wide, json or yaml (each cluster names its context), not %q", o.format())
+		}
 	}
 	if o.Watch && o.ProbeInterval < time.Second {
 		return usageError("--probe-interval must be at least 1s")
@@ -301,6 +321,9 @@ func (o *StatusOptions) observer(src status.Source) *status.Observer {
 func (o *StatusOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if o.fleet != nil {
+		return o.runFleet(ctx, o.fleet)
 	}
 	if o.Watch {
 		return o.runWatch(ctx)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -155,6 +156,9 @@ func (o *TUIOptions) AddFlags(cmd *cobra.Command) {
 func (o *TUIOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.status.Complete(cmd, args); err != nil {
 		return err
+	}
+	if n := len(o.status.fleet); n > 0 {
+		return usageError("the live view shows one context at a time; 'kubectl hactl status --context %s' prints the %d together", strings.Join(o.status.fleet, ","), n)
 	}
 	raw, err := o.status.configFlags.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {

@@ -85,6 +85,15 @@ func actionStatus(e *model.LedgerEntry) ActionStatus {
 type StatusMeta struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
+	// Context is the kubeconfig context the cluster was read through,
+	// set when status reads several (--context a,b, --all-contexts).
+	Context string `json:"context,omitempty"`
+}
+
+// ContextError is a context status could not read, and why.
+type ContextError struct {
+	Context string `json:"context"`
+	Error   string `json:"error"`
 }
 
 // VerdictStatus is the verdict with each reason's impact spelled out.
@@ -149,6 +158,9 @@ type MemberStatus struct {
 type ClusterStatusList struct {
 	metav1.TypeMeta `json:",inline"`
 	Items           []ClusterStatus `json:"items"`
+	// Errors are the contexts that could not be read (several contexts
+	// at once only); their clusters are not in Items.
+	Errors []ContextError `json:"errors,omitempty"`
 }
 
 // DeepCopyObject implements runtime.Object.
