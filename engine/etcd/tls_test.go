@@ -203,13 +203,7 @@ func startMember(t *testing.T, p pki, tlsPeer bool) (addr, peerAddr, dir string)
 
 func TestProbeTLS(t *testing.T) {
 	p := newPKI(t)
-	addr := startTLSMember(t, p)
-	dial := func(ctx context.Context, namespace, pod string, port int) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
-	}
-	tg := []engine.Target{{Member: "etcd-tls", Namespace: testNamespace, Pod: "etcd-tls", Port: podPort, ServerName: tlsServerName}}
-	good := &engine.Credentials{CertPEM: p.clientCertPEM, KeyPEM: p.clientKeyPEM, CAPEM: p.caPEM}
+	dial, tg, good := dialTLS(startTLSMember(t, p), p)
 
 	probeWith := func(cr *engine.Credentials) model.EngineFacts {
 		return etcd.New().Probe(context.Background(), tg, engine.ProbeOptions{Timeout: time.Second, Dial: dial, Credentials: cr})[0]
@@ -278,13 +272,7 @@ func TestProbeReadsTheServingCertificate(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newPKIUntil(t, c.notAfter)
-			addr := startTLSMember(t, p)
-			dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "tcp", addr)
-			}
-			tg := []engine.Target{{Member: "etcd-tls", Namespace: testNamespace, Pod: "etcd-tls", Port: podPort, ServerName: tlsServerName}}
-			cr := &engine.Credentials{CertPEM: p.clientCertPEM, KeyPEM: p.clientKeyPEM, CAPEM: p.caPEM}
+			dial, tg, cr := dialTLS(startTLSMember(t, p), p)
 			expired := c.want == model.ReasonCertExpired
 			var f model.EngineFacts
 			poll.Until(t, 20*time.Second, "the member's handshake", func() error {
@@ -421,4 +409,15 @@ func oneMember(f model.EngineFacts) model.Observation {
 		Cluster: model.ClusterFacts{Namespace: testNamespace, Name: "etcd", Engine: model.EngineEtcd, Replicas: 1, ReadyReplicas: 1, CreatedAt: time.Now().Add(-time.Hour)},
 		Members: []model.Member{{Name: "etcd-tls", Engine: &f,
 			Pod: &model.PodFacts{Name: "etcd-tls", Phase: "Running", Started: true, Running: true, Ready: true, EverStarted: true}}}}
+}
+
+// dialTLS dials the member at addr for any target, and is the target and
+// the good credentials of p for it.
+func dialTLS(addr string, p pki) (engine.DialFunc, []engine.Target, *engine.Credentials) {
+	dial := func(ctx context.Context, _, _ string, _ int) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	tg := []engine.Target{{Member: "etcd-tls", Namespace: testNamespace, Pod: "etcd-tls", Port: podPort, ServerName: tlsServerName}}
+	return dial, tg, &engine.Credentials{CertPEM: p.clientCertPEM, KeyPEM: p.clientKeyPEM, CAPEM: p.caPEM}
 }
