@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -17,8 +18,14 @@ import (
 	"github.com/hactl-dev/hactl/status"
 )
 
-// fleetParallel bounds how many contexts are read at once.
-const fleetParallel = 4
+// fleetParallel bounds how many contexts are read at once;
+// fleetContextTimeout bounds each (a server that never answers, a
+// credential plugin waiting for a login): the context is then printed as
+// timed out in its place.
+const (
+	fleetParallel       = 4
+	fleetContextTimeout = 30 * time.Second
+)
 
 // fleetContexts are the contexts status reads at once: --all-contexts
 // (every context of the kubeconfig), or --context a,b (nil when it names
@@ -31,13 +38,19 @@ func (o *StatusOptions) fleetContexts() ([]string, error) {
 	if !o.AllContexts && !strings.Contains(named, ",") {
 		return nil, nil
 	}
+	raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, kubeconfigError(err)
+	}
+	if _, ok := raw.Contexts[named]; ok && !o.AllContexts {
+		return nil, nil // a context whose name holds a comma
+	}
+	if err := oneContextFlags(o.configFlags); err != nil {
+		return nil, err
+	}
 	if o.AllContexts {
 		if named != "" {
 			return nil, usageError("--all-contexts cannot be combined with --context")
-		}
-		raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig()
-		if err != nil {
-			return nil, kubeconfigError(err)
 		}
 		var names []string
 		for n := range raw.Contexts {
@@ -58,16 +71,34 @@ func (o *StatusOptions) fleetContexts() ([]string, error) {
 	return names, nil
 }
 
+// oneContextFlags refuses, with several contexts, the flags that name a
+// server, a user or credentials: they would go to every context's server
+// (a token to all of them, TLS checks off for all of them).
+func oneContextFlags(f *genericclioptions.ConfigFlags) error {
+	for _, x := range []struct {
+		name string
+		v    *string
+	}{{"--server", f.APIServer}, {"--cluster", f.ClusterName}, {"--user", f.AuthInfoName}, {"--token", f.BearerToken},
+		{"--username", f.Username}, {"--password", f.Password}, {"--client-certificate", f.CertFile}, {"--client-key", f.KeyFile},
+		{"--certificate-authority", f.CAFile}, {"--tls-server-name", f.TLSServerName}} {
+		if x.v != nil && *x.v != "" {
+			return usageError("%s names one server or user: with several contexts each context's own is used (drop %s, or read one context)", x.name, x.name)
+		}
+	}
+	if f.Insecure != nil && *f.Insecure {
+		return usageError("--insecure-skip-tls-verify would turn certificate checks off for every context: read one context with it")
+	}
+	return nil
+}
+
 // contextFlags are the connection flags the user gave, for context name:
-// the kubeconfig, namespace, impersonation, credentials and timeout, but
-// not the context's own cluster, user or server.
+// the kubeconfig, namespace, impersonation and request timeout (the
+// others are refused with several contexts, see oneContextFlags).
 func contextFlags(f *genericclioptions.ConfigFlags, name string) *genericclioptions.ConfigFlags {
 	c := genericclioptions.NewConfigFlags(true)
 	c.Context = &name
 	c.KubeConfig, c.Namespace, c.Timeout = f.KubeConfig, f.Namespace, f.Timeout
 	c.Impersonate, c.ImpersonateUID, c.ImpersonateGroup = f.Impersonate, f.ImpersonateUID, f.ImpersonateGroup
-	c.BearerToken, c.Username, c.Password = f.BearerToken, f.Username, f.Password
-	c.CertFile, c.KeyFile, c.CAFile, c.TLSServerName, c.Insecure = f.CertFile, f.KeyFile, f.CAFile, f.TLSServerName, f.Insecure
 	return c
 }
 
@@ -77,6 +108,24 @@ type contextResult struct {
 	results []status.Result
 	warn    status.Warnings
 	err     error
+	// absent: the CLUSTER asked for is not in this context.
+	absent bool
+}
+
+// boundedContext is observeContext within fleetContextTimeout: past it
+// the context is reported timed out (its reader is left to end on its
+// own).
+func (o *StatusOptions) boundedContext(ctx context.Context, name string) contextResult {
+	ctx, cancel := context.WithTimeout(ctx, fleetContextTimeout)
+	defer cancel()
+	done := make(chan contextResult, 1)
+	go func() { done <- o.observeContext(ctx, name) }()
+	select {
+	case cr := <-done:
+		return cr
+	case <-ctx.Done():
+		return contextResult{name: name, err: fmt.Errorf("no answer within %s", fleetContextTimeout)}
+	}
 }
 
 // observeContext reads one context as a single-context status would.
@@ -120,10 +169,26 @@ func (o *StatusOptions) runFleet(ctx context.Context, names []string) error {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			crs[i] = o.observeContext(ctx, n)
+			crs[i] = o.boundedContext(ctx, n)
 		})
 	}
 	wg.Wait()
+	if o.Name != "" {
+		// CLUSTER in some of the contexts: the others do not have it,
+		// which is no failure unless none has.
+		found := false
+		for i, cr := range crs {
+			var nf *status.NotFoundError
+			if errors.As(cr.err, &nf) {
+				crs[i].err, crs[i].absent = nil, true
+			} else if cr.err == nil {
+				found = true
+			}
+		}
+		if !found && !slices.ContainsFunc(crs, func(cr contextResult) bool { return cr.err != nil }) {
+			return fmt.Errorf("no HA cluster %q in any of the %d contexts", o.Name, len(crs))
+		}
+	}
 	if err := o.printFleet(o.Out, crs); err != nil {
 		return err
 	}
@@ -131,11 +196,11 @@ func (o *StatusOptions) runFleet(ctx context.Context, names []string) error {
 	var all []status.Result
 	for _, cr := range crs {
 		for _, w := range cr.warn {
-			fmt.Fprintf(o.ErrOut, "warning: context %s: %s\n", cr.name, w)
+			fmt.Fprintf(o.ErrOut, "warning: context %s: %s\n", printers.EscapeTerminal(cr.name), printers.EscapeTerminal(w))
 		}
 		if cr.err != nil {
 			failed++
-			fmt.Fprintf(o.ErrOut, "error: context %s: %v\n", cr.name, cr.err)
+			fmt.Fprintf(o.ErrOut, "error: context %s: %s\n", printers.EscapeTerminal(cr.name), printers.EscapeTerminal(cr.err.Error()))
 		}
 		all = append(all, cr.results...)
 	}
@@ -151,6 +216,7 @@ func (o *StatusOptions) printFleet(w io.Writer, crs []contextResult) error {
 	switch f := o.format(); f {
 	case "json", "yaml":
 		l := status.ListToAPI(nil)
+		var docs []*status.ClusterStatus
 		for _, cr := range crs {
 			if cr.err != nil {
 				l.Errors = append(l.Errors, status.ContextError{Context: cr.name, Error: cr.err.Error()})
@@ -158,8 +224,14 @@ func (o *StatusOptions) printFleet(w io.Writer, crs []contextResult) error {
 			for _, r := range cr.results {
 				cs := o.toAPI(r)
 				cs.Metadata.Context = cr.name
-				l.Items = append(l.Items, *cs)
+				docs = append(docs, cs)
 			}
+		}
+		if err := sortDocs(docs, o.SortBy); err != nil {
+			return err
+		}
+		for _, cs := range docs {
+			l.Items = append(l.Items, *cs)
 		}
 		if f == "yaml" {
 			return (&printers.YAMLPrinter{}).PrintObj(l, w)
@@ -170,10 +242,12 @@ func (o *StatusOptions) printFleet(w io.Writer, crs []contextResult) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "context %s\n", cr.name)
+		fmt.Fprintf(w, "context %s\n", printers.EscapeTerminal(cr.name))
 		switch {
 		case cr.err != nil:
 			fmt.Fprintf(w, "  error: %s\n", printers.EscapeTerminal(cr.err.Error()))
+		case cr.absent:
+			fmt.Fprintf(w, "  no HA cluster %s\n", printers.EscapeTerminal(o.Name))
 		case len(cr.results) == 0:
 			fmt.Fprintln(w, "  no HA clusters")
 		default:

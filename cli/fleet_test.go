@@ -38,6 +38,8 @@ func TestStatusAcrossContexts(t *testing.T) {
 		"a":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns1},
 		"b":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns2},
 		"dead": {Cluster: "dead", AuthInfo: cur.AuthInfo, Namespace: ns1},
+		// a real context whose name holds a comma
+		"team,a": {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns1},
 	}
 	cfg.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
 	cfg.CurrentContext = "a"
@@ -58,7 +60,11 @@ func TestStatusAcrossContexts(t *testing.T) {
 		t.Errorf("--context a,b: exit %d, want 3 with both contexts' clusters\n%s\n%s", code, out, errOut)
 	}
 
-	for _, args := range [][]string{{"--context", "a,b,dead"}, {"--all-contexts"}} {
+	out, errOut, code = run("--context", "team,a")
+	if code != ExitNotFailoverReady || strings.Contains(out, "context ") || !strings.Contains(out, "etcd-a") {
+		t.Errorf("the context named team,a is one context: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"--context", "a,b,dead"}, {"--context", "a,b,dead,a"}} {
 		out, errOut, code = run(append(args, "-o", "json")...)
 		var l status.ClusterStatusList
 		if err := json.Unmarshal([]byte(out), &l); err != nil {
@@ -73,11 +79,28 @@ func TestStatusAcrossContexts(t *testing.T) {
 			t.Errorf("%v: exit %d, items by context %v, errors %+v; want 1, a and b read, dead failed\n%s", args, code, got, l.Errors, errOut)
 		}
 	}
-	out, _, _ = run("--context", "dead,a")
-	if !strings.Contains(out, "context dead\n  error:") || !strings.Contains(out, "etcd-a") {
-		t.Errorf("the failed context is printed in its place, the other all the same:\n%s", out)
+	out, errOut, code = run("--all-contexts", "-o", "json")
+	var all status.ClusterStatusList
+	if err := json.Unmarshal([]byte(out), &all); err != nil || code != ExitError || len(all.Items) != 3 || len(all.Errors) != 1 ||
+		!strings.Contains(errOut, "1 of 4 contexts could not be read") {
+		t.Errorf("--all-contexts: exit %d, %d items, errors %+v (%v)\n%s", code, len(all.Items), all.Errors, err, errOut)
 	}
-	for _, bad := range [][]string{{"--context", "a,b", "--watch"}, {"--context", "a,b", "-o", "name"}, {"--all-contexts", "--context", "a"}} {
+	out, _, code = run("--context", "dead,a")
+	if code != ExitError || !strings.Contains(out, "context dead\n  error:") || !strings.Contains(out, "etcd-a") {
+		t.Errorf("exit %d; the failed context is printed in its place, the other all the same:\n%s", code, out)
+	}
+	// CLUSTER in one of the contexts: the other has none, which is no
+	// failure; in none, an error.
+	out, errOut, code = run("etcd-a", "--context", "a,b")
+	if code != ExitNotFailoverReady || !strings.Contains(out, "context b\n  no HA cluster etcd-a") {
+		t.Errorf("etcd-a in a only: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code := run("nowhere", "--context", "a,b"); code != ExitError || !strings.Contains(errOut, `no HA cluster "nowhere" in any of the 2 contexts`) {
+		t.Errorf("a cluster in no context: exit %d\n%s", code, errOut)
+	}
+	for _, bad := range [][]string{{"--context", "a,b", "--watch"}, {"--context", "a,b", "-o", "name"}, {"--all-contexts", "--context", "a"},
+		// credentials would go to every context's server
+		{"--context", "a,b", "--token", "t0ken"}, {"--all-contexts", "--insecure-skip-tls-verify"}, {"--all-contexts", "--server", "https://x"}} {
 		if _, errOut, code := run(bad...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2\n%s", bad, code, errOut)
 		}

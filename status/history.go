@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,7 +79,7 @@ func History(r Result, events []model.EventFacts) *ClusterHistory {
 		if e.Controller == EventController {
 			continue // hactl's own: the ledger's rows say the same
 		}
-		h.Rows = append(h.Rows, HistoryRow{At: e.Last, Source: SourceEvents, Member: eventMember(e.Object, o.Members), Event: e.Reason,
+		h.Rows = append(h.Rows, HistoryRow{At: e.Last, Source: SourceEvents, Member: eventMember(e.Object, cl.Name), Event: e.Reason,
 			Detail: eventDetail(e)})
 	}
 	h.Notes = append(h.Notes, "Kubernetes keeps Events for an hour by default (kube-apiserver --event-ttl): older restarts and deletions are not listed")
@@ -86,7 +87,23 @@ func History(r Result, events []model.EventFacts) *ClusterHistory {
 		h.Rows = append(h.Rows, *now)
 	}
 	sort.SliceStable(h.Rows, func(i, j int) bool { return h.Rows[i].At.Before(h.Rows[j].At) })
+	for i := range h.Rows {
+		// Names and details come from ConfigMaps, Events and members:
+		// printed as text wherever they go.
+		x := &h.Rows[i]
+		x.Member, x.Event, x.Detail = printable(x.Member), printable(x.Event), printable(x.Detail)
+	}
 	return h
+}
+
+// printable is s without control characters.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // dcsRows are Patroni's timeline switches and its leader lock's last
@@ -137,14 +154,18 @@ func orDash(s, def string) string {
 	return s
 }
 
-// eventMember is the member an Event's object belongs to ("" for the
+// eventMember is the member of cluster an Event's object belongs to: a
+// pod by its name, a claim by its <template>-<member> name ("" for the
 // StatefulSet's own).
-func eventMember(object string, members []model.Member) string {
-	_, name, _ := strings.Cut(object, "/")
-	for _, m := range members {
-		if name == m.Name || (m.PVC != nil && name == m.PVC.Name) {
-			return m.Name
+func eventMember(object, cluster string) string {
+	kind, name, _ := strings.Cut(object, "/")
+	if kind == "PersistentVolumeClaim" {
+		if i := strings.LastIndex(name, "-"+cluster+"-"); i > 0 {
+			name = name[i+1:]
 		}
+	}
+	if _, ok := memberOrdinal(cluster, name); ok && (kind == "Pod" || kind == "PersistentVolumeClaim") {
+		return name
 	}
 	return ""
 }
@@ -166,14 +187,17 @@ func observedRow(r Result) *HistoryRow {
 	}
 	leader := r.Analysis.LeaderMember
 	d := leader + " leads"
+	p := o.Cluster.Patroni
 	switch {
-	case leader != "":
-	case o.Cluster.Patroni != nil && o.Cluster.Patroni.LockHolder != "":
-		leader = o.Cluster.Patroni.LockHolder
-		d = leader + " holds the leader lock"
+	case !o.EngineProbed && p != nil && p.LockHolder != "":
+		// Only the lock was read: who holds it, not who serves.
+		leader, d = p.LockHolder, p.LockHolder+" holds the leader lock"
+		if p.LockStale(o.At) {
+			d += ", which has expired (nobody renews it)"
+		}
 	case !o.EngineProbed:
-		d = "leader not read: the members were not asked (kubectl hactl status asks them)"
-	default:
+		leader, d = "", "leader not read: the members were not asked (kubectl hactl status asks them)"
+	case leader == "":
 		d = "no leader agreed"
 	}
 	for _, m := range o.Members {
@@ -214,23 +238,31 @@ func PrintHistory(w io.Writer, h *ClusterHistory, noHeaders bool) error {
 // rows).
 const EventController = "hactl.dev/hactl"
 
-// EventsOf are the Events of evs about r's cluster: its StatefulSet, its
-// members' pods and their claims, whatever their number (status keeps
-// only the newest few).
+// EventsOf are the Events of evs about r's cluster: its StatefulSet, the
+// pods named after it by ordinal and their claims (those of members gone
+// or replaced since too), whatever their number (status keeps only the
+// newest few).
 func EventsOf(evs []corev1.Event, r Result) []model.EventFacts {
 	o := r.Observation
-	objects := map[string]bool{"StatefulSet/" + o.Cluster.Name: true}
-	for _, m := range o.Members {
-		objects["Pod/"+m.Name] = true
-		if m.PVC != nil {
-			objects["PersistentVolumeClaim/"+m.PVC.Name] = true
+	ours := func(kind, name string) bool {
+		switch kind {
+		case "StatefulSet":
+			return name == o.Cluster.Name
+		case "Pod":
+			_, ok := memberOrdinal(o.Cluster.Name, name)
+			return ok
+		case "PersistentVolumeClaim":
+			// <template>-<member>: also a claim deleted since (a
+			// replace), or a member scaled away.
+			return eventMember(kind+"/"+name, o.Cluster.Name) != ""
 		}
+		return false
 	}
 	var out []model.EventFacts
 	for i := range evs {
 		e := &evs[i]
 		obj := e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
-		if e.Namespace != o.Cluster.Namespace || !objects[obj] {
+		if e.Namespace != o.Cluster.Namespace || !ours(e.InvolvedObject.Kind, e.InvolvedObject.Name) {
 			continue
 		}
 		out = append(out, model.EventFacts{Type: e.Type, Reason: e.Reason, Object: obj, Message: e.Message, Count: int(e.Count), Last: eventTime(e),

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/verdict"
 )
@@ -47,6 +50,17 @@ func TestHistoryJoinsItsSources(t *testing.T) {
 	if d := h.Rows[2].Detail; !strings.Contains(d, "timeline 1 ended at 0/5000060") || !strings.Contains(d, "pg-1 leads timeline 2") {
 		t.Errorf("timeline switch: %q", d)
 	}
+	// Not probed: only the lock was read, and it says so (expired too).
+	if d := h.Rows[6].Detail; d != "pg-1 holds the leader lock" {
+		t.Errorf("observed now: %q", d)
+	}
+	stale := r
+	p := *r.Observation.Cluster.Patroni
+	p.LockRenew, p.LockTTL = at(40), 30*time.Second
+	stale.Observation.Cluster.Patroni = &p
+	if d := History(stale, nil).Rows; !strings.Contains(d[len(d)-1].Detail, "which has expired") {
+		t.Errorf("a stale lock: %q", d[len(d)-1].Detail)
+	}
 	var b bytes.Buffer
 	if err := PrintHistory(&b, h, false); err != nil {
 		t.Fatal(err)
@@ -80,5 +94,32 @@ func TestTableEscapesWhatMembersSay(t *testing.T) {
 	}
 	if out := b.String(); strings.Contains(out, "\x1b") || !strings.Contains(out, "leader^[]0;owned") {
 		t.Errorf("control characters reach the terminal:\n%q", out)
+	}
+}
+
+// TestEventsOfTheClusterOnly: the StatefulSet's, its pods' and its
+// claims' Events (a claim replaced since included), in its namespace.
+func TestEventsOfTheClusterOnly(t *testing.T) {
+	r := Result{Observation: model.Observation{Cluster: model.ClusterFacts{Namespace: "db", Name: "pg"},
+		Members: []model.Member{{Name: "pg-0"}, {Name: "pg-1"}}}}
+	ev := func(ns, kind, name string) corev1.Event {
+		return corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}, Reason: kind + "/" + name}
+	}
+	got := EventsOf([]corev1.Event{
+		ev("db", "StatefulSet", "pg"), ev("db", "Pod", "pg-0"), ev("db", "PersistentVolumeClaim", "pgdata-pg-2"),
+		ev("db", "Pod", "pgx-0"), ev("db", "Pod", "pg-0-debug"), ev("other", "Pod", "pg-0"), ev("db", "StatefulSet", "pgx"),
+	}, r)
+	var reasons []string
+	for _, e := range got {
+		reasons = append(reasons, e.Reason)
+	}
+	if strings.Join(reasons, " ") != "StatefulSet/pg Pod/pg-0 PersistentVolumeClaim/pgdata-pg-2" {
+		t.Errorf("events %v", reasons)
+	}
+	h := History(r, got)
+	for _, row := range h.Rows {
+		if row.Event == "PersistentVolumeClaim/pgdata-pg-2" && row.Member != "pg-2" {
+			t.Errorf("the claim's event is not pg-2's: %+v", row)
+		}
 	}
 }

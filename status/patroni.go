@@ -169,15 +169,16 @@ func decodePatroniCluster(sts *appsv1.StatefulSet, ix *index) *model.PatroniClus
 // 2.x; older entries have three). An entry that does not read is left
 // out.
 func parseHistory(v string) []model.TimelineSwitch {
-	var raw [][]any
-	d := json.NewDecoder(strings.NewReader(v))
-	d.UseNumber() // positions past 2^53 stay exact
-	if v == "" || d.Decode(&raw) != nil {
+	var entries []json.RawMessage
+	if v == "" || json.Unmarshal([]byte(v), &entries) != nil {
 		return nil
 	}
 	var out []model.TimelineSwitch
-	for _, e := range raw {
-		if len(e) < 2 {
+	for _, raw := range entries {
+		var e []any
+		d := json.NewDecoder(strings.NewReader(string(raw)))
+		d.UseNumber() // positions past 2^53 stay exact
+		if d.Decode(&e) != nil || len(e) < 2 {
 			continue
 		}
 		tlN, ok1 := e[0].(json.Number)

@@ -83,7 +83,7 @@ func pgObjects(t *testing.T, c kubernetes.Interface, ns, name string, renew time
 		name + "-leader": {"leader": name + "-0", "renewTime": renew.UTC().Format("2006-01-02T15:04:05.000000+00:00"),
 			"acquireTime": renew.UTC().Format(time.RFC3339), "optime": "67108864", "transitions": "2", "ttl": "30"},
 		name + "-config": {"config": config, "initialize": "7714413371406231513",
-			"history": `[[1,67393304,"no recovery target specified","2026-12-01T19:05:43.092611+00:00","` + name + `-1"],[2,9007199254740993,"no recovery target specified","2026-12-01T19:07:01+00:00","` + name + `-0"],[3,"x"]]`},
+			"history": `[[1,67393304,"no recovery target specified","2026-12-01T19:05:43.092611+00:00","` + name + `-1"],[2,9007199254740993,"no recovery target specified","2026-12-01T19:07:01+00:00","` + name + `-0"],[3,"x"],"x"]`},
 		name + "-sync": {"leader": name + "-0", "sync_standby": name + "-1"},
 	}
 	for n, ann := range cms {

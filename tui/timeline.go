@@ -71,10 +71,9 @@ func (v timelineView) View() []string {
 		lines = append(lines, "")
 	}
 	for _, n := range v.notes {
-		lines = append(lines, wrap(n, v.width, "  ")...)
-	}
-	for i := range lines[len(lines)-len(v.notes):] {
-		lines[len(lines)-len(v.notes)+i] = v.theme.Dim.Render(lines[len(lines)-len(v.notes)+i])
+		for _, l := range wrap(n, v.width, "  ") {
+			lines = append(lines, v.theme.Dim.Render(l))
+		}
 	}
 	return lines
 }
