@@ -251,16 +251,8 @@ func (o *StatusOptions) printFleet(w io.Writer, crs []contextResult) error {
 		case len(cr.results) == 0:
 			fmt.Fprintln(w, "  no HA clusters")
 		default:
-			docs := make([]*status.ClusterStatus, 0, len(cr.results))
-			for _, r := range cr.results {
-				docs = append(docs, o.toAPI(r))
-			}
-			if err := sortDocs(docs, o.SortBy); err != nil {
-				return err
-			}
-			f := o.format()
-			if err := status.PrintTable(w, docs, status.TableOptions{Wide: f == "wide", Color: o.useColor(),
-				ShowNamespace: o.AllNamespaces, Now: time.Now(), NoHeaders: o.NoHeaders}); err != nil {
+			// The table (or -o wide) a single context prints.
+			if err := o.print(w, cr.results, false); err != nil {
 				return err
 			}
 		}

@@ -488,12 +488,15 @@ func clusterEvents(sts *appsv1.StatefulSet, ix *index, members []model.Member) [
 		if i == maxEvents {
 			break
 		}
-		out = append(out, model.EventFacts{
-			Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name,
-			Message: e.Message, Count: int(e.Count), Last: eventTime(e), Controller: e.ReportingController,
-		})
+		out = append(out, eventFacts(e))
 	}
 	return out
+}
+
+// eventFacts is what status keeps of Event e.
+func eventFacts(e *corev1.Event) model.EventFacts {
+	return model.EventFacts{Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name,
+		Message: e.Message, Count: int(e.Count), Last: eventTime(e), Controller: e.ReportingController}
 }
 
 func eventTime(e *corev1.Event) time.Time {

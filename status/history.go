@@ -1,19 +1,20 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -51,6 +52,15 @@ type HistoryRow struct {
 	Member string    `json:"member,omitempty"`
 	Event  string    `json:"event"`
 	Detail string    `json:"detail,omitempty"`
+}
+
+// When is the row's time as the timeline prints it (UTC, to the second;
+// "-" when unknown).
+func (r HistoryRow) When() string {
+	if r.At.IsZero() {
+		return "-"
+	}
+	return r.At.UTC().Format("2006-01-02 15:04:05")
 }
 
 // DeepCopyObject implements runtime.Object.
@@ -91,19 +101,9 @@ func History(r Result, events []model.EventFacts) *ClusterHistory {
 		// Names and details come from ConfigMaps, Events and members:
 		// printed as text wherever they go.
 		x := &h.Rows[i]
-		x.Member, x.Event, x.Detail = printable(x.Member), printable(x.Event), printable(x.Detail)
+		x.Member, x.Event, x.Detail = engine.Printable(x.Member), engine.Printable(x.Event), engine.Printable(x.Detail)
 	}
 	return h
-}
-
-// printable is s without control characters.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, s)
 }
 
 // dcsRows are Patroni's timeline switches and its leader lock's last
@@ -137,7 +137,7 @@ func ledgerRows(e model.LedgerEntry) []HistoryRow {
 		if !r.Step.Mutates() && r.Outcome != model.OutcomeFailed {
 			continue
 		}
-		out = append(out, HistoryRow{At: r.At, Source: SourceHactl, Member: orDash(r.Member, e.Member), Event: string(r.Step),
+		out = append(out, HistoryRow{At: r.At, Source: SourceHactl, Member: cmp.Or(r.Member, e.Member), Event: string(r.Step),
 			Detail: fmt.Sprintf("%s: %s", r.Outcome, r.Detail)})
 	}
 	if e.State != model.EntryInProgress {
@@ -145,13 +145,6 @@ func ledgerRows(e model.LedgerEntry) []HistoryRow {
 			Detail: fmt.Sprintf("%s %s, phase %s", what, e.State, e.Phase)})
 	}
 	return out
-}
-
-func orDash(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // eventMember is the member of cluster an Event's object belongs to: a
@@ -216,11 +209,7 @@ func PrintHistory(w io.Writer, h *ClusterHistory, noHeaders bool) error {
 		fmt.Fprintln(tw, "TIME (UTC)\tSOURCE\tMEMBER\tEVENT\tDETAIL")
 	}
 	for _, r := range h.Rows {
-		at := "-"
-		if !r.At.IsZero() {
-			at = r.At.UTC().Format("2006-01-02 15:04:05")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", at, r.Source, format.Dash(r.Member), printers.EscapeTerminal(r.Event), printers.EscapeTerminal(r.Detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.When(), r.Source, format.Dash(r.Member), printers.EscapeTerminal(r.Event), printers.EscapeTerminal(r.Detail))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -261,12 +250,10 @@ func EventsOf(evs []corev1.Event, r Result) []model.EventFacts {
 	var out []model.EventFacts
 	for i := range evs {
 		e := &evs[i]
-		obj := e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
 		if e.Namespace != o.Cluster.Namespace || !ours(e.InvolvedObject.Kind, e.InvolvedObject.Name) {
 			continue
 		}
-		out = append(out, model.EventFacts{Type: e.Type, Reason: e.Reason, Object: obj, Message: e.Message, Count: int(e.Count), Last: eventTime(e),
-			Controller: e.ReportingController})
+		out = append(out, eventFacts(e))
 	}
 	return out
 }

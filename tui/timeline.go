@@ -36,15 +36,11 @@ func (v *timelineView) setData(r status.Result) {
 	v.details = v.details[:0]
 	for i := len(h.Rows) - 1; i >= 0; i-- {
 		x := h.Rows[i]
-		at := "-"
-		if !x.At.IsZero() {
-			at = x.At.UTC().Format("2006-01-02 15:04:05")
-		}
 		src := plain(x.Source)
 		if x.Source == status.SourceDCS {
 			src = styled(x.Source, v.theme.Warn)
 		}
-		rows = append(rows, []cell{plain(at), src, plain(format.Dash(x.Member)), plain(x.Event), plain(x.Detail)})
+		rows = append(rows, []cell{plain(x.When()), src, plain(format.Dash(x.Member)), plain(x.Event), plain(x.Detail)})
 		v.details = append(v.details, x.Source+" · "+x.Event+": "+x.Detail)
 	}
 	v.notes = h.Notes
