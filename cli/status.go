@@ -169,7 +169,7 @@ const certWarnHelp = "Report a member whose serving certificate (seen in its pro
 func (o *StatusOptions) addOutputFlags(cmd *cobra.Command) {
 	o.PrintFlags.AddFlags(cmd)
 	_ = cmd.Flags().MarkHidden("show-managed-fields")
-	cmd.Flag("output").Usage = "Output format. One of: (wide, name, json, yaml, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., custom-columns=..., custom-columns-file=..., openmetrics). JSON/YAML use the versioned schema hactl.dev/v1alpha1; openmetrics prints the verdicts as metrics (docs/metrics.md)."
+	cmd.Flag("output").Usage = "Output format. One of: (wide, name, json, yaml, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., go-template=..., go-template-file=..., custom-columns=..., custom-columns-file=..., openmetrics). JSON/YAML use the versioned schema hactl.dev/v1alpha1; openmetrics prints the verdicts as metrics (docs/metrics.md)."
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Keep running and print again on every change (from watches, plus a probe every --probe-interval). With -o json, one JSON document per line per change.")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "Colour the verdict: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Selector (label query) on the clusters' StatefulSets, as kubectl get -l takes it (e.g. -l app=etcd,tier!=test).")
@@ -400,20 +400,13 @@ func (o *StatusOptions) print(w io.Writer, results []status.Result, stream bool)
 	return p.PrintObj(o.document(docs), w)
 }
 
-// errNoGoTemplate refuses -o go-template. Go templates look methods up by
-// name at run time, which keeps the linker from dropping any unused
-// method of any type: the plugin would be 110 MB instead of 65 MB.
-// JSONPath covers the same ground.
-var errNoGoTemplate = errors.New(`-o go-template is not supported: use -o jsonpath=... (e.g. -o jsonpath='{.verdict.failoverReady}') or -o json with jq`)
-
-// printer is -o's printer: JSON, YAML or JSONPath. It never builds
-// cli-runtime's Go template printer (see errNoGoTemplate).
+// printer is -o's printer: JSON, YAML, JSONPath or a Go template. It
+// never builds cli-runtime's Go template printer: Go templates run
+// through internal/gotemplate (see goTemplate).
 func (o *StatusOptions) printer() (printers.ResourcePrinter, error) {
 	f := o.format()
-	kind, _, _ := strings.Cut(f, "=")
-	switch kind {
-	case "go-template", "go-template-file", "template", "templatefile":
-		return nil, errNoGoTemplate
+	if p, ok, err := o.goTemplate(f); ok || err != nil {
+		return p, err
 	}
 	if tf := o.PrintFlags.TemplatePrinterFlags; tf != nil && tf.JSONPathPrintFlags != nil {
 		p, err := tf.JSONPathPrintFlags.ToPrinter(f)
@@ -423,7 +416,7 @@ func (o *StatusOptions) printer() (printers.ResourcePrinter, error) {
 	}
 	p, err := o.PrintFlags.JSONYamlPrintFlags.ToPrinter(f)
 	if genericclioptions.IsNoCompatiblePrinterError(err) {
-		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: wide,name,json,yaml,jsonpath,jsonpath-file,jsonpath-as-json,custom-columns,custom-columns-file,openmetrics", f)
+		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: wide,name,json,yaml,jsonpath,jsonpath-file,jsonpath-as-json,go-template,go-template-file,custom-columns,custom-columns-file,openmetrics", f)
 	}
 	return p, err
 }

@@ -12,15 +12,18 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/util/jsonpath"
 
+	"github.com/hactl-dev/hactl/internal/gotemplate"
 	"github.com/hactl-dev/hactl/status"
 )
 
 // The output forms status prints itself, beside cli-runtime's printers:
-// -o name, -o custom-columns=SPEC and -o custom-columns-file=FILE, as
-// kubectl get prints them.
+// -o name, -o custom-columns=SPEC, -o custom-columns-file=FILE and the Go
+// template forms, as kubectl get prints them.
 
 // customColumn is one custom column: its header and its JSONPath.
 type customColumn struct {
@@ -270,4 +273,72 @@ func sortDocs(docs []*status.ClusterStatus, expr string) error {
 		return strings.Compare(text(x), text(y))
 	})
 	return nil
+}
+
+// goTemplateFormats are the -o forms kubectl takes for a Go template;
+// the file forms name a file that holds it.
+var goTemplateFormats = map[string]bool{"go-template": false, "template": false, "go-template-file": true, "templatefile": true}
+
+// goTemplate is the printer for -o go-template=TEMPLATE,
+// -o go-template-file=FILE (and kubectl's aliases template= and
+// templatefile=, or the template in --template), executed by
+// internal/gotemplate on the document as kubectl's Go template printer
+// decodes it: the same output without text/template's reflection, which
+// would cost the binary about 40 MB (docs/size.md). ok is false when f is
+// not a Go template form.
+func (o *StatusOptions) goTemplate(f string) (p printers.ResourcePrinter, ok bool, err error) {
+	kind, text, hasText := strings.Cut(f, "=")
+	file, known := goTemplateFormats[kind]
+	if !known {
+		return nil, false, nil
+	}
+	tf := o.PrintFlags.TemplatePrinterFlags
+	if tf != nil && tf.TemplateArgument != nil && *tf.TemplateArgument != "" {
+		text, hasText = *tf.TemplateArgument, true
+	}
+	if !hasText || text == "" {
+		return nil, true, fmt.Errorf("-o %s needs a template: -o %s=%s (or --template)", kind, kind, map[bool]string{false: "'{{.metadata.name}}'", true: "FILE"}[file])
+	}
+	if file {
+		b, err := os.ReadFile(text)
+		if err != nil {
+			return nil, true, fmt.Errorf("reading the template file: %w", err)
+		}
+		text = string(b)
+	}
+	t, err := gotemplate.Parse("output", text)
+	if err != nil {
+		return nil, true, fmt.Errorf("the template does not parse: %w", err)
+	}
+	allowMissing := true
+	if tf != nil && tf.AllowMissingKeys != nil {
+		allowMissing = *tf.AllowMissingKeys
+	}
+	t.MissingKeyError(!allowMissing)
+	return goTemplatePrinter{t}, true, nil
+}
+
+// goTemplatePrinter prints a document through a Go template. A template
+// that fails prints nothing: kubectl would print what it had written
+// before the failure, then the whole document.
+type goTemplatePrinter struct{ t *gotemplate.Template }
+
+// PrintObj implements printers.ResourcePrinter.
+func (p goTemplatePrinter) PrintObj(obj runtime.Object, w io.Writer) error {
+	b, err := kjson.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	// As kubectl's printer reads it: integers as int64, other numbers
+	// as float64.
+	data := map[string]any{}
+	if err := kjson.Unmarshal(b, &data); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := p.t.Execute(&out, data); err != nil {
+		return err
+	}
+	_, err = w.Write(out.Bytes())
+	return err
 }
