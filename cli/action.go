@@ -18,10 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
@@ -47,7 +48,7 @@ const actionExitHelp = `Exit codes:
 
 // ActionOptions holds the flags and state of replace and reseed.
 type ActionOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	configFlags *kubeflags.ConfigFlags
 
 	Action     model.Action
 	Cluster    string
@@ -93,7 +94,7 @@ type ActionOptions struct {
 }
 
 // NewActionOptions returns options with their defaults.
-func NewActionOptions(flags *genericclioptions.ConfigFlags, a model.Action, streams genericiooptions.IOStreams) *ActionOptions {
+func NewActionOptions(flags *kubeflags.ConfigFlags, a model.Action, streams genericiooptions.IOStreams) *ActionOptions {
 	return &ActionOptions{
 		configFlags:  flags,
 		Action:       a,
@@ -106,7 +107,7 @@ func NewActionOptions(flags *genericclioptions.ConfigFlags, a model.Action, stre
 }
 
 // newActionCmd builds replace or reseed.
-func newActionCmd(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, a model.Action, short, long, example string) *cobra.Command {
+func newActionCmd(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams, a model.Action, short, long, example string) *cobra.Command {
 	o := NewActionOptions(flags, a, streams)
 	cmd := &cobra.Command{
 		Use:     string(a) + " CLUSTER MEMBER",
@@ -561,7 +562,7 @@ func titleCase(s string) string {
 
 // completeClusterMember completes CLUSTER, then MEMBER (the cluster's pod
 // names).
-func completeClusterMember(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+func completeClusterMember(flags *kubeflags.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	clusters := completeClusters(flags)
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		switch len(args) {

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/classify"
@@ -48,7 +49,7 @@ const applyExitHelp = `Exit codes:
 
 // ApplyOptions holds the flags and state of `kubectl hactl apply`.
 type ApplyOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	configFlags *kubeflags.ConfigFlags
 
 	Filename     string
 	MaxAge       time.Duration
@@ -79,14 +80,14 @@ type ApplyOptions struct {
 }
 
 // NewApplyOptions returns options with their defaults.
-func NewApplyOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ApplyOptions {
+func NewApplyOptions(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *ApplyOptions {
 	return &ApplyOptions{configFlags: flags, MaxAge: DefaultPlanMaxAge, DryRun: string(actions.DryRunNone),
 		Timeout: actions.DefaultWaitTimeout, ProbeTimeout: engine.DefaultTimeout, LagThreshold: verdict.DefaultLagThreshold,
 		now: time.Now, IOStreams: streams}
 }
 
 // NewCmdApply builds `kubectl hactl apply -f PLAN`.
-func NewCmdApply(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdApply(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewApplyOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "apply -f PLAN",

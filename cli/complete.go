@@ -4,14 +4,15 @@ import (
 	"context"
 	"time"
 
-	"github.com/hactl-dev/hactl/status"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
+	"github.com/hactl-dev/hactl/status"
 )
 
 // completeClusters completes HA cluster names in the current namespace.
-func completeClusters(flags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+func completeClusters(flags *kubeflags.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp

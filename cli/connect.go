@@ -7,9 +7,10 @@ import (
 	"regexp"
 	"strings"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/format"
@@ -68,7 +69,7 @@ var loadingFile = regexp.MustCompile(`error loading config file ("[^"]*")`)
 // name, with hactl's user agent and transport guard, and the namespace.
 // Without any configuration it says so and how to give one, rather than
 // dialling localhost:8080 as client-go's defaults would.
-func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, string, error) {
+func restConfig(flags *kubeflags.ConfigFlags) (*rest.Config, string, error) {
 	loader := flags.ToRawKubeConfigLoader()
 	raw, err := loader.RawConfig()
 	if err != nil {
@@ -109,7 +110,7 @@ func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, string, err
 
 // connect reads the kubeconfig the connection flags name; withDial also
 // builds the port-forward dialer.
-func connect(flags *genericclioptions.ConfigFlags, withDial bool) (conn, error) {
+func connect(flags *kubeflags.ConfigFlags, withDial bool) (conn, error) {
 	var c conn
 	cfg, ns, err := restConfig(flags)
 	if err != nil {

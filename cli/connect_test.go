@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 )
@@ -69,7 +70,7 @@ func connectTo(t *testing.T, server string) conn {
 	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	flags := genericclioptions.NewConfigFlags(false)
+	flags := kubeflags.NewConfigFlags(false)
 	flags.KubeConfig = &kc
 	c, err := connect(flags, false)
 	if err != nil {

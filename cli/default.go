@@ -2,8 +2,9 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 )
 
 // defaultOptions are the flags of `kubectl hactl` with no subcommand:
@@ -14,7 +15,7 @@ type defaultOptions struct {
 	*TUIOptions
 }
 
-func newDefaultOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *defaultOptions {
+func newDefaultOptions(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *defaultOptions {
 	return &defaultOptions{TUIOptions: NewTUIOptions(flags, streams)}
 }
 

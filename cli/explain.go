@@ -8,9 +8,10 @@ import (
 	"github.com/hactl-dev/hactl/engine/registry"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/classify"
@@ -21,7 +22,7 @@ import (
 
 // ExplainOptions holds the flags and state of `kubectl hactl explain`.
 type ExplainOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	configFlags *kubeflags.ConfigFlags
 
 	Cluster         string
 	Member          string
@@ -46,7 +47,7 @@ type ExplainOptions struct {
 }
 
 // NewCmdExplain builds `kubectl hactl explain CLUSTER MEMBER`.
-func NewCmdExplain(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdExplain(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ExplainOptions{configFlags: flags, Intent: string(model.ActionReplace), ProbeTimeout: engine.DefaultTimeout,
 		LagThreshold: verdict.DefaultLagThreshold, IOStreams: streams}
 	cmd := &cobra.Command{

@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/status"
@@ -74,7 +75,7 @@ func (o *StatusOptions) fleetContexts() ([]string, error) {
 // oneContextFlags refuses, with several contexts, the flags that name a
 // server, a user or credentials: they would go to every context's server
 // (a token to all of them, TLS checks off for all of them).
-func oneContextFlags(f *genericclioptions.ConfigFlags) error {
+func oneContextFlags(f *kubeflags.ConfigFlags) error {
 	for _, x := range []struct {
 		name string
 		v    *string
@@ -94,8 +95,8 @@ func oneContextFlags(f *genericclioptions.ConfigFlags) error {
 // contextFlags are the connection flags the user gave, for context name:
 // the kubeconfig, namespace, impersonation and request timeout (the
 // others are refused with several contexts, see oneContextFlags).
-func contextFlags(f *genericclioptions.ConfigFlags, name string) *genericclioptions.ConfigFlags {
-	c := genericclioptions.NewConfigFlags(true)
+func contextFlags(f *kubeflags.ConfigFlags, name string) *kubeflags.ConfigFlags {
+	c := kubeflags.NewConfigFlags(true)
 	c.Context = &name
 	c.KubeConfig, c.Namespace, c.Timeout = f.KubeConfig, f.Namespace, f.Timeout
 	c.Impersonate, c.ImpersonateUID, c.ImpersonateGroup = f.Impersonate, f.ImpersonateUID, f.ImpersonateGroup

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
@@ -108,7 +109,7 @@ func TestStatusAcrossContexts(t *testing.T) {
 	// The live view shows one context: several are a usage error, not a
 	// view without a client.
 	ctxs := "a,b"
-	flags := genericclioptions.NewConfigFlags(true)
+	flags := kubeflags.NewConfigFlags(true)
 	flags.KubeConfig, flags.Context = &path, &ctxs
 	o := NewTUIOptions(flags, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
 	if err := o.Complete(nil, nil); codeOf(err) != ExitUsage || !strings.Contains(err.Error(), "one context at a time") {

@@ -17,9 +17,10 @@ import (
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
@@ -57,7 +58,7 @@ func openStore(ctx context.Context, c kubernetes.Interface, ns, name string, f s
 
 // generationsOptions is what every generations subcommand shares.
 type generationsOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	configFlags *kubeflags.ConfigFlags
 	store       storeFlags
 	Output      string
 
@@ -151,7 +152,7 @@ func itemOf(e artifact.Entry, inUse map[string]string) generationItem {
 }
 
 // NewCmdGenerations builds `kubectl hactl generations`.
-func NewCmdGenerations(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdGenerations(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "generations",
 		Aliases: []string{"generation", "gen"},
@@ -190,7 +191,7 @@ func clusterArgs(n int, usage string) cobra.PositionalArgs {
 
 // --- list
 
-func newCmdGenerationsList(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func newCmdGenerationsList(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &generationsOptions{configFlags: flags, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "list CLUSTER",
@@ -317,7 +318,7 @@ type generationsShowOptions struct {
 	Generation string
 }
 
-func newCmdGenerationsShow(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func newCmdGenerationsShow(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &generationsShowOptions{generationsOptions: generationsOptions{configFlags: flags, IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "show CLUSTER GENERATION",
@@ -427,7 +428,7 @@ type generationsVerifyOptions struct {
 	MinRevision     int64
 }
 
-func newCmdGenerationsVerify(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func newCmdGenerationsVerify(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &generationsVerifyOptions{generationsOptions: generationsOptions{configFlags: flags, IOStreams: streams}}
 	cmd := &cobra.Command{
 		Use:   "verify CLUSTER GENERATION",
@@ -550,7 +551,7 @@ type generationsGCOptions struct {
 	stsUID string
 }
 
-func newCmdGenerationsGC(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func newCmdGenerationsGC(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &generationsGCOptions{generationsOptions: generationsOptions{configFlags: flags, IOStreams: streams}, Keep: 3, PartialAge: artifact.DefaultPartialAge, DryRun: "none"}
 	cmd := &cobra.Command{
 		Use:   "gc CLUSTER",

@@ -7,10 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/engine/registry"
@@ -19,7 +20,7 @@ import (
 
 // HistoryOptions holds the flags and state of `kubectl hactl history`.
 type HistoryOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	configFlags *kubeflags.ConfigFlags
 
 	Name      string
 	Namespace string
@@ -32,7 +33,7 @@ type HistoryOptions struct {
 }
 
 // NewCmdHistory builds `kubectl hactl history CLUSTER`.
-func NewCmdHistory(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdHistory(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &HistoryOptions{configFlags: flags, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "history CLUSTER",

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
@@ -161,7 +162,7 @@ func connFactsOf(server string, c kubernetes.Interface) connFacts {
 
 // serverOf is the API server URL the connection flags name ("" when
 // unknown).
-func serverOf(flags *genericclioptions.ConfigFlags) string {
+func serverOf(flags *kubeflags.ConfigFlags) string {
 	if flags == nil {
 		return ""
 	}

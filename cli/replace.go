@@ -2,14 +2,15 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/model"
 )
 
 // NewCmdReplace builds `kubectl hactl replace CLUSTER MEMBER`.
-func NewCmdReplace(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdReplace(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	return newActionCmd(flags, streams, model.ActionReplace,
 		"Replace a member with a new, empty volume and join it again, fenced and resumable",
 		`Replace MEMBER of CLUSTER: give it a new, empty volume and join it to the

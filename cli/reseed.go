@@ -2,14 +2,15 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/model"
 )
 
 // NewCmdReseed builds `kubectl hactl reseed CLUSTER MEMBER`.
-func NewCmdReseed(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdReseed(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	return newActionCmd(flags, streams, model.ActionReseed,
 		"Rebuild a member's data from its peers, fenced and resumable",
 		`Reseed MEMBER of CLUSTER: throw its data away and rebuild it, for a member

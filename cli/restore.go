@@ -2,14 +2,15 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/model"
 )
 
 // NewCmdRestore builds `kubectl hactl restore CLUSTER --generation G`.
-func NewCmdRestore(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdRestore(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewActionOptions(flags, model.ActionRestore, streams)
 	cmd := &cobra.Command{
 		Use:   "restore CLUSTER --generation G",

@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 )
 
 // NewRootCmd builds `kubectl hactl` with its subcommands.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
-	flags := genericclioptions.NewConfigFlags(true)
+	flags := kubeflags.NewConfigFlags(true)
 	def := newDefaultOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "kubectl-hactl",

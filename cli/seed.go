@@ -15,9 +15,10 @@ import (
 	"github.com/hactl-dev/hactl/engine/registry"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
@@ -30,7 +31,7 @@ import (
 
 // SeedOptions holds the flags and state of `kubectl hactl seed`.
 type SeedOptions struct {
-	configFlags *genericclioptions.ConfigFlags
+	configFlags *kubeflags.ConfigFlags
 	store       storeFlags
 
 	Cluster      string
@@ -58,7 +59,7 @@ type SeedOptions struct {
 }
 
 // NewSeedOptions returns options with their defaults.
-func NewSeedOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *SeedOptions {
+func NewSeedOptions(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *SeedOptions {
 	return &SeedOptions{
 		configFlags:  flags,
 		DryRun:       string(actions.DryRunNone),
@@ -71,7 +72,7 @@ func NewSeedOptions(flags *genericclioptions.ConfigFlags, streams genericiooptio
 }
 
 // NewCmdSeed builds `kubectl hactl seed`.
-func NewCmdSeed(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdSeed(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewSeedOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "seed CLUSTER --generation G",

@@ -18,12 +18,13 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/engine"
@@ -35,8 +36,14 @@ import (
 
 // StatusOptions holds the flags and state of `kubectl hactl status`.
 type StatusOptions struct {
-	configFlags *genericclioptions.ConfigFlags
-	PrintFlags  *genericclioptions.PrintFlags
+	configFlags *kubeflags.ConfigFlags
+	// Output is -o; Template is --template (the template of -o
+	// jsonpath or go-template when -o does not carry one), and
+	// AllowMissingKeys is --allow-missing-template-keys: kubectl's
+	// output flags.
+	Output           string
+	Template         string
+	AllowMissingKeys bool
 
 	Name          string
 	Namespace     string
@@ -79,23 +86,21 @@ type StatusOptions struct {
 }
 
 // NewStatusOptions returns options with their defaults.
-func NewStatusOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
-	pf := genericclioptions.NewPrintFlags("")
-	pf.NamePrintFlags = nil
+func NewStatusOptions(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *StatusOptions {
 	return &StatusOptions{
-		configFlags:   flags,
-		PrintFlags:    pf,
-		Color:         "auto",
-		ProbeTimeout:  engine.DefaultTimeout,
-		ProbeInterval: 5 * time.Second,
-		LagThreshold:  verdict.DefaultLagThreshold,
-		CertWarn:      verdict.DefaultCertWarn,
-		IOStreams:     streams,
+		configFlags:      flags,
+		AllowMissingKeys: true,
+		Color:            "auto",
+		ProbeTimeout:     engine.DefaultTimeout,
+		ProbeInterval:    5 * time.Second,
+		LagThreshold:     verdict.DefaultLagThreshold,
+		CertWarn:         verdict.DefaultCertWarn,
+		IOStreams:        streams,
 	}
 }
 
 // NewCmdStatus builds `kubectl hactl status`.
-func NewCmdStatus(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdStatus(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewStatusOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "status [CLUSTER]",
@@ -167,9 +172,9 @@ const certWarnHelp = "Report a member whose serving certificate (seen in its pro
 // addOutputFlags binds the flags only the printed status has: -o and its
 // templates, --watch and --color.
 func (o *StatusOptions) addOutputFlags(cmd *cobra.Command) {
-	o.PrintFlags.AddFlags(cmd)
-	_ = cmd.Flags().MarkHidden("show-managed-fields")
-	cmd.Flag("output").Usage = "Output format. One of: (wide, name, json, yaml, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., go-template=..., go-template-file=..., custom-columns=..., custom-columns-file=..., openmetrics). JSON/YAML use the versioned schema hactl.dev/v1alpha1; openmetrics prints the verdicts as metrics (docs/metrics.md)."
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format. One of: (wide, name, json, yaml, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., go-template=..., go-template-file=..., custom-columns=..., custom-columns-file=..., openmetrics). JSON/YAML use the versioned schema hactl.dev/v1alpha1; openmetrics prints the verdicts as metrics (docs/metrics.md).")
+	cmd.Flags().StringVar(&o.Template, "template", "", "Template string or path to template file to use when -o=go-template, -o=go-template-file, -o=jsonpath or -o=jsonpath-file. The template format is golang templates [http://golang.org/pkg/text/template/#pkg-overview] or JSONPath.")
+	cmd.Flags().BoolVar(&o.AllowMissingKeys, "allow-missing-template-keys", true, "If true, ignore any errors in templates when a field or map key is missing in the template. Only applies to golang and jsonpath output formats.")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Keep running and print again on every change (from watches, plus a probe every --probe-interval). With -o json, one JSON document per line per change.")
 	cmd.Flags().StringVar(&o.Color, "color", o.Color, "Colour the verdict: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Selector (label query) on the clusters' StatefulSets, as kubectl get -l takes it (e.g. -l app=etcd,tier!=test).")
@@ -284,12 +289,7 @@ func (o *StatusOptions) parseSelector() error {
 	return nil
 }
 
-func (o *StatusOptions) format() string {
-	if o.PrintFlags.OutputFormat == nil {
-		return ""
-	}
-	return *o.PrintFlags.OutputFormat
-}
+func (o *StatusOptions) format() string { return o.Output }
 
 func (o *StatusOptions) useColor() bool {
 	switch o.Color {
@@ -408,17 +408,16 @@ func (o *StatusOptions) printer() (printers.ResourcePrinter, error) {
 	if p, ok, err := o.goTemplate(f); ok || err != nil {
 		return p, err
 	}
-	if tf := o.PrintFlags.TemplatePrinterFlags; tf != nil && tf.JSONPathPrintFlags != nil {
-		p, err := tf.JSONPathPrintFlags.ToPrinter(f)
-		if !genericclioptions.IsNoCompatiblePrinterError(err) {
-			return p, err
-		}
+	if p, ok, err := o.jsonPath(f); ok || err != nil {
+		return p, err
 	}
-	p, err := o.PrintFlags.JSONYamlPrintFlags.ToPrinter(f)
-	if genericclioptions.IsNoCompatiblePrinterError(err) {
-		return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: wide,name,json,yaml,jsonpath,jsonpath-file,jsonpath-as-json,go-template,go-template-file,custom-columns,custom-columns-file,openmetrics", f)
+	switch f {
+	case "json":
+		return &printers.JSONPrinter{}, nil
+	case "yaml":
+		return &printers.YAMLPrinter{}, nil
 	}
-	return p, err
+	return nil, fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: wide,name,json,yaml,jsonpath,jsonpath-file,jsonpath-as-json,go-template,go-template-file,custom-columns,custom-columns-file,openmetrics", f)
 }
 
 // document is ClusterStatus for one named cluster, ClusterStatusList

@@ -292,9 +292,8 @@ func (o *StatusOptions) goTemplate(f string) (p printers.ResourcePrinter, ok boo
 	if !known {
 		return nil, false, nil
 	}
-	tf := o.PrintFlags.TemplatePrinterFlags
-	if tf != nil && tf.TemplateArgument != nil && *tf.TemplateArgument != "" {
-		text, hasText = *tf.TemplateArgument, true
+	if o.Template != "" {
+		text, hasText = o.Template, true
 	}
 	if !hasText || text == "" {
 		return nil, true, fmt.Errorf("-o %s needs a template: -o %s=%s (or --template)", kind, kind, map[bool]string{false: "'{{.metadata.name}}'", true: "FILE"}[file])
@@ -310,11 +309,7 @@ func (o *StatusOptions) goTemplate(f string) (p printers.ResourcePrinter, ok boo
 	if err != nil {
 		return nil, true, fmt.Errorf("the template does not parse: %w", err)
 	}
-	allowMissing := true
-	if tf != nil && tf.AllowMissingKeys != nil {
-		allowMissing = *tf.AllowMissingKeys
-	}
-	t.MissingKeyError(!allowMissing)
+	t.MissingKeyError(!o.AllowMissingKeys)
 	return goTemplatePrinter{t}, true, nil
 }
 
@@ -341,4 +336,42 @@ func (p goTemplatePrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 	}
 	_, err = w.Write(out.Bytes())
 	return err
+}
+
+// jsonPathFormats are the -o forms kubectl takes for a JSONPath; true
+// for the one that names a file.
+var jsonPathFormats = map[string]bool{"jsonpath": false, "jsonpath-as-json": false, "jsonpath-file": true}
+
+// jsonPath is the printer for -o jsonpath=TEMPLATE, -o
+// jsonpath-file=FILE and -o jsonpath-as-json=TEMPLATE (or the template
+// in --template), cli-runtime's JSONPath printer as kubectl builds it.
+// ok is false when f is not a JSONPath form.
+func (o *StatusOptions) jsonPath(f string) (p printers.ResourcePrinter, ok bool, err error) {
+	kind, text, _ := strings.Cut(f, "=")
+	file, known := jsonPathFormats[kind]
+	if !known {
+		return nil, false, nil
+	}
+	if o.Template != "" {
+		text = o.Template
+	}
+	if text == "" {
+		return nil, true, fmt.Errorf("-o %s needs a template: -o %s=%s (or --template)", kind, kind, map[bool]string{false: "'{.metadata.name}'", true: "FILE"}[file])
+	}
+	if file {
+		b, err := os.ReadFile(text)
+		if err != nil {
+			return nil, true, fmt.Errorf("reading the JSONPath file: %w", err)
+		}
+		text = string(b)
+	}
+	jp, err := printers.NewJSONPathPrinter(text)
+	if err != nil {
+		return nil, true, fmt.Errorf("error parsing jsonpath %s, %v", text, err)
+	}
+	jp.AllowMissingKeys(o.AllowMissingKeys)
+	if kind == "jsonpath-as-json" {
+		jp.EnableJSONOutput(true)
+	}
+	return jp, true, nil
 }

@@ -18,9 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/fixtures"
@@ -429,9 +430,9 @@ func TestStatusOutputAsKubectlPrintsIt(t *testing.T) {
 // change, and nothing when what it prints did not change.
 func TestWatchPrintsCustomColumnsHeaderOnce(t *testing.T) {
 	var out bytes.Buffer
-	o := NewStatusOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out, ErrOut: io.Discard})
+	o := NewStatusOptions(kubeflags.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out, ErrOut: io.Discard})
 	f := "custom-columns=NAME:.metadata.name,READY:.readyMembers"
-	o.PrintFlags.OutputFormat = &f
+	o.Output = f
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,14 +2,15 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/model"
 )
 
 // NewCmdSwitchover builds `kubectl hactl switchover CLUSTER [--to MEMBER]`.
-func NewCmdSwitchover(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdSwitchover(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewActionOptions(flags, model.ActionSwitchover, streams)
 	cmd := &cobra.Command{
 		Use:   "switchover CLUSTER [--to MEMBER]",

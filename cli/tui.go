@@ -17,9 +17,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/status"
@@ -70,12 +71,12 @@ type TUIOptions struct {
 }
 
 // NewTUIOptions returns options with their defaults.
-func NewTUIOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *TUIOptions {
+func NewTUIOptions(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *TUIOptions {
 	return &TUIOptions{status: NewStatusOptions(flags, streams), IOStreams: streams}
 }
 
 // NewCmdTUI builds `kubectl hactl tui`.
-func NewCmdTUI(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdTUI(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewTUIOptions(flags, streams)
 	cmd := &cobra.Command{
 		Use:   "tui [CLUSTER]",

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hactl-dev/hactl/internal/fixtures"
-	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/hactl-dev/hactl/internal/fixtures"
+	"github.com/hactl-dev/hactl/internal/kubeflags"
+	"github.com/hactl-dev/hactl/internal/testenv"
 )
 
 const kubeconfigWithSettings = `apiVersion: v1
@@ -55,7 +56,7 @@ users:
 
 func tuiOptionsFor(t *testing.T, kubeconfig, context string, args ...string) (*TUIOptions, error) {
 	t.Helper()
-	flags := genericclioptions.NewConfigFlags(true)
+	flags := kubeflags.NewConfigFlags(true)
 	flags.KubeConfig = &kubeconfig
 	if context != "" {
 		flags.Context = &context
@@ -147,7 +148,7 @@ func TestTUISaysWhichSignalEndedIt(t *testing.T) {
 	ns := testenv.Namespace(t, cp)
 	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-sig"))
 	kc := cp.AdminKubeconfig
-	flags := genericclioptions.NewConfigFlags(true)
+	flags := kubeflags.NewConfigFlags(true)
 	flags.KubeConfig, flags.Namespace = &kc, &ns
 	in, inW := io.Pipe()
 	defer inW.Close()

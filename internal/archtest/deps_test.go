@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -35,13 +36,14 @@ var allowed = map[string][]string{
 	"tui/internal/remedy":          {"model"},
 	"agent":                        {"artifact", "artifact/etcdgen", "engine", "internal/buildinfo", "internal/format"},
 	"agent/restore":                {"artifact", "artifact/etcdgen/etcdrestore", "model"},
-	"cli": {"model", "verdict", "classify", "status", "actions", "engine", "engine/registry", "artifact", "artifact/etcdgen", "tui", "agent", "agent/restore", "internal/gotemplate",
+	"cli": {"model", "verdict", "classify", "status", "actions", "engine", "engine/registry", "artifact", "artifact/etcdgen", "tui", "agent", "agent/restore", "internal/gotemplate", "internal/kubeflags",
 		"internal/buildinfo", "internal/format", "internal/portforward"},
 	"cmd/kubectl-hactl":    {"cli"},
 	"cmd/hactl-capture":    {"agent"},
 	"internal/portforward": {"engine"},
 	"internal/format":      {},
 	"internal/gotemplate":  {},
+	"internal/kubeflags":   {},
 	"internal/buildinfo":   {},
 	"internal/image":       {},
 	"hack/image":           {"internal/image"},
@@ -104,6 +106,18 @@ var clientFrameworks = []string{
 	"k8s.io/client-go", "k8s.io/api/", "k8s.io/cli-runtime", "k8s.io/apimachinery/pkg/runtime", "k8s.io/apimachinery/pkg/apis",
 	"github.com/spf13/cobra", "charm.land/", "github.com/charmbracelet/",
 }
+
+// binaries are the programs users install; none may depend on the
+// packages in heavy (docs/size.md).
+var binaries = []string{"cmd/kubectl-hactl", "cmd/hactl-capture"}
+
+// heavy are packages whose mere presence in a binary keeps what the
+// linker would otherwise drop: plugin (a dynamically linked binary, cgo
+// on as go install builds it, then exports every symbol: 35 MB), and
+// genericclioptions, which brings it (through cli-runtime's resource
+// builder and kustomize) and cli-runtime's Go template printer
+// (text/template's method lookup: 40 MB).
+var heavy = []string{"plugin", "k8s.io/cli-runtime/pkg/genericclioptions"}
 
 // pkg is what go list says of one package.
 type pkg struct {
@@ -219,6 +233,13 @@ func violations(pkgs map[string]pkg) []string {
 			}
 		}
 	}
+	for _, name := range binaries {
+		for _, d := range pkgs[name].Deps {
+			if slices.Contains(heavy, d) {
+				out = append(out, fmt.Sprintf("%s depends on %s (it keeps what the linker would drop: docs/size.md)", name, d))
+			}
+		}
+	}
 	for _, d := range pkgs["model"].Deps {
 		if strings.Contains(strings.SplitN(d, "/", 2)[0], ".") && d != module+"/model" {
 			out = append(out, fmt.Sprintf("model depends on %s (model is standard library only)", d))
@@ -281,6 +302,8 @@ func TestAForbiddenImportFails(t *testing.T) {
 		{"internal/image", "zz_forbidden.go", "package image\n\nimport _ \"" + module + "/internal/buildinfo\"\n", "internal/image imports internal/buildinfo"},
 		{"agent", "zz_forbidden.go", "package agent\n\nimport _ \"k8s.io/client-go/kubernetes\"\n", "agent depends on k8s.io/client-go"},
 		{"artifact/etcdgen", "zz_forbidden.go", "package etcdgen\n\nimport _ \"github.com/spf13/cobra\"\n", "cmd/hactl-capture depends on github.com/spf13/cobra"},
+		{"cli", "zz_forbidden.go", "package cli\n\nimport _ \"k8s.io/cli-runtime/pkg/genericclioptions\"\n", "cmd/kubectl-hactl depends on k8s.io/cli-runtime/pkg/genericclioptions"},
+		{"internal/format", "zz_forbidden.go", "package format\n\nimport _ \"plugin\"\n", "cmd/kubectl-hactl depends on plugin"},
 	}
 	for _, c := range cases {
 		t.Run(c.pkg+"/"+c.want, func(t *testing.T) {
