@@ -134,6 +134,23 @@ type Actioner interface {
 	Actions(o ProbeOptions) MemberOps
 }
 
+// Reporter is offered by an engine that describes a member in its own
+// words for a report (kubectl hactl report): the documents its own tools
+// print (etcd's member list and endpoint status, Patroni's /cluster,
+// /history and /config). It only reads. Each file's name is relative to
+// the member's directory in the report; a document that could not be
+// read is a file whose Err says why.
+type Reporter interface {
+	Report(ctx context.Context, t Target, o ProbeOptions) []ReportFile
+}
+
+// ReportFile is one document of a Reporter.
+type ReportFile struct {
+	Name string
+	Data []byte
+	Err  error
+}
+
 // Reinitializer is implemented by the member operations of an engine
 // whose replicas can rebuild their data from the primary in place
 // (Patroni's POST /reinitialize). Reinitialize is sent to the member

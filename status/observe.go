@@ -202,11 +202,7 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 		left.Store(int32(len(targets)))
 		for _, mi := range targets {
 			m := &ob.Members[mi]
-			t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID,
-				Config: ob.Cluster.EngineConfig, CertPorts: ob.Cluster.Template.CertPorts}
-			if ob.Cluster.ServiceName != "" {
-				t.ServerName = m.Pod.Name + "." + ob.Cluster.ServiceName + "." + ob.Cluster.Namespace + ".svc"
-			}
+			t := memberTarget(ob, m)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -236,6 +232,17 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 		o.Conns.Retain(func(k string) bool { return probed[k] })
 	}
 	return warn
+}
+
+// memberTarget is how member m of ob's cluster is reached: its pod, the
+// client port, and the name its serving certificate carries.
+func memberTarget(ob *model.Observation, m *model.Member) engine.Target {
+	t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID,
+		Config: ob.Cluster.EngineConfig, CertPorts: ob.Cluster.Template.CertPorts}
+	if ob.Cluster.ServiceName != "" {
+		t.ServerName = m.Pod.Name + "." + ob.Cluster.ServiceName + "." + ob.Cluster.Namespace + ".svc"
+	}
+	return t
 }
 
 // credentialsFailed reports every running member of ob as not asked for

@@ -1,0 +1,616 @@
+package cli
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/internal/buildinfo"
+	"github.com/hactl-dev/hactl/internal/kubeflags"
+	"github.com/hactl-dev/hactl/internal/portforward"
+	"github.com/hactl-dev/hactl/internal/redact"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// ReportOptions holds the flags and state of `kubectl hactl report`.
+type ReportOptions struct {
+	configFlags *kubeflags.ConfigFlags
+
+	Name         string
+	Namespace    string
+	Output       string
+	IncludeLogs  bool
+	Since        time.Duration
+	NoProbe      bool
+	ProbeTimeout time.Duration
+	// sinceSet: --since was given.
+	sinceSet bool
+
+	// status builds the observer and the documents as `status` does.
+	status *StatusOptions
+	client kubernetes.Interface
+	now    time.Time
+
+	genericiooptions.IOStreams
+}
+
+// maxLogBytes bounds each container's log in a report.
+const maxLogBytes = 10 << 20
+
+// NewCmdReport builds `kubectl hactl report`.
+func NewCmdReport(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ReportOptions{configFlags: flags, IOStreams: streams, ProbeTimeout: engine.DefaultTimeout, Since: time.Hour}
+	cmd := &cobra.Command{
+		Use:   "report CLUSTER",
+		Short: "Write one redacted archive of what a second engineer needs about a cluster",
+		Long: `Write one zip archive with what someone helping with CLUSTER needs, read
+now, without changing anything:
+
+  status.json, status.txt  the status document and table (members probed)
+  observation.json         every member's facts as read, probe answers included
+  history.json             the failover timeline (as kubectl hactl history)
+  objects/                 the StatefulSet, pods, claims, disruption budgets,
+                           Services, EndpointSlices, the engine's ConfigMaps
+                           and the Events about them, as YAML
+  hactl/                   hactl's lock Lease and ledger for the cluster
+  members/MEMBER/          each member in its engine's words: etcd's member
+                           list and endpoint status, Patroni's /patroni,
+                           /cluster, /history and /config
+  logs/                    with --include-logs: each member container's log
+                           since --since, and the previous container's
+  REDACTIONS.txt           what was withheld, where, and why
+
+Redacted, always: Secrets are never read into the archive. The values of
+the Secrets the cluster's pods and annotations name are searched for in
+every file and replaced, and so is anything that looks like a credential
+(private keys, passwords in URLs, values of variables, keys and flags
+named like a credential, bearer tokens). There is no flag to turn this off.`,
+		Example: `  # an archive of pg-main, for a ticket
+  kubectl hactl report pg-main -n db
+
+  # with the last two hours of every member's log, to a chosen file
+  kubectl hactl report pg-main -n db --include-logs --since 2h -o pg-main.zip`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError("report takes one CLUSTER name, got %d", len(args))
+			}
+			return nil
+		},
+		ValidArgsFunction: completeClusters(flags),
+		RunE:              runVerb(o),
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Output, "output", "o", "", "The archive to write (a new file; default hactl-report-NAMESPACE-CLUSTER-TIME.zip here), or - for stdout (not a terminal).")
+	f.BoolVar(&o.IncludeLogs, "include-logs", false, "Add each member container's log (and the previous container's, after a restart), redacted.")
+	f.DurationVar(&o.Since, "since", o.Since, "With --include-logs, how far back the logs go.")
+	f.BoolVar(&o.NoProbe, "no-probe", false, "Read the API server only: no member is dialled (no probe answers, no member documents).")
+	f.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for each member's probe and each of its documents.")
+	return cmd
+}
+
+// Complete connects.
+func (o *ReportOptions) Complete(cmd *cobra.Command, args []string) error {
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
+	o.sinceSet = cmd != nil && cmd.Flags().Changed("since")
+	o.now = time.Now().UTC()
+	so := NewStatusOptions(o.configFlags, o.IOStreams)
+	so.Name, so.NoProbe, so.ProbeTimeout = o.Name, o.NoProbe, o.ProbeTimeout
+	var err error
+	so.restConfig, so.Namespace, err = restConfig(o.configFlags)
+	if err != nil {
+		return err
+	}
+	o.Namespace = so.Namespace
+	if so.client, err = kubernetes.NewForConfig(so.restConfig); err != nil {
+		return err
+	}
+	o.client = so.client
+	if !o.NoProbe {
+		if so.dial, err = portforward.NewDialer(so.restConfig); err != nil {
+			return err
+		}
+	}
+	o.status = so
+	if o.Output == "" {
+		o.Output = fmt.Sprintf("hactl-report-%s-%s-%s.zip", o.Namespace, o.Name, o.now.Format("20060102T150405Z"))
+	}
+	return nil
+}
+
+// Validate checks the flags before anything is read.
+func (o *ReportOptions) Validate() error {
+	if o.sinceSet && !o.IncludeLogs {
+		return usageError("--since applies to the logs: add --include-logs")
+	}
+	if o.Since <= 0 {
+		return usageError("--since must be positive (e.g. 1h)")
+	}
+	if o.ProbeTimeout <= 0 {
+		return usageError("--probe-timeout must be positive")
+	}
+	if o.Output == "-" {
+		if isTerminal(o.Out) {
+			return usageError("-o - writes a zip archive to stdout, which is a terminal: redirect it (> report.zip) or give -o FILE")
+		}
+		return nil
+	}
+	if _, err := os.Lstat(o.Output); err == nil {
+		return usageError("%s exists: give another -o FILE, or remove it first (a report never overwrites a file)", o.Output)
+	}
+	if dir := filepath.Dir(o.Output); dir != "." {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usageError("-o %s: the directory %s does not exist", o.Output, dir)
+		}
+	}
+	return nil
+}
+
+// reportFile is one file of the archive, before redaction.
+type reportFile struct {
+	name string
+	data []byte
+}
+
+// Run gathers, redacts and writes the archive.
+func (o *ReportOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	objs, err := status.APISource{Client: o.client, Cluster: o.Name}.Read(ctx, o.Namespace)
+	if err != nil {
+		return err
+	}
+	obs := o.status.observer(fixedSource{objs})
+	results, warn, err := obs.Observe(ctx, o.Namespace, o.Name)
+	for _, w := range warn {
+		fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
+	}
+	if err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		return fmt.Errorf("no HA cluster %q in namespace %q ('kubectl hactl status -A' lists them)", o.Name, o.Namespace)
+	}
+	r := results[0]
+	mine := status.ClusterObjects(objs, r.Observation)
+
+	red := redact.New()
+	o.readSecrets(ctx, mine, red)
+
+	var files []reportFile
+	add := func(name string, data []byte) { files = append(files, reportFile{name, data}) }
+	addJSON := func(name string, v any) {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			b = []byte("not encoded: " + err.Error())
+		}
+		add(name, append(b, '\n'))
+	}
+	doc := o.status.toAPI(r)
+	addJSON("status.json", doc)
+	var table bytes.Buffer
+	_ = status.PrintTable(&table, []*status.ClusterStatus{doc}, status.TableOptions{Wide: true, Now: o.now})
+	add("status.txt", table.Bytes())
+	addJSON("observation.json", r.Observation)
+	h := status.History(r, status.EventsOf(objs.Events, r))
+	addJSON("history.json", h)
+	for _, f := range o.objectFiles(mine, red) {
+		add(f.name, f.data)
+	}
+	if !o.NoProbe {
+		reports, err := obs.Report(ctx, r.Observation)
+		if err != nil {
+			add("members/ERROR.txt", []byte(err.Error()+"\n"))
+		}
+		for _, mr := range reports {
+			for _, f := range mr.Files {
+				name := "members/" + safeName(mr.Member) + "/" + f.Name
+				if f.Err != nil {
+					add(name+".error.txt", []byte(f.Err.Error()+"\n"))
+					continue
+				}
+				add(name, f.Data)
+			}
+		}
+	}
+	if o.IncludeLogs {
+		for _, f := range o.logFiles(ctx, mine.Pods) {
+			add(f.name, f.data)
+		}
+	}
+	add("README.txt", o.readme(files))
+
+	var zbuf bytes.Buffer
+	zw := zip.NewWriter(&zbuf)
+	top := strings.TrimSuffix(filepath.Base(o.Output), ".zip")
+	if o.Output == "-" {
+		top = fmt.Sprintf("hactl-report-%s-%s-%s", o.Namespace, o.Name, o.now.Format("20060102T150405Z"))
+	}
+	write := func(name string, data []byte) error {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: top + "/" + name, Method: zip.Deflate, Modified: o.now})
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	for _, f := range files {
+		if err := write(f.name, red.Text(f.name, f.data)); err != nil {
+			return err
+		}
+	}
+	if err := write("REDACTIONS.txt", red.Summary()); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	if o.Output == "-" {
+		_, err := o.Out.Write(zbuf.Bytes())
+		return err
+	}
+	if err := writeNew(o.Output, zbuf.Bytes()); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "wrote %s (%d files, %d bytes; what was withheld: REDACTIONS.txt inside)\n", o.Output, len(files)+1, zbuf.Len())
+	return nil
+}
+
+// writeNew writes data to a file that must not exist yet, whole or not
+// at all: a temporary file beside it, linked into place.
+func writeNew(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".hactl-report-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s appeared while the report was gathered: it was left as it is; give another -o", path)
+		}
+		return err
+	}
+	return nil
+}
+
+// fixedSource hands the observer the objects read once, so the status
+// document and the objects in the archive are the same read.
+type fixedSource struct{ o *status.Objects }
+
+func (f fixedSource) Read(context.Context, string) (*status.Objects, error) { return f.o, nil }
+
+// safeName keeps a name to one path element.
+func safeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+	if s == "" || s == "." || s == ".." {
+		return "_"
+	}
+	return s
+}
+
+// readSecrets reads the Secrets the cluster's pods, template and
+// annotations name, only to hand their values to red.
+func (o *ReportOptions) readSecrets(ctx context.Context, objs *status.Objects, red *redact.Redactor) {
+	names := map[string]bool{}
+	addSpec := func(spec corev1.PodSpec) {
+		for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+			for _, c := range cs {
+				for _, e := range c.Env {
+					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+						names[e.ValueFrom.SecretKeyRef.Name] = true
+					}
+				}
+				for _, e := range c.EnvFrom {
+					if e.SecretRef != nil {
+						names[e.SecretRef.Name] = true
+					}
+				}
+			}
+		}
+		for _, v := range spec.Volumes {
+			if v.Secret != nil {
+				names[v.Secret.SecretName] = true
+			}
+			if v.Projected != nil {
+				for _, s := range v.Projected.Sources {
+					if s.Secret != nil {
+						names[s.Secret.Name] = true
+					}
+				}
+			}
+		}
+	}
+	addAnnotations := func(a map[string]string) {
+		for k, v := range a {
+			if strings.HasPrefix(k, "hactl.dev/") && strings.HasSuffix(k, "-secret") && v != "" {
+				names[v] = true
+			}
+		}
+	}
+	for _, s := range objs.StatefulSets {
+		addSpec(s.Spec.Template.Spec)
+		addAnnotations(s.Annotations)
+	}
+	for _, p := range objs.Pods {
+		addSpec(p.Spec)
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		if n != "" {
+			sorted = append(sorted, n)
+		}
+	}
+	slices.Sort(sorted)
+	for _, n := range sorted {
+		origin := "Secret " + o.Namespace + "/" + n
+		s, err := o.client.CoreV1().Secrets(o.Namespace).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			why := err.Error()
+			switch {
+			case apierrors.IsForbidden(err):
+				why = "reading it is forbidden"
+			case apierrors.IsNotFound(err):
+				why = "it does not exist"
+			}
+			red.SecretUnread(origin, why)
+			continue
+		}
+		red.SecretRead(origin)
+		keys := make([]string, 0, len(s.Data))
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			red.AddSecret(origin+" key "+k, k, s.Data[k])
+		}
+	}
+}
+
+// objectFiles are the cluster's API objects as YAML, with what names a
+// credential in the pods' and template's environment and arguments
+// withheld, the last-applied configuration (a copy of the spec) and
+// managed fields left out.
+func (o *ReportOptions) objectFiles(objs *status.Objects, red *redact.Redactor) []reportFile {
+	var out []reportFile
+	add := func(name string, items []runtime.Object) {
+		var b bytes.Buffer
+		for _, it := range items {
+			y, err := yaml.Marshal(it)
+			if err != nil {
+				y = []byte("# not encoded: " + err.Error() + "\n")
+			}
+			b.WriteString("---\n")
+			b.Write(y)
+		}
+		if len(items) == 0 {
+			b.WriteString("# none\n")
+		}
+		out = append(out, reportFile{name, b.Bytes()})
+	}
+	tidy := func(m *metav1.ObjectMeta, file string) {
+		m.ManagedFields = nil
+		if _, ok := m.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+			delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
+			red.Count(file, "kubectl's last-applied configuration annotation (a copy of the spec, left out)", "", 1)
+		}
+	}
+	var items []runtime.Object
+	for _, s := range objs.StatefulSets {
+		s := s.DeepCopy()
+		s.APIVersion, s.Kind = "apps/v1", "StatefulSet"
+		tidy(&s.ObjectMeta, "objects/statefulset.yaml")
+		withholdSpec(&s.Spec.Template.Spec, "objects/statefulset.yaml", red)
+		items = append(items, s)
+	}
+	add("objects/statefulset.yaml", items)
+	items = nil
+	for _, p := range objs.Pods {
+		p := p.DeepCopy()
+		p.APIVersion, p.Kind = "v1", "Pod"
+		tidy(&p.ObjectMeta, "objects/pods.yaml")
+		withholdSpec(&p.Spec, "objects/pods.yaml", red)
+		items = append(items, p)
+	}
+	add("objects/pods.yaml", items)
+	items = nil
+	for _, p := range objs.PVCs {
+		p := p.DeepCopy()
+		p.APIVersion, p.Kind = "v1", "PersistentVolumeClaim"
+		tidy(&p.ObjectMeta, "objects/persistentvolumeclaims.yaml")
+		items = append(items, p)
+	}
+	add("objects/persistentvolumeclaims.yaml", items)
+	items = nil
+	for _, p := range objs.PDBs {
+		p := p.DeepCopy()
+		p.APIVersion, p.Kind = "policy/v1", "PodDisruptionBudget"
+		tidy(&p.ObjectMeta, "objects/poddisruptionbudgets.yaml")
+		items = append(items, p)
+	}
+	add("objects/poddisruptionbudgets.yaml", items)
+	items = nil
+	for _, s := range objs.Services {
+		s := s.DeepCopy()
+		s.APIVersion, s.Kind = "v1", "Service"
+		tidy(&s.ObjectMeta, "objects/services.yaml")
+		items = append(items, s)
+	}
+	add("objects/services.yaml", items)
+	items = nil
+	for _, e := range objs.EndpointSlices {
+		e := e.DeepCopy()
+		e.APIVersion, e.Kind = "discovery.k8s.io/v1", "EndpointSlice"
+		tidy(&e.ObjectMeta, "objects/endpointslices.yaml")
+		items = append(items, e)
+	}
+	add("objects/endpointslices.yaml", items)
+	items = nil
+	for _, c := range objs.ConfigMaps {
+		c := c.DeepCopy()
+		c.APIVersion, c.Kind = "v1", "ConfigMap"
+		tidy(&c.ObjectMeta, "objects/configmaps.yaml")
+		items = append(items, c)
+	}
+	add("objects/configmaps.yaml", items)
+	items = nil
+	evs := slices.Clone(objs.Events)
+	slices.SortStableFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	for _, e := range evs {
+		e := e.DeepCopy()
+		e.APIVersion, e.Kind = "v1", "Event"
+		tidy(&e.ObjectMeta, "objects/events.yaml")
+		items = append(items, e)
+	}
+	add("objects/events.yaml", items)
+	items = nil
+	for _, l := range objs.Leases {
+		l := l.DeepCopy()
+		l.APIVersion, l.Kind = "coordination.k8s.io/v1", "Lease"
+		tidy(&l.ObjectMeta, "hactl/lock.yaml")
+		items = append(items, l)
+	}
+	add("hactl/lock.yaml", items)
+	items = nil
+	for _, c := range objs.Ledgers {
+		c := c.DeepCopy()
+		c.APIVersion, c.Kind = "v1", "ConfigMap"
+		tidy(&c.ObjectMeta, "hactl/ledger.yaml")
+		items = append(items, c)
+	}
+	add("hactl/ledger.yaml", items)
+	return out
+}
+
+func eventTime(e corev1.Event) time.Time {
+	for _, t := range []time.Time{e.EventTime.Time, e.LastTimestamp.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// withholdSpec replaces, in a pod spec, the values of environment
+// variables named like a credential and the argument after a flag named
+// like one ("--password", "SECRET"), counting them for file.
+func withholdSpec(spec *corev1.PodSpec, file string, red *redact.Redactor) {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for ci := range cs {
+			c := &cs[ci]
+			for i := range c.Env {
+				if e := &c.Env[i]; e.Value != "" && redact.CredentialName(e.Name) {
+					e.Value = redact.Mark
+					red.Count(file, "value of an environment variable named like a credential", e.Name, 1)
+				}
+			}
+			for _, args := range []*[]string{&c.Command, &c.Args} {
+				a := *args
+				for i := 0; i+1 < len(a); i++ {
+					if strings.HasPrefix(a[i], "-") && !strings.Contains(a[i], "=") && redact.CredentialName(a[i]) && !strings.HasPrefix(a[i+1], "-") {
+						a[i+1] = redact.Mark
+						red.Count(file, "argument of a flag named like a credential", strings.TrimLeft(a[i], "-"), 1)
+					}
+				}
+			}
+		}
+	}
+}
+
+// logFiles are the logs of every container of pods since o.Since, and
+// of the previous container where one restarted; a log that cannot be
+// read is a file that says why.
+func (o *ReportOptions) logFiles(ctx context.Context, pods []corev1.Pod) []reportFile {
+	var out []reportFile
+	since := int64(o.Since.Seconds())
+	limit := int64(maxLogBytes)
+	for _, p := range pods {
+		restarted := map[string]bool{}
+		for _, st := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+			restarted[st.Name] = st.RestartCount > 0
+		}
+		var names []string
+		for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+			names = append(names, c.Name)
+		}
+		for _, c := range names {
+			for _, previous := range []bool{false, true} {
+				if previous && !restarted[c] {
+					continue
+				}
+				name := "logs/" + safeName(p.Name) + "/" + safeName(c)
+				if previous {
+					name += ".previous"
+				}
+				req := o.client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c, Previous: previous, SinceSeconds: &since, LimitBytes: &limit, Timestamps: true})
+				rc, err := req.Stream(ctx)
+				if err != nil {
+					out = append(out, reportFile{name + ".error.txt", []byte(err.Error() + "\n")})
+					continue
+				}
+				b, err := io.ReadAll(io.LimitReader(rc, limit))
+				rc.Close()
+				if err != nil {
+					b = append(b, []byte("\n[the log ended early: "+err.Error()+"]\n")...)
+				}
+				out = append(out, reportFile{name + ".log", b})
+			}
+		}
+	}
+	return out
+}
+
+// readme says what the archive is and holds.
+func (o *ReportOptions) readme(files []reportFile) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hactl report of %s/%s\n\n", o.Namespace, o.Name)
+	fmt.Fprintf(&b, "Written %s by kubectl-hactl %s.\n", o.now.Format(time.RFC3339), buildinfo.Version)
+	if o.NoProbe {
+		b.WriteString("Members were not dialled (--no-probe): no probe answers, no member documents.\n")
+	}
+	if o.IncludeLogs {
+		fmt.Fprintf(&b, "Logs: each container's last %s (at most %d MiB each).\n", o.Since, maxLogBytes>>20)
+	} else {
+		b.WriteString("Logs: not included (--include-logs adds them).\n")
+	}
+	b.WriteString("Events: the API server keeps them for an hour by default; older ones are gone.\n")
+	b.WriteString("No Secret is included; REDACTIONS.txt says what else was withheld, where and why.\n\nFiles:\n")
+	for _, f := range files {
+		fmt.Fprintf(&b, "  %s\n", f.name)
+	}
+	b.WriteString("  REDACTIONS.txt\n")
+	return []byte(b.String())
+}
