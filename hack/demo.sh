@@ -17,6 +17,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 start=$SECONDS
+# The agent the sandbox's restore and capture pods run: the binaries
+# `make build` just made (bin/hactl-capture beside it), not a second
+# build with other flags.
+export HACTL_AGENT="$PWD/bin/kubectl-hactl"
 KUBECONFIG=$(hactl-sandbox up "$@")
 export KUBECONFIG
 echo "demo: sandbox up in $((SECONDS - start))s; KUBECONFIG=$KUBECONFIG" >&2
