@@ -75,6 +75,7 @@ func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Ou
 		ActionID: r.entryID, Action: r.confirmed.Intent.Action, Cluster: r.ns + "/" + r.name,
 		Member: member, Phase: phase, Step: kind, Outcome: out, At: time.Now().UTC(),
 		Holder: r.x.identity(), Detail: detail, Fences: fences, MemberID: s.MemberID, PeerURLs: s.PeerURLs, From: s.From, Since: s.Since,
+		Leader: r.cur.Leader,
 	}
 	if r.o.DryRun != DryRunNone {
 		rc.DryRun = string(r.o.DryRun)

@@ -205,6 +205,13 @@ func TestReplaceLearnerFlow(t *testing.T) {
 	if len(streamed) != len(res.Receipts) {
 		t.Errorf("streamed %d receipts, result has %d", len(streamed), len(res.Receipts))
 	}
+	// Every receipt names the leader the run saw (a follower is
+	// replaced: the leader is another member).
+	for _, r := range res.Receipts {
+		if r.Leader == "" || r.Leader == target {
+			t.Errorf("receipt %s/%s names leader %q (target %s)", r.Step, r.Outcome, r.Leader, target)
+		}
+	}
 	// Phases in order, ending ready.
 	var phases []model.ActionPhase
 	for _, r := range res.Receipts {

@@ -49,7 +49,9 @@ each row with its source:
             change it made or may have made, and its end
   events    Kubernetes Events about the StatefulSet, its pods and claims
             (the API server keeps them for an hour by default)
-  observed  the leader this run observed
+  observed  the leader this run observed, and each leader change hactl's
+            actions saw (every receipt in the ledger records the leader
+            the action observed when it wrote it)
 
 It reads the API server only: no member is dialled, nothing is changed.`,
 		Example: `  # what happened to pg-main, oldest first

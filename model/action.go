@@ -280,6 +280,10 @@ type Receipt struct {
 	Since string `json:"since,omitempty"`
 	// DryRun is "client" or "server" for a dry run.
 	DryRun string `json:"dryRun,omitempty"`
+	// Leader is the leader the action's latest observation agreed on
+	// when it wrote this receipt ("" when none): the ledger's record of
+	// the leader changes hactl saw while it acted.
+	Leader string `json:"leader,omitempty"`
 }
 
 // LedgerEntry is one action as the ledger records it.

@@ -69,8 +69,10 @@ func (h *ClusterHistory) DeepCopyObject() runtime.Object { return deepCopy(h, &C
 // History assembles r's timeline from the engine's record in the API
 // server, hactl's ledger, events (the Kubernetes Events about the
 // cluster's objects, in any order; those hactl's actions wrote are left
-// out, the ledger's rows say the same) and what r observed. It is pure.
-func History(r Result, events []model.EventFacts) *ClusterHistory {
+// out, the ledger's rows say the same), what r observed, the leader
+// changes hactl's actions recorded in their receipts, and those a
+// long-running view saw (seen, from a LeaderLog). It is pure.
+func History(r Result, events []model.EventFacts, seen ...LeaderSeen) *ClusterHistory {
 	o := r.Observation
 	cl := o.Cluster
 	h := &ClusterHistory{
@@ -85,6 +87,8 @@ func History(r Result, events []model.EventFacts) *ClusterHistory {
 	for _, e := range o.Ledger {
 		h.Rows = append(h.Rows, ledgerRows(e)...)
 	}
+	h.Rows = append(h.Rows, receiptLeaderRows(o.Ledger)...)
+	h.Rows = append(h.Rows, seenRows(seen)...)
 	for _, e := range events {
 		if e.Controller == EventController {
 			continue // hactl's own: the ledger's rows say the same

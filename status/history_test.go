@@ -123,3 +123,51 @@ func TestEventsOfTheClusterOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryShowsTheLeaderChangesHactlSaw: the leaders an action's
+// receipts recorded give a row where they change (across entries, in
+// time order, dry runs left out), and so do the changes a long-running
+// view kept in its LeaderLog (an observation that read no leader, or the
+// same leader again, adds nothing).
+func TestHistoryShowsTheLeaderChangesHactlSaw(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	cl := model.ClusterFacts{Namespace: "db", Name: "etcd", Engine: model.EngineEtcd}
+	r := Result{Observation: model.Observation{At: at(60), Cluster: cl, EngineProbed: true,
+		Ledger: []model.LedgerEntry{
+			{ID: "replace.etcd-2.b", Action: model.ActionReplace, Member: "etcd-2", StartedAt: at(20), Receipts: []model.Receipt{
+				{Step: model.StepAcquireLock, Outcome: model.OutcomeDone, At: at(20), Leader: "etcd-1"},
+				{Step: model.StepAwaitCaughtUp, Outcome: model.OutcomeDone, At: at(25), Leader: "etcd-0"},
+			}},
+			{ID: "replace.etcd-0.a", Action: model.ActionReplace, Member: "etcd-0", StartedAt: at(10), Receipts: []model.Receipt{
+				{Step: model.StepAcquireLock, Outcome: model.OutcomeDone, At: at(10), Leader: "etcd-0"},
+				{Step: model.StepAcquireLock, Outcome: model.OutcomeDone, At: at(11), Leader: "etcd-2", DryRun: "client"},
+				{Step: model.StepDeletePod, Outcome: model.OutcomeDone, At: at(12), Leader: "etcd-1"},
+			}},
+		}}}
+	log := LeaderLog{}
+	for i, leader := range []string{"etcd-1", "etcd-1", "", "etcd-2"} {
+		x := Result{Observation: model.Observation{At: at(40 + i), Cluster: cl, EngineProbed: true,
+			Members: []model.Member{{Name: "etcd-2", Engine: &model.EngineFacts{Reachable: true, RaftTerm: 9}}}},
+			Analysis: verdict.Analysis{LeaderMember: leader}}
+		log.Add([]Result{x})
+	}
+	if got := log.Of(cl); len(got) != 2 || got[1].Leader != "etcd-2" || got[1].Term != 9 || !got[1].At.Equal(at(43)) {
+		t.Fatalf("log = %+v", got)
+	}
+	h := History(r, nil, log.Of(cl)...)
+	var got []string
+	for _, row := range h.Rows {
+		if row.Event == "leader-change" {
+			got = append(got, row.When()+" "+row.Member+": "+row.Detail)
+		}
+	}
+	want := []string{
+		"2026-12-06 10:12:00 etcd-1: etcd-1 leads, seen by replace replace.etcd-0.a; etcd-0 led at its receipt of 10:10:00",
+		"2026-12-06 10:25:00 etcd-0: etcd-0 leads, seen by replace replace.etcd-2.b; etcd-1 led at its receipt of 10:20:00",
+		"2026-12-06 10:43:00 etcd-2: etcd-2 leads (term 9); etcd-1 led when this view last looked (10:40:00)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("leader changes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

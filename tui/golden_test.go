@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,9 +124,24 @@ func TestGoldenHistory(t *testing.T) {
 	}}
 	o.Events = []model.EventFacts{{Type: "Normal", Reason: "Killing", Object: "Pod/etcd-main-2", Message: "Stopping container etcd", Count: 1, Last: now.Add(-10 * time.Minute)}}
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, o)
-	m = press(t, m, "enter", "4", "down")
+	// The next probe finds etcd-main-2 leading (term 8): the view saw
+	// the change.
+	o2 := o
+	o2.Members = slices.Clone(o.Members)
+	for i := range o2.Members {
+		e := *o2.Members[i].Engine
+		e.LeaderID, e.RaftTerm = memberID(2), 8
+		o2.Members[i].Engine = &e
+	}
+	r2 := evaluate(o2)
+	r2.Observation.At = now.Add(time.Minute)
+	m = send(t, m, observedMsg{seq: 1, probed: true, results: []status.Result{r2}, facts: factsOf([]status.Result{r2}), at: now.Add(time.Minute)})
+	m = press(t, m, "enter", "4", "down", "down")
 	golden(t, m, "history")
 	if !strings.Contains(frame(m), "Pod/etcd-main-2: Stopping container etcd") || strings.Contains(frame(m), "await-pod-gone") {
 		t.Errorf("the history tab shows the Event and the changes, not the waits:\n%s", frame(m))
+	}
+	if !strings.Contains(frame(m), "leader-change") || !slices.Contains(m.timeline.details, "observed · leader-change: etcd-main-2 leads (term 8); etcd-main-0 led when this view last looked (12:00:00)") {
+		t.Errorf("the history tab does not show the leader change the view saw:\n%s", frame(m))
 	}
 }

@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 		keys:         keys,
 		help:         newHelpView(th, keys, note),
 		filter:       fi,
-		observations: observations{history: lagHistory{}},
+		observations: observations{history: lagHistory{}, leaders: status.LeaderLog{}},
 		clusters:     newClusterList(th, keys, cfg.Namespace),
 		members:      newMemberView(th, keys, remedy.Load(), cfg.Now),
 		readiness:    newReadinessView(th, keys, cfg.Verdict, cfg.ProbeInterval),
@@ -303,7 +303,7 @@ func (m *Model) syncViews() {
 		m.readiness.key, m.readiness.synced = k, true
 	}
 	if !m.timeline.synced || m.timeline.key != k {
-		m.timeline.setData(r)
+		m.timeline.setData(r, m.leaders.Of(r.Observation.Cluster))
 		m.timeline.key, m.timeline.synced = k, true
 	}
 	m.seed.setData(m.focus, r, m.action)

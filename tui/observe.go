@@ -19,6 +19,9 @@ type observations struct {
 	warnings status.Warnings
 	probedAt time.Time
 	history  lagHistory
+	// leaders are the leader changes this view saw, per cluster, for
+	// the history tab.
+	leaders status.LeaderLog
 	// facts are the engine facts of the last probe, grafted into cache
 	// reads.
 	facts probeFacts
@@ -159,6 +162,7 @@ func (m Model) applyObserved(msg observedMsg) (Model, tea.Cmd) {
 		m.facts = msg.facts
 		m.probedAt = msg.at
 		m.history.record(msg.results, msg.at)
+		m.leaders.Add(msg.results)
 		m.dataGen++
 		if msg.seq < m.appliedSeq {
 			// A cache read overtook this probe: graft the new facts into a
@@ -192,6 +196,7 @@ func (m Model) applyDirect(msg observedMsg) (Model, tea.Cmd) {
 		m.facts = msg.facts
 		m.probedAt = msg.at
 		m.history.record(msg.results, msg.at)
+		m.leaders.Add(msg.results)
 		m.dataGen++
 		m.directProbed = true
 		// A cache read on screen gets the facts grafted into a fresh one.

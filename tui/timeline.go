@@ -29,9 +29,10 @@ func newTimelineView(th Theme, keys KeyMap) timelineView {
 	)}
 }
 
-// setData builds the rows from the cluster shown.
-func (v *timelineView) setData(r status.Result) {
-	h := status.History(r, r.Observation.Events)
+// setData builds the rows from the cluster shown and the leaders this
+// view saw it change to.
+func (v *timelineView) setData(r status.Result, seen []status.LeaderSeen) {
+	h := status.History(r, r.Observation.Events, seen...)
 	rows := make([][]cell, 0, len(h.Rows))
 	v.details = v.details[:0]
 	for i := len(h.Rows) - 1; i >= 0; i-- {
