@@ -89,6 +89,17 @@ func TestStatusThroughKubectl(t *testing.T) {
 			if answered == 0 {
 				t.Errorf("no member answered through port-forward: %+v", cs.Members)
 			}
+			// -o go-template through the real kubectl: kubectl's own
+			// template language on the same document.
+			want := c.Name + " " + fmt.Sprint(len(cs.Members)) + ":"
+			for _, m := range cs.Members {
+				want += " " + m.Name
+			}
+			out, errOut, _ := kubectl(t, "hactl", "status", c.Name, "-n", c.Namespace, "--no-probe",
+				"-o", `go-template={{.metadata.name}} {{len .members}}:{{range .members}} {{.name}}{{end}}`)
+			if out != want {
+				t.Errorf("-o go-template printed %q (%s), want %q", out, errOut, want)
+			}
 			t.Logf("%s: exit %d, reasons %v, %d members answered through port-forward", c.Scenario, code, codesOf(cs), answered)
 		})
 	}

@@ -51,8 +51,9 @@ func TestThroughKubectl(t *testing.T) {
 }
 
 // checkHistory: `kubectl hactl history` lists, oldest first, Patroni's
-// own record of the promotion of to (the DCS's timeline history) and
-// hactl's switchover of prim to to and its reseed of prim.
+// own record of the promotion of to (the DCS's timeline history),
+// hactl's switchover of prim to to and its reseed of prim, and the change
+// of leader the actions' receipts recorded.
 func checkHistory(t *testing.T, since time.Time, prim, to string) {
 	t.Helper()
 	r := s.Run(t, time.Minute, "hactl", "history", cluster, "-n", namespace, "-o", "json")
@@ -78,9 +79,13 @@ func checkHistory(t *testing.T, since time.Time, prim, to string) {
 			seen["switchover"] = true
 		case row.Source == "hactl" && row.Event == "reinitialize" && row.Member == prim:
 			seen["reinitialize"] = true
+		case row.Source == "observed" && row.Event == "leader-change" && row.Member == to:
+			// The switchover's receipts name prim as the leader, the
+			// reseed's name to.
+			seen["observed leader change"] = true
 		}
 	}
-	for _, k := range []string{"promotion", "switchover", "reinitialize"} {
+	for _, k := range []string{"promotion", "switchover", "reinitialize", "observed leader change"} {
 		if !seen[k] {
 			t.Errorf("history has no %s row:\n%s", k, r.Stdout)
 		}
