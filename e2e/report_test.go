@@ -66,7 +66,7 @@ func TestReportWithholdsEveryCanary(t *testing.T) {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "report-canary", Namespace: ns, Labels: map[string]string{"application": "patroni", "cluster-name": name}},
 		Data: map[string]string{
-			"backup": "s3://backup:" + urlCanary + "@minio.example:9000/pg",
+			"backup":  "s3://backup:" + urlCanary + "@minio.example:9000/pg",
 			"tls.key": "-----BEGIN PRIVATE KEY-----\nMIIE" + keyCanary + "\n-----END PRIVATE KEY-----\n",
 			"notes":   "the old one was " + secretCanary + ", rotated",
 		},
