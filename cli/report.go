@@ -256,7 +256,12 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		return err
 	}
 	for _, f := range files {
-		if err := write(f.name, red.Text(f.name, f.data)); err != nil {
+		data := f.data
+		if strings.HasSuffix(f.name, ".json") {
+			// Value by value, before the encoder escapes anything.
+			data = red.JSON(f.name, data)
+		}
+		if err := write(f.name, red.Text(f.name, data)); err != nil {
 			return err
 		}
 	}
@@ -409,7 +414,7 @@ func (o *ReportOptions) objectFiles(objs *status.Objects, red *redact.Redactor) 
 	add := func(name string, items []runtime.Object) {
 		var b bytes.Buffer
 		for _, it := range items {
-			y, err := yaml.Marshal(it)
+			y, err := redactedYAML(name, it, red)
 			if err != nil {
 				y = []byte("# not encoded: " + err.Error() + "\n")
 			}
@@ -513,6 +518,22 @@ func (o *ReportOptions) objectFiles(objs *status.Objects, red *redact.Redactor) 
 	}
 	add("hactl/ledger.yaml", items)
 	return out
+}
+
+// redactedYAML is obj as YAML, redacted value by value before the
+// encoder quotes, escapes or folds any string.
+func redactedYAML(file string, obj runtime.Object, red *redact.Redactor) ([]byte, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(red.Value(file, v))
 }
 
 func eventTime(e corev1.Event) time.Time {

@@ -10,6 +10,7 @@ package redact
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -254,4 +255,51 @@ where they were and what they were.
 		}
 	}
 	return []byte(b.String())
+}
+
+// Value redacts a decoded JSON document (maps, lists, strings, numbers)
+// and returns it: every string through Text, before any encoder can
+// escape it or fold it across lines, and the string value of every key
+// named like a credential replaced whole.
+func (r *Redactor) Value(file string, v any) any {
+	switch x := v.(type) {
+	case string:
+		return string(r.Text(file, []byte(x)))
+	case []any:
+		for i := range x {
+			x[i] = r.Value(file, x[i])
+		}
+		return x
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && s != "" && s != Mark && CredentialName(k) {
+				x[k] = Mark
+				r.Count(file, "value of a key named like a credential", keyName(strings.ToLower(k)), 1)
+				continue
+			}
+			x[k] = r.Value(file, e)
+		}
+		return x
+	}
+	return v
+}
+
+// JSON redacts a JSON document value by value (see Value) and encodes
+// it again, indented, without escaping HTML characters; a document that
+// is not JSON is redacted as text.
+func (r *Redactor) JSON(file string, b []byte) []byte {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil || d.More() {
+		return r.Text(file, b)
+	}
+	var out bytes.Buffer
+	e := json.NewEncoder(&out)
+	e.SetEscapeHTML(false)
+	e.SetIndent("", "  ")
+	if err := e.Encode(r.Value(file, v)); err != nil {
+		return r.Text(file, b)
+	}
+	return out.Bytes()
 }

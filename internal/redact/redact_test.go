@@ -2,6 +2,7 @@ package redact_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -73,5 +74,38 @@ func TestCredentialName(t *testing.T) {
 		if got := redact.CredentialName(name); got != want {
 			t.Errorf("CredentialName(%q) = %v", name, got)
 		}
+	}
+}
+
+// TestEscapedAndFoldedValuesAreFound: a Secret value with characters
+// JSON escapes (<, &, ", \) and a long passphrase with spaces (which a
+// YAML encoder folds across lines) are found in the decoded document,
+// before any encoder changes their bytes; a key named like a credential
+// loses its value whole.
+func TestEscapedAndFoldedValuesAreFound(t *testing.T) {
+	r := redact.New()
+	odd := `p<a"s&s\wCanary1`
+	phrase := "correct horse battery staple Canary2 and many more words so that a YAML encoder folds this line"
+	r.AddSecret("Secret db/a key password", "password", []byte(odd))
+	r.AddSecret("Secret db/a key passphrase", "passphrase", []byte(phrase))
+	doc := map[string]any{"message": "login failed for " + odd, "note": phrase, "nested": []any{map[string]any{"apiToken": "Canary3"}}}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), odd) {
+		t.Fatal("the test needs a value JSON escapes")
+	}
+	out := string(r.JSON("x.json", b))
+	for _, c := range []string{"Canary1", "Canary2", "Canary3"} {
+		if strings.Contains(out, c) {
+			t.Errorf("%s survived:\n%s", c, out)
+		}
+	}
+	if !strings.Contains(out, `"message": "login failed for REDACTED"`) {
+		t.Errorf("the document lost its shape:\n%s", out)
+	}
+	if got := string(r.JSON("y.txt", []byte("not json "+odd))); strings.Contains(got, "Canary1") {
+		t.Errorf("text that is not JSON is not redacted: %s", got)
 	}
 }
