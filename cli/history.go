@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -102,17 +103,10 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	obs := &status.Observer{Source: status.APISource{Client: o.client}, Engines: registry.Engines(), HolderGone: actions.HolderGone}
-	results, warn, err := obs.Observe(ctx, o.Namespace, o.Name)
-	for _, w := range warn {
-		fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
-	}
+	r, err := observeOne(ctx, obs, o.Namespace, o.Name, o.ErrOut)
 	if err != nil {
 		return err
 	}
-	if len(results) == 0 {
-		return fmt.Errorf("no HA cluster %q in namespace %q ('kubectl hactl status -A' lists them)", o.Name, o.Namespace)
-	}
-	r := results[0]
 	evs, err := o.client.CoreV1().Events(o.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		fmt.Fprintf(o.ErrOut, "warning: events not read (%v): the timeline leaves them out\n", err)
@@ -131,4 +125,21 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		return (&printers.YAMLPrinter{}).PrintObj(h, o.Out)
 	}
 	return status.PrintHistory(o.Out, h, o.NoHeaders)
+}
+
+// observeOne observes the one cluster name in namespace ns, printing the
+// observer's warnings on errOut; an unknown cluster is an error that
+// says how to list them.
+func observeOne(ctx context.Context, obs *status.Observer, ns, name string, errOut io.Writer) (status.Result, error) {
+	results, warn, err := obs.Observe(ctx, ns, name)
+	for _, w := range warn {
+		fmt.Fprintf(errOut, "warning: %s\n", w)
+	}
+	if err != nil {
+		return status.Result{}, err
+	}
+	if len(results) == 0 {
+		return status.Result{}, fmt.Errorf("no HA cluster %q in namespace %q ('kubectl hactl status -A' lists them)", name, ns)
+	}
+	return results[0], nil
 }

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -182,17 +184,10 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		return err
 	}
 	obs := o.status.observer(fixedSource{objs})
-	results, warn, err := obs.Observe(ctx, o.Namespace, o.Name)
-	for _, w := range warn {
-		fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
-	}
+	r, err := observeOne(ctx, obs, o.Namespace, o.Name, o.ErrOut)
 	if err != nil {
 		return err
 	}
-	if len(results) == 0 {
-		return fmt.Errorf("no HA cluster %q in namespace %q ('kubectl hactl status -A' lists them)", o.Name, o.Namespace)
-	}
-	r := results[0]
 	mine := status.ClusterObjects(objs, r.Observation)
 
 	red := redact.New()
@@ -410,114 +405,77 @@ func (o *ReportOptions) readSecrets(ctx context.Context, objs *status.Objects, r
 // withheld, the last-applied configuration (a copy of the spec) and
 // managed fields left out.
 func (o *ReportOptions) objectFiles(objs *status.Objects, red *redact.Redactor) []reportFile {
+	files := []struct {
+		name, apiVersion, kind string
+		items                  []kubeObject
+	}{
+		{"objects/statefulset.yaml", "apps/v1", "StatefulSet", objectsOf(objs.StatefulSets)},
+		{"objects/pods.yaml", "v1", "Pod", objectsOf(objs.Pods)},
+		{"objects/persistentvolumeclaims.yaml", "v1", "PersistentVolumeClaim", objectsOf(objs.PVCs)},
+		{"objects/poddisruptionbudgets.yaml", "policy/v1", "PodDisruptionBudget", objectsOf(objs.PDBs)},
+		{"objects/services.yaml", "v1", "Service", objectsOf(objs.Services)},
+		{"objects/endpointslices.yaml", "discovery.k8s.io/v1", "EndpointSlice", objectsOf(objs.EndpointSlices)},
+		{"objects/configmaps.yaml", "v1", "ConfigMap", objectsOf(objs.ConfigMaps)},
+		{"objects/events.yaml", "v1", "Event", objectsOf(sortedEvents(objs.Events))},
+		{"hactl/lock.yaml", "coordination.k8s.io/v1", "Lease", objectsOf(objs.Leases)},
+		{"hactl/ledger.yaml", "v1", "ConfigMap", objectsOf(objs.Ledgers)},
+	}
 	var out []reportFile
-	add := func(name string, items []runtime.Object) {
+	for _, f := range files {
 		var b bytes.Buffer
-		for _, it := range items {
-			y, err := redactedYAML(name, it, red)
+		for _, it := range f.items {
+			c := it.DeepCopyObject().(kubeObject)
+			c.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(f.apiVersion, f.kind))
+			c.SetManagedFields(nil)
+			if a := c.GetAnnotations(); a[corev1.LastAppliedConfigAnnotation] != "" {
+				delete(a, corev1.LastAppliedConfigAnnotation)
+				c.SetAnnotations(a)
+				red.Count(f.name, "kubectl's last-applied configuration annotation (a copy of the spec, left out)", "", 1)
+			}
+			switch x := c.(type) {
+			case *appsv1.StatefulSet:
+				withholdSpec(&x.Spec.Template.Spec, f.name, red)
+			case *corev1.Pod:
+				withholdSpec(&x.Spec, f.name, red)
+			}
+			y, err := redactedYAML(f.name, c, red)
 			if err != nil {
 				y = []byte("# not encoded: " + err.Error() + "\n")
 			}
 			b.WriteString("---\n")
 			b.Write(y)
 		}
-		if len(items) == 0 {
+		if len(f.items) == 0 {
 			b.WriteString("# none\n")
 		}
-		out = append(out, reportFile{name, b.Bytes()})
+		out = append(out, reportFile{f.name, b.Bytes()})
 	}
-	tidy := func(m *metav1.ObjectMeta, file string) {
-		m.ManagedFields = nil
-		if _, ok := m.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
-			delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
-			red.Count(file, "kubectl's last-applied configuration annotation (a copy of the spec, left out)", "", 1)
-		}
-	}
-	var items []runtime.Object
-	for _, s := range objs.StatefulSets {
-		s := s.DeepCopy()
-		s.APIVersion, s.Kind = "apps/v1", "StatefulSet"
-		tidy(&s.ObjectMeta, "objects/statefulset.yaml")
-		withholdSpec(&s.Spec.Template.Spec, "objects/statefulset.yaml", red)
-		items = append(items, s)
-	}
-	add("objects/statefulset.yaml", items)
-	items = nil
-	for _, p := range objs.Pods {
-		p := p.DeepCopy()
-		p.APIVersion, p.Kind = "v1", "Pod"
-		tidy(&p.ObjectMeta, "objects/pods.yaml")
-		withholdSpec(&p.Spec, "objects/pods.yaml", red)
-		items = append(items, p)
-	}
-	add("objects/pods.yaml", items)
-	items = nil
-	for _, p := range objs.PVCs {
-		p := p.DeepCopy()
-		p.APIVersion, p.Kind = "v1", "PersistentVolumeClaim"
-		tidy(&p.ObjectMeta, "objects/persistentvolumeclaims.yaml")
-		items = append(items, p)
-	}
-	add("objects/persistentvolumeclaims.yaml", items)
-	items = nil
-	for _, p := range objs.PDBs {
-		p := p.DeepCopy()
-		p.APIVersion, p.Kind = "policy/v1", "PodDisruptionBudget"
-		tidy(&p.ObjectMeta, "objects/poddisruptionbudgets.yaml")
-		items = append(items, p)
-	}
-	add("objects/poddisruptionbudgets.yaml", items)
-	items = nil
-	for _, s := range objs.Services {
-		s := s.DeepCopy()
-		s.APIVersion, s.Kind = "v1", "Service"
-		tidy(&s.ObjectMeta, "objects/services.yaml")
-		items = append(items, s)
-	}
-	add("objects/services.yaml", items)
-	items = nil
-	for _, e := range objs.EndpointSlices {
-		e := e.DeepCopy()
-		e.APIVersion, e.Kind = "discovery.k8s.io/v1", "EndpointSlice"
-		tidy(&e.ObjectMeta, "objects/endpointslices.yaml")
-		items = append(items, e)
-	}
-	add("objects/endpointslices.yaml", items)
-	items = nil
-	for _, c := range objs.ConfigMaps {
-		c := c.DeepCopy()
-		c.APIVersion, c.Kind = "v1", "ConfigMap"
-		tidy(&c.ObjectMeta, "objects/configmaps.yaml")
-		items = append(items, c)
-	}
-	add("objects/configmaps.yaml", items)
-	items = nil
-	evs := slices.Clone(objs.Events)
-	slices.SortStableFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
-	for _, e := range evs {
-		e := e.DeepCopy()
-		e.APIVersion, e.Kind = "v1", "Event"
-		tidy(&e.ObjectMeta, "objects/events.yaml")
-		items = append(items, e)
-	}
-	add("objects/events.yaml", items)
-	items = nil
-	for _, l := range objs.Leases {
-		l := l.DeepCopy()
-		l.APIVersion, l.Kind = "coordination.k8s.io/v1", "Lease"
-		tidy(&l.ObjectMeta, "hactl/lock.yaml")
-		items = append(items, l)
-	}
-	add("hactl/lock.yaml", items)
-	items = nil
-	for _, c := range objs.Ledgers {
-		c := c.DeepCopy()
-		c.APIVersion, c.Kind = "v1", "ConfigMap"
-		tidy(&c.ObjectMeta, "hactl/ledger.yaml")
-		items = append(items, c)
-	}
-	add("hactl/ledger.yaml", items)
 	return out
+}
+
+// kubeObject is an API object with its metadata.
+type kubeObject interface {
+	runtime.Object
+	metav1.Object
+}
+
+// objectsOf are pointers to xs's elements as kubeObjects.
+func objectsOf[T any, P interface {
+	*T
+	kubeObject
+}](xs []T) []kubeObject {
+	out := make([]kubeObject, 0, len(xs))
+	for i := range xs {
+		out = append(out, P(&xs[i]))
+	}
+	return out
+}
+
+// sortedEvents are evs, oldest first.
+func sortedEvents(evs []corev1.Event) []corev1.Event {
+	evs = slices.Clone(evs)
+	slices.SortStableFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	return evs
 }
 
 // redactedYAML is obj as YAML, redacted value by value before the
