@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,13 +293,25 @@ func writeNew(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%s appeared while the report was gathered: it was left as it is; give another -o", path)
+	err = os.Link(tmp.Name(), path)
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		// A filesystem without hard links: create it exclusively.
+		var f *os.File
+		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			_, err = f.Write(data)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(path)
+			}
+			return err
 		}
-		return err
 	}
-	return nil
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%s appeared while the report was gathered: it was left as it is; give another -o", path)
+	}
+	return err
 }
 
 // fixedSource hands the observer the objects read once, so the status
@@ -326,7 +339,11 @@ func safeName(s string) string {
 func (o *ReportOptions) readSecrets(ctx context.Context, objs *status.Objects, red *redact.Redactor) {
 	names := map[string]bool{}
 	addSpec := func(spec corev1.PodSpec) {
-		for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		eph := make([]corev1.Container, 0, len(spec.EphemeralContainers))
+		for _, e := range spec.EphemeralContainers {
+			eph = append(eph, corev1.Container(e.EphemeralContainerCommon))
+		}
+		for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers, eph} {
 			for _, c := range cs {
 				for _, e := range c.Env {
 					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -507,22 +524,29 @@ func eventTime(e corev1.Event) time.Time {
 // variables named like a credential and the argument after a flag named
 // like one ("--password", "SECRET"), counting them for file.
 func withholdSpec(spec *corev1.PodSpec, file string, red *redact.Redactor) {
-	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for ci := range cs {
-			c := &cs[ci]
-			for i := range c.Env {
-				if e := &c.Env[i]; e.Value != "" && redact.CredentialName(e.Name) {
-					e.Value = redact.Mark
-					red.Count(file, "value of an environment variable named like a credential", e.Name, 1)
-				}
+	containers := make([]*corev1.Container, 0, len(spec.InitContainers)+len(spec.Containers)+len(spec.EphemeralContainers))
+	for i := range spec.InitContainers {
+		containers = append(containers, &spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		containers = append(containers, &spec.Containers[i])
+	}
+	for i := range spec.EphemeralContainers {
+		containers = append(containers, (*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	for _, c := range containers {
+		for i := range c.Env {
+			if e := &c.Env[i]; e.Value != "" && redact.CredentialName(e.Name) {
+				e.Value = redact.Mark
+				red.Count(file, "value of an environment variable named like a credential", e.Name, 1)
 			}
-			for _, args := range []*[]string{&c.Command, &c.Args} {
-				a := *args
-				for i := 0; i+1 < len(a); i++ {
-					if strings.HasPrefix(a[i], "-") && !strings.Contains(a[i], "=") && redact.CredentialName(a[i]) && !strings.HasPrefix(a[i+1], "-") {
-						a[i+1] = redact.Mark
-						red.Count(file, "argument of a flag named like a credential", strings.TrimLeft(a[i], "-"), 1)
-					}
+		}
+		for _, args := range []*[]string{&c.Command, &c.Args} {
+			a := *args
+			for i := 0; i+1 < len(a); i++ {
+				if strings.HasPrefix(a[i], "-") && !strings.Contains(a[i], "=") && redact.CredentialName(a[i]) && !strings.HasPrefix(a[i+1], "-") {
+					a[i+1] = redact.Mark
+					red.Count(file, "argument of a flag named like a credential", strings.TrimLeft(a[i], "-"), 1)
 				}
 			}
 		}
@@ -534,8 +558,7 @@ func withholdSpec(spec *corev1.PodSpec, file string, red *redact.Redactor) {
 // read is a file that says why.
 func (o *ReportOptions) logFiles(ctx context.Context, pods []corev1.Pod) []reportFile {
 	var out []reportFile
-	since := int64(o.Since.Seconds())
-	limit := int64(maxLogBytes)
+	since := max(1, int64(math.Ceil(o.Since.Seconds())))
 	for _, p := range pods {
 		restarted := map[string]bool{}
 		for _, st := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
@@ -554,14 +577,17 @@ func (o *ReportOptions) logFiles(ctx context.Context, pods []corev1.Pod) []repor
 				if previous {
 					name += ".previous"
 				}
-				req := o.client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c, Previous: previous, SinceSeconds: &since, LimitBytes: &limit, Timestamps: true})
+				req := o.client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c, Previous: previous, SinceSeconds: &since, Timestamps: true})
 				rc, err := req.Stream(ctx)
 				if err != nil {
 					out = append(out, reportFile{name + ".error.txt", []byte(err.Error() + "\n")})
 					continue
 				}
-				b, err := io.ReadAll(io.LimitReader(rc, limit))
+				b, cut, err := newest(rc, maxLogBytes)
 				rc.Close()
+				if cut > 0 {
+					b = append([]byte(fmt.Sprintf("[the %d bytes before these were left out: a report keeps the newest %d MiB of each log]\n", cut, maxLogBytes>>20)), b...)
+				}
 				if err != nil {
 					b = append(b, []byte("\n[the log ended early: "+err.Error()+"]\n")...)
 				}
@@ -570,6 +596,35 @@ func (o *ReportOptions) logFiles(ctx context.Context, pods []corev1.Pod) []repor
 		}
 	}
 	return out
+}
+
+// newest reads r to its end and keeps its last limit bytes, from the
+// start of a line; cut is how many bytes before them were dropped.
+func newest(r io.Reader, limit int) (b []byte, cut int64, err error) {
+	buf := make([]byte, 0, min(limit, 1<<20))
+	chunk := make([]byte, 64<<10)
+	for {
+		n, rerr := r.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if over := len(buf) - limit; over > 0 {
+			cut += int64(over)
+			buf = append(buf[:0], buf[over:]...)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	if cut > 0 {
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			cut += int64(i + 1)
+			buf = buf[i+1:]
+		}
+	}
+	return buf, cut, err
 }
 
 // readme says what the archive is and holds.
@@ -581,7 +636,7 @@ func (o *ReportOptions) readme(files []reportFile) []byte {
 		b.WriteString("Members were not dialled (--no-probe): no probe answers, no member documents.\n")
 	}
 	if o.IncludeLogs {
-		fmt.Fprintf(&b, "Logs: each container's last %s (at most %d MiB each).\n", o.Since, maxLogBytes>>20)
+		fmt.Fprintf(&b, "Logs: each container's last %s (its newest %d MiB at most; a cut says so at the top).\n", o.Since, maxLogBytes>>20)
 	} else {
 		b.WriteString("Logs: not included (--include-logs adds them).\n")
 	}

@@ -289,7 +289,13 @@ func (o *StatusOptions) parseSelector() error {
 	return nil
 }
 
-func (o *StatusOptions) format() string { return o.Output }
+// format is -o; --template alone means -o go-template, as in kubectl.
+func (o *StatusOptions) format() string {
+	if o.Output == "" && o.Template != "" {
+		return "go-template"
+	}
+	return o.Output
+}
 
 func (o *StatusOptions) useColor() bool {
 	switch o.Color {

@@ -144,6 +144,10 @@ func TestStatusCommand(t *testing.T) {
 				t.Errorf("-o go-template --template: printed %q (%s), want %q", out, errOut, want.String())
 			}
 		}
+		// --template alone is a Go template, as in kubectl.
+		if out, errOut, _ := run(t, "-n", ns, "status", "etcd-ok", "--no-probe", "--template", "{{.metadata.name}}"); out != "etcd-ok" {
+			t.Errorf("--template alone: %q (%s)", out, errOut)
+		}
 		// One cluster by name is a ClusterStatus, not a list.
 		if out, errOut, _ := run(t, "-n", ns, "status", "etcd-ok", "--no-probe", "-o", "template={{.kind}} {{.metadata.name}}"); out != "ClusterStatus etcd-ok" {
 			t.Errorf("template=: %q (%s)", out, errOut)

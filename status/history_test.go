@@ -152,7 +152,7 @@ func TestHistoryShowsTheLeaderChangesHactlSaw(t *testing.T) {
 			Analysis: verdict.Analysis{LeaderMember: leader}}
 		log.Add([]Result{x})
 	}
-	if got := log.Of(cl); len(got) != 2 || got[1].Leader != "etcd-2" || got[1].Term != 9 || !got[1].At.Equal(at(43)) {
+	if got := log.Of(cl); len(got) != 2 || got[1].Leader != "etcd-2" || got[1].Term != 9 || !got[1].At.Equal(at(43)) || !got[0].LastSeen.Equal(at(41)) {
 		t.Fatalf("log = %+v", got)
 	}
 	h := History(r, nil, log.Of(cl)...)
@@ -163,9 +163,9 @@ func TestHistoryShowsTheLeaderChangesHactlSaw(t *testing.T) {
 		}
 	}
 	want := []string{
-		"2026-12-06 10:12:00 etcd-1: etcd-1 leads, seen by replace replace.etcd-0.a; etcd-0 led at its receipt of 10:10:00",
-		"2026-12-06 10:25:00 etcd-0: etcd-0 leads, seen by replace replace.etcd-2.b; etcd-1 led at its receipt of 10:20:00",
-		"2026-12-06 10:43:00 etcd-2: etcd-2 leads (term 9); etcd-1 led when this view last looked (10:40:00)",
+		"2026-12-06 10:12:00 etcd-1: etcd-1 leads, as replace replace.etcd-0.a decided its step; etcd-0 led when replace replace.etcd-0.a decided the step it recorded at 2026-12-06 10:10:00",
+		"2026-12-06 10:25:00 etcd-0: etcd-0 leads, as replace replace.etcd-2.b decided its step; etcd-1 led when replace replace.etcd-2.b decided the step it recorded at 2026-12-06 10:20:00",
+		"2026-12-06 10:43:00 etcd-2: etcd-2 leads (term 9); etcd-1 led until at least 2026-12-06 10:41:00, as this view saw",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("leader changes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

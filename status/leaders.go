@@ -10,8 +10,9 @@ import (
 
 // LeaderSeen is the leader one observation agreed on.
 type LeaderSeen struct {
-	At     time.Time
-	Leader string
+	// At is when Leader was first seen leading, LastSeen when last.
+	At, LastSeen time.Time
+	Leader       string
 	// Term is its raft term (etcd), 0 when not read.
 	Term uint64
 }
@@ -38,9 +39,10 @@ func (l LeaderLog) Add(rs []Result) {
 		k := leaderKey(o.Cluster)
 		seen := l[k]
 		if n := len(seen); n > 0 && seen[n-1].Leader == leader {
+			seen[n-1].LastSeen = o.At
 			continue
 		}
-		s := LeaderSeen{At: o.At, Leader: leader}
+		s := LeaderSeen{At: o.At, LastSeen: o.At, Leader: leader}
 		for _, m := range o.Members {
 			if e := m.Engine; e != nil && e.Reachable && m.Name == leader {
 				s.Term = e.RaftTerm
@@ -67,15 +69,16 @@ func seenRows(seen []LeaderSeen) []HistoryRow {
 		if cur.Term > 0 {
 			d += fmt.Sprintf(" (term %d)", cur.Term)
 		}
-		d += fmt.Sprintf("; %s led when this view last looked (%s)", prev.Leader, prev.At.UTC().Format(time.TimeOnly))
+		d += fmt.Sprintf("; %s led until at least %s, as this view saw", prev.Leader, prev.LastSeen.UTC().Format(time.DateTime))
 		out = append(out, HistoryRow{At: cur.At, Source: SourceObserved, Member: cur.Leader, Event: "leader-change", Detail: d})
 	}
 	return out
 }
 
 // receiptLeaderRows are the leader changes hactl's actions saw: the
-// leader each receipt recorded, in time order across the ledger's
-// entries, one row where it differs from the receipt before.
+// leader each receipt recorded (the one the action's decision for that
+// step agreed on, before the step ran), in time order across the
+// ledger's entries, one row where it differs from the receipt before.
 func receiptLeaderRows(ledger []model.LedgerEntry) []HistoryRow {
 	type seen struct {
 		at             time.Time
@@ -97,7 +100,7 @@ func receiptLeaderRows(ledger []model.LedgerEntry) []HistoryRow {
 			continue
 		}
 		out = append(out, HistoryRow{At: cur.at, Source: SourceObserved, Member: cur.leader, Event: "leader-change",
-			Detail: fmt.Sprintf("%s leads, seen by %s; %s led at its receipt of %s", cur.leader, cur.action, prev.leader, prev.at.UTC().Format(time.TimeOnly))})
+			Detail: fmt.Sprintf("%s leads, as %s decided its step; %s led when %s decided the step it recorded at %s", cur.leader, cur.action, prev.leader, prev.action, prev.at.UTC().Format(time.DateTime))})
 	}
 	return out
 }

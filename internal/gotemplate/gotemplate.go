@@ -50,8 +50,8 @@ func Parse(name, text string) (*Template, error) {
 // "<no value>".
 func (t *Template) MissingKeyError(on bool) { t.missingErr = on }
 
-// maxDepth bounds nested template calls, as text/template does.
-const maxDepth = 10000
+// maxDepth bounds nested template calls, as text/template's does.
+const maxDepth = 100000
 
 // Execute applies the template to data, a document as encoding/json (or
 // k8s.io/apimachinery/pkg/util/json) decodes it into an any, and writes
@@ -241,6 +241,8 @@ func isTrue(x value) (truth, ok bool) {
 		return v != 0, true
 	case int64:
 		return v != 0, true
+	case uint8:
+		return v != 0, true
 	case float64:
 		return v != 0, true
 	case complex128:
@@ -298,17 +300,23 @@ func (s *state) walkRange(dot value, r *parse.RangeNode) {
 			ran = true
 			one(val(k), heldVal(x[k]))
 		}
-	case int, int64:
+	case int, int64, uint8:
 		if len(r.Pipe.Decl) > 1 {
 			s.errorf("can't use %v to iterate over more than one variable", x)
 		}
-		if n, ok := x.(int); ok {
+		switch n := x.(type) {
+		case int:
 			for i := range n {
 				ran = true
 				one(val(i), val(i))
 			}
-		} else {
-			for i := range x.(int64) {
+		case int64:
+			for i := range n {
+				ran = true
+				one(val(i), val(i))
+			}
+		case uint8:
+			for i := range n {
 				ran = true
 				one(val(i), val(i))
 			}

@@ -106,6 +106,7 @@ var templates = []string{
 	`{{eq .n 3}} {{lt .n 4}} {{eq .l .l}}`, `{{.members | len}}`, `{{if}}{{end}}`, `{{range .l}}{{if .}}{{.}}{{end}}{{end}}`,
 	`{{with index .members 0}}{{.name}}{{end}}`, `{{.metadata.labels.team | eq "db"}}`, `{{"x" | eq "x" "y"}}`,
 	`{{index .m "a" | printf "%v"}}`, `{{html}}`, `{{print}}`, `{{len}}`, `{{not 1 2}}`, `{{.kind | not}}`,
+	`{{if index .s 0}}byte{{end}} {{range index .s 0}}.{{end}} {{range $i := index .kind 0}}{{end}}`,
 }
 
 // TestSameOutputAsKubectlsTemplatePrinter runs every template on every

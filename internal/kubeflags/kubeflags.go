@@ -15,12 +15,14 @@ package kubeflags
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/homedir"
 )
 
 // ConfigFlags are kubectl's connection flags. A nil field is neither
@@ -105,8 +107,7 @@ func defaultCacheDir() string {
 	if d := os.Getenv("KUBECACHEDIR"); d != "" {
 		return d
 	}
-	home, _ := os.UserHomeDir()
-	return home + "/.kube/cache"
+	return filepath.Join(homedir.HomeDir(), ".kube", "cache")
 }
 
 // AddFlags binds the flags to fs, with kubectl's names and help.

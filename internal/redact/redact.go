@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -71,12 +72,73 @@ func (r *Redactor) AddSecret(origin, key string, value []byte) {
 		}
 		return
 	}
-	r.secrets = append(r.secrets, secret{value: slices.Clone(v), origin: origin})
-	if b64 := base64.StdEncoding.EncodeToString(v); len(b64) >= MinSecretLen {
-		r.secrets = append(r.secrets, secret{value: []byte(b64), origin: origin + " (base64)"})
+	for _, f := range forms(v, value) {
+		r.secrets = append(r.secrets, secret{value: []byte(f.value), origin: origin + f.how})
+	}
+	// A value of several lines (a pgpass or configuration file): each
+	// value of a key in it named like a credential, on its own.
+	if bytes.ContainsAny(v, "\n") {
+		for _, line := range strings.Split(string(v), "\n") {
+			m := lineValue.FindStringSubmatch(line)
+			if m == nil || !CredentialName(m[1]) {
+				continue
+			}
+			if x := strings.Trim(strings.TrimSpace(m[2]), `"'`); len(x) >= MinSecretLen {
+				for _, f := range forms([]byte(x), nil) {
+					r.secrets = append(r.secrets, secret{value: []byte(f.value), origin: origin + " (its " + m[1] + f.how + ")"})
+				}
+			}
+		}
 	}
 	// Longest first: a value that holds another is replaced whole.
 	sort.SliceStable(r.secrets, func(i, j int) bool { return len(r.secrets[i].value) > len(r.secrets[j].value) })
+	r.secrets = slices.CompactFunc(r.secrets, func(a, b secret) bool { return bytes.Equal(a.value, b.value) })
+}
+
+// lineValue is one "key: value" or "key=value" line.
+var lineValue = regexp.MustCompile(`^\s*["']?([A-Za-z0-9_.-]+)["']?\s*[:=]\s*(.+?)\s*,?$`)
+
+// form is one way a value may be written.
+type form struct{ value, how string }
+
+// forms are the ways v (trimmed from raw) appears in text: as it is;
+// escaped as JSON (with and without HTML escaping) and Go's %q write it;
+// with control characters dropped (as names and details are printed);
+// in base64 (standard and URL-safe, padded or not), also of raw when it
+// differs (a Secret made from a file ends in a newline).
+func forms(v, raw []byte) []form {
+	out := []form{{string(v), ""}}
+	add := func(s, how string) {
+		if len(s) >= MinSecretLen && !slices.ContainsFunc(out, func(f form) bool { return f.value == s }) {
+			out = append(out, form{s, how})
+		}
+	}
+	var b bytes.Buffer
+	for _, html := range []bool{true, false} {
+		b.Reset()
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(html)
+		if e.Encode(string(v)) == nil {
+			add(strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(b.String(), `"`), "\n"), `"`), " (escaped)")
+		}
+	}
+	q := strconv.Quote(string(v))
+	add(q[1:len(q)-1], " (escaped)")
+	add(strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, string(v)), " (printed)")
+	for _, x := range [][]byte{v, raw} {
+		if len(x) == 0 {
+			continue
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+			add(enc.EncodeToString(x), " (base64)")
+		}
+	}
+	return out
 }
 
 // SecretRead records that Secret name's values are searched for.
@@ -126,7 +188,7 @@ var rules = []rule{
 	{"JSON web token", regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), Mark},
 	{"cloud access key ID", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), Mark},
 	{"password=… in a connection string", regexp.MustCompile(`(?i)(\bpassword[ \t]*=[ \t]*)('[^']*'|[^\s'";,&]+)`), "${1}" + Mark},
-	{"value of a key or flag named like a credential", regexp.MustCompile(`(?i)(` + credentialKey + `["']?[ \t]*[:=][ \t]*["']?)([^\s"',;&}\]]+)`), ""},
+	{"value of a key or flag named like a credential", regexp.MustCompile(`(?i)(` + credentialKey + `["']?[ \t]*[:=][ \t]*)("[^"\n]*"|'[^'\n]*'|[^\s"',;&{}\[\]=][^\s"',;&}\]]*)`), ""},
 }
 
 // harmless are suffixes of keys named like a credential whose values
@@ -145,22 +207,32 @@ func (r *Redactor) Text(file string, b []byte) []byte {
 	}
 	for _, ru := range rules {
 		if ru.repl != "" {
-			n := len(ru.re.FindAllIndex(b, -1))
-			if n > 0 {
-				b = ru.re.ReplaceAll(b, []byte(ru.repl))
-				r.Count(file, ru.why, "", n)
-			}
+			n := 0
+			b = ru.re.ReplaceAllFunc(b, func(m []byte) []byte {
+				out := ru.re.Expand(nil, []byte(ru.repl), m, ru.re.FindSubmatchIndex(m))
+				if !bytes.Equal(out, m) {
+					n++
+				}
+				return out
+			})
+			r.Count(file, ru.why, "", n)
 			continue
 		}
 		b = ru.re.ReplaceAllFunc(b, func(m []byte) []byte {
 			sub := ru.re.FindSubmatch(m)
 			key := strings.ToLower(strings.TrimRight(string(sub[1]), " \t:=\"'"))
 			val := string(sub[2])
-			if val == Mark || strings.HasPrefix(val, Mark) || harmlessKey(key) || val == "" {
+			quote := ""
+			if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') {
+				quote, val = val[:1], val[1:len(val)-1]
+			}
+			// A key longer than any name (a line of base64 holding
+			// "auth") is not a key.
+			if val == "" || strings.HasPrefix(val, Mark) || harmlessKey(key) || len(key) > 40 {
 				return m
 			}
 			r.Count(file, ru.why, keyName(key), 1)
-			return append(slices.Clone(sub[1]), Mark...)
+			return append(slices.Clone(sub[1]), []byte(quote+Mark+quote)...)
 		})
 	}
 	return b
@@ -187,7 +259,11 @@ func keyName(key string) string {
 // CredentialName reports whether name (an environment variable, a flag)
 // is named like a credential.
 func CredentialName(name string) bool {
-	return credentialName.MatchString(name) && !harmlessKey(strings.ToLower(name))
+	l := strings.ToLower(name)
+	if l == "pass" || strings.HasSuffix(l, "_pass") || strings.HasSuffix(l, "-pass") {
+		return true
+	}
+	return credentialName.MatchString(name) && !harmlessKey(l)
 }
 
 var credentialName = regexp.MustCompile(`(?i)^-*` + credentialKey + `$`)
@@ -203,7 +279,8 @@ replaced by ` + Mark + ` (as they are and in base64), wherever they appear.
 Also replaced in every file: private keys (PEM), passwords in URLs,
 authorization headers, JSON web tokens, cloud access key IDs, and the
 value of any key, flag or environment variable named like a credential
-(password, secret, token, key, credential, auth, conninfo, dsn).
+(password, passphrase, secret, token, API key, access key, private key,
+credential, auth, conninfo, dsn).
 The values themselves are never written anywhere; this file names only
 where they were and what they were.
 

@@ -109,3 +109,33 @@ func TestEscapedAndFoldedValuesAreFound(t *testing.T) {
 		t.Errorf("text that is not JSON is not redacted: %s", got)
 	}
 }
+
+// TestWholeValuesOnceEach: a quoted value loses all its words and keeps
+// its quotes; a nested object after a credential-named key, and base64
+// padding after a long run that holds "auth", are left alone; a value
+// already withheld is not counted again; the lines of a Secret holding
+// a file are searched for one by one, and escaped forms too.
+func TestWholeValuesOnceEach(t *testing.T) {
+	r := redact.New()
+	r.AddSecret("Secret db/f key pgpass", "pgpass", []byte("host: db\npassword: Line9Canary\n"))
+	r.AddSecret("Secret db/q key password", "password", []byte("tab\tCanary8"))
+	in := `password: "correct horse Canary7"` + "\n" +
+		`{"auth": {"mode": "x"}}` + "\n" +
+		"MIIBauthAAAABBBBCCCCDDDDEEEEFFFFGGGGHHHHIIIIJJJJKKKKLLLLMMMMNNNN==\n" +
+		"url: s3://u:REDACTED@h/x and s3://v:Canary6@h/y\n" +
+		"log: login with Line9Canary failed; quoted \"tab\\tCanary8\"; printed tabCanary8\n"
+	out := string(r.Text("f", []byte(in)))
+	for _, c := range []string{"Canary7", "horse", "Canary6", "Line9Canary", "Canary8"} {
+		if strings.Contains(out, c) {
+			t.Errorf("%s survived:\n%s", c, out)
+		}
+	}
+	for _, keep := range []string{`password: "REDACTED"`, `{"auth": {"mode": "x"}}`, "NNNN==\n", "s3://u:REDACTED@h/x"} {
+		if !strings.Contains(out, keep) {
+			t.Errorf("%q was changed:\n%s", keep, out)
+		}
+	}
+	if sum := string(r.Summary()); !strings.Contains(sum, "1 × password in a URL") {
+		t.Errorf("a withheld URL password was counted again:\n%s", sum)
+	}
+}
