@@ -193,8 +193,10 @@ var rules = []rule{
 
 // harmless are suffixes of keys named like a credential whose values
 // name or describe one rather than hold it (secretName: pg-auth,
-// tokenFile: /var/run/…), kept so a report stays useful.
-var harmless = []string{"name", "names", "ref", "file", "path", "dir", "mode", "type", "ttl", "seconds", "period", "count", "enabled", "method", "methods", "version", "kind", "secret-ref", "keyref"}
+// tokenFile: /var/run/…), or are no credential at all (etcd's
+// --initial-cluster-token only keeps clusters apart), kept so a report
+// stays useful.
+var harmless = []string{"cluster-token", "name", "names", "ref", "file", "path", "dir", "mode", "type", "ttl", "seconds", "period", "count", "enabled", "method", "methods", "version", "kind", "secret-ref", "keyref"}
 
 // Text returns b with every Secret value and every credential-looking
 // string replaced, counting the replacements under file.
@@ -228,7 +230,7 @@ func (r *Redactor) Text(file string, b []byte) []byte {
 			}
 			// A key longer than any name (a line of base64 holding
 			// "auth") is not a key.
-			if val == "" || strings.HasPrefix(val, Mark) || harmlessKey(key) || len(key) > 40 {
+			if val == "" || strings.HasPrefix(val, Mark) || harmlessKey(key) || len(key) > 40 || authScheme[strings.ToLower(val)] {
 				return m
 			}
 			r.Count(file, ru.why, keyName(key), 1)
@@ -237,6 +239,10 @@ func (r *Redactor) Text(file string, b []byte) []byte {
 	}
 	return b
 }
+
+// authScheme are the words before a credential in an Authorization
+// header, which the header's own rule withholds.
+var authScheme = map[string]bool{"bearer": true, "basic": true, "token": true, "negotiate": true, "digest": true}
 
 func harmlessKey(key string) bool {
 	for _, h := range harmless {
