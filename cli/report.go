@@ -403,6 +403,7 @@ func (o *ReportOptions) readSecrets(ctx context.Context, objs *status.Objects, r
 				why = "it does not exist"
 			}
 			red.SecretUnread(origin, why)
+			fmt.Fprintf(o.ErrOut, "warning: %s was not read (%s): its values were not searched for in the archive; read the archive before you send it\n", origin, why)
 			continue
 		}
 		red.SecretRead(origin)
