@@ -10,10 +10,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/hactl-dev/hactl/internal/kubeflags"
-
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/internal/format"
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/portforward"

@@ -12,9 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hactl-dev/hactl/internal/kubeflags"
-
 	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 )
 
 // Every request names this process's lock identity in its user agent, so

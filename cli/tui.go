@@ -20,9 +20,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/hactl-dev/hactl/internal/kubeflags"
-
 	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui"
 	"github.com/hactl-dev/hactl/verdict"
