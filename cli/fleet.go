@@ -1,17 +1,23 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/internal/portforward"
@@ -162,32 +168,12 @@ func (o *StatusOptions) observeContext(ctx context.Context, name string) context
 // (4) over one not failover-ready (3). A context's failure is printed in
 // its place; the others are printed all the same.
 func (o *StatusOptions) runFleet(ctx context.Context, names []string) error {
-	crs := make([]contextResult, len(names))
-	sem := make(chan struct{}, fleetParallel)
-	var wg sync.WaitGroup
-	for i, n := range names {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			crs[i] = o.boundedContext(ctx, n)
-		})
+	if o.Watch {
+		return o.runFleetWatch(ctx, names)
 	}
-	wg.Wait()
-	if o.Name != "" {
-		// CLUSTER in some of the contexts: the others do not have it,
-		// which is no failure unless none has.
-		found := false
-		for i, cr := range crs {
-			var nf *status.NotFoundError
-			if errors.As(cr.err, &nf) {
-				crs[i].err, crs[i].absent = nil, true
-			} else if cr.err == nil {
-				found = true
-			}
-		}
-		if !found && !slices.ContainsFunc(crs, func(cr contextResult) bool { return cr.err != nil }) {
-			return fmt.Errorf("no HA cluster %q in any of the %d contexts", o.Name, len(crs))
-		}
+	crs, err := o.readFleet(ctx, names)
+	if err != nil {
+		return err
 	}
 	if err := o.printFleet(o.Out, crs); err != nil {
 		return err
@@ -210,28 +196,176 @@ func (o *StatusOptions) runFleet(ctx context.Context, names []string) error {
 	return verdictExit(all)
 }
 
+// readFleet reads every context, fleetParallel at a time, each within
+// its own bound. With CLUSTER, a context without it is no failure unless
+// no context has it.
+func (o *StatusOptions) readFleet(ctx context.Context, names []string) ([]contextResult, error) {
+	crs := make([]contextResult, len(names))
+	sem := make(chan struct{}, fleetParallel)
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			crs[i] = o.boundedContext(ctx, n)
+		})
+	}
+	wg.Wait()
+	if o.Name != "" {
+		found := false
+		for i, cr := range crs {
+			var nf *status.NotFoundError
+			if errors.As(cr.err, &nf) {
+				crs[i].err, crs[i].absent = nil, true
+			} else if cr.err == nil {
+				found = true
+			}
+		}
+		if !found && !slices.ContainsFunc(crs, func(cr contextResult) bool { return cr.err != nil }) {
+			return crs, fmt.Errorf("no HA cluster %q in any of the %d contexts", o.Name, len(crs))
+		}
+	}
+	return crs, nil
+}
+
+// runFleetWatch reads every context again each --probe-interval (each
+// read bounded as without --watch) and prints again when anything but
+// the observation times changed: the table (cleared and redrawn on a
+// terminal), or one JSON document per line (a YAML document each) per
+// change. A context that fails is shown failed in its place and read
+// again next round; Ctrl-C ends it.
+func (o *StatusOptions) runFleetWatch(ctx context.Context, names []string) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ticker := time.NewTicker(o.ProbeInterval)
+	defer ticker.Stop()
+	var last []byte
+	shown := map[string]bool{}
+	for {
+		crs, err := o.readFleet(ctx, names)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var buf bytes.Buffer
+		if err != nil {
+			fmt.Fprintf(&buf, "%v\n", err)
+		} else if err := o.printFleetOnce(&buf, crs); err != nil {
+			return err
+		}
+		if key := o.fleetKey(crs, err); !bytes.Equal(key, last) {
+			last = key
+			table := o.format() == "" || o.format() == "wide"
+			if o.outIsTTY && table {
+				fmt.Fprint(o.Out, "\x1b[H\x1b[2J")
+				fmt.Fprintf(o.Out, "kubectl hactl status --watch   %d contexts   %s   (Ctrl-C to quit)\n\n", len(names), time.Now().Format("15:04:05"))
+				shown = map[string]bool{}
+			} else if table {
+				fmt.Fprintln(o.Out)
+			}
+			if _, err := o.Out.Write(buf.Bytes()); err != nil {
+				return err
+			}
+		}
+		// Each warning and failure once while it lasts.
+		now := map[string]bool{}
+		for _, cr := range crs {
+			lines := slices.Clone(cr.warn)
+			if cr.err != nil {
+				lines = append(lines, "error: "+cr.err.Error())
+			}
+			for _, w := range lines {
+				k := cr.name + "\x00" + w
+				now[k] = true
+				if !shown[k] {
+					fmt.Fprintf(o.ErrOut, "warning: context %s: %s\n", printers.EscapeTerminal(cr.name), printers.EscapeTerminal(w))
+				}
+			}
+		}
+		shown = now
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// printFleetOnce is one round of --watch: the table as without it, or
+// the list as one line of JSON (one YAML document).
+func (o *StatusOptions) printFleetOnce(w io.Writer, crs []contextResult) error {
+	switch o.format() {
+	case "json", "yaml":
+		l, err := o.fleetList(crs)
+		if err != nil {
+			return err
+		}
+		if o.format() == "yaml" {
+			b, err := yaml.Marshal(l)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(w, "---\n%s", b)
+			return err
+		}
+		b, err := json.Marshal(l)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	return o.printFleet(w, crs)
+}
+
+// fleetKey is what a round showed, without the observation times: a
+// round that only observed again prints nothing.
+func (o *StatusOptions) fleetKey(crs []contextResult, readErr error) []byte {
+	l, err := o.fleetList(crs)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	for i := range l.Items {
+		l.Items[i].ObservedAt = time.Time{}
+	}
+	b, _ := json.Marshal(l)
+	if readErr != nil {
+		b = append(b, readErr.Error()...)
+	}
+	return b
+}
+
+// fleetList is every context's clusters as one list, each naming its
+// context, with the contexts that failed.
+func (o *StatusOptions) fleetList(crs []contextResult) (*status.ClusterStatusList, error) {
+	l := status.ListToAPI(nil)
+	var docs []*status.ClusterStatus
+	for _, cr := range crs {
+		if cr.err != nil {
+			l.Errors = append(l.Errors, status.ContextError{Context: cr.name, Error: cr.err.Error()})
+		}
+		for _, r := range cr.results {
+			cs := o.toAPI(r)
+			cs.Metadata.Context = cr.name
+			docs = append(docs, cs)
+		}
+	}
+	if err := sortDocs(docs, o.SortBy); err != nil {
+		return nil, err
+	}
+	for _, cs := range docs {
+		l.Items = append(l.Items, *cs)
+	}
+	return l, nil
+}
+
 // printFleet prints the contexts' clusters: a table per context under a
 // "context NAME" line, or one document whose items carry their context.
 func (o *StatusOptions) printFleet(w io.Writer, crs []contextResult) error {
 	switch f := o.format(); f {
 	case "json", "yaml":
-		l := status.ListToAPI(nil)
-		var docs []*status.ClusterStatus
-		for _, cr := range crs {
-			if cr.err != nil {
-				l.Errors = append(l.Errors, status.ContextError{Context: cr.name, Error: cr.err.Error()})
-			}
-			for _, r := range cr.results {
-				cs := o.toAPI(r)
-				cs.Metadata.Context = cr.name
-				docs = append(docs, cs)
-			}
-		}
-		if err := sortDocs(docs, o.SortBy); err != nil {
+		l, err := o.fleetList(crs)
+		if err != nil {
 			return err
-		}
-		for _, cs := range docs {
-			l.Items = append(l.Items, *cs)
 		}
 		if f == "yaml" {
 			return (&printers.YAMLPrinter{}).PrintObj(l, w)

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
+	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -98,7 +102,7 @@ func TestStatusAcrossContexts(t *testing.T) {
 	if _, errOut, code := run("nowhere", "--context", "a,b"); code != ExitError || !strings.Contains(errOut, `no HA cluster "nowhere" in any of the 2 contexts`) {
 		t.Errorf("a cluster in no context: exit %d\n%s", code, errOut)
 	}
-	for _, bad := range [][]string{{"--context", "a,b", "--watch"}, {"--context", "a,b", "-o", "name"}, {"--all-contexts", "--context", "a"},
+	for _, bad := range [][]string{{"--context", "a,b", "--watch", "--probe-interval", "500ms"}, {"--context", "a,b", "-o", "name"}, {"--all-contexts", "--context", "a"},
 		// credentials would go to every context's server
 		{"--context", "a,b", "--token", "t0ken"}, {"--all-contexts", "--insecure-skip-tls-verify"}, {"--all-contexts", "--server", "https://x"}} {
 		if _, errOut, code := run(bad...); code != ExitUsage {
@@ -114,4 +118,109 @@ func TestStatusAcrossContexts(t *testing.T) {
 	if err := o.Complete(nil, nil); codeOf(err) != ExitUsage || !strings.Contains(err.Error(), "one context at a time") {
 		t.Errorf("the live view with --context a,b: %v", err)
 	}
+}
+
+// TestFleetWatch: --watch over several contexts prints the list (one
+// JSON document a line) when the contexts are first read and again when
+// one of them changes (a cluster appears in context b), never the same
+// document twice in a row; the context that cannot be read is in each
+// document's errors and warned about once; cancelling ends it with exit
+// 0.
+func TestFleetWatch(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns1, ns2 := testenv.Namespace(t, cp), testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns1, fixtures.DefaultSpec("etcd-a"))
+	cfg, err := clientcmd.LoadFromFile(cp.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := cfg.Contexts[cfg.CurrentContext]
+	cfg.Contexts = map[string]*clientcmdapi.Context{
+		"a":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns1},
+		"b":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns2},
+		"dead": {Cluster: "dead", AuthInfo: cur.AuthInfo, Namespace: ns1},
+	}
+	cfg.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	cfg.CurrentContext = "a"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- RunContext(ctx, genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut},
+			[]string{"status", "--kubeconfig", path, "--context", "a,b,dead", "--no-probe", "--request-timeout", "5s", "--watch", "--probe-interval", "1s", "-o", "json"})
+	}()
+	docs := func() []status.ClusterStatusList {
+		var ls []status.ClusterStatusList
+		for _, line := range out.lines() {
+			if line == "" {
+				continue
+			}
+			var l status.ClusterStatusList
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatalf("a line that is not one ClusterStatusList: %v\n%s", err, line)
+			}
+			ls = append(ls, l)
+		}
+		return ls
+	}
+	names := func(l status.ClusterStatusList) string {
+		var n []string
+		for _, it := range l.Items {
+			n = append(n, it.Metadata.Context+"/"+it.Metadata.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	poll.Until(t, time.Minute, "the first round", func() error {
+		if ls := docs(); len(ls) == 0 || names(ls[0]) != "a/etcd-a" || len(ls[0].Errors) != 1 || ls[0].Errors[0].Context != "dead" {
+			return fmt.Errorf("documents %d", len(ls))
+		}
+		return nil
+	})
+	fixtures.CreateCluster(t, admin, ns2, fixtures.DefaultSpec("etcd-b"))
+	poll.Until(t, time.Minute, "a round with the new cluster", func() error {
+		ls := docs()
+		if n := names(ls[len(ls)-1]); n != "a/etcd-a,b/etcd-b" {
+			return fmt.Errorf("last document holds %s", n)
+		}
+		return nil
+	})
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after cancel", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch did not end after cancel")
+	}
+	ls := docs()
+	for i := 1; i < len(ls); i++ {
+		a, b := ls[i-1], ls[i]
+		for j := range a.Items {
+			a.Items[j].ObservedAt = time.Time{}
+		}
+		for j := range b.Items {
+			b.Items[j].ObservedAt = time.Time{}
+		}
+		if x, y := mustJSON(t, a), mustJSON(t, b); x == y {
+			t.Errorf("document %d repeats the one before it", i)
+		}
+	}
+	if n := strings.Count(strings.Join(errOut.lines(), "\n"), "context dead: error:"); n != 1 {
+		t.Errorf("the dead context was warned about %d times, want once:\n%s", n, strings.Join(errOut.lines(), "\n"))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

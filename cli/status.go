@@ -156,7 +156,7 @@ runs etcd.
 func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
 	o.addOutputFlags(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show clusters in every namespace.")
-	cmd.Flags().BoolVar(&o.AllContexts, "all-contexts", false, "Read every context of the kubeconfig at once (or name several: --context a,b), each under its name; the exit code is the worst.")
+	cmd.Flags().BoolVar(&o.AllContexts, "all-contexts", false, "Read every context of the kubeconfig at once (or name several: --context a,b), each under its name; the exit code is the worst. With --watch, every context is read again each --probe-interval.")
 	cmd.Flags().DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline for probing each member (all members are probed in parallel).")
 	cmd.Flags().DurationVar(&o.ProbeInterval, "probe-interval", o.ProbeInterval, "With --watch, how often members are probed again.")
 	cmd.Flags().BoolVar(&o.NoProbe, "no-probe", false, "Read the API server only; do not dial members (the verdict then cannot be failover-ready: lag is unknown).")
@@ -229,9 +229,6 @@ func (o *StatusOptions) Validate() error {
 		return usageError("--cert-warn must be positive (e.g. 720h for 30 days)")
 	}
 	if o.fleet != nil {
-		if o.Watch {
-			return usageError("--watch follows one context: run it per context, or without --watch for %d contexts at once", len(o.fleet))
-		}
 		switch o.format() {
 		case "", "wide", "json", "yaml":
 		default:
