@@ -38,6 +38,10 @@ type ClusterStatus struct {
 	// Actions are hactl actions on this cluster from its ledger: every
 	// one in progress and the latest finished one.
 	Actions []ActionStatus `json:"actions,omitempty"`
+	// LastSeed is the newest seed generation the ledger records as
+	// published by hactl (nil when it records none, or the entry was
+	// pruned): how old the newest base backup is.
+	LastSeed *SeedStatus `json:"lastSeed,omitempty"`
 	// Patroni is what the API server holds for a Patroni cluster: the
 	// leader lock, the dynamic configuration, the sync standby.
 	Patroni *model.PatroniClusterFacts `json:"patroni,omitempty"`
@@ -56,13 +60,24 @@ type ActionStatus struct {
 	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
+// SeedStatus is a seed generation hactl published.
+type SeedStatus struct {
+	Generation  string    `json:"generation"`
+	PublishedAt time.Time `json:"publishedAt"`
+}
+
 // AttachActions sets cs.Actions from a cluster's ledger entries: every
-// entry in progress, and the most recent finished one.
+// entry in progress, and the most recent finished one; and cs.LastSeed,
+// the newest seed that finished done.
 func AttachActions(cs *ClusterStatus, entries []model.LedgerEntry) {
 	var latest *model.LedgerEntry
-	cs.Actions = nil
+	cs.Actions, cs.LastSeed = nil, nil
 	for i := range entries {
 		e := &entries[i]
+		if e.Action == model.ActionSeed && e.State == model.EntryDone && e.Generation != "" &&
+			(cs.LastSeed == nil || e.UpdatedAt.After(cs.LastSeed.PublishedAt)) {
+			cs.LastSeed = &SeedStatus{Generation: e.Generation, PublishedAt: e.UpdatedAt.UTC()}
+		}
 		if e.State == model.EntryInProgress {
 			cs.Actions = append(cs.Actions, actionStatus(e))
 			continue

@@ -40,6 +40,9 @@ var (
 		memberLabels, nil)
 	descProbe = prometheus.NewDesc("hactl_member_probe_duration_seconds",
 		"How long the member's probe took.", memberLabels, nil)
+	descSeed = prometheus.NewDesc("hactl_cluster_last_seed_timestamp_seconds",
+		"When the newest seed generation hactl's ledger records as published was published (Unix time); absent when the ledger records none. Alert when time() minus it exceeds the recovery point objective.",
+		append(clusterLabels, "generation"), nil)
 	descCert = prometheus.NewDesc("hactl_member_serving_cert_expiry_timestamp_seconds",
 		"When the certificate the member served on port expires (Unix time): the probed port's, and etcd's https peer port's (read with a handshake alone).",
 		append(memberLabels, "port"), nil)
@@ -50,7 +53,7 @@ type metrics []*ClusterStatus
 
 func (metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInfo, descControl, descFailover, descReplicas, descReady, descObserved,
-		descReason, descReachable, descLag, descProbe, descCert} {
+		descReason, descReachable, descLag, descProbe, descCert, descSeed} {
 		ch <- d
 	}
 }
@@ -72,6 +75,9 @@ func (ms metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(descReady, float64(c.ReadyMembers), ns, name)
 		if !c.ObservedAt.IsZero() {
 			gauge(descObserved, float64(c.ObservedAt.UnixMilli())/1000, ns, name)
+		}
+		if ls := c.LastSeed; ls != nil && !ls.PublishedAt.IsZero() {
+			gauge(descSeed, float64(ls.PublishedAt.Unix()), ns, name, ls.Generation)
 		}
 		seen := map[[3]string]bool{}
 		for _, r := range c.Verdict.Reasons {
