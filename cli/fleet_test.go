@@ -33,24 +33,7 @@ func TestStatusAcrossContexts(t *testing.T) {
 	fixtures.CreateCluster(t, admin, ns1, fixtures.DefaultSpec("etcd-a"))
 	fixtures.CreateCluster(t, admin, ns2, fixtures.DefaultSpec("etcd-b"))
 
-	cfg, err := clientcmd.LoadFromFile(cp.AdminKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur := cfg.Contexts[cfg.CurrentContext]
-	cfg.Contexts = map[string]*clientcmdapi.Context{
-		"a":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns1},
-		"b":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns2},
-		"dead": {Cluster: "dead", AuthInfo: cur.AuthInfo, Namespace: ns1},
-		// a real context whose name holds a comma
-		"team,a": {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns1},
-	}
-	cfg.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
-	cfg.CurrentContext = "a"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
+	path := fleetKubeconfig(t, ns1, ns2, "team,a")
 	run := func(args ...string) (string, string, int) {
 		var out, errOut bytes.Buffer
 		code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
@@ -131,22 +114,7 @@ func TestFleetWatch(t *testing.T) {
 	admin := testenv.Clientset(t, cp.Admin)
 	ns1, ns2 := testenv.Namespace(t, cp), testenv.Namespace(t, cp)
 	fixtures.CreateCluster(t, admin, ns1, fixtures.DefaultSpec("etcd-a"))
-	cfg, err := clientcmd.LoadFromFile(cp.AdminKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur := cfg.Contexts[cfg.CurrentContext]
-	cfg.Contexts = map[string]*clientcmdapi.Context{
-		"a":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns1},
-		"b":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns2},
-		"dead": {Cluster: "dead", AuthInfo: cur.AuthInfo, Namespace: ns1},
-	}
-	cfg.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
-	cfg.CurrentContext = "a"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
+	path := fleetKubeconfig(t, ns1, ns2)
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -223,4 +191,31 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// fleetKubeconfig writes a kubeconfig with contexts a (namespace ns1)
+// and b (ns2) on the test's API server, dead on a server that refuses,
+// and each of also (a real context name, with ns1), current context a.
+func fleetKubeconfig(t *testing.T, ns1, ns2 string, also ...string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(cp.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := cfg.Contexts[cfg.CurrentContext]
+	cfg.Contexts = map[string]*clientcmdapi.Context{
+		"a":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns1},
+		"b":    {Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns2},
+		"dead": {Cluster: "dead", AuthInfo: cur.AuthInfo, Namespace: ns1},
+	}
+	for _, n := range also {
+		cfg.Contexts[n] = &clientcmdapi.Context{Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: ns1}
+	}
+	cfg.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	cfg.CurrentContext = "a"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
