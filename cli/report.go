@@ -434,7 +434,7 @@ func (o *ReportOptions) objectFiles(objs *status.Objects, red *redact.Redactor) 
 		{"objects/services.yaml", "v1", "Service", objectsOf(objs.Services)},
 		{"objects/endpointslices.yaml", "discovery.k8s.io/v1", "EndpointSlice", objectsOf(objs.EndpointSlices)},
 		{"objects/configmaps.yaml", "v1", "ConfigMap", objectsOf(objs.ConfigMaps)},
-		{"objects/events.yaml", "v1", "Event", objectsOf(sortedEvents(objs.Events))},
+		{"objects/events.yaml", "v1", "Event", objectsOf(objs.Events)},
 		{"hactl/lock.yaml", "coordination.k8s.io/v1", "Lease", objectsOf(objs.Leases)},
 		{"hactl/ledger.yaml", "v1", "ConfigMap", objectsOf(objs.Ledgers)},
 	}
@@ -489,13 +489,6 @@ func objectsOf[T any, P interface {
 	return out
 }
 
-// sortedEvents are evs, oldest first.
-func sortedEvents(evs []corev1.Event) []corev1.Event {
-	evs = slices.Clone(evs)
-	slices.SortStableFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
-	return evs
-}
-
 // redactedYAML is obj as YAML, redacted value by value before the
 // encoder quotes, escapes or folds any string.
 func redactedYAML(file string, obj runtime.Object, red *redact.Redactor) ([]byte, error) {
@@ -510,15 +503,6 @@ func redactedYAML(file string, obj runtime.Object, red *redact.Redactor) ([]byte
 		return nil, err
 	}
 	return yaml.Marshal(red.Value(file, v))
-}
-
-func eventTime(e corev1.Event) time.Time {
-	for _, t := range []time.Time{e.EventTime.Time, e.LastTimestamp.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
-		if !t.IsZero() {
-			return t
-		}
-	}
-	return time.Time{}
 }
 
 // withholdSpec replaces, in a pod spec, the values of environment

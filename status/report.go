@@ -2,8 +2,10 @@ package status
 
 import (
 	"context"
+	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -52,7 +54,8 @@ func (o *Observer) Report(ctx context.Context, ob model.Observation) ([]MemberRe
 // hactl's own pods for it (labelled LabelCluster); its members' claims;
 // the disruption budgets and Services that select its pods, and those
 // Services' EndpointSlices; ConfigMaps whose labels its pods all carry
-// (an engine's own records, such as Patroni's leader lock); its lock Lease; and the Events about any of these.
+// (an engine's own records, such as Patroni's leader lock); its lock
+// Lease; and the Events about any of these, oldest first.
 func ClusterObjects(objs *Objects, ob model.Observation) *Objects {
 	c := ob.Cluster
 	out := &Objects{EventsErr: objs.EventsErr, ConfigMapsErr: objs.ConfigMapsErr, ActionsErr: objs.ActionsErr}
@@ -73,7 +76,8 @@ func ClusterObjects(objs *Objects, ob model.Observation) *Objects {
 		}
 	}
 	ours := func(meta metav1.Object) bool {
-		return ownedBy(meta, c.UID) || meta.GetLabels()[LabelCluster] == c.Name
+		ref := metav1.GetControllerOf(meta)
+		return (ref != nil && c.UID != "" && string(ref.UID) == c.UID) || meta.GetLabels()[LabelCluster] == c.Name
 	}
 	involved := map[string]bool{"StatefulSet/" + c.Name: true}
 	for _, p := range objs.Pods {
@@ -132,5 +136,6 @@ func ClusterObjects(objs *Objects, ob model.Observation) *Objects {
 			out.Events = append(out.Events, e)
 		}
 	}
+	slices.SortStableFunc(out.Events, func(a, b corev1.Event) int { return eventTime(&a).Compare(eventTime(&b)) })
 	return out
 }
