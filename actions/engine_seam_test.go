@@ -24,6 +24,11 @@ func (c countingEngine) Probe(ctx context.Context, ts []engine.Target, o engine.
 	return c.Engine.Probe(ctx, ts, o)
 }
 
+// VerdictRules hands on etcd's verdict rules: the wrapper judges as etcd.
+func (c countingEngine) VerdictRules() model.VerdictRules {
+	return c.Engine.(engine.Judged).VerdictRules()
+}
+
 func (c countingEngine) Members(o engine.ProbeOptions) engine.MemberOps {
 	c.ops.Add(1)
 	return c.Engine.Members(o)

@@ -478,7 +478,7 @@ func TestClassify(t *testing.T) {
 			if r.mutate != nil {
 				r.mutate(&obs)
 			}
-			d := Classify(obs, r.intent, now)
+			d := judgedClassify(obs, r.intent, now)
 			seenVerb[d.Verb] = true
 			for _, b := range d.Blockers {
 				seenCode[b.Code] = true
@@ -520,7 +520,7 @@ func TestClassify(t *testing.T) {
 	for _, rs := range resumeRows() {
 		obs := healthy()
 		rs.mutate(&obs)
-		d := Classify(obs, replace1, now)
+		d := judgedClassify(obs, replace1, now)
 		seenVerb[d.Verb] = true
 		for _, n := range d.Notes {
 			seenCode[n.Code] = true

@@ -73,6 +73,12 @@ func ReadyMeaning(d Decision) string {
 func (c *classifier) engineGate(registry map[model.Engine]engineRules) engineRules {
 	cl := c.obs.Cluster
 	if r, ok := registry[cl.Engine]; ok {
+		if c.o.Verdict.Rules[cl.Engine] == nil {
+			// Its members' phases and lags are then unknown: no plan
+			// may rest on that.
+			c.block(CodeEngineUnsupported, "", "", "hactl was handed no verdict rules for %s clusters, so it cannot judge %s/%s's members (a build without the %[1]s engine)", cl.Engine, cl.Namespace, cl.Name)
+			return noRules{}
+		}
 		return r
 	}
 	if r, judged := c.o.Verdict.Rules[cl.Engine]; judged {

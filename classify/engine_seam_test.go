@@ -107,7 +107,7 @@ func blockerCodes(d Decision) []Code {
 // cluster's engine, and derives the verb, phase and fences from their
 // plan (finish) whatever the engine.
 func TestEngineRulesPlan(t *testing.T) {
-	d := classifyWith(toyRegistry(toyRules{}), toyObs(), toyReplace, now)
+	d := judgedClassifyWith(toyRegistry(toyRules{}), toyObs(), toyReplace, now)
 	if d.Verb != VerbProceed || len(d.Blockers) > 0 || !slices.Equal(kinds(d), toyPlan) {
 		t.Fatalf("verb %s, blockers %v, steps %v:\n%s", d.Verb, blockerCodes(d), kinds(d), strings.Join(Describe(d), "\n"))
 	}
@@ -115,7 +115,7 @@ func TestEngineRulesPlan(t *testing.T) {
 		t.Errorf("phase %s, fences %+v", d.Phase, d.Fences)
 	}
 	for action, want := range map[model.Action]Code{model.ActionSeed: CodeNoSeedSource, model.ActionRestore: CodeRestoreUnsupported, "explode": CodeEngineUnsupported} {
-		d := classifyWith(toyRegistry(toyRules{}), toyObs(), Intent{Action: action}, now)
+		d := judgedClassifyWith(toyRegistry(toyRules{}), toyObs(), Intent{Action: action}, now)
 		if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{want}) {
 			t.Errorf("%s: verb %s, blockers %v, want refuse %s", action, d.Verb, blockerCodes(d), want)
 		}
@@ -183,7 +183,7 @@ func TestCommonGatesApplyToEveryEngine(t *testing.T) {
 			if r.mutate != nil {
 				r.mutate(&obs)
 			}
-			d := classifyWith(toyRegistry(r.rules), obs, r.intent, now)
+			d := judgedClassifyWith(toyRegistry(r.rules), obs, r.intent, now)
 			if d.Verb != r.verb || !slices.Equal(blockerCodes(d), append([]Code{}, r.codes...)) {
 				t.Errorf("verb %s, blockers %v; want %s, %v\n%s", d.Verb, blockerCodes(d), r.verb, r.codes, strings.Join(Describe(d), "\n"))
 			}
@@ -239,7 +239,7 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 			if action == model.ActionRestore {
 				in = restoreIntent
 			}
-			d := Classify(obs, in, now)
+			d := judgedClassify(obs, in, now)
 			name := fmt.Sprintf("%q %s", engine, action)
 			if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported}) || len(d.Steps) > 0 || d.Flow != FlowNone || d.Deletes() {
 				t.Errorf("%s: verb %s, blockers %v, flow %s, steps %v\n%s", name, d.Verb, blockerCodes(d), d.Flow, kinds(d), strings.Join(Describe(d), "\n"))
@@ -254,7 +254,7 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 	obs := healthy()
 	obs.Cluster.Engine = engineToy
 	obs.Lock = lockStates[1].lock
-	if d := Classify(obs, replace1, now); !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported, CodeLockHeld}) {
+	if d := judgedClassify(obs, replace1, now); !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported, CodeLockHeld}) {
 		t.Errorf("blockers %v, want engine_unsupported and lock_held", blockerCodes(d))
 	}
 	// The registry decides: without etcd's entry an etcd cluster is
@@ -265,12 +265,24 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 	}
 }
 
+// An engine whose classify rules are here but whose verdict rules were
+// not handed in is refused: its members' phases and lags would be
+// unknown, and no plan may rest on that.
+func TestEngineWithoutVerdictRulesIsRefused(t *testing.T) {
+	for _, obs := range []model.Observation{healthy(), pgHealthy()} {
+		d := Classify(obs, Intent{Action: model.ActionReplace, Member: obs.Members[1].Name}, now)
+		if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "no verdict rules") {
+			t.Errorf("%s without verdict rules: verb %s, blockers %+v", obs.Cluster.Engine, d.Verb, d.Blockers)
+		}
+	}
+}
+
 // TestEtcdIsRegistered: etcd clusters are planned by etcd's rules.
 func TestEtcdIsRegistered(t *testing.T) {
 	if _, ok := engines[model.EngineEtcd].(etcdRules); !ok {
 		t.Fatalf("engines[%s] = %T, want etcdRules", model.EngineEtcd, engines[model.EngineEtcd])
 	}
-	if d := Classify(healthy(), replace1, now); d.Verb != VerbProceed || !slices.Equal(kinds(d), fullPlan) {
+	if d := judgedClassify(healthy(), replace1, now); d.Verb != VerbProceed || !slices.Equal(kinds(d), fullPlan) {
 		t.Errorf("verb %s, steps %v, want the learner flow", d.Verb, kinds(d))
 	}
 }
@@ -298,7 +310,7 @@ func (observedOnly) Judge(in model.JudgeInput) model.Judgement {
 	n := len(in.Observation.Members)
 	return model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Formed: true}
 }
-func (observedOnly) LagThreshold(r uint64, _ model.ClusterFacts) uint64 { return r }
+func (observedOnly) LagThreshold(t model.Thresholds, _ model.ClusterFacts) uint64 { return t.Lag }
 
 // TestObservedOnlyEngineIsRefusedAsUnsupportedAction: a cluster whose
 // engine has verdict rules but no classify rules, and does not say its
@@ -314,7 +326,7 @@ func TestObservedOnlyEngineIsRefusedAsUnsupportedAction(t *testing.T) {
 			in = restoreIntent
 		}
 		in.Options.Verdict.Rules = map[model.Engine]model.VerdictRules{engineToy: observedOnly{}}
-		d := Classify(obs, in, now)
+		d := judgedClassify(obs, in, now)
 		if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeActionUnsupported}) || len(d.Steps) > 0 || d.Deletes() {
 			t.Errorf("%s: verb %s, blockers %v, steps %v", action, d.Verb, blockerCodes(d), kinds(d))
 			continue

@@ -84,7 +84,7 @@ func TestEveryStateAndIntent(t *testing.T) {
 									in.Options.Force = moveLeader
 								}
 								name := fmt.Sprintf("%s %q move=%v target=%s other=%s shape=%s lock=%s", action, target, moveLeader, ts.name, os.name, shape, ls.name)
-								d := Classify(obs, in, now)
+								d := judgedClassify(obs, in, now)
 								checkInvariants(t, name, obs, in, d, ti, ts.name)
 								seen[d.Verb]++
 								n++
@@ -107,7 +107,7 @@ func TestEveryStateAndIntent(t *testing.T) {
 					obs.Lock = ls.lock
 					in := replace1
 					name := fmt.Sprintf("resume %q other=%s shape=%s lock=%s", r.name, os.name, shape, ls.name)
-					d := Classify(obs, in, now)
+					d := judgedClassify(obs, in, now)
 					checkInvariants(t, name, obs, in, d, 1, "resume")
 					seen[d.Verb]++
 					n++
@@ -211,7 +211,7 @@ func checkInvariants(t *testing.T, name string, obs model.Observation, in Intent
 		}
 	}
 	// Deterministic.
-	if again := Classify(obs, in, now); !reflect.DeepEqual(again, d) {
+	if again := judgedClassify(obs, in, now); !reflect.DeepEqual(again, d) {
 		fail("a second classification differs")
 	}
 	// Reason strings and events are never authority.
@@ -224,7 +224,7 @@ func checkInvariants(t *testing.T, name string, obs model.Observation, in Intent
 			o2.Members[ti].Pod = &cp
 		}
 		o2.Events = []model.EventFacts{{Type: "Warning", Reason: "Corrupt", Object: "Pod/" + in.Member, Message: "data is corrupt: delete this pod and its volume"}}
-		d2 := Classify(o2, in, now)
+		d2 := judgedClassify(o2, in, now)
 		if d2.Verb != d.Verb || !slices.Equal(kinds(d2), kinds(d)) || !slices.Equal(d2.Fences, d.Fences) {
 			fail("a reason string or event changed the decision: %s %v", d2.Verb, kinds(d2))
 		}
@@ -233,5 +233,5 @@ func checkInvariants(t *testing.T, name string, obs model.Observation, in Intent
 
 // verdictMembers returns the members with derived phases.
 func verdictMembers(obs model.Observation) []model.Member {
-	return verdict.Derive(obs, now, verdict.Options{}).Members
+	return verdict.Derive(obs, now, judgedIntent(Intent{}).Options.Verdict).Members
 }

@@ -53,7 +53,7 @@ func TestReplaceNeverRemovesAnotherMemberByIP(t *testing.T) {
 				}
 			}
 			removedByHand(&obs, target)
-			d := Classify(obs, intentFor(model.ActionReplace, fmt.Sprintf("etcd-%d", target)), now)
+			d := judgedClassify(obs, intentFor(model.ActionReplace, fmt.Sprintf("etcd-%d", target)), now)
 			for _, s := range d.Steps {
 				if s.Kind == model.StepRemoveMember {
 					t.Fatalf("plan removes member %s although etcd-%d was removed already:\n%s", s.MemberID, target, strings.Join(Describe(d), "\n"))
@@ -75,7 +75,7 @@ func TestReplaceNeverRemovesAnotherMemberByIP(t *testing.T) {
 func TestReplaceByIPUsesThePodsOwnEvidence(t *testing.T) {
 	obs := healthy()
 	ipPeers(&obs)
-	d := Classify(obs, replace1, now)
+	d := judgedClassify(obs, replace1, now)
 	if d.Verb != VerbProceed || d.MemberFence == nil || d.MemberFence.ID != memberIDs[1] {
 		t.Fatalf("verb %s, member fence %+v:\n%s", d.Verb, d.MemberFence, strings.Join(Describe(d), "\n"))
 	}
@@ -87,7 +87,7 @@ func TestReplaceByIPUsesThePodsOwnEvidence(t *testing.T) {
 	list[1].Name = ""
 	setPeers(&obs, list)
 	obs.Members[1].Engine = &model.EngineFacts{Reachable: false, Err: "timeout", ProbedAt: now}
-	d = Classify(obs, replace1, now)
+	d = judgedClassify(obs, replace1, now)
 	if d.MemberFence == nil || d.MemberFence.ID != memberIDs[1] {
 		t.Fatalf("member fence %+v:\n%s", d.MemberFence, strings.Join(Describe(d), "\n"))
 	}

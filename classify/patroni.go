@@ -108,7 +108,7 @@ func pg(m *model.Member) *model.PatroniFacts {
 // threshold is the replay lag in bytes a replica may have and count as
 // caught up.
 func (c patroni) threshold() uint64 {
-	return verdict.WALLagThreshold(c.o.Verdict, c.obs.Cluster.Patroni)
+	return verdict.LagThreshold(c.o.Verdict, c.obs.Cluster)
 }
 
 // primaries are the members that answer as a running, writable primary.

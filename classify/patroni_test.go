@@ -606,7 +606,7 @@ func TestPatroniInvariants(t *testing.T) {
 							s(&obs, 0) // the primary itself in that state too
 						}
 						in := Intent{Action: action, Member: target, Options: Options{SwitchoverFirst: first}}
-						d := Classify(obs, in, now)
+						d := judgedClassify(obs, in, now)
 						n++
 						name := fmt.Sprintf("%s %q pg-1=%s pg-2=%s first=%v", action, target, sn, on, first)
 						checkPatroni(t, name, obs, in, d)
@@ -673,7 +673,7 @@ func checkPatroni(t *testing.T, name string, obs model.Observation, in Intent, d
 			}
 		}
 	}
-	if again := Classify(obs, in, now); !reflect.DeepEqual(again, d) {
+	if again := judgedClassify(obs, in, now); !reflect.DeepEqual(again, d) {
 		fail("a second classification differs")
 	}
 }
@@ -723,7 +723,7 @@ func TestPatroniResumeNeverActsOnThePrimary(t *testing.T) {
 							os(&obs, ti)
 							obs.Ledger = []model.LedgerEntry{pgEntry(action, target, slices.Clone(rs)...)}
 							in := Intent{Action: action, Member: target, Options: opts}
-							d := Classify(obs, in, now)
+							d := judgedClassify(obs, in, now)
 							n++
 							prim := fmt.Sprintf("pg-%d", to)
 							name := fmt.Sprintf("%s %s, %s recorded, %s primary, target %s, switchover-first=%v accept-no-failover=%v", action, target, rn, prim, on, opts.SwitchoverFirst, opts.AcceptNoFailover)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/verdict"
 )
 
 // recreateRules are the rules for an engine whose verdict rules live in
@@ -238,7 +239,7 @@ func (c recreate) leaderReasons() string {
 }
 
 func (c recreate) threshold() uint64 {
-	return c.r.LagThreshold(c.o.Verdict.LagThreshold, c.obs.Cluster)
+	return verdict.LagThreshold(c.o.Verdict, c.obs.Cluster)
 }
 
 // caughtUp reports whether m answers as a follower in good standing: a

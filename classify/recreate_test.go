@@ -42,7 +42,7 @@ func (r recreatable) Judge(in model.JudgeInput) model.Judgement {
 	return j
 }
 
-func (recreatable) LagThreshold(uint64, model.ClusterFacts) uint64 { return 100 }
+func (recreatable) LagThreshold(model.Thresholds, model.ClusterFacts) uint64 { return 100 }
 
 func (r recreatable) Recreates(model.ClusterFacts) (bool, string) {
 	if r.says {
@@ -77,7 +77,7 @@ var recreatePlan = []model.StepKind{model.StepDeletePVC, model.StepDeletePod, mo
 // say so are refused.
 func TestReplaceByRecreate(t *testing.T) {
 	ok := recreatable{leader: "toy-0", quorum: 2, says: true}
-	d := Classify(recreateObs(), recreateIntent("toy-1", ok), now)
+	d := judgedClassify(recreateObs(), recreateIntent("toy-1", ok), now)
 	if d.Verb != VerbProceed || !slices.Equal(kinds(d), recreatePlan) {
 		t.Fatalf("verb %s, steps %v, blockers %v; want %v", d.Verb, kinds(d), d.Blockers, recreatePlan)
 	}
@@ -109,7 +109,7 @@ func TestReplaceByRecreate(t *testing.T) {
 		{"not said", "toy-1", silent, CodeActionUnsupported, "its mapping does not say so"},
 		{"no such member", "toy-7", ok, CodeMemberNotFound, "no member"},
 	} {
-		d := Classify(recreateObs(), recreateIntent(c.member, c.r), now)
+		d := judgedClassify(recreateObs(), recreateIntent(c.member, c.r), now)
 		if d.Verb != VerbRefuse || !slices.Contains(blockerCodes(d), c.want) || len(d.Steps) > 0 {
 			t.Errorf("%s: verb %s, blockers %v, steps %v; want %s", c.name, d.Verb, blockerCodes(d), kinds(d), c.want)
 			continue
@@ -121,13 +121,13 @@ func TestReplaceByRecreate(t *testing.T) {
 		}
 	}
 	// The lagging member itself may be replaced: the others keep quorum.
-	if d := Classify(recreateObs(), recreateIntent("toy-2", lagging), now); d.Verb != VerbProceed {
+	if d := judgedClassify(recreateObs(), recreateIntent("toy-2", lagging), now); d.Verb != VerbProceed {
 		t.Errorf("replacing the lagging member: %s %v", d.Verb, d.Blockers)
 	}
 	for _, a := range []model.Action{model.ActionReseed, model.ActionSwitchover, model.ActionSeed} {
 		in := recreateIntent("toy-1", ok)
 		in.Action = a
-		if d := Classify(recreateObs(), in, now); !slices.Equal(blockerCodes(d), []Code{CodeActionUnsupported}) {
+		if d := judgedClassify(recreateObs(), in, now); !slices.Equal(blockerCodes(d), []Code{CodeActionUnsupported}) {
 			t.Errorf("%s: blockers %v, want action_unsupported", a, blockerCodes(d))
 		}
 	}
@@ -151,18 +151,18 @@ func TestReplaceByRecreateResumes(t *testing.T) {
 	behind := ok
 	behind.lags = map[string]int64{"toy-1": 5000}
 	behind.phases = map[string]model.Phase{"toy-1": model.PhaseCatchingUp}
-	if d := Classify(recreated(true), recreateIntent("toy-1", behind), now); d.Verb != VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
+	if d := judgedClassify(recreated(true), recreateIntent("toy-1", behind), now); d.Verb != VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
 		t.Errorf("catching up: verb %s, steps %v, blockers %v", d.Verb, kinds(d), d.Blockers)
 	}
-	if d := Classify(recreated(false), recreateIntent("toy-1", ok), now); d.Verb != VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
+	if d := judgedClassify(recreated(false), recreateIntent("toy-1", ok), now); d.Verb != VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
 		t.Errorf("pod not ready: verb %s, steps %v", d.Verb, kinds(d))
 	}
-	if d := Classify(recreated(true), recreateIntent("toy-1", ok), now); d.Verb != VerbDone {
+	if d := judgedClassify(recreated(true), recreateIntent("toy-1", ok), now); d.Verb != VerbDone {
 		t.Errorf("caught up: verb %s, steps %v, blockers %v", d.Verb, kinds(d), d.Blockers)
 	}
 	back := recreated(true)
 	back.Members[1].PVC.UID = "pvc-uid-1" // the new pod came back on the old volume
-	d := Classify(back, recreateIntent("toy-1", ok), now)
+	d := judgedClassify(back, recreateIntent("toy-1", ok), now)
 	if d.Verb != VerbProceed || !slices.Equal(kinds(d), recreatePlan) || d.Fences[1].UID != "pod-uid-new" {
 		t.Errorf("old volume: verb %s, steps %v, fences %+v", d.Verb, kinds(d), d.Fences)
 	}
@@ -189,7 +189,7 @@ func TestReplaceByRecreateNeverEndsOnAnUnmeasuredMember(t *testing.T) {
 		}
 		return obs
 	}
-	if d := Classify(rebuilt(), recreateIntent("toy-1", ok), now); d.Verb != VerbDone {
+	if d := judgedClassify(rebuilt(), recreateIntent("toy-1", ok), now); d.Verb != VerbDone {
 		t.Fatalf("the reference: verb %s, steps %v, blockers %v", d.Verb, kinds(d), d.Blockers)
 	}
 	leads := ok
@@ -221,7 +221,7 @@ func TestReplaceByRecreateNeverEndsOnAnUnmeasuredMember(t *testing.T) {
 		if c.mutate != nil {
 			c.mutate(&obs)
 		}
-		d := Classify(obs, recreateIntent("toy-1", c.r), now)
+		d := judgedClassify(obs, recreateIntent("toy-1", c.r), now)
 		switch {
 		case d.Verb == VerbDone:
 			t.Errorf("%s: done", c.name)

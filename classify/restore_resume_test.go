@@ -49,7 +49,7 @@ func TestRestoreResumedBeforeAnyChangeIsDecidedAfresh(t *testing.T) {
 			obs := healthy()
 			restorable(&obs)
 			obs.Ledger = []model.LedgerEntry{e}
-			d := Classify(obs, restoreIntent, now)
+			d := judgedClassify(obs, restoreIntent, now)
 			if d.Resume != e.ID {
 				t.Fatalf("resume %q, want %s", d.Resume, e.ID)
 			}
@@ -61,7 +61,7 @@ func TestRestoreResumedBeforeAnyChangeIsDecidedAfresh(t *testing.T) {
 				t.Errorf("quorum %+v, want 3 of 3 voters healthy", d.Quorum)
 			}
 			// --force restores anyway, saying what is lost.
-			d = Classify(obs, withOpts(restoreIntent, func(o *Options) { o.Force = true }), now)
+			d = judgedClassify(obs, withOpts(restoreIntent, func(o *Options) { o.Force = true }), now)
 			if d.Verb != VerbProceed || !hasNote(d, CodeWritesDiscarded) || d.Steps[0].Kind != model.StepScaleDown {
 				t.Errorf("forced: verb %s, want proceed from the scale-down with writes_discarded:\n%s", d.Verb, strings.Join(Describe(d), "\n"))
 			}
@@ -78,7 +78,7 @@ func TestRestoreResumedBeforeAnyChangeIsDecidedAfresh(t *testing.T) {
 		}
 	}
 	obs.Ledger = []model.LedgerEntry{untouchedRestore()}
-	d := Classify(obs, restoreIntent, now)
+	d := judgedClassify(obs, restoreIntent, now)
 	if d.Resume != obs.Ledger[0].ID || hasBlocker(d, CodeGenerationForeign) == nil {
 		t.Errorf("resume %q, want %s refused with generation_foreign:\n%s", d.Resume, obs.Ledger[0].ID, strings.Join(Describe(d), "\n"))
 	}
@@ -112,7 +112,7 @@ func TestRestoreResumedAfterAChangeRefusesWhileTheMembersHoldQuorum(t *testing.T
 			e := untouchedRestore()
 			changed(&obs, &e)
 			obs.Ledger = []model.LedgerEntry{e}
-			d := Classify(obs, restoreIntent, now)
+			d := judgedClassify(obs, restoreIntent, now)
 			if d.Resume != e.ID {
 				t.Fatalf("resume %q, want %s", d.Resume, e.ID)
 			}
@@ -123,7 +123,7 @@ func TestRestoreResumedAfterAChangeRefusesWhileTheMembersHoldQuorum(t *testing.T
 			if !hasNote(d, CodeWritesDiscarded) {
 				t.Errorf("no writes_discarded note says what the rest of the restore discards:\n%s", strings.Join(Describe(d), "\n"))
 			}
-			d = Classify(obs, withOpts(restoreIntent, func(o *Options) { o.Force = true }), now)
+			d = judgedClassify(obs, withOpts(restoreIntent, func(o *Options) { o.Force = true }), now)
 			if d.Verb != VerbProceed || !hasNote(d, CodeWritesDiscarded) || !slices.ContainsFunc(d.Steps, func(s Step) bool { return s.Kind == model.StepScaleDown }) {
 				t.Errorf("forced: verb %s, want proceed with the scale-down and writes_discarded:\n%s", d.Verb, strings.Join(Describe(d), "\n"))
 			}
@@ -139,7 +139,7 @@ func TestRestoreResumedAfterAChangeRefusesWhileTheMembersHoldQuorum(t *testing.T
 	e := untouchedRestore()
 	receipt(model.StepScaleDown, model.OutcomeDone)(&obs, &e)
 	obs.Ledger = []model.LedgerEntry{e}
-	d := Classify(obs, restoreIntent, now)
+	d := judgedClassify(obs, restoreIntent, now)
 	if d.Verb != VerbProceed || d.Resume != e.ID || hasBlocker(d, CodeClusterHasQuorum) != nil || d.Steps[0].Kind != model.StepAwaitMembersStopped {
 		t.Errorf("scaled to zero, members stopping: verb %s resume %q, want proceed from the wait for the members to stop:\n%s", d.Verb, d.Resume, strings.Join(Describe(d), "\n"))
 	}
@@ -150,7 +150,7 @@ func TestRestoreResumedAfterAChangeRefusesWhileTheMembersHoldQuorum(t *testing.T
 	e = untouchedRestore()
 	receipt(model.StepScaleDown, model.OutcomeUnknown)(&obs, &e)
 	obs.Ledger = []model.LedgerEntry{e}
-	d = Classify(obs, restoreIntent, now)
+	d = judgedClassify(obs, restoreIntent, now)
 	if d.Verb != VerbProceed || d.Resume != e.ID || !hasNote(d, CodeWritesDiscarded) || d.Steps[0].Kind != model.StepScaleDown {
 		t.Errorf("without quorum: verb %s resume %q, want proceed from the scale-down with writes_discarded:\n%s", d.Verb, d.Resume, strings.Join(Describe(d), "\n"))
 	}

@@ -25,7 +25,7 @@ func TestRestoreResumesOnlyTheSameGenerationAndDigest(t *testing.T) {
 			e := restoreEntry(model.StepScaleDown)
 			mutate(&e)
 			obs.Ledger = []model.LedgerEntry{e}
-			d := Classify(obs, restoreIntent, now)
+			d := judgedClassify(obs, restoreIntent, now)
 			if d.Resume != "" {
 				t.Fatalf("resumed %s:\n%s", d.Resume, strings.Join(Describe(d), "\n"))
 			}
@@ -42,13 +42,13 @@ func TestRestoreResumesOnlyTheSameGenerationAndDigest(t *testing.T) {
 	lostQuorum(&obs)
 	scaledToZero(&obs)
 	obs.Ledger = []model.LedgerEntry{restoreEntry(model.StepScaleDown)}
-	if d := Classify(obs, restoreIntent, now); d.Resume != obs.Ledger[0].ID || len(d.Supersedes) > 0 {
+	if d := judgedClassify(obs, restoreIntent, now); d.Resume != obs.Ledger[0].ID || len(d.Supersedes) > 0 {
 		t.Errorf("same generation and digest: resume %q, supersedes %v", d.Resume, d.Supersedes)
 	}
 	// An entry written before digests were recorded resumes by its
 	// generation (its restore pods carry no pin either).
 	obs.Ledger[0].Digest = ""
-	if d := Classify(obs, restoreIntent, now); d.Resume != obs.Ledger[0].ID || len(d.Supersedes) > 0 {
+	if d := judgedClassify(obs, restoreIntent, now); d.Resume != obs.Ledger[0].ID || len(d.Supersedes) > 0 {
 		t.Errorf("an entry without a digest: resume %q, supersedes %v", d.Resume, d.Supersedes)
 	}
 }
@@ -62,7 +62,7 @@ func TestSupersededRestoreKeepsTheSize(t *testing.T) {
 	e := restoreEntry(model.StepScaleDown)
 	e.Generation = "weekly-7"
 	obs.Ledger = []model.LedgerEntry{e}
-	d := Classify(obs, restoreIntent, now)
+	d := judgedClassify(obs, restoreIntent, now)
 	if d.Verb != VerbProceed || d.Replicas != 3 || d.Resume != "" {
 		t.Fatalf("verb %s, replicas %d, resume %q:\n%s", d.Verb, d.Replicas, d.Resume, strings.Join(Describe(d), "\n"))
 	}
@@ -85,7 +85,7 @@ func staleReplace(obs *model.Observation, age time.Duration) model.LedgerEntry {
 func TestStaleEntryIsSuperseded(t *testing.T) {
 	obs := healthy()
 	e := staleReplace(&obs, 2*time.Hour)
-	d := Classify(obs, replace1, now)
+	d := judgedClassify(obs, replace1, now)
 	if d.Resume != "" || !slices.Equal(d.Supersedes, []string{e.ID}) {
 		t.Fatalf("resume %q, supersedes %v:\n%s", d.Resume, d.Supersedes, strings.Join(Describe(d), "\n"))
 	}
@@ -99,7 +99,7 @@ func TestStaleEntryIsSuperseded(t *testing.T) {
 	list := peers(3)
 	list[1].Name, list[1].ID, list[1].IsLearner = "", learnerID, true
 	setPeers(&obs, list)
-	if d := Classify(obs, replace1, now); d.Resume == "" {
+	if d := judgedClassify(obs, replace1, now); d.Resume == "" {
 		t.Errorf("an entry whose learner is listed was superseded: %v", d.Supersedes)
 	}
 
@@ -107,21 +107,21 @@ func TestStaleEntryIsSuperseded(t *testing.T) {
 	// resumed, not superseded.
 	obs = healthy()
 	staleReplace(&obs, 5*time.Minute)
-	if d := Classify(obs, replace1, now); d.Resume == "" || len(d.Supersedes) > 0 {
+	if d := judgedClassify(obs, replace1, now); d.Resume == "" || len(d.Supersedes) > 0 {
 		t.Errorf("a recent entry: resume %q, supersedes %v", d.Resume, d.Supersedes)
 	}
 	// Its recorded volume still stands: not stale, whatever its age.
 	obs = healthy()
 	staleReplace(&obs, 2*time.Hour)
 	obs.Ledger[0].Replaced.PVCUID = "pvc-uid-1"
-	if d := Classify(obs, replace1, now); d.Resume == "" {
+	if d := judgedClassify(obs, replace1, now); d.Resume == "" {
 		t.Errorf("an entry whose volume still stands was superseded: %v", d.Supersedes)
 	}
 	// --supersede clears it at once.
 	obs = healthy()
 	e = staleReplace(&obs, time.Minute)
 	in := withOpts(replace1, func(o *Options) { o.Supersede = true })
-	if d := Classify(obs, in, now); d.Resume != "" || !slices.Equal(d.Supersedes, []string{e.ID}) || d.Replaced.PodUID != "pod-uid-1" {
+	if d := judgedClassify(obs, in, now); d.Resume != "" || !slices.Equal(d.Supersedes, []string{e.ID}) || d.Replaced.PodUID != "pod-uid-1" {
 		t.Errorf("--supersede: resume %q, supersedes %v, replaced %+v", d.Resume, d.Supersedes, d.Replaced)
 	}
 }
@@ -134,12 +134,12 @@ func TestSeedResumesOnlyTheSameGeneration(t *testing.T) {
 		Phase: model.ActionPhaseCapturing, Generation: "g1", StartedAt: now.Add(-time.Minute), UpdatedAt: now.Add(-time.Minute)}
 	obs := healthy()
 	obs.Ledger = []model.LedgerEntry{entry}
-	d := Classify(obs, in, now)
+	d := judgedClassify(obs, in, now)
 	if d.Resume != "" || !slices.Equal(d.Supersedes, []string{entry.ID}) || d.Verb != VerbProceed {
 		t.Fatalf("a seed of g2 over g1's entry: resume %q, supersedes %v, verb %s\n%s", d.Resume, d.Supersedes, d.Verb, strings.Join(Describe(d), "\n"))
 	}
 	in.Options.Generation = "g1"
-	if d := Classify(obs, in, now); d.Resume != entry.ID || len(d.Supersedes) > 0 {
+	if d := judgedClassify(obs, in, now); d.Resume != entry.ID || len(d.Supersedes) > 0 {
 		t.Fatalf("the same generation: resume %q, supersedes %v", d.Resume, d.Supersedes)
 	}
 }

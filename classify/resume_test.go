@@ -112,7 +112,7 @@ func TestClassifyResumes(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			obs := healthy()
 			r.mutate(&obs)
-			d := Classify(obs, replace1, now)
+			d := judgedClassify(obs, replace1, now)
 			if d.Verb != r.verb {
 				t.Fatalf("verb = %s, want %s\n%s", d.Verb, r.verb, strings.Join(Describe(d), "\n"))
 			}
@@ -162,7 +162,7 @@ func TestResumeNeverDeletesTwice(t *testing.T) {
 		}
 		obs := healthy()
 		r.mutate(&obs)
-		d := Classify(obs, replace1, now)
+		d := judgedClassify(obs, replace1, now)
 		for _, f := range d.Fences {
 			if deleted[f.UID] {
 				t.Errorf("%s: deletes %s %s again", r.name, f.Kind, f.UID)

@@ -64,7 +64,7 @@ func FuzzParseInitialCluster(f *testing.F) {
 }
 
 func TestDescribeShowsFencesQuorumAndOverrides(t *testing.T) {
-	d := Classify(healthy(), replace1, now)
+	d := judgedClassify(healthy(), replace1, now)
 	text := strings.Join(Describe(d), "\n")
 	for _, want := range []string{
 		"replace etcd-1 in db/etcd", "shape static-existing", "flow learner",
@@ -78,14 +78,14 @@ func TestDescribeShowsFencesQuorumAndOverrides(t *testing.T) {
 			t.Errorf("description lacks %q:\n%s", want, text)
 		}
 	}
-	lead := Classify(healthy(), Intent{Action: model.ActionReplace, Member: "etcd-0"}, now)
+	lead := judgedClassify(healthy(), Intent{Action: model.ActionReplace, Member: "etcd-0"}, now)
 	text = strings.Join(Describe(lead), "\n")
 	if !strings.Contains(text, "refused target_is_leader") || !strings.Contains(text, "(use --move-leader to override)") {
 		t.Errorf("refusal does not name its override:\n%s", text)
 	}
 	o := healthy()
 	down(&o, 2)
-	text = strings.Join(Describe(Classify(o, replace1, now)), "\n")
+	text = strings.Join(Describe(judgedClassify(o, replace1, now)), "\n")
 	if !strings.Contains(text, "without etcd-1: 1 healthy < 2: quorum would break") || !strings.Contains(text, "refused quorum_would_break") {
 		t.Errorf("quorum refusal not explained:\n%s", text)
 	}
@@ -94,7 +94,7 @@ func TestDescribeShowsFencesQuorumAndOverrides(t *testing.T) {
 	}
 	o = healthy()
 	down(&o, 2)
-	text = strings.Join(Describe(Classify(o, intentFor(model.ActionReplace, "etcd-2"), now)), "\n")
+	text = strings.Join(Describe(judgedClassify(o, intentFor(model.ActionReplace, "etcd-2"), now)), "\n")
 	if strings.Contains(text, "status ") {
 		t.Errorf("a plan that proceeds lists verdict reasons:\n%s", text)
 	}

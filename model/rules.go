@@ -13,9 +13,26 @@ type VerdictRules interface {
 	// nothing else.
 	Judge(in JudgeInput) Judgement
 	// LagThreshold is the lag a member of cluster c may have and still
-	// count as caught up, in the engine's unit of lag; requested is the
-	// threshold the user asked for (--lag-threshold).
-	LagThreshold(requested uint64, c ClusterFacts) uint64
+	// count as caught up, in the engine's unit of lag, under the
+	// thresholds the user asked for.
+	LagThreshold(t Thresholds, c ClusterFacts) uint64
+}
+
+// Thresholds are the thresholds the user set for the verdict, as the
+// engines' rules read them: each in its own unit, a zero field meaning
+// the rules' own default.
+type Thresholds struct {
+	// Lag is --lag-threshold, in the unit of lag of an engine whose
+	// members count positions (raft entries, a mapping's positions). The
+	// verdict fills in its default, so it is never 0.
+	Lag uint64
+	// WALLag is --wal-lag-threshold, in bytes of WAL.
+	WALLag uint64
+	// DBQuotaFraction: a database at or above this share of its size
+	// quota is near it. DefaultQuotaBytes is the quota assumed when
+	// neither the member nor the cluster's template names one.
+	DBQuotaFraction   float64
+	DefaultQuotaBytes int64
 }
 
 // JudgeInput is what VerdictRules.Judge reads.
@@ -32,6 +49,8 @@ type JudgeInput struct {
 	// BootstrapWindow: a cluster younger than this that shows no sign of
 	// having formed is still bootstrapping.
 	BootstrapWindow time.Duration
+	// Thresholds are the user's thresholds.
+	Thresholds Thresholds
 }
 
 // Judgement is what VerdictRules.Judge derived.
@@ -47,6 +66,11 @@ type Judgement struct {
 	// distinct ones the members answered with.
 	ClusterID  string
 	ClusterIDs int
+	// MemberList is the reference member list, when the engine keeps
+	// one (sorted by ID); VotersFromMemberList says Voters counts it
+	// rather than the replicas the cluster wants.
+	MemberList           []Peer
+	VotersFromMemberList bool
 	// Voters, Quorum and Tolerance: how many members count, how many
 	// must remain, and how many the cluster can lose (the shared
 	// disruption-budget and node-spread checks read them).
@@ -62,6 +86,15 @@ type Judgement struct {
 	NoFrontierBecause string
 	// Learners are the members that do not count as voters (by index).
 	Learners []bool
+	// Diverged are the members that answered for another cluster or
+	// diverged from it (by index); the shared node-spread check leaves
+	// them out. Nil: those whose phase is diverged.
+	Diverged []bool
+	// DisruptionJudged: the rules judged the disruption budget and the
+	// spread over nodes themselves (pdb_missing,
+	// pdb_allows_quorum_loss, members_colocated), for an engine whose
+	// tolerance is not a quorum's; the shared checks are then skipped.
+	DisruptionJudged bool
 	// Reasons are the engine's own reasons.
 	Reasons []Reason
 }

@@ -4,11 +4,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/hactl-dev/hactl/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/hactl-dev/hactl/model"
 )
 
 func templateSts(command []string, env []corev1.EnvVar) *appsv1.StatefulSet {

@@ -60,7 +60,7 @@ func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 		t.Error("ConfigMaps are needed for exactly the engines that say so")
 	}
 	obs.Members = []model.Member{{Name: "kv-0", Engine: &model.EngineFacts{Reachable: true, MemberID: "m0"}}}
-	cs := ToAPI(Evaluate(obs, goldenNow, verdict.Options{}))
+	cs := ToAPI(Evaluate(obs, goldenNow, judged(verdict.Options{})))
 	if cs.Members[0].Role != "toy-m0" {
 		t.Errorf("toy member role %q", cs.Members[0].Role)
 	}
@@ -82,7 +82,7 @@ func TestUnknownEngineTableIsPlain(t *testing.T) {
 		t.Errorf("plain template %+v, want the first container and no engine's port", obs.Cluster.Template)
 	}
 	var b bytes.Buffer
-	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, verdict.Options{}))}, TableOptions{Now: goldenNow}); err != nil {
+	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, judged(verdict.Options{})))}, TableOptions{Now: goldenNow}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -114,7 +114,7 @@ func TestEngineConfigAndPositionsTable(t *testing.T) {
 	obs.EngineProbed = true
 	obs.Members = []model.Member{{Name: "kv-0", Engine: &model.EngineFacts{Reachable: true, MemberID: "m0", LeaderID: "m0", RaftTerm: 3, RaftIndex: 42, RaftApplied: 41}}}
 	var b bytes.Buffer
-	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, verdict.Options{}))}, TableOptions{Now: goldenNow, Wide: true}); err != nil {
+	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, judged(verdict.Options{})))}, TableOptions{Now: goldenNow, Wide: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -189,7 +189,7 @@ func (toyJudge) Judge(in model.JudgeInput) model.Judgement {
 	return model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Formed: true,
 		Reasons: []model.Reason{{Code: model.ReasonMemberNotReady, Member: in.Observation.Members[0].Name, Detail: "toy judged it"}}}
 }
-func (toyJudge) LagThreshold(r uint64, _ model.ClusterFacts) uint64 { return r }
+func (toyJudge) LagThreshold(t model.Thresholds, _ model.ClusterFacts) uint64 { return t.Lag }
 
 // TestObserverHandsAJudgedEnginesRulesAndSettings: an Observer holding an
 // engine with its own verdict rules judges that engine's clusters by them

@@ -227,7 +227,7 @@ func TestPatroniFromTheAPIServer(t *testing.T) {
 	})
 	t.Run("without configmaps the lock is unknown, not absent", func(t *testing.T) {
 		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
-		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}}
+		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(verdict.Options{})}
 		rs, warn, err := o.Observe(context.Background(), ns, "pgstale")
 		if err != nil {
 			t.Fatal(err)

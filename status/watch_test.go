@@ -34,6 +34,9 @@ var noEventsRules = []rbacv1.PolicyRule{
 // ends.
 func startWatcher(t *testing.T, c kubernetes.Interface, ns string, opts WatchOptions) (*Watcher, context.Context) {
 	t.Helper()
+	if opts.Observer.Engines == nil {
+		opts.Observer.Verdict = judged(opts.Observer.Verdict)
+	}
 	w := NewWatcher(c, ns, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(func() { cancel(); w.Stop() })

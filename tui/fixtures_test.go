@@ -114,7 +114,9 @@ func learnerObs(ns, name string) model.Observation {
 	return o
 }
 
-func evaluate(o model.Observation) status.Result { return status.Evaluate(o, now, verdict.Options{}) }
+func evaluate(o model.Observation) status.Result {
+	return status.Evaluate(o, now, judged(verdict.Options{}))
+}
 
 // newTestModel is a model at 80x24 holding results, with no backend.
 func newTestModel(t *testing.T, cfg Config, deps Deps, obs ...model.Observation) Model {
@@ -124,6 +126,7 @@ func newTestModel(t *testing.T, cfg Config, deps Deps, obs ...model.Observation)
 		cfg.ProbeInterval = 5 * time.Second
 	}
 	cfg.Probes = true
+	cfg.Verdict = judged(cfg.Verdict)
 	m := New(context.Background(), cfg, deps)
 	var rs []status.Result
 	for _, o := range obs {

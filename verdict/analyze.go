@@ -53,35 +53,17 @@ type Analysis struct {
 	NoFrontierBecause string `json:"noFrontierBecause,omitempty"`
 }
 
-// Quorum returns the number of voters a raft cluster of n voters needs to
-// make progress: n/2+1.
-func Quorum(voters int) int { return voters/2 + 1 }
-
-// memberView is what the analysis knows about one member.
+// memberView is what the shared checks know about one member.
 type memberView struct {
 	m *model.Member
-	// eng is the member's engine facts, nil when probes did not run or
-	// the member was not probed.
-	eng *model.EngineFacts
 	// running: the container runs now. started: it has ever run.
 	running, started bool
-	// answered: the engine answered the probe. credFail: the probe failed
-	// for credentials. unreachable: the probe failed otherwise.
-	answered, credFail, unreachable bool
-	// selfOnly: answered with a member list holding only itself while the
-	// StatefulSet wants more replicas (seed 000).
-	selfOnly bool
-	// onRef: answered with the reference cluster ID.
-	onRef bool
-	// otherCluster: answered with a cluster ID other than the reference.
-	otherCluster bool
-	learner      bool
-	leader       string
-	lag          *int64
-	phase        model.Phase
+	// learner: the engine's rules do not count it as a voter; diverged:
+	// it answered for another cluster or diverged from it.
+	learner, diverged bool
+	lag               *int64
+	phase             model.Phase
 }
-
-func (v *memberView) diverged() bool { return v.otherCluster || (v.onRef && v.selfOnly) }
 
 // state is one evaluation: the analysis and the member views.
 type state struct {
@@ -90,10 +72,11 @@ type state struct {
 	opts  Options
 	a     Analysis
 	views []*memberView
-	// refListKey is the key of Analysis.MemberList.
-	refListKey string
-	// judged are the reasons handed rules found (handed.go).
-	judged []model.Reason
+	// judged are the reasons handed rules found (handed.go);
+	// disruptionJudged says they judged the disruption budget and the
+	// spread over nodes too.
+	judged           []model.Reason
+	disruptionJudged bool
 }
 
 // Analyze returns the cluster-wide picture of obs at now.
@@ -121,34 +104,9 @@ func analyze(obs model.Observation, now time.Time, opts Options) *state {
 			v.running = p.Running
 			v.started = p.Running || p.Started || p.EverStarted
 		}
-		if obs.EngineProbed && m.Engine != nil {
-			v.eng = m.Engine
-			switch {
-			case m.Engine.Reachable:
-				v.answered = true
-				v.learner = m.Engine.IsLearner
-				v.leader = normID(m.Engine.LeaderID)
-			case m.Engine.Failure == model.ProbeFailureCredentials:
-				v.credFail = true
-			default:
-				v.unreachable = true
-			}
-		}
-		if v.answered && obs.Cluster.Replicas > 1 {
-			e := m.Engine
-			v.selfOnly = len(e.Peers) == 1 && e.MemberID != "" && e.Peers[0].ID == e.MemberID
-		}
 		s.views = append(s.views, v)
 	}
 
 	s.rules().analyze(s)
 	return s
-}
-
-// roundAge prints an age without sub-second noise.
-func roundAge(d time.Duration) time.Duration {
-	if d > time.Minute {
-		return d.Round(time.Second)
-	}
-	return d.Round(100 * time.Millisecond)
 }

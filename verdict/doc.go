@@ -15,11 +15,20 @@
 //	EvaluateAll(obs, now, opts)
 //	                         Evaluate and Analyze in one pass
 //
+// The verdict runs the checks every engine shares (freshness, pods, client
+// endpoints, serving certificates, and the disruption budget and node
+// spread against the tolerance the engine reports); each engine's own
+// rules — phases, lag, identity, the leader — live in the engine's
+// package and are handed in as a model.VerdictRules (Options.Rules). The
+// verdict names no engine: a cluster whose engine's rules were not handed
+// in is engine_unsupported.
+//
 // Phases and lag are always derived from what was observed, never
 // remembered (seed 000), and lag is only ever measured against a real
-// leader frontier: the agreed leader's own raft index, read from the
-// leader itself. Without one, Lag stays nil and the member is reported
-// lag_unknown, never "caught up" (seed 002).
+// leader frontier read from the leader itself in the same round (etcd's
+// raft index, Patroni's primary's WAL position). Without one, Lag stays
+// nil and the member is reported lag_unknown, never "caught up" (seed
+// 002).
 //
 // Without engine probes (Observation.EngineProbed false) the verdict uses
 // what Kubernetes alone proves: control_ready can hold, but every running

@@ -1,16 +1,20 @@
 package verdict
 
-import "github.com/hactl-dev/hactl/model"
+import (
+	"slices"
+	"strings"
 
-// engineRules are one engine's verdict rules: what an engine must provide
-// for hactl to judge its clusters.
+	"github.com/hactl-dev/hactl/model"
+)
+
+// engineRules are what the verdict runs for a cluster's engine: the
+// rules an engine keeps in its own package and hands in
+// (Options.Rules, run by handedRules), or unsupportedRules.
 //
 // The verdict runs the checks every engine shares first (freshness of the
-// observation, pods, client endpoints); the engine's rules then derive
-// the cluster-wide picture and each member's phase and lag (analyze) and
-// add the engine's reasons (reasons). An engine keeps its rules and
-// helpers in its own files (etcd: etcd*.go, Patroni: patroni*.go), never
-// in another engine's or in the shared ones.
+// observation, pods, client endpoints, certificates); the engine's rules
+// then derive the cluster-wide picture and each member's phase and lag
+// (analyze) and add the engine's reasons (reasons).
 type engineRules interface {
 	// analyze fills s.a and, for each view, the member's Phase and Lag
 	// (and the view's lag), from the views analyze prepared.
@@ -23,28 +27,17 @@ type engineRules interface {
 	threshold(o Options, c model.ClusterFacts) uint64
 }
 
-// engines maps each engine hactl judges to its rules. A cluster of any
-// other engine gets unsupportedRules: engine_unsupported, never another
-// engine's rules.
-var engines = map[model.Engine]engineRules{
-	model.EngineEtcd:    etcdRules{},
-	model.EnginePatroni: patroniRules{},
-}
-
-// rules are the verdict rules of s's cluster's engine: those handed in
-// (Options.Rules) first, then those built in.
+// rules are the verdict rules of s's cluster's engine.
 func (s *state) rules() engineRules {
 	return rulesFor(s.opts, s.obs.Cluster.Engine)
 }
 
-// rulesFor are engine e's rules under o, unsupportedRules when it has
-// none.
+// rulesFor are engine e's rules under o: those handed in
+// (Options.Rules), unsupportedRules when there are none. The verdict
+// has no rules of its own for any engine.
 func rulesFor(o Options, e model.Engine) engineRules {
 	if r, ok := o.Rules[e]; ok && r != nil {
 		return handedRules{r}
-	}
-	if r, ok := engines[e]; ok {
-		return r
 	}
 	return unsupportedRules{}
 }
@@ -77,7 +70,18 @@ func (unsupportedRules) analyze(s *state) {
 func (unsupportedRules) threshold(o Options, _ model.ClusterFacts) uint64 { return o.LagThreshold }
 
 func (unsupportedRules) reasons(s *state, r *reasons) {
-	r.add(model.ReasonEngineUnsupported, "", "hactl has no rules for engine %q (label hactl.dev/engine): it judges etcd and patroni clusters only", s.obs.Cluster.Engine)
+	var known []string
+	for e, rules := range s.opts.Rules {
+		if rules != nil {
+			known = append(known, e.String())
+		}
+	}
+	slices.Sort(known)
+	if len(known) == 0 {
+		r.add(model.ReasonEngineUnsupported, "", "hactl has no rules for engine %q (label hactl.dev/engine): it was handed no engine's rules", s.obs.Cluster.Engine)
+		return
+	}
+	r.add(model.ReasonEngineUnsupported, "", "hactl has no rules for engine %q (label hactl.dev/engine): it judges %s clusters only", s.obs.Cluster.Engine, strings.Join(known, ", "))
 }
 
 // podPhase is the phase a member's pod alone decides (absent,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -50,53 +51,6 @@ func TestUnknownEngineIsUnsupportedNotJudgedByRaft(t *testing.T) {
 	}
 }
 
-// toyRules are an engine's verdict rules in a test: the seam is all an
-// engine needs.
-type toyRules struct{}
-
-func (toyRules) analyze(s *state) {
-	for _, v := range s.views {
-		if ph, ok := podPhase(v); ok {
-			v.m.Phase = ph
-			continue
-		}
-		v.m.Phase = model.PhaseMember
-	}
-	s.a.Formed = true
-}
-
-func (toyRules) threshold(Options, model.ClusterFacts) uint64 { return 7 }
-
-func (toyRules) reasons(s *state, r *reasons) {
-	for _, v := range s.views {
-		if v.m.Phase == model.PhaseMember {
-			r.add(model.ReasonMemberLagging, v.m.Name, "the toy says so")
-		}
-	}
-}
-
-func TestToyEngineThroughTheSeam(t *testing.T) {
-	engines["toy"] = toyRules{}
-	defer delete(engines, "toy")
-	obs := healthy()
-	obs.Cluster.Engine = "toy"
-	obs.Members[1].Pod.DeletionMarked = true
-	got, v := Evaluate(obs, now, Options{})
-	if !v.ControlReady || v.FailoverReady {
-		t.Errorf("toy verdict %+v, want control-ready, not failover-ready (member_lagging)", v)
-	}
-	keys := reasonKeys(v.Reasons)
-	if !slices.Contains(keys, "member_lagging etcd-0") || slices.Contains(keys, "member_lagging etcd-1") || !slices.Contains(keys, "pod_terminating etcd-1") {
-		t.Errorf("toy reasons %v, want the toy's member_lagging for etcd-0 and etcd-2 and the shared pod_terminating for etcd-1", keys)
-	}
-	if thr := LagThreshold(Options{}, obs.Cluster); thr != 7 {
-		t.Errorf("the toy's lag threshold %d, want its own 7", thr)
-	}
-	if got.Members[1].Phase != model.PhaseTerminating || got.Members[0].Phase != model.PhaseMember {
-		t.Errorf("toy phases %s %s", got.Members[0].Phase, got.Members[1].Phase)
-	}
-}
-
 func reasonDetail(v model.Verdict, c model.ReasonCode) string {
 	for _, r := range v.Reasons {
 		if r.Code == c {
@@ -119,10 +73,10 @@ func TestLagThresholdByEngine(t *testing.T) {
 		{"etcd option", Options{LagThreshold: 5}, model.ClusterFacts{Engine: model.EngineEtcd}, 5},
 		{"patroni cluster's maximum_lag_on_failover", Options{LagThreshold: 5}, pgc, 2048},
 		{"patroni option", Options{WALLagThreshold: 99}, pgc, 99},
-		{"patroni default", Options{}, model.ClusterFacts{Engine: model.EnginePatroni}, DefaultWALLagThreshold},
+		{"patroni default", Options{}, model.ClusterFacts{Engine: model.EnginePatroni}, patroniengine.DefaultWALLagThreshold},
 		{"no rules", Options{}, model.ClusterFacts{Engine: "redis"}, DefaultLagThreshold},
 	} {
-		if got := LagThreshold(c.o, c.c); got != c.want {
+		if got := LagThreshold(judged(c.o), c.c); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}
@@ -146,7 +100,7 @@ func (handedToy) Judge(in model.JudgeInput) model.Judgement {
 	}
 	return j
 }
-func (handedToy) LagThreshold(r uint64, _ model.ClusterFacts) uint64 { return r + 1 }
+func (handedToy) LagThreshold(t model.Thresholds, _ model.ClusterFacts) uint64 { return t.Lag + 1 }
 
 // TestHandedRulesJudgeTheirEngine: rules handed in through Options.Rules
 // judge their engine's clusters (phases, lags, reasons, leader), the

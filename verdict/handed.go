@@ -9,7 +9,7 @@ import "github.com/hactl-dev/hactl/model"
 type handedRules struct{ r model.VerdictRules }
 
 func (h handedRules) threshold(o Options, c model.ClusterFacts) uint64 {
-	return h.r.LagThreshold(o.LagThreshold, c)
+	return h.r.LagThreshold(o.thresholds(), c)
 }
 
 func (h handedRules) analyze(s *state) {
@@ -19,6 +19,7 @@ func (h handedRules) analyze(s *state) {
 		PodPhases:       make([]model.Phase, len(s.views)),
 		LagThreshold:    h.threshold(s.opts, s.obs.Cluster),
 		BootstrapWindow: s.opts.BootstrapWindow,
+		Thresholds:      s.opts.thresholds(),
 	}
 	for i, v := range s.views {
 		if ph, ok := podPhase(v); ok {
@@ -29,6 +30,8 @@ func (h handedRules) analyze(s *state) {
 	s.judged = j.Reasons
 	s.a.Formed, s.a.FormedBecause = j.Formed, j.FormedBecause
 	s.a.ClusterID, s.a.ClusterIDs = j.ClusterID, j.ClusterIDs
+	s.a.MemberList, s.a.VotersFromMemberList = j.MemberList, j.VotersFromMemberList
+	s.disruptionJudged = j.DisruptionJudged
 	s.a.Voters, s.a.Quorum, s.a.Tolerance, s.a.AnsweringVoters = j.Voters, j.Quorum, j.Tolerance, j.AnsweringVoters
 	s.a.LeaderID, s.a.LeaderMember = j.LeaderID, j.LeaderMember
 	s.a.Frontier, s.a.NoFrontierBecause = j.Frontier, j.NoFrontierBecause
@@ -44,13 +47,19 @@ func (h handedRules) analyze(s *state) {
 		v.phase, v.lag = ph, lag
 		v.m.Phase, v.m.Lag = ph, lag
 		v.learner = i < len(j.Learners) && j.Learners[i]
-		v.otherCluster = ph == model.PhaseDiverged
+		if j.Diverged != nil {
+			v.diverged = i < len(j.Diverged) && j.Diverged[i]
+		} else {
+			v.diverged = ph == model.PhaseDiverged
+		}
 	}
 }
 
 func (h handedRules) reasons(s *state, r *reasons) {
-	s.pdb(r)
-	s.colocation(r)
+	if !s.disruptionJudged {
+		s.pdb(r)
+		s.colocation(r)
+	}
 	for _, x := range s.judged {
 		r.add(x.Code, x.Member, "%s", x.Detail)
 	}

@@ -13,12 +13,6 @@ const (
 	DefaultLagThreshold uint64 = 1000
 	// DefaultStaleAfter is the age at which an observation is stale.
 	DefaultStaleAfter = 30 * time.Second
-	// DefaultDBQuotaFraction is the share of the backend quota at which a
-	// member's database is reported near quota.
-	DefaultDBQuotaFraction = 0.8
-	// EtcdDefaultQuotaBytes is etcd's backend quota when
-	// --quota-backend-bytes is not set (2 GiB).
-	EtcdDefaultQuotaBytes int64 = 2 << 30
 	// DefaultBootstrapWindow is how long after the StatefulSet's creation
 	// a cluster that shows no sign of having formed is still taken to be
 	// bootstrapping.
@@ -39,10 +33,11 @@ type Options struct {
 	// (observation_stale). Default 30s.
 	StaleAfter time.Duration `json:"staleAfter,omitempty"`
 	// DBQuotaFraction: a database at or above this fraction of the backend
-	// quota is reported db_near_quota. Default 0.8.
+	// quota is reported db_near_quota. Zero: the engine's default (etcd:
+	// 0.8).
 	DBQuotaFraction float64 `json:"dbQuotaFraction,omitempty"`
 	// DefaultQuotaBytes is the backend quota assumed when the template
-	// sets none. Default EtcdDefaultQuotaBytes (2 GiB).
+	// sets none. Zero: the engine's default (etcd: 2 GiB).
 	DefaultQuotaBytes int64 `json:"defaultQuotaBytes,omitempty"`
 	// BootstrapWindow: while no member answers with a cluster ID or a
 	// leader and no cluster ID was recorded, a StatefulSet younger than
@@ -52,16 +47,15 @@ type Options struct {
 	// WALLagThreshold: a Patroni replica whose replay is more than this
 	// many bytes behind the primary's WAL position is lagging
 	// (replica_lagging). Zero means the cluster's maximum_lag_on_failover,
-	// else DefaultWALLagThreshold.
+	// else the engine's default (1 MiB).
 	WALLagThreshold uint64 `json:"walLagThreshold,omitempty"`
 	// CertWarn: a member whose serving certificate expires within this
 	// is reported cert_expiring (an expired one is cert_expired).
 	// Default 30 days.
 	CertWarn time.Duration `json:"certWarn,omitempty"`
-	// Rules are the verdict rules of engines that keep them in their own
-	// package, by engine; they take precedence over the rules built in
-	// here. A cluster whose engine has rules in neither place is
-	// engine_unsupported. Handed in by whoever holds the engines (see
+	// Rules are the verdict rules of the engines, by engine: each engine
+	// keeps its own in its package. A cluster whose engine has none here
+	// is engine_unsupported. Handed in by whoever holds the engines (see
 	// engine.VerdictRules); never saved with a plan.
 	Rules map[model.Engine]model.VerdictRules `json:"-"`
 }
@@ -76,12 +70,6 @@ func (o Options) withDefaults() Options {
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = DefaultStaleAfter
 	}
-	if o.DBQuotaFraction <= 0 || o.DBQuotaFraction > 1 {
-		o.DBQuotaFraction = DefaultDBQuotaFraction
-	}
-	if o.DefaultQuotaBytes <= 0 {
-		o.DefaultQuotaBytes = EtcdDefaultQuotaBytes
-	}
 	if o.BootstrapWindow <= 0 {
 		o.BootstrapWindow = DefaultBootstrapWindow
 	}
@@ -89,4 +77,10 @@ func (o Options) withDefaults() Options {
 		o.CertWarn = DefaultCertWarn
 	}
 	return o
+}
+
+// thresholds are o's thresholds as the engines' rules read them.
+func (o Options) thresholds() model.Thresholds {
+	return model.Thresholds{Lag: o.LagThreshold, WALLag: o.WALLagThreshold,
+		DBQuotaFraction: o.DBQuotaFraction, DefaultQuotaBytes: o.DefaultQuotaBytes}
 }

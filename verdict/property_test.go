@@ -97,9 +97,9 @@ func TestInvariantsOnRandomObservations(t *testing.T) {
 	codes := model.AllReasonCodes()
 	for i := range 5000 {
 		obs := randomObservation(r)
-		d, v := Evaluate(obs, now, Options{})
-		a := Analyze(obs, now, Options{})
-		if d2, v2, a2 := EvaluateAll(obs, now, Options{}); !reflect.DeepEqual(d2, d) || !reflect.DeepEqual(v2, v) || !reflect.DeepEqual(a2, a) {
+		d, v := Evaluate(obs, now, judged(Options{}))
+		a := Analyze(obs, now, judged(Options{}))
+		if d2, v2, a2 := EvaluateAll(obs, now, judged(Options{})); !reflect.DeepEqual(d2, d) || !reflect.DeepEqual(v2, v) || !reflect.DeepEqual(a2, a) {
 			t.Fatalf("#%d: EvaluateAll differs from Evaluate and Analyze:\n%+v\n%+v\n%+v\nagainst\n%+v\n%+v\n%+v", i, d2, v2, a2, d, v, a)
 		}
 
@@ -127,7 +127,7 @@ func TestInvariantsOnRandomObservations(t *testing.T) {
 		if !obs.EngineProbed && v.FailoverReady {
 			t.Fatalf("#%d: failover-ready without probes", i)
 		}
-		if a.Quorum != Quorum(a.Voters) || a.Tolerance != a.Voters-a.Quorum {
+		if a.Quorum != a.Voters/2+1 || a.Tolerance != a.Voters-a.Quorum {
 			t.Fatalf("#%d: quorum arithmetic %+v", i, a)
 		}
 		for _, m := range d.Members {

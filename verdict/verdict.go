@@ -3,7 +3,6 @@ package verdict
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/hactl-dev/hactl/model"
@@ -59,7 +58,23 @@ func (s *state) verdict() model.Verdict {
 	s.endpoints(&r)
 	s.certs(&r)
 	s.rules().reasons(s, &r)
+	s.unprobed(&r)
 	return s.finish(r)
+}
+
+// unprobed: without probes nothing measured lag, so no verdict may claim
+// failover readiness; when no reason already denies it, the cluster's
+// lag is unknown.
+func (s *state) unprobed(r *reasons) {
+	if s.obs.EngineProbed {
+		return
+	}
+	for _, x := range r.list {
+		if x.Code.Impact() >= model.ImpactFailover {
+			return
+		}
+	}
+	r.add(model.ReasonLagUnknown, "", "engine not probed")
 }
 
 // finish sorts the reasons and derives the two verdicts from them.
@@ -107,7 +122,7 @@ func (s *state) freshness(r *reasons) {
 	case at.IsZero():
 		r.add(model.ReasonObservationStale, "", "observation carries no time")
 	case s.now.Sub(at) > s.opts.StaleAfter:
-		r.add(model.ReasonObservationStale, "", "observed %s ago, older than %s", roundAge(s.now.Sub(at)), s.opts.StaleAfter)
+		r.add(model.ReasonObservationStale, "", "observed %s ago, older than %s", model.RoundAge(s.now.Sub(at)), s.opts.StaleAfter)
 	}
 }
 
@@ -215,53 +230,4 @@ func (s *state) endpoints(r *reasons) {
 	case e.Ready == 0:
 		r.add(model.ReasonClientEndpointsMissing, "", "Service %s has no ready endpoints (0 of %d)", e.Service, e.Total)
 	}
-}
-
-// --- engine-level reasons ---
-
-func probeDetail(prefix string, e *model.EngineFacts) string {
-	d := prefix
-	if e.Failure != model.ProbeFailureNone && e.Failure != model.ProbeFailureCredentials {
-		d += " (" + e.Failure.String() + ")"
-	}
-	if e.Err != "" {
-		d += ": " + e.Err
-	}
-	return d
-}
-
-// onWhich renders members grouped by a value, "v1 on a, b; v2 on c",
-// sorted by value.
-func onWhich(by map[string][]string) string {
-	keys := make([]string, 0, len(by))
-	for k := range by {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s on %s", k, strings.Join(by[k], ", ")))
-	}
-	return strings.Join(parts, "; ")
-}
-
-func bytesHuman(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// plural renders "1 voter", "3 voters".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

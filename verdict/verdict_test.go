@@ -750,7 +750,7 @@ func TestEvaluate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := healthy()
 			tc.mutate(&obs)
-			derived, v := Evaluate(obs, now, tc.opts)
+			derived, v := Evaluate(obs, now, judged(tc.opts))
 
 			if v.ControlReady != tc.control || v.FailoverReady != tc.fail {
 				t.Errorf("control_ready=%v failover_ready=%v, want %v %v", v.ControlReady, v.FailoverReady, tc.control, tc.fail)
@@ -806,7 +806,7 @@ func TestEvaluate(t *testing.T) {
 				}
 			}
 			// Compute agrees with Evaluate.
-			if v2 := Compute(obs, now, tc.opts); !slices.Equal(v2.Reasons, v.Reasons) || v2.ControlReady != v.ControlReady || v2.FailoverReady != v.FailoverReady {
+			if v2 := Compute(obs, now, judged(tc.opts)); !slices.Equal(v2.Reasons, v.Reasons) || v2.ControlReady != v.ControlReady || v2.FailoverReady != v.FailoverReady {
 				t.Errorf("Compute and Evaluate disagree")
 			}
 		})
@@ -824,7 +824,7 @@ func TestEveryReasonCodeReachable(t *testing.T) {
 	for _, tc := range rows {
 		obs := healthy()
 		tc.mutate(&obs)
-		for _, r := range Compute(obs, now, tc.opts).Reasons {
+		for _, r := range Compute(obs, now, judged(tc.opts)).Reasons {
 			produced[r.Code] = true
 		}
 	}
@@ -847,7 +847,7 @@ func TestEveryPhaseDerivable(t *testing.T) {
 	for _, tc := range rows {
 		obs := healthy()
 		tc.mutate(&obs)
-		for _, m := range Derive(obs, now, tc.opts).Members {
+		for _, m := range Derive(obs, now, judged(tc.opts)).Members {
 			if !slices.Contains(model.AllPhases, m.Phase) {
 				t.Errorf("row %q: %s has phase %q, not in model.AllPhases", tc.name, m.Name, m.Phase)
 			}
@@ -868,7 +868,7 @@ func TestReasonsSortedByImpactThenCodeThenMember(t *testing.T) {
 	eng(&obs, 2).Version = "3.5.21"
 	unreachable(&obs, 1, model.ProbeFailureTimeout)
 	unreachable(&obs, 2, model.ProbeFailureTimeout)
-	v := Compute(obs, now, Options{})
+	v := Compute(obs, now, judged(Options{}))
 	if len(v.Reasons) < 4 {
 		t.Fatalf("want several reasons, got %v", v.Reasons)
 	}
@@ -890,9 +890,9 @@ func TestDeterministic(t *testing.T) {
 	seed000(&obs, 2, otherID)
 	eng(&obs, 1).Version = "3.5.21"
 	obs.Members[1].Pod.Node = "kwok-node-0"
-	first := Compute(obs, now, Options{})
+	first := Compute(obs, now, judged(Options{}))
 	for range 50 {
-		if v := Compute(obs, now, Options{}); !slices.Equal(v.Reasons, first.Reasons) {
+		if v := Compute(obs, now, judged(Options{})); !slices.Equal(v.Reasons, first.Reasons) {
 			t.Fatalf("verdict changed between runs:\n%v\n%v", first.Reasons, v.Reasons)
 		}
 	}
@@ -901,7 +901,7 @@ func TestDeterministic(t *testing.T) {
 func TestDeriveLeavesInputAlone(t *testing.T) {
 	obs := healthy()
 	obs.Members[0].Phase = model.PhaseCatchingUp
-	d := Derive(obs, now, Options{})
+	d := Derive(obs, now, judged(Options{}))
 	if obs.Members[0].Phase != model.PhaseCatchingUp || obs.Members[1].Lag != nil {
 		t.Errorf("Derive changed its input")
 	}
@@ -911,14 +911,14 @@ func TestDeriveLeavesInputAlone(t *testing.T) {
 }
 
 func TestEmptyVerdictHasNonNilReasons(t *testing.T) {
-	if v := Compute(healthy(), now, Options{}); v.Reasons == nil || len(v.Reasons) != 0 {
+	if v := Compute(healthy(), now, judged(Options{})); v.Reasons == nil || len(v.Reasons) != 0 {
 		t.Errorf("healthy verdict reasons = %#v, want empty non-nil", v.Reasons)
 	}
 }
 
 func TestAnalyze(t *testing.T) {
 	obs := healthy()
-	a := Analyze(obs, now, Options{})
+	a := Analyze(obs, now, judged(Options{}))
 	if a.Voters != 3 || !a.VotersFromMemberList || a.Quorum != 2 || a.Tolerance != 1 || a.AnsweringVoters != 3 {
 		t.Errorf("quorum arithmetic: %+v", a)
 	}
@@ -928,24 +928,15 @@ func TestAnalyze(t *testing.T) {
 
 	obs.EngineProbed = false
 	obs.Cluster.Replicas = 5
-	a = Analyze(obs, now, Options{})
+	a = Analyze(obs, now, judged(Options{}))
 	if a.Voters != 5 || a.VotersFromMemberList || a.Quorum != 3 || a.Frontier != nil {
 		t.Errorf("without probes voters come from replicas: %+v", a)
 	}
 }
 
-func TestQuorum(t *testing.T) {
-	for n, want := range map[int]int{0: 1, 1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4} {
-		if got := Quorum(n); got != want {
-			t.Errorf("Quorum(%d) = %d, want %d", n, got, want)
-		}
-	}
-}
-
 func TestDefaultOptions(t *testing.T) {
 	o := DefaultOptions()
-	if o.LagThreshold != 1000 || o.StaleAfter != 30*time.Second || o.DBQuotaFraction != 0.8 ||
-		o.DefaultQuotaBytes != 2<<30 || o.BootstrapWindow != 10*time.Minute {
+	if o.LagThreshold != 1000 || o.StaleAfter != 30*time.Second || o.BootstrapWindow != 10*time.Minute {
 		t.Errorf("defaults: %+v", o)
 	}
 	if !reflect.DeepEqual((Options{}).withDefaults(), o) {

@@ -19,6 +19,11 @@
 // through a raft proposal, so a read-only status check would write to the
 // log on every probe (Client.AlarmList is there for the actions).
 //
+// Rules (verdict.go) are etcd's verdict rules, pure over the observation:
+// the reference cluster ID and member list, quorum, the agreed leader and
+// its raft index as the frontier, each member's raft lag and phase. The
+// faces hand them to the verdict through engine.Judged.
+//
 // Importing this package replaces gRPC's process-wide logger with a silent
 // one (unless GRPC_GO_LOG_SEVERITY_LEVEL or ETCD_CLIENT_DEBUG is set), and
 // every client it builds uses a no-op zap logger: a library must not write

@@ -34,12 +34,13 @@ func (Rules) Recreates(c model.ClusterFacts) (bool, string) {
 }
 
 // LagThreshold implements model.VerdictRules: the mapping's
-// lagThreshold, else the threshold the user asked for.
-func (Rules) LagThreshold(requested uint64, c model.ClusterFacts) uint64 {
+// lagThreshold, else the one the user asked for (--lag-threshold, in the
+// mapping's positions).
+func (Rules) LagThreshold(t model.Thresholds, c model.ClusterFacts) uint64 {
 	if m, err := Parse(c.EngineConfig); err == nil && m.LagThreshold > 0 {
 		return m.LagThreshold
 	}
-	return requested
+	return t.Lag
 }
 
 // view is what the rules know about one member.

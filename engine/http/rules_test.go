@@ -203,11 +203,11 @@ func TestJudgeWithoutProbesReadsPodsOnly(t *testing.T) {
 
 func TestLagThresholdIsTheMappingsElseTheUsers(t *testing.T) {
 	c := model.ClusterFacts{EngineConfig: map[string]string{"port": "80", "role": "{.role}", "lagThreshold": "4096"}}
-	if got := (Rules{}).LagThreshold(1000, c); got != 4096 {
+	if got := (Rules{}).LagThreshold(model.Thresholds{Lag: 1000}, c); got != 4096 {
 		t.Errorf("threshold %d, want the mapping's 4096", got)
 	}
 	delete(c.EngineConfig, "lagThreshold")
-	if got := (Rules{}).LagThreshold(1000, c); got != 1000 {
+	if got := (Rules{}).LagThreshold(model.Thresholds{Lag: 1000}, c); got != 1000 {
 		t.Errorf("threshold %d, want the user's 1000", got)
 	}
 }

@@ -36,4 +36,10 @@
 // answer is engine.ErrOutcomeUnknown. Patroni's restapi.authentication
 // guards these unsafe methods with basic auth: pass WithBasicAuth; a
 // BasicAuth never prints, and refused credentials are ErrUnauthorized.
+//
+// Rules (verdict.go) are Patroni's verdict rules, pure over the
+// observation: the one writable primary and its WAL position as the
+// frontier, each replica's replay lag in bytes, the leader lock, and a
+// primary and one failover candidate as what any disruption must leave.
+// The faces hand them to the verdict through engine.Judged.
 package patroni

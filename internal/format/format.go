@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/hactl-dev/hactl/model"
 )
 
 // Dash is s, or "-" when s is empty.
@@ -23,8 +25,8 @@ func Dash(s string) string {
 }
 
 // Bytes renders n in binary units with one decimal: "512 B", "2.0 MiB",
-// "1.2 GiB".
-func Bytes(n int64) string { return bytes(n, " ") }
+// "1.2 GiB", as the verdict's reasons word sizes (model.BytesIEC).
+func Bytes(n int64) string { return model.BytesIEC(n) }
 
 // Size is a size in a table cell: as Bytes but without the space, so that
 // a column stays one field for awk and cut ("2.0MiB"), and "-" for zero
@@ -33,20 +35,7 @@ func Size(n int64) string {
 	if n <= 0 {
 		return "-"
 	}
-	return bytes(n, "")
-}
-
-func bytes(n int64, sep string) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d%sB", n, sep)
-	}
-	div, exp := int64(unit), 0
-	for x := n / unit; x >= unit; x /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f%s%ciB", float64(n)/float64(div), sep, "KMGTPE"[exp])
+	return cell(n)
 }
 
 // Rate renders bytes per second: "4.1 MiB/s".
@@ -104,10 +93,13 @@ func WALLag(l *int64) string {
 	case l == nil:
 		return "?"
 	case *l < 0:
-		return "-" + bytes(-*l, "")
+		return "-" + cell(-*l)
 	}
-	return bytes(*l, "")
+	return cell(*l)
 }
+
+// cell is a byte count as Bytes words it, without the space.
+func cell(n int64) string { return strings.Replace(model.BytesIEC(n), " ", "", 1) }
 
 // LSN prints a WAL position (bytes) as PostgreSQL prints an LSN: the high
 // and low 32 bits in hex, "0/5000060".

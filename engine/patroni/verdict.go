@@ -1,6 +1,7 @@
-package verdict
+package patroni
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -8,17 +9,19 @@ import (
 	"github.com/hactl-dev/hactl/model"
 )
 
-// This file is the Patroni half of the verdict. A Patroni cluster has no
+// This file holds Patroni's verdict rules. A Patroni cluster has no
 // consensus of its own: the leader lock in the DCS (a ConfigMap on
 // Kubernetes) says who may be primary, and each member's PostgreSQL says
 // what it really is. The frontier is the primary's current WAL position,
 // probed in the same round; a replica's lag is that minus what it has
-// replayed, never Patroni's own lag (blind to stalled replay).
+// replayed, never Patroni's own lag (blind to stalled replay). A
+// disruption must leave a primary and one failover candidate, so these
+// rules judge the disruption budget and the spread over nodes themselves.
 
 // DefaultWALLagThreshold is the replay lag in bytes a Patroni replica may
-// have and still be a failover candidate when neither
-// Options.WALLagThreshold nor the cluster's maximum_lag_on_failover says
-// otherwise (Patroni's own default, 1 MiB).
+// have and still be a failover candidate when neither --wal-lag-threshold
+// nor the cluster's maximum_lag_on_failover says otherwise (Patroni's own
+// default, 1 MiB).
 const DefaultWALLagThreshold uint64 = 1 << 20
 
 // lockSkew is how far past renewTime+ttl the leader lock must be before it
@@ -26,40 +29,148 @@ const DefaultWALLagThreshold uint64 = 1 << 20
 // compared with this machine's.
 const lockSkew = 2 * time.Second
 
-// patroniRules are the verdict rules of Patroni clusters.
-type patroniRules struct{}
+// Rules are Patroni's verdict rules (model.VerdictRules).
+type Rules struct{}
 
-func (patroniRules) analyze(s *state) { s.analyzePatroni() }
+var _ model.VerdictRules = Rules{}
 
-func (patroniRules) threshold(o Options, c model.ClusterFacts) uint64 {
-	return WALLagThreshold(o, c.Patroni)
-}
+// VerdictRules implements engine.Judged.
+func (Engine) VerdictRules() model.VerdictRules { return Rules{} }
 
-func (patroniRules) reasons(s *state, r *reasons) {
-	s.patroniPDB(r)
-	s.patroniColocation(r)
-	if s.a.Probed {
-		s.patroniReasons(r)
-	} else {
-		s.patroniUnprobed(r)
-	}
-}
-
-// walLagThreshold is the byte threshold for this cluster.
-func (s *state) walLagThreshold() uint64 { return WALLagThreshold(s.opts, s.obs.Cluster.Patroni) }
-
-// WALLagThreshold is the replay lag in bytes a replica of the Patroni
-// cluster c may have and still be a failover candidate under o:
-// o.WALLagThreshold, else c's maximum_lag_on_failover, else
+// LagThreshold implements model.VerdictRules: the replay lag in bytes a
+// replica of cluster c may have and still be a failover candidate:
+// --wal-lag-threshold, else c's maximum_lag_on_failover, else
 // DefaultWALLagThreshold.
-func WALLagThreshold(o Options, c *model.PatroniClusterFacts) uint64 {
-	if o.WALLagThreshold > 0 {
-		return o.WALLagThreshold
+func (Rules) LagThreshold(t model.Thresholds, c model.ClusterFacts) uint64 {
+	if t.WALLag > 0 {
+		return t.WALLag
 	}
-	if c != nil && c.MaximumLagOnFailover > 0 {
-		return uint64(c.MaximumLagOnFailover)
+	if p := c.Patroni; p != nil && p.MaximumLagOnFailover > 0 {
+		return uint64(p.MaximumLagOnFailover)
 	}
 	return DefaultWALLagThreshold
+}
+
+// Judge implements model.VerdictRules.
+func (Rules) Judge(in model.JudgeInput) model.Judgement {
+	s := newState(in)
+	s.analyzePatroni()
+	var r reasons
+	s.patroniPDB(&r)
+	s.patroniColocation(&r)
+	if s.probed {
+		s.patroniReasons(&r)
+	} else {
+		s.patroniUnprobed(&r)
+	}
+	j := s.a
+	j.Reasons = r.list
+	j.DisruptionJudged = true
+	j.Phases = make([]model.Phase, len(s.views))
+	j.Lags = make([]*int64, len(s.views))
+	j.Diverged = make([]bool, len(s.views))
+	for i, v := range s.views {
+		j.Phases[i], j.Lags[i], j.Diverged[i] = v.phase, v.lag, v.otherCluster
+	}
+	return j
+}
+
+// memberView is what the rules know about one member.
+type memberView struct {
+	m *model.Member
+	// podPhase is the phase the member's pod alone decides, "" when its
+	// engine facts decide.
+	podPhase model.Phase
+	// eng is the member's engine facts, nil when probes did not run or
+	// the member was not probed.
+	eng *model.EngineFacts
+	// running: the container runs now.
+	running bool
+	// answered: the engine answered the probe. credFail: the probe failed
+	// for credentials. unreachable: the probe failed otherwise.
+	answered, credFail, unreachable bool
+	// onRef: answered with the reference system identifier (or none);
+	// otherCluster: with another.
+	onRef, otherCluster bool
+	lag                 *int64
+	phase               model.Phase
+}
+
+// state is one evaluation: the judgement as it is built and the member
+// views.
+type state struct {
+	in     model.JudgeInput
+	obs    model.Observation
+	now    time.Time
+	probed bool
+	a      model.Judgement
+	views  []*memberView
+}
+
+func newState(in model.JudgeInput) *state {
+	s := &state{in: in, obs: in.Observation, now: in.Now, probed: in.Observation.EngineProbed}
+	for i := range s.obs.Members {
+		m := &s.obs.Members[i]
+		v := &memberView{m: m}
+		if i < len(in.PodPhases) {
+			v.podPhase = in.PodPhases[i]
+		}
+		if p := m.Pod; p != nil {
+			v.running = p.Running
+		}
+		if s.probed && m.Engine != nil {
+			v.eng = m.Engine
+			switch {
+			case m.Engine.Reachable:
+				v.answered = true
+			case m.Engine.Failure == model.ProbeFailureCredentials:
+				v.credFail = true
+			default:
+				v.unreachable = true
+			}
+		}
+		s.views = append(s.views, v)
+	}
+	return s
+}
+
+// podPhase is the phase v's pod alone decides (absent, terminating,
+// pending); false when the engine's facts decide it.
+func (s *state) podPhase(v *memberView) (model.Phase, bool) {
+	return v.podPhase, v.podPhase != ""
+}
+
+// reasons collects the rules' reasons, each once.
+type reasons struct {
+	seen map[model.Reason]bool
+	list []model.Reason
+}
+
+func (r *reasons) add(code model.ReasonCode, member, format string, args ...any) {
+	x := model.Reason{Code: code, Member: member, Detail: fmt.Sprintf(format, args...)}
+	if r.seen == nil {
+		r.seen = map[model.Reason]bool{}
+	}
+	if r.seen[x] {
+		return
+	}
+	r.seen[x] = true
+	r.list = append(r.list, x)
+}
+
+// versions: the members on the reference system identifier run one
+// PostgreSQL version.
+func (s *state) versions(r *reasons) {
+	byVersion := map[string][]string{}
+	for _, v := range s.views {
+		if v.onRef && v.eng.Version != "" {
+			byVersion[v.eng.Version] = append(byVersion[v.eng.Version], v.m.Name)
+		}
+	}
+	if len(byVersion) < 2 {
+		return
+	}
+	r.add(model.ReasonVersionMismatch, "", "%s", model.OnWhich(byVersion))
 }
 
 // pg is a member's Patroni facts when it answered with them.
@@ -125,8 +236,6 @@ func (s *state) analyzePatroni() {
 			}
 		}
 		v.phase = s.patroniPhase(v, leader)
-		v.m.Phase = v.phase
-		v.m.Lag = v.lag
 	}
 }
 
@@ -165,9 +274,9 @@ func (s *state) patroniReference() {
 	switch {
 	case s.a.ClusterID != "":
 		s.a.Formed, s.a.FormedBecause = true, "system identifier "+s.a.ClusterID
-	case !s.obs.Cluster.CreatedAt.IsZero() && s.now.Sub(s.obs.Cluster.CreatedAt) > s.opts.BootstrapWindow:
+	case !s.obs.Cluster.CreatedAt.IsZero() && s.now.Sub(s.obs.Cluster.CreatedAt) > s.in.BootstrapWindow:
 		s.a.Formed = true
-		s.a.FormedBecause = fmt.Sprintf("StatefulSet is %s old, past the %s bootstrap window", roundAge(s.now.Sub(s.obs.Cluster.CreatedAt)), s.opts.BootstrapWindow)
+		s.a.FormedBecause = fmt.Sprintf("StatefulSet is %s old, past the %s bootstrap window", model.RoundAge(s.now.Sub(s.obs.Cluster.CreatedAt)), s.in.BootstrapWindow)
 	}
 	// A primary and one failover candidate must survive a disruption.
 	s.a.Voters = s.obs.Cluster.Replicas
@@ -201,7 +310,7 @@ func replicaDiverged(v, leader *memberView, threshold uint64) string {
 	case p.Timeline != 0 && l.Timeline != 0 && p.Timeline < l.Timeline && !streaming:
 		return fmt.Sprintf("on timeline %d and not streaming, the primary %s on %d", p.Timeline, leader.m.Name, l.Timeline)
 	case v.lag != nil && *v.lag < 0 && (!streaming || uint64(-*v.lag) > threshold):
-		return fmt.Sprintf("replayed %s past the primary's WAL position", bytesHuman(-*v.lag))
+		return fmt.Sprintf("replayed %s past the primary's WAL position", model.BytesIEC(-*v.lag))
 	case !streaming && p.ReceivedLocation != nil && p.ReplayedLocation != nil && *p.ReceivedLocation < *p.ReplayedLocation:
 		return fmt.Sprintf("not streaming, and received (%d) is behind replayed (%d): its history forked from the primary's", *p.ReceivedLocation, *p.ReplayedLocation)
 	}
@@ -209,7 +318,7 @@ func replicaDiverged(v, leader *memberView, threshold uint64) string {
 }
 
 func (s *state) patroniPhase(v *memberView, leader *memberView) model.Phase {
-	if ph, ok := podPhase(v); ok {
+	if ph, ok := s.podPhase(v); ok {
 		return ph
 	}
 	switch {
@@ -224,14 +333,14 @@ func (s *state) patroniPhase(v *memberView, leader *memberView) model.Phase {
 	switch {
 	case v == leader:
 		return model.PhaseMember
-	case leader != nil && replicaDiverged(v, leader, s.walLagThreshold()) != "":
+	case leader != nil && replicaDiverged(v, leader, s.in.LagThreshold) != "":
 		return model.PhaseDiverged
 	case pg.State != "running":
 		// creating replica, starting: joining the cluster.
 		return model.PhaseJoining
 	case v.lag == nil:
 		return model.PhaseUnknown
-	case *v.lag > 0 && uint64(*v.lag) > s.walLagThreshold():
+	case *v.lag > 0 && uint64(*v.lag) > s.in.LagThreshold:
 		return model.PhaseCatchingUp
 	}
 	return model.PhaseMember
@@ -307,7 +416,7 @@ func (s *state) patroniIdentity(r *reasons) {
 	if len(byID) < 2 && (c == nil || c.Initialize == "" || len(byID[c.Initialize]) > 0) {
 		return
 	}
-	d := onWhich(byID)
+	d := model.OnWhich(byID)
 	if c != nil && c.Initialize != "" {
 		d += fmt.Sprintf("; the cluster was initialised as %s", c.Initialize)
 	}
@@ -322,7 +431,7 @@ func (s *state) patroniReplicas(r *reasons, prim []*memberView, c *model.Patroni
 	if len(prim) == 1 {
 		leader = prim[0]
 	}
-	thr := s.walLagThreshold()
+	thr := s.in.LagThreshold
 	candidates, syncOK := 0, false
 	for _, v := range s.views {
 		if v.m.Pod == nil {
@@ -330,10 +439,10 @@ func (s *state) patroniReplicas(r *reasons, prim []*memberView, c *model.Patroni
 		}
 		switch {
 		case v.credFail:
-			r.add(model.ReasonCredentialsUnavailable, v.m.Name, "%s", probeDetail("credentials missing or rejected", v.eng))
+			r.add(model.ReasonCredentialsUnavailable, v.m.Name, "%s", model.ProbeDetail("credentials missing or rejected", v.eng))
 			continue
 		case v.unreachable:
-			r.add(model.ReasonMemberUnreachable, v.m.Name, "%s", probeDetail("no answer", v.eng))
+			r.add(model.ReasonMemberUnreachable, v.m.Name, "%s", model.ProbeDetail("no answer", v.eng))
 			continue
 		}
 		p := v.pg()
@@ -360,13 +469,13 @@ func (s *state) patroniReplicas(r *reasons, prim []*memberView, c *model.Patroni
 		}
 		switch {
 		case !streaming:
-			r.add(model.ReasonReplicaNotStreaming, v.m.Name, "%s (state %s) is not streaming from the primary %s", v.m.Name, orDefault(p.State, "unknown"), leader.m.Name)
+			r.add(model.ReasonReplicaNotStreaming, v.m.Name, "%s (state %s) is not streaming from the primary %s", v.m.Name, cmp.Or(p.State, "unknown"), leader.m.Name)
 			healthy = false
 		case v.lag == nil:
-			r.add(model.ReasonLagUnknown, v.m.Name, "replica reported no replayed WAL position (state %s)", orDefault(p.State, "unknown"))
+			r.add(model.ReasonLagUnknown, v.m.Name, "replica reported no replayed WAL position (state %s)", cmp.Or(p.State, "unknown"))
 			healthy = false
 		case *v.lag > 0 && uint64(*v.lag) > thr:
-			r.add(model.ReasonReplicaLagging, v.m.Name, "replay is %s behind the primary's WAL position (threshold %s)", bytesHuman(*v.lag), bytesHuman(int64(thr)))
+			r.add(model.ReasonReplicaLagging, v.m.Name, "replay is %s behind the primary's WAL position (threshold %s)", model.BytesIEC(*v.lag), model.BytesIEC(int64(thr)))
 			healthy = false
 		}
 		if p.State != "running" {
@@ -390,7 +499,7 @@ func (s *state) patroniReplicas(r *reasons, prim []*memberView, c *model.Patroni
 		r.add(model.ReasonSyncStandbyMissing, "", "%s", d)
 	}
 	if candidates == 0 {
-		r.add(model.ReasonFailoverCandidatesNone, "", "no replica is running, streaming and within %s of the primary (without nofailover)", bytesHuman(int64(thr)))
+		r.add(model.ReasonFailoverCandidatesNone, "", "no replica is running, streaming and within %s of the primary (without nofailover)", model.BytesIEC(int64(thr)))
 	}
 }
 
@@ -411,7 +520,7 @@ func (s *state) patroniPDB(r *reasons) {
 		allowed = max(n-p.MinAvailable, 0)
 	}
 	if allowed < 0 || (n >= 2 && allowed > n-2) {
-		r.add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s lets %s of %d go at once: a primary and a failover candidate need 2 to stay", p.Name, plural(max(allowed, n), "pod"), n)
+		r.add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s lets %s of %d go at once: a primary and a failover candidate need 2 to stay", p.Name, model.Plural(max(allowed, n), "pod"), n)
 	}
 }
 
@@ -468,7 +577,7 @@ func (s *state) patroniLock(r *reasons) {
 	}
 	if c.LockStale(s.now.Add(-lockSkew)) {
 		r.add(model.ReasonLeaderLockStale, c.LockHolder, "leader lock %s-leader held by %s was last renewed %s ago; ttl %s",
-			c.Scope, c.LockHolder, roundAge(s.now.Sub(c.LockRenew)), c.LockTTL)
+			c.Scope, c.LockHolder, model.RoundAge(s.now.Sub(c.LockRenew)), c.LockTTL)
 	}
 	if c.Paused {
 		r.add(model.ReasonMaintenancePaused, "", "maintenance mode (pause) is on in %s-config: Patroni will not fail over", c.Scope)

@@ -1,0 +1,35 @@
+package classify
+
+import (
+	"maps"
+	"time"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/engine/registry"
+	"github.com/hactl-dev/hactl/model"
+)
+
+// judgedClassify is Classify with the verdict rules of the engines hactl
+// ships handed in, as the faces hand them (engine/registry), beside any
+// the intent holds already.
+func judgedClassify(obs model.Observation, in Intent, now time.Time) Decision {
+	return Classify(obs, judgedIntent(in), now)
+}
+
+// judgedClassifyWith is classifyWith with those rules handed in, and the
+// toy engine's clusters (etcd's facts under another name) judged by
+// etcd's verdict rules.
+func judgedClassifyWith(registry map[model.Engine]engineRules, obs model.Observation, in Intent, now time.Time) Decision {
+	in = judgedIntent(in)
+	if _, ok := in.Options.Verdict.Rules[engineToy]; !ok {
+		in.Options.Verdict.Rules[engineToy] = in.Options.Verdict.Rules[model.EngineEtcd]
+	}
+	return classifyWith(registry, obs, in, now)
+}
+
+func judgedIntent(in Intent) Intent {
+	rules := engine.VerdictRules(registry.Engines())
+	maps.Copy(rules, in.Options.Verdict.Rules)
+	in.Options.Verdict.Rules = rules
+	return in
+}
