@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"cmd/kubectl-hactl":    {"cli"},
 	"cmd/hactl-capture":    {"agent"},
 	"internal/portforward": {"engine"},
-	"internal/format":      {},
+	"internal/format":      {"model"},
 	"internal/gotemplate":  {},
 	"internal/kubeflags":   {},
 	"internal/redact":      {},
