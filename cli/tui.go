@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/internal/format"
 
@@ -279,6 +280,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 			ProbeInterval:  s.ProbeInterval,
 			Probes:         !s.NoProbe,
 			Verdict:        observer.VerdictOptions(),
+			Views:          engine.Views(observer.Engines),
 			ReadOnly:       ro,
 			ReadOnlyReason: why,
 			LockHolder:     holder,

@@ -111,6 +111,30 @@ func VerdictRules(engines map[model.Engine]Engine) map[model.Engine]model.Verdic
 	return out
 }
 
+// Viewed is implemented by an engine that says how its facts read in
+// hactl's views: whoever holds the engines hands them to the views (see
+// Views).
+type Viewed interface {
+	View() model.EngineView
+}
+
+// Views collects the views of the engines that have one; nil when none
+// does.
+func Views(engines map[model.Engine]Engine) map[model.Engine]model.EngineView {
+	var out map[model.Engine]model.EngineView
+	for name, e := range engines {
+		v, ok := e.(Viewed)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[model.Engine]model.EngineView{}
+		}
+		out[name] = v.View()
+	}
+	return out
+}
+
 // MemberOps changes an engine's membership through one member (the
 // leader): what the executor calls to remove, add, promote and move.
 // Implementations report "already so" as ErrAlready, "not yet" as

@@ -64,6 +64,21 @@ type PatroniFacts struct {
 	ViewErr    string `json:"viewError,omitempty"`
 }
 
+// RoleName is the role a Patroni member shows: primary (for master or
+// primary), sync-standby, replica, or what the member said (demoted,
+// uninitialized, standby_leader).
+func (p *PatroniFacts) RoleName() string {
+	switch {
+	case p.Writable():
+		return "primary"
+	case p.Role == "replica" && p.SyncStandby:
+		return "sync-standby"
+	case p.Role == "":
+		return RoleUnknown.String()
+	}
+	return p.Role
+}
+
 // Writable reports whether the member says it is a writable primary.
 func (p *PatroniFacts) Writable() bool {
 	return p != nil && (p.Role == "master" || p.Role == "primary")

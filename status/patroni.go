@@ -297,7 +297,7 @@ func (patroniStatus) configMaps() bool { return true }
 func (patroniStatus) member(ms *MemberStatus, e *model.EngineFacts) {
 	if e.Patroni != nil {
 		ms.Patroni = e.Patroni
-		ms.Role = PatroniRole(e.Patroni)
+		ms.Role = e.Patroni.RoleName()
 	}
 }
 
@@ -336,19 +336,4 @@ func patroniRow(m MemberStatus, o TableOptions) []string {
 		return strconv.FormatInt(*l, 10)
 	}
 	return append(row, pvcCell(m), format.Dash(m.ClusterID), pos(p.WALLocation), pos(p.ReceivedLocation), pos(p.ReplayedLocation), probeCell(m))
-}
-
-// PatroniRole is the role a Patroni member shows in the table: primary
-// (for master or primary), sync-standby, replica, or what the member said
-// (demoted, uninitialized, standby_leader).
-func PatroniRole(p *model.PatroniFacts) string {
-	switch {
-	case p.Writable():
-		return "primary"
-	case p.Role == "replica" && p.SyncStandby:
-		return "sync-standby"
-	case p.Role == "":
-		return model.RoleUnknown.String()
-	}
-	return p.Role
 }

@@ -225,7 +225,7 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		m.setStatus(true, "select a member first")
 		return m, nil
 	}
-	if action == model.ActionRestore || (action == model.ActionSwitchover && !viewOf(r.Observation.Cluster).candidate(mem)) {
+	if action == model.ActionRestore || (action == model.ActionSwitchover && !engineViews(m.cfg.Views).of(r.Observation.Cluster).Candidate(mem)) {
 		mem = model.Member{}
 	}
 	c := r.Observation.Cluster

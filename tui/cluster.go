@@ -28,6 +28,8 @@ type memberView struct {
 	lower int
 	book  remedy.Book
 	now   func() time.Time
+	// views are the engines' views.
+	views engineViews
 	// result is the cluster shown, members its members the filter keeps,
 	// filter the filter (it narrows the reasons too).
 	result  status.Result
@@ -38,8 +40,8 @@ type memberView struct {
 	summary, paneLines []string
 }
 
-func newMemberView(th Theme, keys KeyMap, book remedy.Book, now func() time.Time) memberView {
-	return memberView{table: newTable(th, keys, memberColumns(nil)...), book: book, now: now}
+func newMemberView(th Theme, keys KeyMap, book remedy.Book, now func() time.Time, views engineViews) memberView {
+	return memberView{table: newTable(th, keys, memberColumns(nil)...), book: book, now: now, views: views}
 }
 
 // memberColumns are the member table's columns, with an engine's own
@@ -80,7 +82,7 @@ func (v *memberView) SetTheme(th Theme) {
 // setData sets the cluster shown and the filter.
 func (v *memberView) setData(r status.Result, filter string) {
 	v.result, v.filter = r, filter
-	v.members = filterMembers(r, filter)
+	v.members = filterMembers(v.views, r, filter)
 	v.refresh()
 }
 
@@ -106,13 +108,13 @@ func (v memberView) Update(msg tea.Msg) (memberView, tea.Cmd) {
 
 // filterMembers are the members of r whose name, phase, role or node
 // contain f (lower case; "" keeps all).
-func filterMembers(r status.Result, f string) []model.Member {
+func filterMembers(views engineViews, r status.Result, f string) []model.Member {
 	if f == "" {
 		return r.Observation.Members
 	}
 	var out []model.Member
 	for _, mem := range r.Observation.Members {
-		hay := mem.Name + " " + mem.Phase.String() + " " + viewOf(r.Observation.Cluster).role(mem)
+		hay := mem.Name + " " + mem.Phase.String() + " " + views.of(r.Observation.Cluster).Role(mem)
 		if mem.Pod != nil {
 			hay += " " + mem.Pod.Node
 		}
@@ -125,7 +127,7 @@ func filterMembers(r status.Result, f string) []model.Member {
 
 // summaryLines are the cluster-wide facts: engine, shape, leader,
 // cluster ID and the quorum arithmetic.
-func summaryLines(t Theme, r status.Result, w int) []string {
+func summaryLines(t Theme, views engineViews, r status.Result, w int) []string {
 	c, a := r.Observation.Cluster, r.Analysis
 	parts := []string{c.Engine.String(), c.Shape.String()}
 	if a.LeaderMember != "" {
@@ -140,9 +142,9 @@ func summaryLines(t Theme, r status.Result, w int) []string {
 		}
 		parts = append(parts, "cluster "+id)
 	}
-	q := viewOf(c).summary(r)
+	q := views.summaryOf(r)
 	if a.Frontier != nil {
-		q = append(q, "frontier "+viewOf(c).position(*a.Frontier))
+		q = append(q, "frontier "+views.of(c).Position(*a.Frontier))
 	} else if r.Observation.EngineProbed {
 		q = append(q, "frontier unknown")
 	}
@@ -170,10 +172,10 @@ func (v *memberView) refresh() {
 			}
 			version = format.Dash(e.Version)
 		}
-		ev := viewOf(v.result.Observation.Cluster)
-		roleCell := plain(ev.role(mem))
-		if ev.leads(mem) {
-			roleCell = styled(ev.role(mem), t.Bold)
+		ev := v.views.of(v.result.Observation.Cluster)
+		roleCell := plain(ev.Role(mem))
+		if ev.Leads(mem) {
+			roleCell = styled(ev.Role(mem), t.Bold)
 		}
 		readyCell := plain(ready)
 		if ready == "no" {
@@ -183,14 +185,14 @@ func (v *memberView) refresh() {
 			plain(strconv.Itoa(mem.Ordinal)), plain(pod), plain(node), roleCell, plain(id),
 			styled(mem.Phase.String(), t.phase(mem.Phase)),
 		}
-		for _, c := range ev.cells(mem) {
+		for _, c := range ev.Cells(mem) {
 			row = append(row, plain(c))
 		}
-		rows = append(rows, append(row, readyCell, plain(ev.lagText(mem.Lag)), plain(version), plain(restarts), plain(ageS)))
+		rows = append(rows, append(row, readyCell, plain(ev.LagText(mem.Lag)), plain(version), plain(restarts), plain(ageS)))
 	}
-	v.table.setColumns(memberColumns(viewOf(v.result.Observation.Cluster).columns()))
+	v.table.setColumns(memberColumns(viewColumns(v.views.of(v.result.Observation.Cluster).Columns())))
 	v.SetRows(rows)
-	v.summary = summaryLines(t, v.result, v.width)
+	v.summary = summaryLines(t, v.views, v.result, v.width)
 	v.paneLines = v.pane()
 }
 

@@ -318,7 +318,7 @@ func TestClusterListFilters(t *testing.T) {
 }
 
 func TestMemberViewSizeAndPane(t *testing.T) {
-	v := newMemberView(NewTheme(true), DefaultKeyMap(), remedy.Load(), clock)
+	v := newMemberView(NewTheme(true), DefaultKeyMap(), remedy.Load(), clock, cfgViews)
 	v.SetSize(120, 20)
 	v.setData(evaluate(degradedObs("db", "etcd-b")), "")
 	id := memberID(1)

@@ -6,34 +6,33 @@ import (
 	"testing"
 
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/status"
 )
 
 // toyView is an engine's view in a test: the seam is all the views need.
 type toyView struct{}
 
-func (toyView) role(mem model.Member) string            { return "toy-" + mem.Name[len(mem.Name)-1:] }
-func (toyView) leads(mem model.Member) bool             { return strings.HasSuffix(mem.Name, "-1") }
-func (toyView) lagText(l *int64) string                 { return "toylag" }
-func (toyView) lagUnit() string                         { return "toy units" }
-func (toyView) candidate(model.Member) bool             { return false }
-func (toyView) position(p uint64) string                { return fmt.Sprintf("toy@%d", p) }
-func (toyView) columns() []column                       { return []column{{title: "TOYCOL", max: 8}} }
-func (toyView) cells(model.Member) []string             { return []string{"toycell"} }
-func (toyView) frontier(f uint64, leader string) string { return fmt.Sprintf("toy frontier %d", f) }
-func (toyView) summary(status.Result) []string          { return []string{"toy summary"} }
-func (toyView) section(r status.Result, thr uint64, _ func(string) string) (string, []string, string) {
-	return "Toy section", nil, fmt.Sprintf("nothing toy-like among %d members", len(r.Observation.Members))
+func (toyView) Role(m model.Member) string              { return "toy-" + m.Name[len(m.Name)-1:] }
+func (toyView) Leads(m model.Member) bool               { return strings.HasSuffix(m.Name, "-1") }
+func (toyView) LagText(l *int64) string                 { return "toylag" }
+func (toyView) LagUnit() string                         { return "toy units" }
+func (toyView) Candidate(model.Member) bool             { return false }
+func (toyView) Position(p uint64) string                { return fmt.Sprintf("toy@%d", p) }
+func (toyView) Columns() []model.ViewColumn             { return []model.ViewColumn{{Title: "TOYCOL", Max: 8}} }
+func (toyView) Cells(model.Member) []string             { return []string{"toycell"} }
+func (toyView) Frontier(f uint64, leader string) string { return fmt.Sprintf("toy frontier %d", f) }
+func (toyView) Summary(model.Observation, model.Votes) []string {
+	return []string{"toy summary"}
+}
+func (toyView) Section(obs model.Observation, thr uint64, _ func(string) string) (string, []string, string) {
+	return "Toy section", nil, fmt.Sprintf("nothing toy-like among %d members", len(obs.Members))
 }
 
 // The member and readiness views show an engine through its view alone:
 // a toy engine's roles, lag, summary and section, and no other engine's.
 func TestToyEngineThroughTheViewSeam(t *testing.T) {
-	views["toy"] = toyView{}
-	defer delete(views, "toy")
 	obs := patroniObs("db", "toy")
 	obs.Cluster.Engine = "toy"
-	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, obs)
+	m := newTestModel(t, Config{Namespace: "db", Views: withViews(map[model.Engine]model.EngineView{"toy": toyView{}})}, Deps{}, obs)
 	m = press(t, m, "enter")
 	members := frame(m)
 	for _, want := range []string{"toy-0", "toy-2", "toylag", "toy summary", "TOYCOL", "toycell"} {

@@ -127,6 +127,9 @@ func newTestModel(t *testing.T, cfg Config, deps Deps, obs ...model.Observation)
 	}
 	cfg.Probes = true
 	cfg.Verdict = judged(cfg.Verdict)
+	if cfg.Views == nil {
+		cfg.Views = cfgViews
+	}
 	m := New(context.Background(), cfg, deps)
 	var rs []status.Result
 	for _, o := range obs {

@@ -38,6 +38,10 @@ type Config struct {
 	// Verdict are the verdict thresholds (used to re-evaluate after watch
 	// events between probes).
 	Verdict verdict.Options
+	// Views are how each engine's facts read, by engine (those the faces
+	// hold: engine.Views); a cluster of an engine with none is shown
+	// plainly.
+	Views map[model.Engine]model.EngineView
 	// ReadOnly disables every action; ReadOnlyReason says why
 	// ("--readonly", "context prod is read-only").
 	ReadOnly       bool
@@ -148,8 +152,8 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 		filter:       fi,
 		observations: observations{history: lagHistory{}, leaders: status.LeaderLog{}},
 		clusters:     newClusterList(th, keys, cfg.Namespace),
-		members:      newMemberView(th, keys, remedy.Load(), cfg.Now),
-		readiness:    newReadinessView(th, keys, cfg.Verdict, cfg.ProbeInterval),
+		members:      newMemberView(th, keys, remedy.Load(), cfg.Now, cfg.Views),
+		readiness:    newReadinessView(th, keys, cfg.Verdict, cfg.ProbeInterval, cfg.Views),
 		timeline:     newTimelineView(th, keys),
 		seed:         newSeedView(th, keys, cfg.Now, deps.Generations),
 	}
@@ -437,7 +441,7 @@ func (m Model) visibleClusters() []status.Result { return m.clusters.visible }
 
 // visibleMembers are the members of r the cluster views list (filtered).
 func (m Model) visibleMembers(r status.Result) []model.Member {
-	return filterMembers(r, m.filterOn(screenCluster))
+	return filterMembers(m.cfg.Views, r, m.filterOn(screenCluster))
 }
 
 // selectedMember is the member under the cursor of the current tab.

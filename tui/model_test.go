@@ -566,7 +566,7 @@ func TestWatchEventsAreCoalescedAndGrafted(t *testing.T) {
 		}
 		return []status.Result{status.Evaluate(cached, now, cfgVerdict)}
 	}}
-	m := New(context.Background(), Config{Namespace: "db", Now: clock, Probes: true, Verdict: cfgVerdict}, Deps{Backend: b})
+	m := New(context.Background(), Config{Namespace: "db", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
 	nm, cmd := m.Update(syncedMsg{})
 	m = nm.(Model)
 	if !m.probing {
@@ -659,7 +659,7 @@ func TestGraftMatchesPodUID(t *testing.T) {
 
 func TestWatchErrorShownAndReissued(t *testing.T) {
 	b := &stubBackend{changes: make(chan struct{}), errs: make(chan error, 1)}
-	m := New(context.Background(), Config{Now: clock, Verdict: cfgVerdict}, Deps{Backend: b})
+	m := New(context.Background(), Config{Now: clock, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
 	nm, cmd := m.Update(watchErrMsg{err: errors.New("watch pods: forbidden")})
 	m = nm.(Model)
 	if !m.statusError || !strings.Contains(m.statusText, "forbidden") {
@@ -675,7 +675,7 @@ func TestWatchErrorShownAndReissued(t *testing.T) {
 }
 
 func TestSyncErrorShown(t *testing.T) {
-	m := New(context.Background(), Config{Now: clock, Verdict: cfgVerdict}, Deps{})
+	m := New(context.Background(), Config{Now: clock, Verdict: cfgVerdict, Views: cfgViews}, Deps{})
 	m = send(t, m, syncedMsg{err: errors.New("you may not list statefulsets.apps")})
 	if f := frame(m); !strings.Contains(f, "Cannot read the clusters") || !strings.Contains(f, "statefulsets.apps") {
 		t.Errorf("frame:\n%s", f)
@@ -820,7 +820,7 @@ func TestFirstScreenFromTheDirectRead(t *testing.T) {
 		release: make(chan struct{}),
 		direct:  []status.Result{direct},
 	}
-	m := New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true, Verdict: cfgVerdict}, Deps{Backend: b})
+	m := New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
 	var cmds []tea.Cmd
 	if batch, ok := m.Init()().(tea.BatchMsg); ok {
 		cmds = batch
@@ -883,7 +883,7 @@ func TestFirstScreenFromTheDirectRead(t *testing.T) {
 // When the watches cannot sync, a first screen from the direct read does
 // not stay up looking live: the error screen replaces it.
 func TestSyncFailureReplacesTheDirectRead(t *testing.T) {
-	m := New(context.Background(), Config{Namespace: "db", Now: clock, Probes: true, Verdict: cfgVerdict}, Deps{})
+	m := New(context.Background(), Config{Namespace: "db", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{})
 	nm, _ := m.Update(observedMsg{direct: true, probed: true, results: []status.Result{evaluate(healthyObs("db", "etcd-a"))}, at: now})
 	m = nm.(Model)
 	if !m.loaded || !strings.Contains(ansi.Strip(m.Render()), "etcd-a") {
@@ -916,7 +916,7 @@ func TestSyncBeforeTheDirectReadWaitsForIt(t *testing.T) {
 			}},
 			release: make(chan struct{}),
 		}
-		m := New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true, Verdict: cfgVerdict}, Deps{Backend: b})
+		m := New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
 		nm, cmd := m.Update(syncedMsg{})
 		m = settle(t, nm.(Model), cmd)
 		return b, m
@@ -959,7 +959,7 @@ func TestSyncBeforeTheDirectReadWaitsForIt(t *testing.T) {
 	b = &directBackend{stubBackend: stubBackend{changes: make(chan struct{}, 1), errs: make(chan error, 1), observe: func(bool) []status.Result {
 		return []status.Result{status.Evaluate(cached, now, cfgVerdict)}
 	}}, release: make(chan struct{})}
-	m = New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true, Verdict: cfgVerdict}, Deps{Backend: b})
+	m = New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
 	m.probing = true
 	nm, cmd = m.Update(syncedMsg{})
 	m = settle(t, nm.(Model), cmd)

@@ -21,6 +21,8 @@ type readinessView struct {
 	// cluster), interval the time between probes.
 	verdict  verdict.Options
 	interval time.Duration
+	// views are the engines' views.
+	views engineViews
 	// result is the cluster shown, members its members the filter keeps,
 	// history the lag of the recent probes.
 	result  status.Result
@@ -31,7 +33,7 @@ type readinessView struct {
 // historyColumn is the column of the lag sparklines.
 const historyColumn = 5
 
-func newReadinessView(th Theme, keys KeyMap, o verdict.Options, interval time.Duration) readinessView {
+func newReadinessView(th Theme, keys KeyMap, o verdict.Options, interval time.Duration, views engineViews) readinessView {
 	tb := newTable(th, keys,
 		column{title: "MEMBER", min: 6, max: 30},
 		column{title: "ROLE", max: 8},
@@ -41,7 +43,7 @@ func newReadinessView(th Theme, keys KeyMap, o verdict.Options, interval time.Du
 		// The history takes the width the other columns leave.
 		column{title: "HISTORY", min: 10, grow: true},
 	)
-	return readinessView{table: tb, verdict: o, interval: interval}
+	return readinessView{table: tb, verdict: o, interval: interval, views: views}
 }
 
 // SetSize sets the tab's size: the table takes what the three lines above
@@ -60,7 +62,7 @@ func (v *readinessView) SetTheme(th Theme) {
 // setData sets the cluster shown, the filter and the lag history.
 func (v *readinessView) setData(r status.Result, filter string, h lagHistory) {
 	v.result, v.history = r, h
-	v.members = filterMembers(r, filter)
+	v.members = filterMembers(v.views, r, filter)
 	v.refresh()
 }
 
@@ -75,7 +77,7 @@ func (v readinessView) Update(msg tea.Msg) (readinessView, tea.Cmd) {
 // width its column got.
 func (v *readinessView) refresh() {
 	c := v.result.Observation.Cluster
-	t, thr, ev := v.theme, verdict.LagThreshold(v.verdict, c), viewOf(c)
+	t, thr, ev := v.theme, verdict.LagThreshold(v.verdict, c), v.views.of(c)
 	rows := make([][]cell, 0, len(v.members))
 	series := make([][]*int64, 0, len(v.members))
 	for _, mem := range v.members {
@@ -94,8 +96,8 @@ func (v *readinessView) refresh() {
 			vsCell = styled(vs, t.Good)
 		}
 		rows = append(rows, []cell{
-			plain(mem.Name), plain(ev.role(mem)), styled(mem.Phase.String(), t.phase(mem.Phase)),
-			plain(ev.lagText(mem.Lag)), vsCell, plain(""),
+			plain(mem.Name), plain(ev.Role(mem)), styled(mem.Phase.String(), t.phase(mem.Phase)),
+			plain(ev.LagText(mem.Lag)), vsCell, plain(""),
 		})
 	}
 	v.SetRows(rows)
@@ -114,24 +116,24 @@ func (v *readinessView) refresh() {
 func (v readinessView) View() []string {
 	t, r := v.theme, v.result
 	c := r.Observation.Cluster
-	thr, ev := verdict.LagThreshold(v.verdict, c), viewOf(c)
+	thr, ev := verdict.LagThreshold(v.verdict, c), v.views.of(c)
 	a := r.Analysis
 	head := "frontier unknown: lag cannot be judged (never read as caught up)"
 	switch {
 	case a.Frontier != nil:
-		head = ev.frontier(*a.Frontier, a.LeaderMember)
+		head = ev.Frontier(*a.Frontier, a.LeaderMember)
 	case a.NoFrontierBecause != "":
 		head = "frontier unknown: " + a.NoFrontierBecause
 	}
 	n := len(v.history[memberHistoryKey(r.Observation.Cluster, firstMemberName(r))])
 	lines := []string{
 		" " + head,
-		" " + t.Dim.Render(fmt.Sprintf("lag threshold %d %s · %s shown, every %s", thr, ev.lagUnit(), plural(n, "probe"), v.interval)),
+		" " + t.Dim.Render(fmt.Sprintf("lag threshold %d %s · %s shown, every %s", thr, ev.LagUnit(), plural(n, "probe"), v.interval)),
 		"",
 	}
 	lines = append(lines, v.table.View()...)
 	trend := func(member string) string { return v.history.trend(c, member) }
-	if title, sec, none := ev.section(r, thr, trend); title != "" {
+	if title, sec, none := ev.Section(r.Observation, thr, trend); title != "" {
 		lines = append(lines, "", t.Section.Render(title))
 		for _, l := range sec {
 			lines = append(lines, wrap(l, v.width, "  ")...)
