@@ -144,3 +144,34 @@ func codesOf(v model.Verdict) []model.ReasonCode {
 	}
 	return out
 }
+
+// silentRules judge every member a caught-up member and find nothing.
+type silentRules struct{}
+
+func (silentRules) Judge(in model.JudgeInput) model.Judgement {
+	n := len(in.Observation.Members)
+	j := model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Voters: n, Quorum: n/2 + 1, Tolerance: n - (n/2 + 1), Formed: true}
+	for i := range j.Phases {
+		var lag int64
+		j.Phases[i], j.Lags[i] = model.PhaseMember, &lag
+	}
+	return j
+}
+func (silentRules) LagThreshold(t model.Thresholds, _ model.ClusterFacts) uint64 { return t.Lag }
+
+// Without probes nothing measured lag, whatever an engine's rules say: a
+// cluster no member of which was asked is never failover-ready, even when
+// its rules add no reason of their own (the http engine's, unprobed).
+func TestUnprobedIsNeverFailoverReady(t *testing.T) {
+	o := Options{Rules: map[model.Engine]model.VerdictRules{"toy": silentRules{}}}
+	obs := healthy()
+	obs.Cluster.Engine = "toy"
+	if v := Compute(obs, now, o); !v.FailoverReady || len(v.Reasons) != 0 {
+		t.Fatalf("probed: %+v, want failover-ready with no reason", v)
+	}
+	obs.EngineProbed = false
+	v := Compute(obs, now, o)
+	if !v.ControlReady || v.FailoverReady || !slices.Contains(reasonKeys(v.Reasons), "lag_unknown") {
+		t.Errorf("unprobed: %+v, want control-ready, not failover-ready, lag_unknown", v)
+	}
+}
