@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/hactl-dev/hactl/cli"
+	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/internal/testenv"
 )
 
@@ -22,20 +24,45 @@ import (
 // contexts are one real API server behind 10 kubeconfig contexts, each
 // with its own namespace of 5 clusters × 3 members, so each context's
 // requests go to the server on their own connections. Goal: ≤ 1.3×,
-// where the contexts are remote and their round trips dominate; on
-// loopback the work of 10 contexts' clusters on the machine's cores does,
-// so the run also says the ratio against reading them one by one.
+// where the contexts are remote and their round trips dominate: the
+// rtt=50ms run puts each context behind a latency proxy of its own (25 ms
+// each way, as a server in another region); on loopback the work of 10
+// contexts' clusters on the machine's cores dominates, so the run also
+// says the ratio against reading them one by one.
 func BenchmarkFleetStatus(b *testing.B) {
 	testenv.SkipShort(b)
+	b.Run("loopback", func(b *testing.B) { fleetStatus(b, 0) })
+	b.Run("rtt=50ms", func(b *testing.B) { fleetStatus(b, 25*time.Millisecond) })
+}
+
+func fleetStatus(b *testing.B, delay time.Duration) {
 	const contexts = 10
 	cfg, err := clientcmd.LoadFromFile(cp.AdminKubeconfig)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cur := cfg.Contexts[cfg.CurrentContext]
+	server := cfg.Clusters[cur.Cluster]
 	cfg.Contexts = map[string]*clientcmdapi.Context{}
 	for i := range contexts {
-		cfg.Contexts[fmt.Sprintf("c%02d", i)] = &clientcmdapi.Context{Cluster: cur.Cluster, AuthInfo: cur.AuthInfo, Namespace: populate(b, 5)}
+		name := fmt.Sprintf("c%02d", i)
+		cluster := cur.Cluster
+		if delay > 0 {
+			u, err := url.Parse(server.Server)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := e2esuite.NewLatencyProxy(u.Host, delay)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(p.Close)
+			u.Host = p.Addr()
+			c := server.DeepCopy()
+			c.Server, cluster = u.String(), name
+			cfg.Clusters[name] = c
+		}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: cur.AuthInfo, Namespace: populate(b, 5)}
 	}
 	cfg.CurrentContext = "c00"
 	path := filepath.Join(b.TempDir(), "kubeconfig")

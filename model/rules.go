@@ -53,6 +53,50 @@ type JudgeInput struct {
 	Thresholds Thresholds
 }
 
+// MemberProbe is what rules start from for one member: how its pod and
+// its probe went.
+type MemberProbe struct {
+	// PodPhase is the phase its pod alone decides (absent, terminating,
+	// pending), "" when its engine facts decide.
+	PodPhase Phase
+	// Engine is its engine facts, nil when probes did not run or it was
+	// not probed.
+	Engine *EngineFacts
+	// Running: its container runs now.
+	Running bool
+	// Answered: the engine answered the probe. CredFail: the probe
+	// failed for credentials. Unreachable: it failed otherwise.
+	Answered, CredFail, Unreachable bool
+}
+
+// Probes are in's members as rules start from them, in the
+// observation's order.
+func (in JudgeInput) Probes() []MemberProbe {
+	out := make([]MemberProbe, len(in.Observation.Members))
+	for i, m := range in.Observation.Members {
+		p := &out[i]
+		if i < len(in.PodPhases) {
+			p.PodPhase = in.PodPhases[i]
+		}
+		if m.Pod != nil {
+			p.Running = m.Pod.Running
+		}
+		if !in.Observation.EngineProbed || m.Engine == nil {
+			continue
+		}
+		p.Engine = m.Engine
+		switch {
+		case m.Engine.Reachable:
+			p.Answered = true
+		case m.Engine.Failure == ProbeFailureCredentials:
+			p.CredFail = true
+		default:
+			p.Unreachable = true
+		}
+	}
+	return out
+}
+
 // Judgement is what VerdictRules.Judge derived.
 type Judgement struct {
 	// Phases and Lags hold one entry per member, in the observation's

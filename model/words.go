@@ -67,3 +67,26 @@ func ProbeDetail(prefix string, e *EngineFacts) string {
 	}
 	return d
 }
+
+// Reasons collects reasons as rules find them, each once, in the order
+// found.
+type Reasons struct {
+	seen map[Reason]bool
+	// List holds the reasons found.
+	List []Reason
+}
+
+// Add adds the reason code for member ("" for the cluster), its detail
+// formatted from format and args, unless the same reason was added
+// already.
+func (r *Reasons) Add(code ReasonCode, member, format string, args ...any) {
+	x := Reason{Code: code, Member: member, Detail: fmt.Sprintf(format, args...)}
+	if r.seen == nil {
+		r.seen = map[Reason]bool{}
+	}
+	if r.seen[x] {
+		return
+	}
+	r.seen[x] = true
+	r.List = append(r.List, x)
+}

@@ -16,7 +16,7 @@ import (
 func (s *state) pdb(r *reasons) {
 	p := s.obs.PDB
 	if p == nil {
-		r.add(model.ReasonPDBMissing, "", "no PodDisruptionBudget selects the cluster's pods")
+		r.Add(model.ReasonPDBMissing, "", "no PodDisruptionBudget selects the cluster's pods")
 		return
 	}
 	var allowed int
@@ -28,11 +28,11 @@ func (s *state) pdb(r *reasons) {
 		allowed = max(s.obs.Cluster.Replicas-p.MinAvailable, 0)
 		how = fmt.Sprintf("minAvailable %d of %d replicas", p.MinAvailable, s.obs.Cluster.Replicas)
 	default:
-		r.add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s sets neither minAvailable nor maxUnavailable", p.Name)
+		r.Add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s sets neither minAvailable nor maxUnavailable", p.Name)
 		return
 	}
 	if allowed > s.a.Tolerance {
-		r.add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s (%s) lets %s go at once; %s tolerate losing %d",
+		r.Add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s (%s) lets %s go at once; %s tolerate losing %d",
 			p.Name, how, model.Plural(allowed, "pod"), model.Plural(s.a.Voters, "voter"), s.a.Tolerance)
 	}
 }
@@ -45,7 +45,7 @@ func (s *state) colocation(r *reasons) {
 		return
 	}
 	if s.a.Tolerance == 0 {
-		r.add(model.ReasonMembersColocated, "", "%s: losing any one member or its node loses quorum (%d needed)", model.Plural(n, "voter"), q)
+		r.Add(model.ReasonMembersColocated, "", "%s: losing any one member or its node loses quorum (%d needed)", model.Plural(n, "voter"), q)
 		return
 	}
 	perNode := map[string][]string{}
@@ -57,7 +57,7 @@ func (s *state) colocation(r *reasons) {
 	}
 	for node, names := range perNode {
 		if len(names) > s.a.Tolerance {
-			r.add(model.ReasonMembersColocated, "", "%d of %d members on node %s (%s); losing it leaves %d, quorum is %d",
+			r.Add(model.ReasonMembersColocated, "", "%d of %d members on node %s (%s); losing it leaves %d, quorum is %d",
 				len(names), n, node, strings.Join(names, ", "), n-len(names), q)
 		}
 	}

@@ -78,10 +78,10 @@ func (unsupportedRules) reasons(s *state, r *reasons) {
 	}
 	slices.Sort(known)
 	if len(known) == 0 {
-		r.add(model.ReasonEngineUnsupported, "", "hactl has no rules for engine %q (label hactl.dev/engine): it was handed no engine's rules", s.obs.Cluster.Engine)
+		r.Add(model.ReasonEngineUnsupported, "", "hactl has no rules for engine %q (label hactl.dev/engine): it was handed no engine's rules", s.obs.Cluster.Engine)
 		return
 	}
-	r.add(model.ReasonEngineUnsupported, "", "hactl has no rules for engine %q (label hactl.dev/engine): it judges %s clusters only", s.obs.Cluster.Engine, strings.Join(known, ", "))
+	r.Add(model.ReasonEngineUnsupported, "", "hactl has no rules for engine %q (label hactl.dev/engine): it judges %s clusters only", s.obs.Cluster.Engine, strings.Join(known, ", "))
 }
 
 // podPhase is the phase a member's pod alone decides (absent,

@@ -61,6 +61,6 @@ func (h handedRules) reasons(s *state, r *reasons) {
 		s.colocation(r)
 	}
 	for _, x := range s.judged {
-		r.add(x.Code, x.Member, "%s", x.Detail)
+		r.Add(x.Code, x.Member, "%s", x.Detail)
 	}
 }

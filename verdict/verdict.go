@@ -34,22 +34,8 @@ func Compute(obs model.Observation, now time.Time, opts Options) model.Verdict {
 	return analyze(obs, now, opts).verdict()
 }
 
-type reasons struct {
-	seen map[model.Reason]bool
-	list []model.Reason
-}
-
-func (r *reasons) add(code model.ReasonCode, member, format string, args ...any) {
-	x := model.Reason{Code: code, Member: member, Detail: fmt.Sprintf(format, args...)}
-	if r.seen == nil {
-		r.seen = map[model.Reason]bool{}
-	}
-	if r.seen[x] {
-		return
-	}
-	r.seen[x] = true
-	r.list = append(r.list, x)
-}
+// reasons collects the verdict's reasons, each once.
+type reasons = model.Reasons
 
 func (s *state) verdict() model.Verdict {
 	var r reasons
@@ -69,17 +55,17 @@ func (s *state) unprobed(r *reasons) {
 	if s.obs.EngineProbed {
 		return
 	}
-	for _, x := range r.list {
+	for _, x := range r.List {
 		if x.Code.Impact() >= model.ImpactFailover {
 			return
 		}
 	}
-	r.add(model.ReasonLagUnknown, "", "engine not probed")
+	r.Add(model.ReasonLagUnknown, "", "engine not probed")
 }
 
 // finish sorts the reasons and derives the two verdicts from them.
 func (s *state) finish(r reasons) model.Verdict {
-	v := model.Verdict{ControlReady: true, FailoverReady: true, Reasons: r.list}
+	v := model.Verdict{ControlReady: true, FailoverReady: true, Reasons: r.List}
 	if v.Reasons == nil {
 		v.Reasons = []model.Reason{}
 	}
@@ -120,9 +106,9 @@ func (s *state) freshness(r *reasons) {
 	at := s.obs.At
 	switch {
 	case at.IsZero():
-		r.add(model.ReasonObservationStale, "", "observation carries no time")
+		r.Add(model.ReasonObservationStale, "", "observation carries no time")
 	case s.now.Sub(at) > s.opts.StaleAfter:
-		r.add(model.ReasonObservationStale, "", "observed %s ago, older than %s", model.RoundAge(s.now.Sub(at)), s.opts.StaleAfter)
+		r.Add(model.ReasonObservationStale, "", "observed %s ago, older than %s", model.RoundAge(s.now.Sub(at)), s.opts.StaleAfter)
 	}
 }
 
@@ -130,23 +116,23 @@ func (s *state) pods(r *reasons) {
 	for _, v := range s.views {
 		m := v.m
 		if m.PVC != nil && m.PVC.Phase == "Pending" {
-			r.add(model.ReasonPVCPending, m.Name, "claim %s is Pending", m.PVC.Name)
+			r.Add(model.ReasonPVCPending, m.Name, "claim %s is Pending", m.PVC.Name)
 		}
 		p := m.Pod
 		switch {
 		case p == nil:
-			r.add(model.ReasonPodMissing, m.Name, "StatefulSet wants ordinal %d; no pod exists", m.Ordinal)
+			r.Add(model.ReasonPodMissing, m.Name, "StatefulSet wants ordinal %d; no pod exists", m.Ordinal)
 		case p.DeletionMarked:
-			r.add(model.ReasonPodTerminating, m.Name, "pod %s is marked for deletion", p.Name)
+			r.Add(model.ReasonPodTerminating, m.Name, "pod %s is marked for deletion", p.Name)
 		case p.Waiting == model.WaitingCrashLoop:
-			r.add(model.ReasonPodCrashLooping, m.Name, "%s, %d restarts", orDefault(p.WaitingReason, "CrashLoopBackOff"), p.Restarts)
+			r.Add(model.ReasonPodCrashLooping, m.Name, "%s, %d restarts", orDefault(p.WaitingReason, "CrashLoopBackOff"), p.Restarts)
 		case !v.started:
-			r.add(model.ReasonPodNeverStarted, m.Name, "%s", neverStartedDetail(p))
+			r.Add(model.ReasonPodNeverStarted, m.Name, "%s", neverStartedDetail(p))
 		case !p.Ready:
 			if p.Waiting != model.WaitingNone {
-				r.add(model.ReasonPodNotReady, m.Name, "container waiting (%s), %d restarts", orDefault(p.WaitingReason, p.Waiting.String()), p.Restarts)
+				r.Add(model.ReasonPodNotReady, m.Name, "container waiting (%s), %d restarts", orDefault(p.WaitingReason, p.Waiting.String()), p.Restarts)
 			} else {
-				r.add(model.ReasonPodNotReady, m.Name, "container running, readiness probe failing")
+				r.Add(model.ReasonPodNotReady, m.Name, "container running, readiness probe failing")
 			}
 		}
 	}
@@ -177,11 +163,11 @@ func (s *state) cert(r *reasons, member string, c *model.CertFacts) {
 	what := fmt.Sprintf("the serving certificate on port %d (%s, issued by %s)", c.Port, orDefault(c.Subject, "no subject"), orDefault(c.Issuer, "no issuer"))
 	switch {
 	case !c.NotBefore.IsZero() && s.now.Before(c.NotBefore):
-		r.add(model.ReasonCertNotYetValid, member, "%s is not valid until %s, in %s: clients that verify it refuse it; check this machine's clock and the member's, then the certificate's dates", what, c.NotBefore.UTC().Format(time.RFC3339), days(c.NotBefore.Sub(s.now)))
+		r.Add(model.ReasonCertNotYetValid, member, "%s is not valid until %s, in %s: clients that verify it refuse it; check this machine's clock and the member's, then the certificate's dates", what, c.NotBefore.UTC().Format(time.RFC3339), days(c.NotBefore.Sub(s.now)))
 	case left <= 0:
-		r.add(model.ReasonCertExpired, member, "%s expired %s, %s ago: clients that verify it refuse to connect; renew it", what, c.NotAfter.UTC().Format(time.RFC3339), days(-left))
+		r.Add(model.ReasonCertExpired, member, "%s expired %s, %s ago: clients that verify it refuse to connect; renew it", what, c.NotAfter.UTC().Format(time.RFC3339), days(-left))
 	case left < s.opts.CertWarn:
-		r.add(model.ReasonCertExpiring, member, "%s expires %s, in %s (warning window %s)", what, c.NotAfter.UTC().Format(time.RFC3339), days(left), days(s.opts.CertWarn))
+		r.Add(model.ReasonCertExpiring, member, "%s expires %s, in %s (warning window %s)", what, c.NotAfter.UTC().Format(time.RFC3339), days(left), days(s.opts.CertWarn))
 	}
 }
 
@@ -226,8 +212,8 @@ func (s *state) endpoints(r *reasons) {
 	e := s.obs.ClientEndpoints
 	switch {
 	case e == nil:
-		r.add(model.ReasonClientEndpointsMissing, "", "no client Service found")
+		r.Add(model.ReasonClientEndpointsMissing, "", "no client Service found")
 	case e.Ready == 0:
-		r.add(model.ReasonClientEndpointsMissing, "", "Service %s has no ready endpoints (0 of %d)", e.Service, e.Total)
+		r.Add(model.ReasonClientEndpointsMissing, "", "Service %s has no ready endpoints (0 of %d)", e.Service, e.Total)
 	}
 }

@@ -67,7 +67,7 @@ func (Rules) Judge(in model.JudgeInput) model.Judgement {
 	s.lagReasons(&r)
 
 	j := s.a
-	j.Reasons = r.list
+	j.Reasons = r.List
 	j.Phases = make([]model.Phase, len(s.views))
 	j.Lags = make([]*int64, len(s.views))
 	j.Learners = make([]bool, len(s.views))
@@ -81,17 +81,7 @@ func (Rules) Judge(in model.JudgeInput) model.Judgement {
 // memberView is what the rules know about one member.
 type memberView struct {
 	m *model.Member
-	// podPhase is the phase the member's pod alone decides, "" when its
-	// engine facts decide.
-	podPhase model.Phase
-	// eng is the member's engine facts, nil when probes did not run or
-	// the member was not probed.
-	eng *model.EngineFacts
-	// running: the container runs now.
-	running bool
-	// answered: the engine answered the probe. credFail: the probe failed
-	// for credentials. unreachable: the probe failed otherwise.
-	answered, credFail, unreachable bool
+	model.MemberProbe
 	// selfOnly: answered with a member list holding only itself while the
 	// StatefulSet wants more replicas (seed 000).
 	selfOnly bool
@@ -122,31 +112,12 @@ type state struct {
 
 func newState(in model.JudgeInput) *state {
 	s := &state{in: in, obs: in.Observation, now: in.Now, probed: in.Observation.EngineProbed}
-	for i := range s.obs.Members {
-		m := &s.obs.Members[i]
-		v := &memberView{m: m}
-		if i < len(in.PodPhases) {
-			v.podPhase = in.PodPhases[i]
-		}
-		if p := m.Pod; p != nil {
-			v.running = p.Running
-		}
-		if s.probed && m.Engine != nil {
-			v.eng = m.Engine
-			switch {
-			case m.Engine.Reachable:
-				v.answered = true
-				v.learner = m.Engine.IsLearner
-				v.leader = normID(m.Engine.LeaderID)
-			case m.Engine.Failure == model.ProbeFailureCredentials:
-				v.credFail = true
-			default:
-				v.unreachable = true
-			}
-		}
-		if v.answered && s.obs.Cluster.Replicas > 1 {
-			e := m.Engine
-			v.selfOnly = len(e.Peers) == 1 && e.MemberID != "" && e.Peers[0].ID == e.MemberID
+	for i, p := range in.Probes() {
+		v := &memberView{m: &s.obs.Members[i], MemberProbe: p}
+		if e := v.Engine; v.Answered {
+			v.learner = e.IsLearner
+			v.leader = normID(e.LeaderID)
+			v.selfOnly = s.obs.Cluster.Replicas > 1 && len(e.Peers) == 1 && e.MemberID != "" && e.Peers[0].ID == e.MemberID
 		}
 		s.views = append(s.views, v)
 	}
@@ -156,7 +127,7 @@ func newState(in model.JudgeInput) *state {
 // podPhase is the phase v's pod alone decides (absent, terminating,
 // pending); false when the engine's facts decide it.
 func (s *state) podPhase(v *memberView) (model.Phase, bool) {
-	return v.podPhase, v.podPhase != ""
+	return v.PodPhase, v.PodPhase != ""
 }
 
 // quorumOf is the number of voters a raft cluster of n voters needs to
@@ -175,22 +146,7 @@ func (s *state) defaultQuota() int64 {
 }
 
 // reasons collects the rules' reasons, each once.
-type reasons struct {
-	seen map[model.Reason]bool
-	list []model.Reason
-}
-
-func (r *reasons) add(code model.ReasonCode, member, format string, args ...any) {
-	x := model.Reason{Code: code, Member: member, Detail: fmt.Sprintf(format, args...)}
-	if r.seen == nil {
-		r.seen = map[model.Reason]bool{}
-	}
-	if r.seen[x] {
-		return
-	}
-	r.seen[x] = true
-	r.list = append(r.list, x)
-}
+type reasons = model.Reasons
 
 // normID maps etcd's "no leader" (0) to "".
 func normID(id string) string {
@@ -207,12 +163,12 @@ func (s *state) referenceClusterID() {
 	}
 	groups := map[string]*group{}
 	for _, v := range s.views {
-		if !v.answered || v.eng.ClusterID == "" {
+		if !v.Answered || v.Engine.ClusterID == "" {
 			continue
 		}
-		g := groups[v.eng.ClusterID]
+		g := groups[v.Engine.ClusterID]
 		if g == nil {
-			g = &group{id: v.eng.ClusterID}
+			g = &group{id: v.Engine.ClusterID}
 			groups[g.id] = g
 		}
 		g.n++
@@ -248,8 +204,8 @@ func (s *state) referenceClusterID() {
 	}
 	s.a.ClusterID = best.id
 	for _, v := range s.views {
-		if v.answered && v.eng.ClusterID != "" {
-			v.onRef = v.eng.ClusterID == best.id
+		if v.Answered && v.Engine.ClusterID != "" {
+			v.onRef = v.Engine.ClusterID == best.id
 			v.otherCluster = !v.onRef
 		}
 	}
@@ -274,13 +230,13 @@ func (s *state) referenceMemberList() {
 	byLeader := map[string]bool{}
 	lists := map[string][]model.Peer{}
 	for _, v := range s.views {
-		if !v.onRef || v.selfOnly || len(v.eng.Peers) == 0 {
+		if !v.onRef || v.selfOnly || len(v.Engine.Peers) == 0 {
 			continue
 		}
-		k := listKey(v.eng.Peers)
+		k := listKey(v.Engine.Peers)
 		count[k]++
-		lists[k] = v.eng.Peers
-		if v.eng.Role() == model.RoleLeader {
+		lists[k] = v.Engine.Peers
+		if v.Engine.Role() == model.RoleLeader {
 			byLeader[k] = true
 		}
 	}
@@ -328,8 +284,8 @@ func (s *state) referenceMemberList() {
 // their pods).
 func (s *state) peerFor(v *memberView) (model.Peer, bool) {
 	for _, p := range s.a.MemberList {
-		if v.answered && v.eng.MemberID != "" {
-			if p.ID == v.eng.MemberID {
+		if v.Answered && v.Engine.MemberID != "" {
+			if p.ID == v.Engine.MemberID {
 				return p, true
 			}
 			continue
@@ -344,7 +300,7 @@ func (s *state) peerFor(v *memberView) (model.Peer, bool) {
 // nameOf returns the member name for a member ID, or the ID itself.
 func (s *state) nameOf(id string) string {
 	for _, v := range s.views {
-		if v.answered && v.eng.MemberID == id {
+		if v.Answered && v.Engine.MemberID == id {
 			return v.m.Name
 		}
 	}
@@ -366,7 +322,7 @@ func (s *state) formed() {
 	}
 	if !s.a.Formed {
 		for _, v := range s.views {
-			if v.answered && v.leader != "" {
+			if v.Answered && v.leader != "" {
 				s.a.Formed, s.a.FormedBecause = true, "leader "+v.leader
 				break
 			}
@@ -429,12 +385,12 @@ func (s *state) leader() {
 	}
 	s.a.LeaderMember = s.nameOf(s.a.LeaderID)
 	for _, v := range s.views {
-		if v.onRef && v.eng.MemberID == s.a.LeaderID && v.leader == s.a.LeaderID {
-			if v.eng.RaftIndex == 0 {
+		if v.onRef && v.Engine.MemberID == s.a.LeaderID && v.leader == s.a.LeaderID {
+			if v.Engine.RaftIndex == 0 {
 				s.a.NoFrontierBecause = fmt.Sprintf("leader %s reported raft index 0", s.a.LeaderMember)
 				return
 			}
-			f := v.eng.RaftIndex
+			f := v.Engine.RaftIndex
 			s.a.Frontier = &f
 			return
 		}
@@ -446,7 +402,7 @@ func (s *state) lagAndPhase() {
 	for _, v := range s.views {
 		if s.a.Frontier != nil && v.onRef && !v.diverged() {
 			lag := int64(0)
-			if f, ap := *s.a.Frontier, v.eng.RaftApplied; f > ap {
+			if f, ap := *s.a.Frontier, v.Engine.RaftApplied; f > ap {
 				lag = int64(f - ap)
 			}
 			v.lag = &lag
@@ -460,11 +416,11 @@ func (s *state) phaseOf(v *memberView) model.Phase {
 		return ph
 	}
 	switch {
-	case s.probed && !s.a.Formed && v.eng != nil && !v.credFail:
+	case s.probed && !s.a.Formed && v.Engine != nil && !v.CredFail:
 		// Asked, and nothing anywhere shows a formed cluster. A member
 		// that could not be asked (no probe, no credentials) stays unknown.
 		return model.PhaseBootstrapping
-	case !v.answered:
+	case !v.Answered:
 		return model.PhaseUnknown
 	case v.diverged():
 		return model.PhaseDiverged
@@ -486,13 +442,13 @@ func (s *state) bootstrapFlag(r *reasons) {
 	t := c.Template
 	switch {
 	case c.Shape == model.ShapeStaticNew:
-		r.add(model.ReasonBootstrapFlagStale, "", "template hard-codes initial-cluster-state=new (shape %s) but the cluster has formed (%s)", c.Shape, s.a.FormedBecause)
+		r.Add(model.ReasonBootstrapFlagStale, "", "template hard-codes initial-cluster-state=new (shape %s) but the cluster has formed (%s)", c.Shape, s.a.FormedBecause)
 	case strings.EqualFold(t.InitialClusterState, "new") && c.Shape != model.ShapeSelfRegistering && c.Shape != model.ShapeOperatorOwned:
 		from := ""
 		if t.InitialClusterStateFrom != "" {
 			from = " (" + t.InitialClusterStateFrom + ")"
 		}
-		r.add(model.ReasonBootstrapFlagStale, "", "template sets initial-cluster-state=new%s but the cluster has formed (%s)", from, s.a.FormedBecause)
+		r.Add(model.ReasonBootstrapFlagStale, "", "template sets initial-cluster-state=new%s but the cluster has formed (%s)", from, s.a.FormedBecause)
 	}
 }
 
@@ -501,7 +457,7 @@ func (s *state) quorumReasons(r *reasons) {
 	// asked, may still vote: count every such running container.
 	unasked := 0
 	for _, v := range s.views {
-		if v.running && (v.eng == nil || v.credFail) && !v.learner {
+		if v.Running && (v.Engine == nil || v.CredFail) && !v.learner {
 			unasked++
 		}
 	}
@@ -509,14 +465,14 @@ func (s *state) quorumReasons(r *reasons) {
 		return
 	}
 	if !s.probed {
-		r.add(model.ReasonQuorumUnavailable, "", "%d of %d voters have a running container; quorum needs %d", unasked, s.a.Voters, s.a.Quorum)
+		r.Add(model.ReasonQuorumUnavailable, "", "%d of %d voters have a running container; quorum needs %d", unasked, s.a.Voters, s.a.Quorum)
 		return
 	}
 	d := fmt.Sprintf("%d of %d voters answered", s.a.AnsweringVoters, s.a.Voters)
 	if unasked > 0 {
 		d += fmt.Sprintf(" (%d more could not be asked)", unasked)
 	}
-	r.add(model.ReasonQuorumUnavailable, "", "%s; quorum needs %d", d, s.a.Quorum)
+	r.Add(model.ReasonQuorumUnavailable, "", "%s; quorum needs %d", d, s.a.Quorum)
 }
 
 func (s *state) probes(r *reasons) {
@@ -525,10 +481,10 @@ func (s *state) probes(r *reasons) {
 			continue
 		}
 		switch {
-		case v.credFail:
-			r.add(model.ReasonCredentialsUnavailable, v.m.Name, "%s", model.ProbeDetail("credentials missing or rejected", v.eng))
-		case v.unreachable:
-			r.add(model.ReasonMemberUnreachable, v.m.Name, "%s", model.ProbeDetail("no answer", v.eng))
+		case v.CredFail:
+			r.Add(model.ReasonCredentialsUnavailable, v.m.Name, "%s", model.ProbeDetail("credentials missing or rejected", v.Engine))
+		case v.Unreachable:
+			r.Add(model.ReasonMemberUnreachable, v.m.Name, "%s", model.ProbeDetail("no answer", v.Engine))
 		}
 	}
 	// Voters and learners in the member list that no pod answers for.
@@ -539,19 +495,19 @@ func (s *state) probes(r *reasons) {
 		who := cmp.Or(p.Name, p.ID)
 		switch {
 		case p.IsLearner:
-			r.add(model.ReasonLearnerPending, who, "learner %s is in the member list but no pod answers for it", p.ID)
+			r.Add(model.ReasonLearnerPending, who, "learner %s is in the member list but no pod answers for it", p.ID)
 		case p.Name == "":
-			r.add(model.ReasonMemberUnreachable, who, "voter %s was added to the member list but has never started", p.ID)
+			r.Add(model.ReasonMemberUnreachable, who, "voter %s was added to the member list but has never started", p.ID)
 		default:
-			r.add(model.ReasonMemberUnreachable, who, "voter %s is in the member list but no pod of the StatefulSet answers for it", p.ID)
+			r.Add(model.ReasonMemberUnreachable, who, "voter %s is in the member list but no pod of the StatefulSet answers for it", p.ID)
 		}
 	}
 }
 
 func (s *state) peerMatched(p model.Peer) bool {
 	for _, v := range s.views {
-		if v.answered && v.eng.MemberID != "" {
-			if v.eng.MemberID == p.ID {
+		if v.Answered && v.Engine.MemberID != "" {
+			if v.Engine.MemberID == p.ID {
 				return true
 			}
 			continue
@@ -575,11 +531,11 @@ func (s *state) identity(r *reasons) {
 	}
 	for _, v := range s.views {
 		if v.otherCluster {
-			d := fmt.Sprintf("answers for cluster %s; %s answer for %s", v.eng.ClusterID, model.Plural(n, "member"), s.a.ClusterID)
+			d := fmt.Sprintf("answers for cluster %s; %s answer for %s", v.Engine.ClusterID, model.Plural(n, "member"), s.a.ClusterID)
 			if v.selfOnly {
 				d += "; its member list holds only itself"
 			}
-			r.add(model.ReasonClusterIDSplit, v.m.Name, "%s", d)
+			r.Add(model.ReasonClusterIDSplit, v.m.Name, "%s", d)
 		}
 	}
 }
@@ -591,35 +547,35 @@ func (s *state) identity(r *reasons) {
 func (s *state) duplicates(r *reasons) {
 	byID := map[string][]string{}
 	for _, v := range s.views {
-		if v.answered && v.eng != nil && v.eng.MemberID != "" {
-			byID[v.eng.MemberID] = append(byID[v.eng.MemberID], v.m.Name)
+		if v.Answered && v.Engine != nil && v.Engine.MemberID != "" {
+			byID[v.Engine.MemberID] = append(byID[v.Engine.MemberID], v.m.Name)
 		}
 	}
 	for _, v := range s.views {
-		if !v.answered || v.eng == nil || len(byID[v.eng.MemberID]) < 2 {
+		if !v.Answered || v.Engine == nil || len(byID[v.Engine.MemberID]) < 2 {
 			continue
 		}
 		var others []string
-		for _, n := range byID[v.eng.MemberID] {
+		for _, n := range byID[v.Engine.MemberID] {
 			if n != v.m.Name {
 				others = append(others, n)
 			}
 		}
-		r.add(model.ReasonMemberIDDuplicate, v.m.Name, "answers with member ID %s, as %s does: one of them runs on a copy of another member's data (a cloned volume); it may vote twice", v.eng.MemberID, strings.Join(others, ", "))
+		r.Add(model.ReasonMemberIDDuplicate, v.m.Name, "answers with member ID %s, as %s does: one of them runs on a copy of another member's data (a cloned volume); it may vote twice", v.Engine.MemberID, strings.Join(others, ", "))
 	}
 }
 
 func (s *state) memberList(r *reasons) {
 	for _, v := range s.views {
-		if !v.onRef || len(v.eng.Peers) == 0 {
+		if !v.onRef || len(v.Engine.Peers) == 0 {
 			continue
 		}
 		switch {
 		case v.selfOnly:
-			r.add(model.ReasonMemberListDisagreement, v.m.Name, "its member list holds only itself while the StatefulSet has %d replicas", s.obs.Cluster.Replicas)
-		case s.refListKey != "" && listKey(v.eng.Peers) != s.refListKey:
-			r.add(model.ReasonMemberListDisagreement, v.m.Name, "lists %s, the majority %d%s",
-				model.Plural(len(v.eng.Peers), "member"), len(s.a.MemberList), listDiff(v.eng.Peers, s.a.MemberList))
+			r.Add(model.ReasonMemberListDisagreement, v.m.Name, "its member list holds only itself while the StatefulSet has %d replicas", s.obs.Cluster.Replicas)
+		case s.refListKey != "" && listKey(v.Engine.Peers) != s.refListKey:
+			r.Add(model.ReasonMemberListDisagreement, v.m.Name, "lists %s, the majority %d%s",
+				model.Plural(len(v.Engine.Peers), "member"), len(s.a.MemberList), listDiff(v.Engine.Peers, s.a.MemberList))
 		}
 	}
 }
@@ -639,7 +595,7 @@ func (s *state) leaderReasons(r *reasons) {
 	}
 	if len(byLeader) == 1 {
 		if _, none := byLeader[""]; none {
-			r.add(model.ReasonLeaderMissing, "", "none of the %d answering members knows a leader", answering)
+			r.Add(model.ReasonLeaderMissing, "", "none of the %d answering members knows a leader", answering)
 		}
 		return
 	}
@@ -656,20 +612,20 @@ func (s *state) leaderReasons(r *reasons) {
 		}
 		parts = append(parts, fmt.Sprintf("%s for %s", who, strings.Join(byLeader[l], ", ")))
 	}
-	r.add(model.ReasonLeaderDisagreement, "", "%s", strings.Join(parts, "; "))
+	r.Add(model.ReasonLeaderDisagreement, "", "%s", strings.Join(parts, "; "))
 }
 
 func (s *state) versions(r *reasons) {
 	byVersion := map[string][]string{}
 	for _, v := range s.views {
-		if v.onRef && !v.selfOnly && v.eng.Version != "" {
-			byVersion[v.eng.Version] = append(byVersion[v.eng.Version], v.m.Name)
+		if v.onRef && !v.selfOnly && v.Engine.Version != "" {
+			byVersion[v.Engine.Version] = append(byVersion[v.Engine.Version], v.m.Name)
 		}
 	}
 	if len(byVersion) < 2 {
 		return
 	}
-	r.add(model.ReasonVersionMismatch, "", "%s", model.OnWhich(byVersion))
+	r.Add(model.ReasonVersionMismatch, "", "%s", model.OnWhich(byVersion))
 }
 
 func (s *state) alarms(r *reasons) {
@@ -677,7 +633,7 @@ func (s *state) alarms(r *reasons) {
 		if !v.onRef {
 			continue
 		}
-		for _, a := range v.eng.Alarms {
+		for _, a := range v.Engine.Alarms {
 			var code model.ReasonCode
 			switch strings.ToUpper(a.Type) {
 			case "NOSPACE":
@@ -691,7 +647,7 @@ func (s *state) alarms(r *reasons) {
 			if a.MemberID != "" && a.MemberID != "0" {
 				who = s.nameOf(a.MemberID)
 			}
-			r.add(code, who, "%s alarm raised", strings.ToUpper(a.Type))
+			r.Add(code, who, "%s alarm raised", strings.ToUpper(a.Type))
 		}
 	}
 }
@@ -701,10 +657,10 @@ func (s *state) alarms(r *reasons) {
 // Options.DefaultQuotaBytes.
 func (s *state) dbSize(r *reasons) {
 	for _, v := range s.views {
-		if !v.answered || v.diverged() {
+		if !v.Answered || v.diverged() {
 			continue
 		}
-		quota, src := v.eng.DBSizeQuota, "quota"
+		quota, src := v.Engine.DBSizeQuota, "quota"
 		if quota <= 0 {
 			quota, src = s.obs.Cluster.Template.QuotaBackendBytes, "--quota-backend-bytes"
 		}
@@ -712,8 +668,8 @@ func (s *state) dbSize(r *reasons) {
 			quota, src = s.defaultQuota(), "default quota"
 		}
 		limit := s.quotaFraction() * float64(quota)
-		if size := v.eng.DBSize; float64(size) >= limit {
-			r.add(model.ReasonDBNearQuota, v.m.Name, "db %s of %s %s (%.0f%%, threshold %.0f%%)",
+		if size := v.Engine.DBSize; float64(size) >= limit {
+			r.Add(model.ReasonDBNearQuota, v.m.Name, "db %s of %s %s (%.0f%%, threshold %.0f%%)",
 				model.BytesIEC(size), model.BytesIEC(quota), src, 100*float64(size)/float64(quota), 100*s.quotaFraction())
 		}
 	}
@@ -728,23 +684,23 @@ func (s *state) lagReasons(r *reasons) {
 		case v.diverged():
 			// Reported as cluster_id_split or member_list_disagreement.
 		case v.learner && v.lag != nil:
-			r.add(model.ReasonLearnerPending, name, "learner, %d entries behind the leader", *v.lag)
-		case v.learner && v.answered:
-			r.add(model.ReasonLearnerPending, name, "learner, lag unknown (%s)", s.a.NoFrontierBecause)
+			r.Add(model.ReasonLearnerPending, name, "learner, %d entries behind the leader", *v.lag)
+		case v.learner && v.Answered:
+			r.Add(model.ReasonLearnerPending, name, "learner, lag unknown (%s)", s.a.NoFrontierBecause)
 		case v.learner:
-			r.add(model.ReasonLearnerPending, name, "learner in the member list, not answering")
-		case v.credFail || v.unreachable:
+			r.Add(model.ReasonLearnerPending, name, "learner in the member list, not answering")
+		case v.CredFail || v.Unreachable:
 			// Reported as credentials_unavailable or member_unreachable.
 		case v.lag != nil:
 			if uint64(*v.lag) > s.in.LagThreshold {
-				r.add(model.ReasonMemberLagging, name, "lag %d entries > threshold %d", *v.lag, s.in.LagThreshold)
+				r.Add(model.ReasonMemberLagging, name, "lag %d entries > threshold %d", *v.lag, s.in.LagThreshold)
 			}
-		case v.answered:
-			r.add(model.ReasonLagUnknown, name, "no leader frontier: %s", s.a.NoFrontierBecause)
-		case v.running && !s.probed:
-			r.add(model.ReasonLagUnknown, name, "engine not probed")
-		case v.running:
-			r.add(model.ReasonLagUnknown, name, "engine not asked")
+		case v.Answered:
+			r.Add(model.ReasonLagUnknown, name, "no leader frontier: %s", s.a.NoFrontierBecause)
+		case v.Running && !s.probed:
+			r.Add(model.ReasonLagUnknown, name, "engine not probed")
+		case v.Running:
+			r.Add(model.ReasonLagUnknown, name, "engine not asked")
 		}
 	}
 }

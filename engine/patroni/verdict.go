@@ -64,7 +64,7 @@ func (Rules) Judge(in model.JudgeInput) model.Judgement {
 		s.patroniUnprobed(&r)
 	}
 	j := s.a
-	j.Reasons = r.list
+	j.Reasons = r.List
 	j.DisruptionJudged = true
 	j.Phases = make([]model.Phase, len(s.views))
 	j.Lags = make([]*int64, len(s.views))
@@ -78,17 +78,7 @@ func (Rules) Judge(in model.JudgeInput) model.Judgement {
 // memberView is what the rules know about one member.
 type memberView struct {
 	m *model.Member
-	// podPhase is the phase the member's pod alone decides, "" when its
-	// engine facts decide.
-	podPhase model.Phase
-	// eng is the member's engine facts, nil when probes did not run or
-	// the member was not probed.
-	eng *model.EngineFacts
-	// running: the container runs now.
-	running bool
-	// answered: the engine answered the probe. credFail: the probe failed
-	// for credentials. unreachable: the probe failed otherwise.
-	answered, credFail, unreachable bool
+	model.MemberProbe
 	// onRef: answered with the reference system identifier (or none);
 	// otherCluster: with another.
 	onRef, otherCluster bool
@@ -109,26 +99,8 @@ type state struct {
 
 func newState(in model.JudgeInput) *state {
 	s := &state{in: in, obs: in.Observation, now: in.Now, probed: in.Observation.EngineProbed}
-	for i := range s.obs.Members {
-		m := &s.obs.Members[i]
-		v := &memberView{m: m}
-		if i < len(in.PodPhases) {
-			v.podPhase = in.PodPhases[i]
-		}
-		if p := m.Pod; p != nil {
-			v.running = p.Running
-		}
-		if s.probed && m.Engine != nil {
-			v.eng = m.Engine
-			switch {
-			case m.Engine.Reachable:
-				v.answered = true
-			case m.Engine.Failure == model.ProbeFailureCredentials:
-				v.credFail = true
-			default:
-				v.unreachable = true
-			}
-		}
+	for i, p := range in.Probes() {
+		v := &memberView{m: &s.obs.Members[i], MemberProbe: p}
 		s.views = append(s.views, v)
 	}
 	return s
@@ -137,48 +109,33 @@ func newState(in model.JudgeInput) *state {
 // podPhase is the phase v's pod alone decides (absent, terminating,
 // pending); false when the engine's facts decide it.
 func (s *state) podPhase(v *memberView) (model.Phase, bool) {
-	return v.podPhase, v.podPhase != ""
+	return v.PodPhase, v.PodPhase != ""
 }
 
 // reasons collects the rules' reasons, each once.
-type reasons struct {
-	seen map[model.Reason]bool
-	list []model.Reason
-}
-
-func (r *reasons) add(code model.ReasonCode, member, format string, args ...any) {
-	x := model.Reason{Code: code, Member: member, Detail: fmt.Sprintf(format, args...)}
-	if r.seen == nil {
-		r.seen = map[model.Reason]bool{}
-	}
-	if r.seen[x] {
-		return
-	}
-	r.seen[x] = true
-	r.list = append(r.list, x)
-}
+type reasons = model.Reasons
 
 // versions: the members on the reference system identifier run one
 // PostgreSQL version.
 func (s *state) versions(r *reasons) {
 	byVersion := map[string][]string{}
 	for _, v := range s.views {
-		if v.onRef && v.eng.Version != "" {
-			byVersion[v.eng.Version] = append(byVersion[v.eng.Version], v.m.Name)
+		if v.onRef && v.Engine.Version != "" {
+			byVersion[v.Engine.Version] = append(byVersion[v.Engine.Version], v.m.Name)
 		}
 	}
 	if len(byVersion) < 2 {
 		return
 	}
-	r.add(model.ReasonVersionMismatch, "", "%s", model.OnWhich(byVersion))
+	r.Add(model.ReasonVersionMismatch, "", "%s", model.OnWhich(byVersion))
 }
 
 // pg is a member's Patroni facts when it answered with them.
 func (v *memberView) pg() *model.PatroniFacts {
-	if !v.answered || v.eng == nil {
+	if !v.Answered || v.Engine == nil {
 		return nil
 	}
-	return v.eng.Patroni
+	return v.Engine.Patroni
 }
 
 // primaries are the answering members that say they are a writable,
@@ -202,7 +159,7 @@ func (s *state) analyzePatroni() {
 	switch {
 	case len(prim) == 1:
 		s.a.LeaderMember = prim[0].m.Name
-		s.a.LeaderID = prim[0].eng.MemberID
+		s.a.LeaderID = prim[0].Engine.MemberID
 		if loc := prim[0].pg().WALLocation; loc != nil && *loc > 0 {
 			f := uint64(*loc)
 			s.a.Frontier = &f
@@ -267,7 +224,7 @@ func (s *state) patroniReference() {
 		if p := v.pg(); p != nil && p.SystemID != "" {
 			v.onRef = p.SystemID == s.a.ClusterID
 			v.otherCluster = !v.onRef
-		} else if v.answered {
+		} else if v.Answered {
 			v.onRef = true
 		}
 	}
@@ -283,7 +240,7 @@ func (s *state) patroniReference() {
 	s.a.Quorum = min(2, s.a.Voters)
 	s.a.Tolerance = max(s.a.Voters-2, 0)
 	for _, v := range s.views {
-		if v.answered && v.onRef {
+		if v.Answered && v.onRef {
 			s.a.AnsweringVoters++
 		}
 	}
@@ -303,7 +260,7 @@ func replicaDiverged(v, leader *memberView, threshold uint64) string {
 	if p == nil || l == nil || v == leader {
 		return ""
 	}
-	_, streaming := l.Streaming(v.eng.MemberID)
+	_, streaming := l.Streaming(v.Engine.MemberID)
 	switch {
 	case p.Timeline != 0 && l.Timeline != 0 && p.Timeline > l.Timeline:
 		return fmt.Sprintf("on timeline %d, ahead of the primary %s on %d", p.Timeline, leader.m.Name, l.Timeline)
@@ -322,7 +279,7 @@ func (s *state) patroniPhase(v *memberView, leader *memberView) model.Phase {
 		return ph
 	}
 	switch {
-	case !v.answered || v.pg() == nil:
+	case !v.Answered || v.pg() == nil:
 		return model.PhaseUnknown
 	case v.otherCluster:
 		return model.PhaseDiverged
@@ -369,9 +326,9 @@ func (s *state) patroniReasons(r *reasons) {
 	}
 	switch {
 	case len(prim) > 1:
-		r.add(model.ReasonPrimarySplit, "", "%d members answer as a writable primary: %s", len(prim), strings.Join(names(prim), ", "))
+		r.Add(model.ReasonPrimarySplit, "", "%d members answer as a writable primary: %s", len(prim), strings.Join(names(prim), ", "))
 	case len(labelled) > 1:
-		r.add(model.ReasonPrimarySplit, "", "%d pods labelled %s=master/primary: %s", len(labelled), c.RoleLabel, strings.Join(labelled, ", "))
+		r.Add(model.ReasonPrimarySplit, "", "%d pods labelled %s=master/primary: %s", len(labelled), c.RoleLabel, strings.Join(labelled, ", "))
 	case len(prim) == 0:
 		d := "no member answered as a running writable primary"
 		if c != nil && c.LockHolder != "" {
@@ -379,22 +336,22 @@ func (s *state) patroniReasons(r *reasons) {
 		} else if c != nil && c.LockFound {
 			d += "; the leader lock is free"
 		}
-		r.add(model.ReasonPrimaryMissing, "", "%s", d)
+		r.Add(model.ReasonPrimaryMissing, "", "%s", d)
 	}
 	if len(prim) == 1 && c != nil && c.ObjectsErr == "" && c.LockFound {
-		pm := prim[0].eng.MemberID
+		pm := prim[0].Engine.MemberID
 		switch {
 		case c.LockHolder == "":
-			r.add(model.ReasonLeaderMismatch, prim[0].m.Name, "the leader lock is free but %s answers as the primary", pm)
+			r.Add(model.ReasonLeaderMismatch, prim[0].m.Name, "the leader lock is free but %s answers as the primary", pm)
 		case c.LockHolder != pm:
-			r.add(model.ReasonLeaderMismatch, prim[0].m.Name, "the leader lock names %q but %s answers as the primary", c.LockHolder, pm)
+			r.Add(model.ReasonLeaderMismatch, prim[0].m.Name, "the leader lock names %q but %s answers as the primary", c.LockHolder, pm)
 		case len(labelled) == 1 && labelled[0] != prim[0].m.Name:
-			r.add(model.ReasonLeaderMismatch, prim[0].m.Name, "pod %s is labelled primary but %s answers as the primary", labelled[0], pm)
+			r.Add(model.ReasonLeaderMismatch, prim[0].m.Name, "pod %s is labelled primary but %s answers as the primary", labelled[0], pm)
 		}
 	}
 	if len(prim) == 1 {
 		if e := s.obs.ClientEndpoints; e != nil && e.Ready > 0 && len(e.Pods) > 0 && !(len(e.Pods) == 1 && e.Pods[0] == prim[0].m.Name) {
-			r.add(model.ReasonClientEndpointsMissing, "", "Service %s points at %s, not at the primary %s", e.Service, strings.Join(e.Pods, ", "), prim[0].m.Name)
+			r.Add(model.ReasonClientEndpointsMissing, "", "Service %s points at %s, not at the primary %s", e.Service, strings.Join(e.Pods, ", "), prim[0].m.Name)
 		}
 	}
 	s.patroniIdentity(r)
@@ -420,7 +377,7 @@ func (s *state) patroniIdentity(r *reasons) {
 	if c != nil && c.Initialize != "" {
 		d += fmt.Sprintf("; the cluster was initialised as %s", c.Initialize)
 	}
-	r.add(model.ReasonSystemIDSplit, "", "%s", d)
+	r.Add(model.ReasonSystemIDSplit, "", "%s", d)
 }
 
 // patroniReplicas judges each replica against the one primary: streaming,
@@ -438,22 +395,22 @@ func (s *state) patroniReplicas(r *reasons, prim []*memberView, c *model.Patroni
 			continue
 		}
 		switch {
-		case v.credFail:
-			r.add(model.ReasonCredentialsUnavailable, v.m.Name, "%s", model.ProbeDetail("credentials missing or rejected", v.eng))
+		case v.CredFail:
+			r.Add(model.ReasonCredentialsUnavailable, v.m.Name, "%s", model.ProbeDetail("credentials missing or rejected", v.Engine))
 			continue
-		case v.unreachable:
-			r.add(model.ReasonMemberUnreachable, v.m.Name, "%s", model.ProbeDetail("no answer", v.eng))
+		case v.Unreachable:
+			r.Add(model.ReasonMemberUnreachable, v.m.Name, "%s", model.ProbeDetail("no answer", v.Engine))
 			continue
 		}
 		p := v.pg()
 		if p == nil || v == leader {
 			if p != nil && p.PendingRestart {
-				r.add(model.ReasonPendingRestart, v.m.Name, "a changed parameter needs a restart of PostgreSQL")
+				r.Add(model.ReasonPendingRestart, v.m.Name, "a changed parameter needs a restart of PostgreSQL")
 			}
 			continue
 		}
 		if p.PendingRestart {
-			r.add(model.ReasonPendingRestart, v.m.Name, "a changed parameter needs a restart of PostgreSQL")
+			r.Add(model.ReasonPendingRestart, v.m.Name, "a changed parameter needs a restart of PostgreSQL")
 		}
 		if v.otherCluster || p.Writable() {
 			continue // system_id_split or primary_split says it
@@ -461,21 +418,21 @@ func (s *state) patroniReplicas(r *reasons, prim []*memberView, c *model.Patroni
 		if leader == nil {
 			continue
 		}
-		rep, streaming := leader.pg().Streaming(v.eng.MemberID)
+		rep, streaming := leader.pg().Streaming(v.Engine.MemberID)
 		healthy := true
 		if d := replicaDiverged(v, leader, thr); d != "" {
-			r.add(model.ReasonReplicaDiverged, v.m.Name, "%s", d)
+			r.Add(model.ReasonReplicaDiverged, v.m.Name, "%s", d)
 			healthy = false
 		}
 		switch {
 		case !streaming:
-			r.add(model.ReasonReplicaNotStreaming, v.m.Name, "%s (state %s) is not streaming from the primary %s", v.m.Name, cmp.Or(p.State, "unknown"), leader.m.Name)
+			r.Add(model.ReasonReplicaNotStreaming, v.m.Name, "%s (state %s) is not streaming from the primary %s", v.m.Name, cmp.Or(p.State, "unknown"), leader.m.Name)
 			healthy = false
 		case v.lag == nil:
-			r.add(model.ReasonLagUnknown, v.m.Name, "replica reported no replayed WAL position (state %s)", cmp.Or(p.State, "unknown"))
+			r.Add(model.ReasonLagUnknown, v.m.Name, "replica reported no replayed WAL position (state %s)", cmp.Or(p.State, "unknown"))
 			healthy = false
 		case *v.lag > 0 && uint64(*v.lag) > thr:
-			r.add(model.ReasonReplicaLagging, v.m.Name, "replay is %s behind the primary's WAL position (threshold %s)", model.BytesIEC(*v.lag), model.BytesIEC(int64(thr)))
+			r.Add(model.ReasonReplicaLagging, v.m.Name, "replay is %s behind the primary's WAL position (threshold %s)", model.BytesIEC(*v.lag), model.BytesIEC(int64(thr)))
 			healthy = false
 		}
 		if p.State != "running" {
@@ -496,10 +453,10 @@ func (s *state) patroniReplicas(r *reasons, prim []*memberView, c *model.Patroni
 		if c.SyncStandby != "" {
 			d += "; the sync object names " + c.SyncStandby
 		}
-		r.add(model.ReasonSyncStandbyMissing, "", "%s", d)
+		r.Add(model.ReasonSyncStandbyMissing, "", "%s", d)
 	}
 	if candidates == 0 {
-		r.add(model.ReasonFailoverCandidatesNone, "", "no replica is running, streaming and within %s of the primary (without nofailover)", model.BytesIEC(int64(thr)))
+		r.Add(model.ReasonFailoverCandidatesNone, "", "no replica is running, streaming and within %s of the primary (without nofailover)", model.BytesIEC(int64(thr)))
 	}
 }
 
@@ -508,7 +465,7 @@ func (s *state) patroniReplicas(r *reasons, prim []*memberView, c *model.Patroni
 func (s *state) patroniPDB(r *reasons) {
 	p := s.obs.PDB
 	if p == nil {
-		r.add(model.ReasonPDBMissing, "", "no PodDisruptionBudget selects the cluster's pods")
+		r.Add(model.ReasonPDBMissing, "", "no PodDisruptionBudget selects the cluster's pods")
 		return
 	}
 	n := s.obs.Cluster.Replicas
@@ -520,7 +477,7 @@ func (s *state) patroniPDB(r *reasons) {
 		allowed = max(n-p.MinAvailable, 0)
 	}
 	if allowed < 0 || (n >= 2 && allowed > n-2) {
-		r.add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s lets %s of %d go at once: a primary and a failover candidate need 2 to stay", p.Name, model.Plural(max(allowed, n), "pod"), n)
+		r.Add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s lets %s of %d go at once: a primary and a failover candidate need 2 to stay", p.Name, model.Plural(max(allowed, n), "pod"), n)
 	}
 }
 
@@ -540,7 +497,7 @@ func (s *state) patroniColocation(r *reasons) {
 	}
 	for node, names := range perNode {
 		if len(names) > max(n-2, 0) && len(names) > 1 {
-			r.add(model.ReasonMembersColocated, "", "%d of %d members on node %s (%s); losing it leaves %d, a primary and a failover candidate need 2",
+			r.Add(model.ReasonMembersColocated, "", "%d of %d members on node %s (%s); losing it leaves %d, a primary and a failover candidate need 2",
 				len(names), n, node, strings.Join(names, ", "), n-len(names))
 		}
 	}
@@ -552,12 +509,12 @@ func (s *state) patroniUnprobed(r *reasons) {
 	s.patroniLock(r)
 	if c := s.obs.Cluster.Patroni; c != nil && c.ObjectsErr == "" {
 		if c.LockFound && c.LockHolder == "" {
-			r.add(model.ReasonPrimaryMissing, "", "the leader lock %s-leader is free", c.Scope)
+			r.Add(model.ReasonPrimaryMissing, "", "the leader lock %s-leader is free", c.Scope)
 		}
 	}
 	for _, v := range s.views {
-		if v.running {
-			r.add(model.ReasonLagUnknown, v.m.Name, "members not probed: replay lag unknown")
+		if v.Running {
+			r.Add(model.ReasonLagUnknown, v.m.Name, "members not probed: replay lag unknown")
 		}
 	}
 }
@@ -570,16 +527,16 @@ func (s *state) patroniLock(r *reasons) {
 	case c == nil:
 		return
 	case c.ObjectsErr != "":
-		r.add(model.ReasonLeaderLockUnknown, "", "the leader lock %s-leader could not be read (%s): who may be primary is unknown", c.Scope, c.ObjectsErr)
+		r.Add(model.ReasonLeaderLockUnknown, "", "the leader lock %s-leader could not be read (%s): who may be primary is unknown", c.Scope, c.ObjectsErr)
 		return
 	case !c.LockFound:
-		r.add(model.ReasonLeaderLockUnknown, "", "no ConfigMap %s-leader: hactl reads the Kubernetes DCS's leader lock there (with use_endpoints: true it is the Endpoints %s, which hactl does not read; or the scope is not %q)", c.Scope, c.Scope, c.Scope)
+		r.Add(model.ReasonLeaderLockUnknown, "", "no ConfigMap %s-leader: hactl reads the Kubernetes DCS's leader lock there (with use_endpoints: true it is the Endpoints %s, which hactl does not read; or the scope is not %q)", c.Scope, c.Scope, c.Scope)
 	}
 	if c.LockStale(s.now.Add(-lockSkew)) {
-		r.add(model.ReasonLeaderLockStale, c.LockHolder, "leader lock %s-leader held by %s was last renewed %s ago; ttl %s",
+		r.Add(model.ReasonLeaderLockStale, c.LockHolder, "leader lock %s-leader held by %s was last renewed %s ago; ttl %s",
 			c.Scope, c.LockHolder, model.RoundAge(s.now.Sub(c.LockRenew)), c.LockTTL)
 	}
 	if c.Paused {
-		r.add(model.ReasonMaintenancePaused, "", "maintenance mode (pause) is on in %s-config: Patroni will not fail over", c.Scope)
+		r.Add(model.ReasonMaintenancePaused, "", "maintenance mode (pause) is on in %s-config: Patroni will not fail over", c.Scope)
 	}
 }
