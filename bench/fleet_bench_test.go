@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,4 +101,108 @@ func fleetStatus(b *testing.B, delay time.Duration) {
 	// The same contexts read one after the other, as a loop over
 	// `--context` would.
 	b.ReportMetric(float64(fleet)/float64(sequential), "wall-ratio-vs-sequential")
+}
+
+// envFleetCSV names the file BenchmarkFleetCurve writes its points to
+// (one "contexts,metric,value" line each; each run of the benchmark
+// replaces the last one's).
+const envFleetCSV = "HACTL_BENCH_FLEET_CSV"
+
+// BenchmarkFleetCurve: what `kubectl-hactl status --all-contexts
+// --no-probe -o json` (the release build, as users run it) costs as the
+// contexts grow: 1, 2, 5, 10 and 20 contexts, each behind a latency proxy
+// of its own (25 ms each way, a server in another region) with its own
+// namespace of 5 clusters × 3 members. At each count: the command's wall
+// time and peak RSS, the slowest of the same contexts read alone, and the
+// ratio of the two (goal ≤ 1.3×).
+func BenchmarkFleetCurve(b *testing.B) {
+	testenv.SkipShort(b)
+	bin := releaseBuild(b)
+	counts := []int{1, 2, 5, 10, 20}
+	cfg, err := clientcmd.LoadFromFile(cp.AdminKubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cur := cfg.Contexts[cfg.CurrentContext]
+	server := cfg.Clusters[cur.Cluster]
+	u, err := url.Parse(server.Server)
+	if err != nil {
+		b.Fatal(err)
+	}
+	contexts := map[string]*clientcmdapi.Context{}
+	for i := range counts[len(counts)-1] {
+		name := fmt.Sprintf("c%02d", i)
+		p, err := e2esuite.NewLatencyProxy(u.Host, 25*time.Millisecond)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(p.Close)
+		c, pu := server.DeepCopy(), *u
+		pu.Host = p.Addr()
+		c.Server = pu.String()
+		cfg.Clusters[name] = c
+		contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: cur.AuthInfo, Namespace: populate(b, 5)}
+	}
+	status := func(path string, args ...string) *run {
+		cmd := exec.Command(bin, append([]string{"status", "--kubeconfig", path, "--no-probe", "-o", "json"}, args...)...)
+		cmd.Env = childEnv(b)
+		r, err := measure(cmd)
+		if err != nil || r.code != cli.ExitNotFailoverReady || !strings.Contains(r.out.String(), `"kind": "ClusterStatus"`) {
+			b.Fatalf("status %v: %v, exit %d\n%s", args, err, r.code, r.err.String())
+		}
+		return r
+	}
+	type point struct {
+		fleet, slowest time.Duration
+		rss            int64
+	}
+	sums := make([]point, len(counts))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, n := range counts {
+			cfg.Contexts = map[string]*clientcmdapi.Context{}
+			for c := range n {
+				name := fmt.Sprintf("c%02d", c)
+				cfg.Contexts[name] = contexts[name]
+			}
+			cfg.CurrentContext = "c00"
+			path := filepath.Join(b.TempDir(), "kubeconfig")
+			if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+				b.Fatal(err)
+			}
+			fleet := status(path, "--all-contexts")
+			var slowest time.Duration
+			for c := range n {
+				slowest = max(slowest, status(path, "--context", fmt.Sprintf("c%02d", c)).wall)
+			}
+			sums[k].fleet += fleet.wall
+			sums[k].slowest += slowest
+			sums[k].rss += fleet.maxRSS
+		}
+	}
+	b.StopTimer()
+	// Each count's mean over the runs.
+	var points []string
+	for k, n := range counts {
+		runs := float64(b.N)
+		ms := float64(sums[k].fleet.Microseconds()) / 1000 / runs
+		slowest := float64(sums[k].slowest.Microseconds()) / 1000 / runs
+		mib := float64(sums[k].rss) / 1024 / runs
+		ratio := float64(sums[k].fleet) / float64(sums[k].slowest)
+		b.ReportMetric(ms, fmt.Sprintf("ctx%02d-ms", n))
+		b.ReportMetric(mib, fmt.Sprintf("ctx%02d-peak-MiB", n))
+		b.ReportMetric(ratio, fmt.Sprintf("ctx%02d-wall-ratio", n))
+		points = append(points, fmt.Sprintf("%d,fleet-ms,%.1f", n, ms), fmt.Sprintf("%d,fleet-peak-MiB,%.1f", n, mib),
+			fmt.Sprintf("%d,slowest-context-ms,%.1f", n, slowest), fmt.Sprintf("%d,wall-ratio,%.2f", n, ratio))
+	}
+	if path := os.Getenv(envFleetCSV); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		for _, p := range points {
+			fmt.Fprintln(f, p)
+		}
+	}
 }

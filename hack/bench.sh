@@ -12,18 +12,23 @@
 # go test runs with -v so that a result line always starts with its
 # benchmark's name, whatever the benchmark printed while it ran.
 # BenchmarkCostCurve's points go to bench/costcurve.csv, which hack/costplot
-# (a module of its own) draws as bench/costcurve.png.
+# (a module of its own) draws as bench/costcurve.png; BenchmarkFleetCurve's
+# go to bench/fleetcurve.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BINS=$(bash hack/testbins.sh)
 out=$(mktemp)
 curve=$(mktemp)
-trap 'rm -f "$out" "$curve"' EXIT
-HACTL_BENCH_CURVE_CSV=$curve HACTL_TESTBINS_DIR=$BINS go test -v -run '^$' -bench "${BENCH:-.}" -benchtime "${BENCHTIME:-3x}" -timeout 60m ./bench/... | tee "$out" >&2
+fleet=$(mktemp)
+trap 'rm -f "$out" "$curve" "$fleet"' EXIT
+HACTL_BENCH_CURVE_CSV=$curve HACTL_BENCH_FLEET_CSV=$fleet HACTL_TESTBINS_DIR=$BINS go test -v -run '^$' -bench "${BENCH:-.}" -benchtime "${BENCHTIME:-3x}" -timeout 60m ./bench/... | tee "$out" >&2
 if [ -s "$curve" ]; then
   cp "$curve" bench/costcurve.csv
   (cd hack/costplot && go run . -in ../../bench/costcurve.csv -out ../../bench/costcurve.png) ||
     echo "bench.sh: the plot was not drawn; bench/costcurve.csv holds the points" >&2
+fi
+if [ -s "$fleet" ]; then
+  cp "$fleet" bench/fleetcurve.csv
 fi
 if [ "${TUIBENCH:-TUI}" != none ]; then
   HACTL_TESTBINS_DIR=$BINS go test -v -run '^$' -bench "${TUIBENCH:-TUI}" -benchtime 1x -timeout 30m ./tui/e2e | tee -a "$out" >&2
