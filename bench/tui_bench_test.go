@@ -11,6 +11,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui"
@@ -33,11 +35,13 @@ const framesPerOp = 500
 func BenchmarkTUIRender200(b *testing.B) {
 	const members = 200
 	now := time.Now()
-	r := status.Evaluate(bigObservation("bench", "big", members, now), now, verdict.Options{})
+	engines := registry.Engines()
+	opts := verdict.Options{Rules: engine.VerdictRules(engines)}
+	r := status.Evaluate(bigObservation("bench", "big", members, now), now, opts)
 	if len(r.Observation.Members) != members {
 		b.Fatalf("%d members", len(r.Observation.Members))
 	}
-	m := loadedModel(b, tui.Config{Namespace: "bench", Cluster: "big", Probes: true}, r, 160, 50)
+	m := loadedModel(b, tui.Config{Namespace: "bench", Cluster: "big", Probes: true, Verdict: opts, Views: engine.Views(engines)}, r, 160, 50)
 	if f := ansi.Strip(m.Render()); !strings.Contains(f, "big-0") || !strings.Contains(f, "leader big-0") {
 		b.Fatalf("the frame shows no members:\n%s", f)
 	}

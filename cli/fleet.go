@@ -24,17 +24,30 @@ import (
 	"github.com/hactl-dev/hactl/status"
 )
 
-// fleetParallel bounds how many contexts are read at once: enough that
-// the round trips of a fleet's remote servers overlap (a read of each is
-// mostly waiting; BenchmarkFleetCurve: 4 at a time made 20 contexts 50 ms
-// away 5× slower than the slowest alone), few enough to hold every
-// context's objects in memory at once; fleetContextTimeout bounds each (a server that never answers, a
-// credential plugin waiting for a login): the context is then printed as
-// timed out in its place.
+// fleetParallel bounds how many contexts are read at once with
+// --no-probe: enough that the round trips of a fleet's remote servers
+// overlap (each read is mostly waiting: BenchmarkFleetCurve, 10 contexts
+// 50 ms away, took 4.7× the slowest alone 4 at a time, 1.20× now), few
+// enough to hold every context's objects at once. fleetParallelProbed is
+// the bound when members are probed too: each context then dials up to
+// 64 members at once through port-forwards, and a member whose dial
+// waits past its probe's deadline would read as unreachable.
+// fleetContextTimeout bounds each context (a server that never answers,
+// a credential plugin waiting for a login): it is then printed as timed
+// out in its place.
 const (
 	fleetParallel       = 32
+	fleetParallelProbed = 8
 	fleetContextTimeout = 30 * time.Second
 )
+
+// parallel is how many contexts o reads at once.
+func (o *StatusOptions) parallel() int {
+	if o.NoProbe {
+		return fleetParallel
+	}
+	return fleetParallelProbed
+}
 
 // fleetContexts are the contexts status reads at once: --all-contexts
 // (every context of the kubeconfig), or --context a,b (nil when it names
@@ -165,7 +178,7 @@ func (o *StatusOptions) observeContext(ctx context.Context, name string) context
 	return cr
 }
 
-// runFleet reads every context at once (fleetParallel at a time), prints
+// runFleet reads every context at once (o.parallel() at a time), prints
 // each context's clusters under its name, and exits with the worst code:
 // a context that could not be read (1) over a cluster not control-ready
 // (4) over one not failover-ready (3). A context's failure is printed in
@@ -199,12 +212,12 @@ func (o *StatusOptions) runFleet(ctx context.Context, names []string) error {
 	return verdictExit(all)
 }
 
-// readFleet reads every context, fleetParallel at a time, each within
+// readFleet reads every context, o.parallel() at a time, each within
 // its own bound. With CLUSTER, a context without it is no failure unless
 // no context has it.
 func (o *StatusOptions) readFleet(ctx context.Context, names []string) ([]contextResult, error) {
 	crs := make([]contextResult, len(names))
-	sem := make(chan struct{}, fleetParallel)
+	sem := make(chan struct{}, o.parallel())
 	var wg sync.WaitGroup
 	for i, n := range names {
 		wg.Go(func() {

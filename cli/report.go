@@ -193,7 +193,26 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 
 	red := redact.New()
 	o.readSecrets(ctx, mine, red)
+	files := o.gather(ctx, obs, r, objs, mine, red)
+	zipped, err := o.archive(files, red)
+	if err != nil {
+		return err
+	}
+	if o.Output == "-" {
+		_, err := o.Out.Write(zipped)
+		return err
+	}
+	if err := writeNew(o.Output, zipped); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "wrote %s (%d files, %d bytes; what was withheld: REDACTIONS.txt inside)\n", o.Output, len(files)+1, len(zipped))
+	return nil
+}
 
+// gather is what the report holds, unredacted, README.txt last: the
+// status document and table, the observation and history, the cluster's
+// objects, each member in its engine's words and, if asked, the logs.
+func (o *ReportOptions) gather(ctx context.Context, obs *status.Observer, r status.Result, objs, mine *status.Objects, red *redact.Redactor) []reportFile {
 	var files []reportFile
 	add := func(name string, data []byte) { files = append(files, reportFile{name, data}) }
 	addJSON := func(name string, v any) {
@@ -209,11 +228,8 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 	_ = status.PrintTable(&table, []*status.ClusterStatus{doc}, status.TableOptions{Wide: true, Now: o.now})
 	add("status.txt", table.Bytes())
 	addJSON("observation.json", r.Observation)
-	h := status.History(r, status.EventsOf(objs.Events, r))
-	addJSON("history.json", h)
-	for _, f := range o.objectFiles(mine, red) {
-		add(f.name, f.data)
-	}
+	addJSON("history.json", status.History(r, status.EventsOf(objs.Events, r)))
+	files = append(files, o.objectFiles(mine, red)...)
 	if !o.NoProbe {
 		reports, err := obs.Report(ctx, r.Observation)
 		if err != nil {
@@ -231,12 +247,16 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		}
 	}
 	if o.IncludeLogs {
-		for _, f := range o.logFiles(ctx, mine.Pods) {
-			add(f.name, f.data)
-		}
+		files = append(files, o.logFiles(ctx, mine.Pods)...)
 	}
 	add("README.txt", o.readme(files))
+	return files
+}
 
+// archive zips files under one top directory, each redacted (a JSON file
+// value by value first, before the encoder escapes anything), and
+// REDACTIONS.txt, the summary of what was withheld, last.
+func (o *ReportOptions) archive(files []reportFile, red *redact.Redactor) ([]byte, error) {
 	var zbuf bytes.Buffer
 	zw := zip.NewWriter(&zbuf)
 	top := strings.TrimSuffix(filepath.Base(o.Output), ".zip")
@@ -254,28 +274,19 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 	for _, f := range files {
 		data := f.data
 		if strings.HasSuffix(f.name, ".json") {
-			// Value by value, before the encoder escapes anything.
 			data = red.JSON(f.name, data)
 		}
 		if err := write(f.name, red.Text(f.name, data)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := write("REDACTIONS.txt", red.Summary()); err != nil {
-		return err
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	if o.Output == "-" {
-		_, err := o.Out.Write(zbuf.Bytes())
-		return err
-	}
-	if err := writeNew(o.Output, zbuf.Bytes()); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.ErrOut, "wrote %s (%d files, %d bytes; what was withheld: REDACTIONS.txt inside)\n", o.Output, len(files)+1, zbuf.Len())
-	return nil
+	return zbuf.Bytes(), nil
 }
 
 // writeNew writes data to a file that must not exist yet, whole or not
@@ -337,6 +348,45 @@ func safeName(s string) string {
 // readSecrets reads the Secrets the cluster's pods, template and
 // annotations name, only to hand their values to red.
 func (o *ReportOptions) readSecrets(ctx context.Context, objs *status.Objects, red *redact.Redactor) {
+	names := secretNames(objs)
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		if n != "" {
+			sorted = append(sorted, n)
+		}
+	}
+	slices.Sort(sorted)
+	for _, n := range sorted {
+		origin := "Secret " + o.Namespace + "/" + n
+		s, err := o.client.CoreV1().Secrets(o.Namespace).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			why := err.Error()
+			switch {
+			case apierrors.IsForbidden(err):
+				why = "reading it is forbidden"
+			case apierrors.IsNotFound(err):
+				why = "it does not exist"
+			}
+			red.SecretUnread(origin, why)
+			fmt.Fprintf(o.ErrOut, "warning: %s was not read (%s): its values were not searched for in the archive; read the archive before you send it\n", origin, why)
+			continue
+		}
+		red.SecretRead(origin)
+		keys := make([]string, 0, len(s.Data))
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			red.AddSecret(origin+" key "+k, k, s.Data[k])
+		}
+	}
+}
+
+// secretNames are the Secrets the cluster's StatefulSets and pods name:
+// in their containers' environment (init and ephemeral ones too), their
+// volumes (projected ones too), and hactl's own *-secret annotations.
+func secretNames(objs *status.Objects) map[string]bool {
 	names := map[string]bool{}
 	addSpec := func(spec corev1.PodSpec) {
 		eph := make([]corev1.Container, 0, len(spec.EphemeralContainers))
@@ -370,52 +420,18 @@ func (o *ReportOptions) readSecrets(ctx context.Context, objs *status.Objects, r
 			}
 		}
 	}
-	addAnnotations := func(a map[string]string) {
-		for k, v := range a {
+	for _, s := range objs.StatefulSets {
+		addSpec(s.Spec.Template.Spec)
+		for k, v := range s.Annotations {
 			if strings.HasPrefix(k, "hactl.dev/") && strings.HasSuffix(k, "-secret") && v != "" {
 				names[v] = true
 			}
 		}
 	}
-	for _, s := range objs.StatefulSets {
-		addSpec(s.Spec.Template.Spec)
-		addAnnotations(s.Annotations)
-	}
 	for _, p := range objs.Pods {
 		addSpec(p.Spec)
 	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		if n != "" {
-			sorted = append(sorted, n)
-		}
-	}
-	slices.Sort(sorted)
-	for _, n := range sorted {
-		origin := "Secret " + o.Namespace + "/" + n
-		s, err := o.client.CoreV1().Secrets(o.Namespace).Get(ctx, n, metav1.GetOptions{})
-		if err != nil {
-			why := err.Error()
-			switch {
-			case apierrors.IsForbidden(err):
-				why = "reading it is forbidden"
-			case apierrors.IsNotFound(err):
-				why = "it does not exist"
-			}
-			red.SecretUnread(origin, why)
-			fmt.Fprintf(o.ErrOut, "warning: %s was not read (%s): its values were not searched for in the archive; read the archive before you send it\n", origin, why)
-			continue
-		}
-		red.SecretRead(origin)
-		keys := make([]string, 0, len(s.Data))
-		for k := range s.Data {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			red.AddSecret(origin+" key "+k, k, s.Data[k])
-		}
-	}
+	return names
 }
 
 // objectFiles are the cluster's API objects as YAML, with what names a

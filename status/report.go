@@ -49,6 +49,43 @@ func (o *Observer) Report(ctx context.Context, ob model.Observation) ([]MemberRe
 	return out, nil
 }
 
+// selecting adds to out the objects of objs that select cluster c's pods
+// (labelled podLabels): its disruption budgets, its Services (and the one
+// named c.ServiceName) with their EndpointSlices, and the ConfigMaps
+// whose labels its pods all carry or that are labelled LabelCluster for
+// it; each but the EndpointSlices is marked involved.
+func selecting(out, objs *Objects, c model.ClusterFacts, podLabels labels.Set, involved map[string]bool) {
+	selects := func(sel *metav1.LabelSelector) bool {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		return err == nil && !s.Empty() && podLabels != nil && s.Matches(podLabels)
+	}
+	for _, p := range objs.PDBs {
+		if selects(p.Spec.Selector) {
+			out.PDBs = append(out.PDBs, p)
+			involved["PodDisruptionBudget/"+p.Name] = true
+		}
+	}
+	services := map[string]bool{}
+	for _, s := range objs.Services {
+		if s.Name == c.ServiceName || (len(s.Spec.Selector) > 0 && podLabels != nil && labels.SelectorFromSet(s.Spec.Selector).Matches(podLabels)) {
+			out.Services = append(out.Services, s)
+			services[s.Name] = true
+			involved["Service/"+s.Name] = true
+		}
+	}
+	for _, e := range objs.EndpointSlices {
+		if services[e.Labels[discoveryv1.LabelServiceName]] {
+			out.EndpointSlices = append(out.EndpointSlices, e)
+		}
+	}
+	for _, cm := range objs.ConfigMaps {
+		if (len(cm.Labels) > 0 && podLabels != nil && labels.SelectorFromSet(cm.Labels).Matches(podLabels)) || cm.Labels[LabelCluster] == c.Name {
+			out.ConfigMaps = append(out.ConfigMaps, cm)
+			involved["ConfigMap/"+cm.Name] = true
+		}
+	}
+}
+
 // ClusterObjects are the objects of objs that belong to the cluster ob
 // observed: its StatefulSet; the pods it owns, its members' pods and
 // hactl's own pods for it (labelled LabelCluster); its members' claims;
@@ -92,35 +129,7 @@ func ClusterObjects(objs *Objects, ob model.Observation) *Objects {
 			involved["PersistentVolumeClaim/"+p.Name] = true
 		}
 	}
-	selects := func(sel *metav1.LabelSelector) bool {
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		return err == nil && !s.Empty() && podLabels != nil && s.Matches(podLabels)
-	}
-	for _, p := range objs.PDBs {
-		if selects(p.Spec.Selector) {
-			out.PDBs = append(out.PDBs, p)
-			involved["PodDisruptionBudget/"+p.Name] = true
-		}
-	}
-	services := map[string]bool{}
-	for _, s := range objs.Services {
-		if s.Name == c.ServiceName || (len(s.Spec.Selector) > 0 && podLabels != nil && labels.SelectorFromSet(s.Spec.Selector).Matches(podLabels)) {
-			out.Services = append(out.Services, s)
-			services[s.Name] = true
-			involved["Service/"+s.Name] = true
-		}
-	}
-	for _, e := range objs.EndpointSlices {
-		if services[e.Labels[discoveryv1.LabelServiceName]] {
-			out.EndpointSlices = append(out.EndpointSlices, e)
-		}
-	}
-	for _, cm := range objs.ConfigMaps {
-		if (len(cm.Labels) > 0 && podLabels != nil && labels.SelectorFromSet(cm.Labels).Matches(podLabels)) || cm.Labels[LabelCluster] == c.Name {
-			out.ConfigMaps = append(out.ConfigMaps, cm)
-			involved["ConfigMap/"+cm.Name] = true
-		}
-	}
+	selecting(out, objs, c, podLabels, involved)
 	for _, cm := range objs.Ledgers {
 		if cm.Name == LockName(c.Name) {
 			out.Ledgers = append(out.Ledgers, cm)

@@ -5,7 +5,8 @@ import "github.com/hactl-dev/hactl/model"
 // handedRules run the rules of an engine that keeps them in its own
 // package (model.VerdictRules, handed in through Options.Rules): the
 // engine judges its members' facts; the disruption budget and the spread
-// over nodes are checked here, against the tolerance it reports.
+// over nodes are checked here, against the tolerance it reports, unless
+// it judged them itself (Judgement.DisruptionJudged).
 type handedRules struct{ r model.VerdictRules }
 
 func (h handedRules) threshold(o Options, c model.ClusterFacts) uint64 {

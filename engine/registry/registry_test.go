@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // Every engine hactl ships judges its own clusters: without its verdict
@@ -21,6 +22,18 @@ func TestEveryEngineHandsItsVerdictRules(t *testing.T) {
 		}
 		if rules[name] == nil {
 			t.Errorf("engine %q hands no verdict rules (engine.Judged)", name)
+		}
+	}
+}
+
+// etcd and Patroni hand their views: without one their clusters would
+// read plainly in the live view (generic roles, lag in "positions", no
+// Patroni columns or replication section), and nothing would say so.
+func TestEtcdAndPatroniHandTheirViews(t *testing.T) {
+	views := engine.Views(Engines())
+	for _, name := range []model.Engine{model.EngineEtcd, model.EnginePatroni} {
+		if views[name] == nil {
+			t.Errorf("engine %q hands no view (engine.Viewed)", name)
 		}
 	}
 }
