@@ -356,7 +356,7 @@ func (g genSource) List(context.Context, string, string) ([]Generation, error) {
 
 func TestSeedViewListsGenerations(t *testing.T) {
 	r := evaluate(healthyObs("db", "etcd-a"))
-	v := newSeedView(NewTheme(true), DefaultKeyMap(), clock, genSource{{ID: "etcd-a-nightly", Created: now, Complete: true}})
+	v := newSeedView(NewTheme(true), DefaultKeyMap(), clock, genSource{{ID: "etcd-a-nightly", Created: now, Complete: true}}, cfgViews)
 	v.SetSize(80, 6)
 	v.setData("db/etcd-a", r, nil)
 	cmd := v.load(context.Background(), "db/etcd-a", r.Observation.Cluster)
@@ -435,6 +435,25 @@ func TestCellWidth(t *testing.T) {
 	} {
 		if got, want := cellWidth(s), ansi.StringWidth(s); got != want {
 			t.Errorf("cellWidth(%q) = %d, ansi.StringWidth = %d", s, got, want)
+		}
+	}
+}
+
+// The seed tab's member phases read in the cluster's engine's roles and
+// unit of lag: a Patroni replica behind the primary is a replica some
+// bytes of WAL behind, never a raft learner or voter.
+func TestSeedViewPhaseNotesInTheEnginesWords(t *testing.T) {
+	r := evaluate(patroniObs("db", "pg"))
+	v := newSeedView(NewTheme(true), DefaultKeyMap(), clock, nil, cfgViews)
+	v.SetSize(100, 40)
+	v.setData("db/pg", r, nil)
+	frame := strings.Join(v.View(), "\n")
+	if !strings.Contains(frame, "replica, 6.4MiB behind") {
+		t.Errorf("the lagging replica's note is not in Patroni's words:\n%s", frame)
+	}
+	for _, not := range []string{"learner", "voter"} {
+		if strings.Contains(frame, not) {
+			t.Errorf("a Patroni cluster's seed tab says %q:\n%s", not, frame)
 		}
 	}
 }

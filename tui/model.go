@@ -155,7 +155,7 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 		members:      newMemberView(th, keys, remedy.Load(), cfg.Now, cfg.Views),
 		readiness:    newReadinessView(th, keys, cfg.Verdict, cfg.ProbeInterval, cfg.Views),
 		timeline:     newTimelineView(th, keys),
-		seed:         newSeedView(th, keys, cfg.Now, deps.Generations),
+		seed:         newSeedView(th, keys, cfg.Now, deps.Generations, cfg.Views),
 	}
 	if _, ok := backend.(DirectObserver); ok {
 		// Init starts the direct read (Run may have already).

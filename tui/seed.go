@@ -96,10 +96,12 @@ type seedView struct {
 	key    string
 	result status.Result
 	action *runningAction
+	// views are the engines' views.
+	views engineViews
 }
 
-func newSeedView(th Theme, keys KeyMap, now func() time.Time, source Generations) seedView {
-	return seedView{theme: th, keys: keys, now: now, source: source, gens: map[string]genState{}}
+func newSeedView(th Theme, keys KeyMap, now func() time.Time, source Generations, views engineViews) seedView {
+	return seedView{theme: th, keys: keys, now: now, source: source, gens: map[string]genState{}, views: views}
 }
 
 // SetSize sets the tab's size.
@@ -177,8 +179,9 @@ func (v seedView) lines() []string {
 	out = append(out, "", t.Section.Render("Actions"))
 	out = append(out, v.actions()...)
 	out = append(out, "", t.Section.Render("Member phases"))
+	ev := v.views.of(v.result.Observation.Cluster)
 	for _, mem := range v.result.Observation.Members {
-		out = append(out, "  "+fit(mem.Name, 18)+" "+t.phase(mem.Phase).Render(fit(mem.Phase.String(), 13))+" "+t.Dim.Render(phaseNote(mem)))
+		out = append(out, "  "+fit(mem.Name, 18)+" "+t.phase(mem.Phase).Render(fit(mem.Phase.String(), 13))+" "+t.Dim.Render(phaseNote(ev, mem)))
 	}
 	return out
 }
@@ -337,17 +340,16 @@ func (v seedView) ledgerLines(e model.LedgerEntry) []string {
 	return out
 }
 
-// phaseNote explains a member's phase in a few words.
-func phaseNote(mem model.Member) string {
+// phaseNote explains a member's phase in a few words, in its engine's
+// (ev's) roles and unit of lag.
+func phaseNote(ev model.EngineView, mem model.Member) string {
 	e := mem.Engine
 	switch mem.Phase {
-	case model.PhaseJoining:
-		if mem.Lag != nil {
-			return fmt.Sprintf("learner, %d behind", *mem.Lag)
+	case model.PhaseJoining, model.PhaseCatchingUp:
+		if mem.Lag == nil {
+			return ev.Role(mem) + ", lag unknown"
 		}
-		return "learner, lag unknown"
-	case model.PhaseCatchingUp:
-		return fmt.Sprintf("voter, %s behind", format.Lag(mem.Lag))
+		return ev.Role(mem) + ", " + ev.LagText(mem.Lag) + " behind"
 	case model.PhaseDiverged:
 		if e != nil {
 			return "answers for cluster " + shortID(e.ClusterID, 16)
