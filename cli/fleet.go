@@ -26,9 +26,9 @@ import (
 
 // fleetParallel bounds how many contexts are read at once with
 // --no-probe: enough that the round trips of a fleet's remote servers
-// overlap (each read is mostly waiting: BenchmarkFleetCurve, 10 contexts
-// 50 ms away, took 4.7× the slowest alone 4 at a time, 1.20× now), few
-// enough to hold every context's objects at once. fleetParallelProbed is
+// overlap (each read is mostly waiting: in BenchmarkFleetStatus/rtt=50ms,
+// 10 contexts 50 ms away took 4.7× the slowest alone 4 at a time, 1.61×
+// 32 at a time), few enough to hold every context's objects at once. fleetParallelProbed is
 // the bound when members are probed too: each context then dials up to
 // 64 members at once through port-forwards, and a member whose dial
 // waits past its probe's deadline would read as unreachable.
