@@ -97,16 +97,22 @@ type Judged interface {
 // VerdictRules collects the verdict rules of the engines that keep their
 // own (verdict.Options.Rules); nil when none does.
 func VerdictRules(engines map[model.Engine]Engine) map[model.Engine]model.VerdictRules {
-	var out map[model.Engine]model.VerdictRules
+	return offered(engines, Judged.VerdictRules)
+}
+
+// offered collects what the engines that implement I offer through get,
+// by engine; nil when none does.
+func offered[I, T any](engines map[model.Engine]Engine, get func(I) T) map[model.Engine]T {
+	var out map[model.Engine]T
 	for name, e := range engines {
-		j, ok := e.(Judged)
+		x, ok := e.(I)
 		if !ok {
 			continue
 		}
 		if out == nil {
-			out = map[model.Engine]model.VerdictRules{}
+			out = map[model.Engine]T{}
 		}
-		out[name] = j.VerdictRules()
+		out[name] = get(x)
 	}
 	return out
 }
@@ -121,18 +127,7 @@ type Viewed interface {
 // Views collects the views of the engines that have one; nil when none
 // does.
 func Views(engines map[model.Engine]Engine) map[model.Engine]model.EngineView {
-	var out map[model.Engine]model.EngineView
-	for name, e := range engines {
-		v, ok := e.(Viewed)
-		if !ok {
-			continue
-		}
-		if out == nil {
-			out = map[model.Engine]model.EngineView{}
-		}
-		out[name] = v.View()
-	}
-	return out
+	return offered(engines, Viewed.View)
 }
 
 // MemberOps changes an engine's membership through one member (the
