@@ -216,14 +216,18 @@ func tuiFirstFrame(b *testing.B, env, argv []string, want string) (time.Duration
 }
 
 // vmHWM is a running process's peak resident set, KiB.
-func vmHWM(b *testing.B, pid int) int64 {
+func vmHWM(b *testing.B, pid int) int64 { return procKiB(b, pid, "VmHWM:") }
+
+// procKiB is the value of key ("VmRSS:") in a running process's
+// /proc/PID/status, KiB.
+func procKiB(b *testing.B, pid int, key string) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, ok := statusKiB(data, "VmHWM:")
+	v, ok := statusKiB(data, key)
 	if !ok {
-		b.Fatalf("no VmHWM in /proc/%d/status", pid)
+		b.Fatalf("no %s in /proc/%d/status", key, pid)
 	}
 	return v
 }

@@ -72,6 +72,18 @@ func counting(cfg *rest.Config, n *atomic.Int64) kubernetes.Interface {
 // pool answers every pod's probe with one of a few real etcd members, so
 // 150 member probes are 150 real connections and RPC sets.
 func pool(b *testing.B, members int) engine.DialFunc {
+	addrs := poolAddrs(b, members)
+	return func(ctx context.Context, _, pod string, _ int) (net.Conn, error) {
+		i := strings.LastIndex(pod, "-")
+		n, _ := strconv.Atoi(pod[i+1:])
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addrs[n%len(addrs)])
+	}
+}
+
+// poolAddrs starts a real etcd cluster of members and returns their
+// client addresses (host:port).
+func poolAddrs(b *testing.B, members int) []string {
 	ec := testenv.EtcdCluster(b, etcdcluster.Options{Members: members})
 	var addrs []string
 	for _, m := range ec.Members {
@@ -81,12 +93,7 @@ func pool(b *testing.B, members int) engine.DialFunc {
 		}
 		addrs = append(addrs, u.Host)
 	}
-	return func(ctx context.Context, _, pod string, _ int) (net.Conn, error) {
-		i := strings.LastIndex(pod, "-")
-		n, _ := strconv.Atoi(pod[i+1:])
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addrs[n%len(addrs)])
-	}
+	return addrs
 }
 
 // populate creates a namespace holding clusters etcd-000 … (3 members

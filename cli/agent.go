@@ -21,6 +21,7 @@ import (
 	"github.com/hactl-dev/hactl/agent/restore"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/internal/format"
+	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/status"
 )
 
@@ -39,23 +40,26 @@ const defaultAgentTimeout = actions.RestoreAgentTimeout
 
 // NewCmdAgent builds `kubectl-hactl agent`, the commands hactl runs inside
 // a cluster's pods.
-func NewCmdAgent(streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdAgent(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Commands hactl runs inside a cluster's pods (init containers)",
-		Long: `Commands meant to run inside a cluster's pods, for example as an init
-container next to the engine container. They need no access to the API
-server: store credentials come from the environment (typically from a Secret
-through envFrom: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for s3://,
+		Short: "Commands hactl runs inside a cluster's pods (init containers, the exporter)",
+		Long: `Commands meant to run inside a cluster's pods: restore and capture, for
+example as an init container next to the engine container, and exporter,
+the verdicts as Prometheus metrics (a Deployment of its own).
+
+Restore and capture need no access to the API server: store credentials
+come from the environment (typically from a Secret through envFrom:
+AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for s3://,
 GOOGLE_APPLICATION_CREDENTIALS_JSON for gs://, AZURE_STORAGE_ACCOUNT with
 AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or
 AZURE_STORAGE_CONNECTION_STRING, for azblob://), and are never printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("agent needs a subcommand: restore or capture\nSee '%s --help'.", cmd.CommandPath())
+			return usageError("agent needs a subcommand: restore, capture or exporter\nSee '%s --help'.", cmd.CommandPath())
 		},
 	}
-	cmd.AddCommand(NewCmdAgentRestore(streams), NewCmdAgentCapture(streams))
+	cmd.AddCommand(NewCmdAgentRestore(streams), NewCmdAgentCapture(streams), NewCmdAgentExporter(flags, streams))
 	return cmd
 }
 

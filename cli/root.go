@@ -58,7 +58,7 @@ or with -o or --watch, it prints status and takes the flags of 'status'.`,
 		NewCmdSeed(flags, streams),
 		NewCmdGenerations(flags, streams),
 		NewCmdApply(flags, streams),
-		NewCmdAgent(streams),
+		NewCmdAgent(flags, streams),
 		newCmdCompletion(streams),
 	)
 	return cmd

@@ -586,9 +586,5 @@ func isTerminal(s any) bool {
 
 // toAPI converts a result to its schema, with the cluster's actions.
 func (o *StatusOptions) toAPI(r status.Result) *status.ClusterStatus {
-	cs := status.ToAPI(r)
-	if es := r.Observation.Ledger; len(es) > 0 {
-		status.AttachActions(cs, es)
-	}
-	return cs
+	return status.Document(r)
 }

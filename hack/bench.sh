@@ -13,7 +13,7 @@
 # benchmark's name, whatever the benchmark printed while it ran.
 # BenchmarkCostCurve's points go to bench/costcurve.csv, which hack/costplot
 # (a module of its own) draws as bench/costcurve.png; BenchmarkFleetCurve's
-# go to bench/fleetcurve.csv.
+# go to bench/fleetcurve.csv, drawn as bench/fleetcurve.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BINS=$(bash hack/testbins.sh)
@@ -29,6 +29,8 @@ if [ -s "$curve" ]; then
 fi
 if [ -s "$fleet" ]; then
   cp "$fleet" bench/fleetcurve.csv
+  (cd hack/costplot && go run . -curve fleet -in ../../bench/fleetcurve.csv -out ../../bench/fleetcurve.png) ||
+    echo "bench.sh: the plot was not drawn; bench/fleetcurve.csv holds the points" >&2
 fi
 if [ "${TUIBENCH:-TUI}" != none ]; then
   HACTL_TESTBINS_DIR=$BINS go test -v -run '^$' -bench "${TUIBENCH:-TUI}" -benchtime 1x -timeout 30m ./tui/e2e | tee -a "$out" >&2

@@ -6,6 +6,10 @@
 #   kwok                             ($KWOK_VERSION, plus its CRDs and stages)
 #   versitygw                        ($VERSITYGW_VERSION, S3-compatible store)
 #   kubectl-krew, validate-krew-manifest (krew $KREW_VERSION)
+#   prometheus, promtool             (Prometheus $PROMETHEUS_VERSION, the
+#                                     module's v0.3xx.y for release 3.xx.y;
+#                                     without the optional service
+#                                     discoveries: static targets only)
 #   azurite-blob                     (Azurite $AZURITE_VERSION, the Azure Blob
 #                                     emulator, from npm: hack/azurite/)
 # into ~/.cache/hactl/bin/<versions>/ and prints that directory on stdout.
@@ -22,6 +26,7 @@ K8S_VERSION=${K8S_VERSION:-v1.37.2}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 VERSITYGW_VERSION=${VERSITYGW_VERSION:-v1.8.0}
 KREW_VERSION=${KREW_VERSION:-v0.5.0}
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-v0.316.0}
 # 3.35.0 is the last Azurite release that runs on Node 20.
 AZURITE_VERSION=3.35.0
 
@@ -30,7 +35,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN="$CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-vgw-$VERSITYGW_VERSION-krew-$KREW_VERSION"
 # Bump when the set of components changes: existing caches then build only
 # what they lack (each component keeps its own marker).
-RECIPE=3
+RECIPE=4
 COMPLETE="$BIN/.complete-$RECIPE"
 SRC="$CACHE/src"
 mkdir -p "$BIN" "$SRC"
@@ -176,6 +181,14 @@ build_krew() {
   mv "$d/krew" "$BIN/kubectl-krew"
 }
 
+build_prometheus() {
+  # remove_all_sd: Prometheus' own build tag that leaves out the cloud
+  # service discoveries (and their SDKs); the e2e scrape is static.
+  GOBIN="$BIN" go install -tags remove_all_sd -ldflags="-s -w" \
+    "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION" \
+    "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
+}
+
 build_azurite() {
   command -v npm >/dev/null || { log "npm is not on PATH (Azurite is installed from npm; Debian: apt-get install nodejs npm)"; return 1; }
   command -v node >/dev/null || { log "node is not on PATH"; return 1; }
@@ -198,6 +211,7 @@ step krew2 build_krew
 step kwok build_kwok
 step versitygw build_versitygw
 step k8s build_k8s
+step "prometheus-$PROMETHEUS_VERSION" build_prometheus
 step "azurite-$AZURITE_VERSION" build_azurite
 touch "$COMPLETE"
 log "all test binaries ready in $BIN ($((SECONDS - total))s)"

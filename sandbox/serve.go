@@ -185,7 +185,7 @@ func (s *supervisor) start(ctx context.Context) error {
 	}
 
 	s.step("installing kwok's CRDs and stages; starting kwok and versitygw")
-	m, err := kwok.LoadManifests(s.cfg.BinDir, runner.EngineLabel)
+	m, err := kwok.LoadManifests(s.cfg.BinDir, runner.EngineLabel, runner.RunLabel)
 	if err != nil {
 		return err
 	}

@@ -197,6 +197,17 @@ func deepCopy[T runtime.Object](in T, out T) runtime.Object {
 	return out
 }
 
+// Document is the printed document of a result: its schema (ToAPI) with
+// the cluster's actions and last seed from its ledger (AttachActions), as
+// status prints it and as the exporter's metrics read it.
+func Document(r Result) *ClusterStatus {
+	cs := ToAPI(r)
+	if es := r.Observation.Ledger; len(es) > 0 {
+		AttachActions(cs, es)
+	}
+	return cs
+}
+
 // ToAPI converts a result to its printed schema.
 func ToAPI(r Result) *ClusterStatus {
 	o, v := r.Observation, r.Verdict

@@ -48,8 +48,15 @@ var (
 		append(memberLabels, "port"), nil)
 )
 
-// metrics is a prometheus.Collector over printed documents.
-type metrics []*ClusterStatus
+// metrics is a prometheus.Collector over printed documents: those docs
+// returns when a registry gathers.
+type metrics struct{ docs func() []*ClusterStatus }
+
+// NewCollector returns a prometheus.Collector of the metrics
+// WriteOpenMetrics prints, over the documents docs returns at each
+// gather: the latest snapshot of a long-running observer (agent
+// exporter), so a scrape costs no API call and no probe.
+func NewCollector(docs func() []*ClusterStatus) prometheus.Collector { return metrics{docs: docs} }
 
 func (metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInfo, descControl, descFailover, descReplicas, descReady, descObserved,
@@ -66,7 +73,7 @@ func (ms metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- m
 		}
 	}
-	for _, c := range ms {
+	for _, c := range ms.docs() {
 		ns, name := c.Metadata.Namespace, c.Metadata.Name
 		gauge(descInfo, 1, ns, name, c.Engine, c.Shape, c.Leader)
 		gauge(descControl, bool01(c.Verdict.ControlReady), ns, name)
@@ -120,7 +127,7 @@ func bool01(b bool) float64 {
 // scrape), ending with "# EOF".
 func WriteOpenMetrics(w io.Writer, docs []*ClusterStatus) error {
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(metrics(docs)); err != nil {
+	if err := reg.Register(NewCollector(func() []*ClusterStatus { return docs })); err != nil {
 		return err
 	}
 	mfs, err := reg.Gather()

@@ -10,13 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hactl-dev/hactl/engine"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/hactl-dev/hactl/engine"
 )
 
 // ErrCacheSync is returned by Watcher.Start when the watch caches did not
@@ -446,6 +447,20 @@ func (w *Watcher) ObserveDirect(ctx context.Context, name string, probe bool) ([
 		o.Dial = nil
 	}
 	return o.Observe(ctx, w.namespace, name)
+}
+
+// PodIP is the IP the watched pod namespace/name reports, from the
+// caches: what a dialer inside the cluster dials (agent exporter). An
+// error says the pod is not in the caches or has no IP yet.
+func (w *Watcher) PodIP(namespace, name string) (string, error) {
+	p, err := w.factory.Core().V1().Pods().Lister().Pods(namespace).Get(name)
+	if err != nil {
+		return "", err
+	}
+	if p.Status.PodIP == "" {
+		return "", fmt.Errorf("pod %s/%s has no IP yet (phase %s)", namespace, name, p.Status.Phase)
+	}
+	return p.Status.PodIP, nil
 }
 
 // Stop ends the watches and waits for their goroutines.

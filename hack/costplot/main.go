@@ -1,11 +1,19 @@
-// Command costplot draws the cost curve BenchmarkCostCurve measures: it
-// reads the benchmark's points ("clusters,metric,value" lines, as
-// HACTL_BENCH_CURVE_CSV collects them) and writes a PNG of three panels
-// over the number of clusters (log–log): wall time, peak RSS and API calls
-// of hactl's status (table, JSON, probed in process), the TUI's first
-// frame and kubectl get (table, JSON).
+// Command costplot draws the curves hactl's benchmarks measure, from
+// their points ("x,metric,value" lines):
 //
-//	go run . -in ../../bench/costcurve.csv -out ../../bench/costcurve.png
+//   - -curve cost (the default): BenchmarkCostCurve's, as
+//     HACTL_BENCH_CURVE_CSV collects them; three panels over the number of
+//     clusters (log–log): wall time, peak RSS and API calls of hactl's
+//     status (table, JSON, probed in process), the TUI's first frame and
+//     kubectl get (table, JSON);
+//
+//   - -curve fleet: BenchmarkFleetCurve's (HACTL_BENCH_FLEET_CSV); three
+//     panels over the number of contexts: the wall time of status
+//     --all-contexts and of the slowest context alone, its peak RSS, and
+//     the ratio of the two (against the 1.3 goal).
+//
+//     go run . -in ../../bench/costcurve.csv -out ../../bench/costcurve.png
+//     go run . -curve fleet -in ../../bench/fleetcurve.csv -out ../../bench/fleetcurve.png
 //
 // It is a module of its own so that the plotting library stays out of
 // hactl's build.
@@ -30,38 +38,79 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// series are the commands drawn, in legend order, with their colours.
-var series = []struct {
+// seriesDef is one line: the metric key+panel suffix it draws.
+type seriesDef struct {
 	key, label string
 	colour     color.RGBA
 	dashed     bool
-}{
-	{"status", "hactl status --no-probe", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, false},
-	{"status-json", "hactl status --no-probe -o json", color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, false},
-	{"status-probed", "hactl status, every member probed (in process)", color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, false},
-	{"tui-first-frame", "hactl TUI, first frame (--no-probe)", color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, false},
-	{"kubectl-get", "kubectl get sts,pods,pvc", color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, true},
-	{"kubectl-get-json", "kubectl get sts,pods,pvc -o json", color.RGBA{R: 0x17, G: 0x17, B: 0x17, A: 0xff}, true},
 }
 
-// panels are the measures, each the metric suffix the benchmark reports.
-var panels = []struct{ suffix, title, unit string }{
-	{"-ms", "wall time", "ms"},
-	{"-peak-MiB", "peak RSS", "MiB"},
-	{"-api-calls", "API calls", "calls"},
+// panelDef is one panel: the metric suffix it draws of every series.
+type panelDef struct {
+	suffix, title, unit string
+	// linear draws the y axis linearly (ratios near 1), with a dotted
+	// line at goal when it is set.
+	linear bool
+	goal   float64
+}
+
+// curveDef is what one benchmark's curve draws.
+type curveDef struct {
+	xLabel string
+	series []seriesDef
+	panels []panelDef
+}
+
+var curves = map[string]curveDef{
+	"cost": {
+		xLabel: "clusters",
+		series: []seriesDef{
+			{"status", "hactl status --no-probe", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, false},
+			{"status-json", "hactl status --no-probe -o json", color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, false},
+			{"status-probed", "hactl status, every member probed (in process)", color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, false},
+			{"tui-first-frame", "hactl TUI, first frame (--no-probe)", color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, false},
+			{"kubectl-get", "kubectl get sts,pods,pvc", color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, true},
+			{"kubectl-get-json", "kubectl get sts,pods,pvc -o json", color.RGBA{R: 0x17, G: 0x17, B: 0x17, A: 0xff}, true},
+		},
+		panels: []panelDef{
+			{suffix: "-ms", title: "wall time over clusters × 3 members", unit: "ms"},
+			{suffix: "-peak-MiB", title: "peak RSS over clusters × 3 members", unit: "MiB"},
+			{suffix: "-api-calls", title: "API calls over clusters × 3 members", unit: "calls"},
+		},
+	},
+	"fleet": {
+		xLabel: "contexts (each 25 ms from its API server, each way)",
+		series: []seriesDef{
+			{"fleet", "hactl status --all-contexts", color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, false},
+			{"slowest-context", "the slowest context alone", color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, true},
+			{"wall-ratio", "all contexts ÷ the slowest alone", color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, false},
+			{"wall-ratio-vs-median", "all contexts ÷ the median context alone", color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, true},
+		},
+		panels: []panelDef{
+			{suffix: "-ms", title: "wall time over contexts", unit: "ms", linear: true},
+			{suffix: "-peak-MiB", title: "peak RSS over contexts", unit: "MiB", linear: true},
+			{suffix: "", title: "wall time ratio (goal ≤ 1.3 at 10)", unit: "×", linear: true, goal: 1.3},
+		},
+	},
 }
 
 func main() {
 	in := flag.String("in", "bench/costcurve.csv", "the benchmark's points")
 	out := flag.String("out", "bench/costcurve.png", "the PNG to write")
+	name := flag.String("curve", "cost", "which curve: cost or fleet")
 	flag.Parse()
-	if err := run(*in, *out); err != nil {
+	c, ok := curves[*name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "costplot: -curve %q: want cost or fleet\n", *name)
+		os.Exit(2)
+	}
+	if err := run(c, *in, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "costplot:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out string) error {
+func run(c curveDef, in, out string) error {
 	f, err := os.Open(in)
 	if err != nil {
 		return err
@@ -72,20 +121,29 @@ func run(in, out string) error {
 		return fmt.Errorf("%s: %w", in, err)
 	}
 	const w, h = 5 * vg.Inch, 4.5 * vg.Inch
-	img := vgimg.New(w*vg.Length(len(panels)), h)
+	img := vgimg.New(w*vg.Length(len(c.panels)), h)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	for i, pn := range panels {
+	tiles := draw.Tiles{Rows: 1, Cols: len(c.panels), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	for i, pn := range c.panels {
 		p := plot.New()
-		p.Title.Text = pn.title + " over clusters × 3 members"
-		p.X.Label.Text = "clusters"
+		p.Title.Text = pn.title
+		p.X.Label.Text = c.xLabel
 		p.Y.Label.Text = pn.unit
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = ticks125{}, ticks125{}
+		if pn.linear {
+			p.Y.Scale, p.Y.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+		}
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Add(plotter.NewGrid())
+		if pn.goal > 0 {
+			goal := plotter.NewFunction(func(float64) float64 { return pn.goal })
+			goal.Dashes = []vg.Length{vg.Points(1), vg.Points(3)}
+			p.Add(goal)
+			p.Legend.Add(fmt.Sprintf("goal %g", pn.goal), goal)
+		}
 		drawn := 0
-		for _, s := range series {
+		for _, s := range c.series {
 			xys := points[s.key+pn.suffix]
 			if len(xys) == 0 {
 				continue

@@ -49,8 +49,8 @@ type Manifests struct {
 
 // LoadManifests reads kwok's CRDs for EnabledCRDs and the sandbox's Stages
 // from binDir/kwok-manifests, with every pod Stage made to skip pods that
-// carry skipLabel.
-func LoadManifests(binDir, skipLabel string) (*Manifests, error) {
+// carry any of skipLabels.
+func LoadManifests(binDir string, skipLabels ...string) (*Manifests, error) {
 	root := filepath.Join(binDir, "kwok-manifests")
 	m := &Manifests{}
 	want := map[string]bool{}
@@ -87,8 +87,10 @@ func LoadManifests(binDir, skipLabel string) (*Manifests, error) {
 			if o.GetKind() != "Stage" {
 				continue
 			}
-			if err := SkipLabel(o, skipLabel); err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
+			for _, l := range skipLabels {
+				if err := SkipLabel(o, l); err != nil {
+					return nil, fmt.Errorf("%s: %w", f, err)
+				}
 			}
 			m.Stages = append(m.Stages, o)
 		}

@@ -59,3 +59,20 @@ func (a *Addresses) For(ns, name string) (MemberAddrs, error) {
 		ForwardAddress: fmt.Sprintf("127.%d.3.%d", a.block, n),
 	}, nil
 }
+
+// ByPodIP returns the address (127.b.1.n:port) that stands for port of
+// pod IP ip (10.244.b.n), when a pod of this block was given it.
+func (a *Addresses) ByPodIP(ip string, port int) (string, bool) {
+	var b, n int
+	if _, err := fmt.Sscanf(ip, "10.244.%d.%d", &b, &n); err != nil || b != a.block || fmt.Sprintf("10.244.%d.%d", b, n) != ip {
+		return "", false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, m := range a.byPod {
+		if m == n {
+			return fmt.Sprintf("127.%d.1.%d:%d", a.block, n, port), true
+		}
+	}
+	return "", false
+}

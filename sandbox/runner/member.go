@@ -808,6 +808,9 @@ func (c *container) start(ov *override, restarts int32) (*process, Launch, error
 		TmpDir:     tmp,
 		Kubeconfig: kubeconfig,
 	}
+	if m.r.podNet != nil {
+		pe.PodProxy = m.r.podNet.URL()
+	}
 	spec := c.spec
 	l, err := Translate(pe, &spec)
 	if err != nil {

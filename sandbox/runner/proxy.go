@@ -123,8 +123,14 @@ func (pp *peerProxy) handle(f *front, down net.Conn, target string) {
 	if _, err := up.Write(head); err != nil {
 		return
 	}
+	relay(down, br, up)
+}
+
+// relay copies from (down's bytes, read through r) to up and back, each
+// way closing the writing half when its source ends, until both ended.
+func relay(down net.Conn, r io.Reader, up net.Conn) {
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, br); closeWrite(up); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(up, r); closeWrite(up); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(down, up); closeWrite(down); done <- struct{}{} }()
 	<-done
 	<-done

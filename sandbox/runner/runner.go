@@ -30,6 +30,11 @@ import (
 // EngineLabel marks the pods (and StatefulSets) the runner runs.
 const EngineLabel = "hactl.dev/engine"
 
+// RunLabel marks other pods the runner runs as processes, which belong to
+// no HA cluster: hactl's exporter Deployment, whose tests add it to the
+// pod template of docs/exporter.yaml. kwok's stages skip them too.
+const RunLabel = "sandbox.hactl.dev/run"
+
 // HostIP is the host IP every member pod reports: the fake nodes'
 // InternalIP, where kwok serves the kubelet API.
 const HostIP = "127.0.0.1"
@@ -96,6 +101,12 @@ type Runner struct {
 	factory informers.SharedInformerFactory
 	pods    cache.SharedIndexInformer
 	sets    cache.SharedIndexInformer
+	// others are the pods labelled RunLabel.
+	othersFactory informers.SharedInformerFactory
+	others        cache.SharedIndexInformer
+	// podNet is the pod network proxy hactl's agent dials pod IPs
+	// through (set by Start).
+	podNet *PodNetwork
 
 	ctx      context.Context
 	shutdown chan struct{}
@@ -116,17 +127,21 @@ func New(o Options) *Runner {
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = EngineLabel }))
+	of := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = RunLabel }))
 	return &Runner{
-		o:        o,
-		addrs:    NewAddresses(o.Block),
-		proxy:    newPeerProxy(o.Logf),
-		fwd:      newForwardProxy(o.Logf),
-		factory:  f,
-		pods:     f.Core().V1().Pods().Informer(),
-		sets:     f.Apps().V1().StatefulSets().Informer(),
-		shutdown: make(chan struct{}),
-		members:  map[types.UID]*member{},
-		byName:   map[string]*member{},
+		othersFactory: of,
+		others:        of.Core().V1().Pods().Informer(),
+		o:             o,
+		addrs:         NewAddresses(o.Block),
+		proxy:         newPeerProxy(o.Logf),
+		fwd:           newForwardProxy(o.Logf),
+		factory:       f,
+		pods:          f.Core().V1().Pods().Informer(),
+		sets:          f.Apps().V1().StatefulSets().Informer(),
+		shutdown:      make(chan struct{}),
+		members:       map[types.UID]*member{},
+		byName:        map[string]*member{},
 	}
 }
 
@@ -147,7 +162,12 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 		r.pathEnv = r.o.BinDir + ":" + dir + ":/usr/local/bin:/usr/bin:/bin"
 	}
-	_, err := r.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	pn, err := StartPodNetwork(fmt.Sprintf("127.%d.0.1:0", r.o.Block), r.addrs.ByPodIP, r.o.Logf)
+	if err != nil {
+		return err
+	}
+	r.podNet = pn
+	handlers := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { r.observe(o) },
 		UpdateFunc: func(_, o any) { r.observe(o) },
 		DeleteFunc: func(o any) {
@@ -158,9 +178,11 @@ func (r *Runner) Start(ctx context.Context) error {
 				r.forget(p)
 			}
 		},
-	})
-	if err != nil {
-		return err
+	}
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others} {
+		if _, err := inf.AddEventHandler(handlers); err != nil {
+			return err
+		}
 	}
 	// Processes that escape their container's session (a postmaster
 	// under Patroni) become the runner's children when their parent
@@ -170,7 +192,8 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	go r.trackLoop()
 	r.factory.Start(r.shutdown)
-	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced) {
+	r.othersFactory.Start(r.shutdown)
+	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced) {
 		return fmt.Errorf("runner: caches did not sync: %w", ctx.Err())
 	}
 	go func() {
@@ -225,7 +248,11 @@ func (r *Runner) Stop() {
 	r.wg.Wait()
 	r.proxy.close()
 	r.fwd.close()
+	if r.podNet != nil {
+		r.podNet.Close()
+	}
 	r.factory.Shutdown()
+	r.othersFactory.Shutdown()
 }
 
 func (r *Runner) observe(o any) {

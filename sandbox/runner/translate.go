@@ -60,6 +60,10 @@ type PodEnv struct {
 	// KUBECONFIG itself (the sandbox's stand-in for the token a kubelet
 	// mounts; its context is KubeContext).
 	Kubeconfig string
+	// PodProxy, when set, is the pod network proxy's URL: containers of
+	// hactl's agent (AgentCommand) get it as ALL_PROXY, unless they set
+	// ALL_PROXY themselves, to reach pod IPs.
+	PodProxy string
 }
 
 // Objects reads the data of ConfigMaps and Secrets in the pod's namespace.
@@ -220,6 +224,9 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 	l.Path, err = lookPath(argv[0], vars["PATH"])
 	if err != nil {
 		return l, fmt.Errorf("container %s: %w", c.Name, err)
+	}
+	if _, set := vars["ALL_PROXY"]; !set && pe.PodProxy != "" && filepath.Base(l.Path) == AgentCommand {
+		l.Env = append(l.Env, "ALL_PROXY="+pe.PodProxy)
 	}
 	l.PeerPorts = s.peerPorts()
 	if c.ReadinessProbe != nil {

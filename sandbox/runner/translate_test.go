@@ -60,8 +60,9 @@ func testEnv(t *testing.T, pod *corev1.Pod, govs []Governor, bin string) PodEnv 
 			fmt.Sscanf(p, "c-%d", &n)
 			return fmt.Sprintf("127.5.1.%d", n+1), true
 		},
-		PathEnv: bin + ":/usr/bin:/bin",
-		Home:    "/host/home",
+		PathEnv:  bin + ":/usr/bin:/bin",
+		Home:     "/host/home",
+		PodProxy: "socks5://127.5.0.1:1080",
 	}
 }
 
@@ -105,6 +106,9 @@ func TestTranslateStaticExisting(t *testing.T) {
 		if !strings.Contains(env, kv) {
 			t.Errorf("env lacks %s:\n%s", kv, env)
 		}
+	}
+	if strings.Contains(env, "ALL_PROXY") {
+		t.Errorf("a member that is not hactl's agent got the pod network proxy:\n%s", env)
 	}
 	if l.Dir != "/host/home" {
 		t.Errorf("dir %q", l.Dir)
@@ -399,8 +403,9 @@ func TestTranslateRestorePod(t *testing.T) {
 			"GOOGLE_APPLICATION_CREDENTIALS_JSON": gcsKeyJSON,
 			"AZURE_STORAGE_CONNECTION_STRING":     azureConnString,
 		}}},
-		PathEnv: bin + ":" + agentDir + ":/usr/bin:/bin",
-		Home:    "/host/home",
+		PathEnv:  bin + ":" + agentDir + ":/usr/bin:/bin",
+		Home:     "/host/home",
+		PodProxy: "socks5://127.5.0.1:1080",
 	}
 	l, err := Translate(pe, &pod.Spec.Containers[0])
 	if err != nil {
@@ -428,6 +433,8 @@ func TestTranslateRestorePod(t *testing.T) {
 		// host's emulator, not the pod's address.
 		"GOOGLE_APPLICATION_CREDENTIALS_JSON=" + gcsKeyJSON + "\n",
 		"AZURE_STORAGE_CONNECTION_STRING=" + azureConnString + "\n",
+		// hactl's agent reaches pod IPs through the runner's pod network.
+		"ALL_PROXY=socks5://127.5.0.1:1080\n",
 	} {
 		if !strings.Contains(env, kv) {
 			t.Errorf("env lacks %q:\n%s", kv, env)
