@@ -59,15 +59,17 @@ round's duration after it began). A scrape encodes the latest round: it
 costs no API call and no probe however often it comes, and
 hactl_cluster_observed_timestamp_seconds says how old the round is.
 
-The exporter only reads. Its client refuses every changing request before
-it leaves the process, it never takes hactl's lock, and it needs no
+The exporter changes nothing. Its API client refuses every request but
+GET, HEAD and OPTIONS (and any connection upgrade: no exec, attach or
+port-forward) before it leaves the process, it never takes hactl's lock,
+it asks members only what status asks them, and it needs no
 pods/portforward: it dials pods directly (through ALL_PROXY, SOCKS5, when
 that is set). Its ServiceAccount needs get, list and watch on StatefulSets,
 Pods, PersistentVolumeClaims, PodDisruptionBudgets, Services,
 EndpointSlices, Events, ConfigMaps and Leases (docs/exporter.md ships the
-Deployment and least-privilege RBAC). Secrets are read only for clusters
-whose probes need them (a TLS or REST-credential Secret named by an
-annotation), with a Role in that namespace.
+Deployment and least-privilege RBAC). A Secret is read only for a cluster
+whose probes need one (the client TLS Secret its StatefulSet names with
+hactl.dev/client-tls-secret), with a Role in that namespace.
 
 It watches every namespace unless -n names one. It connects with the pod's
 ServiceAccount inside a cluster, else with the kubeconfig.

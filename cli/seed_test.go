@@ -813,7 +813,7 @@ func TestTUISeedRunsTheConfirmedPlan(t *testing.T) {
 	st := NewStatusOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	st.client, st.dial, st.ProbeTimeout = e.cs, e.dial, 2*time.Second
 	o := &TUIOptions{status: st, identity: actions.NewIdentity()}
-	a := tui.ExecutorActions(o.executor())
+	a := tui.ExecutorActions(o.executor(st))
 	req := tui.Request{Namespace: e.ns, Cluster: "etcd",
 		Intent: classify.Intent{Action: model.ActionSeed, Options: classify.Options{Generation: "g-confirmed"}}}
 	d, err := a.Decide(ctx, req)
@@ -868,7 +868,7 @@ func TestTUISeedOfAPublishedGenerationRecordsNothing(t *testing.T) {
 
 	st := NewStatusOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	st.client, st.dial, st.ProbeTimeout = e.cs, e.dial, 2*time.Second
-	x := (&TUIOptions{status: st, identity: actions.NewIdentity()}).executor()
+	x := (&TUIOptions{status: st, identity: actions.NewIdentity()}).executor(st)
 	a := tui.ExecutorActions(x)
 	req := tui.Request{Namespace: e.ns, Cluster: "etcd", Intent: classify.Intent{Action: model.ActionSeed, Options: classify.Options{Generation: "g1"}}}
 	d, err := a.Decide(ctx, req)
@@ -918,7 +918,7 @@ func TestExecutorPinsARestoreToTheStoredGeneration(t *testing.T) {
 	}
 	st := NewStatusOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	st.client, st.dial, st.ProbeTimeout = e.cs, e.dial, 2*time.Second
-	x := (&TUIOptions{status: st, identity: actions.NewIdentity()}).executor()
+	x := (&TUIOptions{status: st, identity: actions.NewIdentity()}).executor(st)
 	d, _, _, err := x.Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionRestore, Options: classify.Options{Generation: "g1"}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -103,6 +102,13 @@ you to type the cluster name. x explains a decision without acting.
 --readonly, or "readonly: true" in the context's hactl.dev kubeconfig
 extension, disables every action.
 
+With several contexts (--all-contexts, or --context a,b) the first screen
+is the fleet: every cluster of every context, grouped by context (s sorts
+by verdict, / filters), each context read again every --probe-interval; a
+context that cannot be read is a row with its error. enter opens a
+cluster in the view of its own context (its credentials, its readonly
+setting; the dialogs name it), and q there comes back to the fleet.
+
 Keys: ? help, / filter, esc back, q quit.
 
 Running 'kubectl hactl' with no subcommand on a terminal opens this view;
@@ -121,6 +127,9 @@ Exit codes:
 
   # every namespace, probing every 10 seconds
   kubectl hactl tui -A --probe-interval 10s
+
+  # the fleet: every cluster of every context of the kubeconfig
+  kubectl hactl tui --all-contexts -A
 
   # keep client-go's log lines
   kubectl hactl tui --log-file /tmp/hactl-tui.log`,
@@ -142,8 +151,9 @@ func (o *TUIOptions) AddFlags(cmd *cobra.Command) {
 	s := o.status
 	f := cmd.Flags()
 	f.BoolVarP(&s.AllNamespaces, "all-namespaces", "A", false, "Show clusters in every namespace.")
+	f.BoolVar(&s.AllContexts, "all-contexts", false, "Open the fleet view: every cluster of every context of the kubeconfig (or name several: --context a,b), grouped by context; enter opens a cluster in its own context.")
 	f.DurationVar(&s.ProbeTimeout, "probe-timeout", s.ProbeTimeout, "Deadline for probing each member (all members are probed in parallel).")
-	f.DurationVar(&s.ProbeInterval, "probe-interval", s.ProbeInterval, "How often members are probed (watches update the view in between).")
+	f.DurationVar(&s.ProbeInterval, "probe-interval", s.ProbeInterval, "How often members are probed (watches update the view in between; the fleet view reads every context again).")
 	f.BoolVar(&s.NoProbe, "no-probe", false, "Read the API server only; do not dial members.")
 	f.Uint64Var(&s.LagThreshold, "lag-threshold", s.LagThreshold, "Raft entries a voter may trail the leader frontier and still count as caught up.")
 	f.Uint64Var(&s.WALLagThreshold, "wal-lag-threshold", 0, "Patroni: bytes of WAL a replica's replay may trail the primary and still count as a failover candidate (default: the cluster's maximum_lag_on_failover, else 1 MiB).")
@@ -158,8 +168,10 @@ func (o *TUIOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.status.Complete(cmd, args); err != nil {
 		return err
 	}
-	if n := len(o.status.fleet); n > 0 {
-		return usageError("the live view shows one context at a time; 'kubectl hactl status --context %s' prints the %d together", strings.Join(o.status.fleet, ","), n)
+	if len(o.status.fleet) > 0 {
+		// The fleet view: each context is connected to when it is read,
+		// and the one a cluster is opened in when it is opened.
+		return nil
 	}
 	raw, err := o.status.configFlags.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
@@ -225,13 +237,14 @@ func (o *TUIOptions) Validate() error {
 	return nil
 }
 
-// readOnly says whether actions are disabled, and why.
-func (o *TUIOptions) readOnly() (bool, string) {
+// readOnly says whether actions are disabled in context name, whose
+// hactl.dev extension says contextRO, and why.
+func (o *TUIOptions) readOnly(name string, contextRO bool) (bool, string) {
 	switch {
 	case o.ReadOnly:
 		return true, "--readonly"
-	case o.contextReadOnly:
-		return true, fmt.Sprintf("context %s is read-only", o.contextName)
+	case contextRO:
+		return true, fmt.Sprintf("context %s is read-only", name)
 	}
 	return false, ""
 }
@@ -262,20 +275,28 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 		defer f.Close()
 		logw = f
 	}
-	s := o.status
+	o.identity = actions.ProcessIdentity()
+	if len(o.status.fleet) > 0 {
+		return o.runFleet(ctx, logw)
+	}
+	return o.runView(ctx, o.status, o.contextName, o.contextReadOnly, logw)
+}
+
+// runView opens the view of one context (s connected to it) until the
+// user quits.
+func (o *TUIOptions) runView(ctx context.Context, s *StatusOptions, contextName string, contextRO bool, logw io.Writer) error {
 	observer := s.observer(status.APISource{Client: s.client})
 	backend := tui.NewKubeBackend(s.client, s.Namespace, *observer)
-	ro, why := o.readOnly()
-	o.identity = actions.ProcessIdentity()
+	ro, why := o.readOnly(contextName, contextRO)
 	var acts tui.Actions
 	holder := ""
-	if x := o.executor(); x != nil {
+	if x := o.executor(s); x != nil {
 		acts, holder = tui.ExecutorActions(x), x.Identity
 	}
 	err := tui.Run(ctx, tui.Options{
 		Config: tui.Config{
 			Namespace:      s.Namespace,
-			Context:        o.contextName,
+			Context:        contextName,
 			Cluster:        s.Name,
 			ProbeInterval:  s.ProbeInterval,
 			Probes:         !s.NoProbe,
@@ -303,8 +324,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 // fenced executor of the CLI verbs, under one lock identity for this
 // process. Nil without probes (nothing can be decided without asking the
 // members).
-func (o *TUIOptions) executor() *actions.Executor {
-	s := o.status
+func (o *TUIOptions) executor(s *StatusOptions) *actions.Executor {
 	if s.NoProbe || s.dial == nil {
 		return nil
 	}

@@ -91,7 +91,7 @@ func TestTUIContextReadOnly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("context %q: %v", c.context, err)
 		}
-		ro, why := o.readOnly()
+		ro, why := o.readOnly(o.contextName, o.contextReadOnly)
 		if ro != c.ro || why != c.why {
 			t.Errorf("context %q %v: read-only %v (%q), want %v (%q)", c.context, c.args, ro, why, c.ro, c.why)
 		}

@@ -59,6 +59,12 @@ func TestExporterUnderPrometheus(t *testing.T) {
 	text := httpGet(t, "http://"+target+"/metrics")
 	promtool(t, bin, text, "the exporter's /metrics")
 	om, _, _ := kubectl(t, "hactl", "status", "-A", "-o", "openmetrics")
+	for what, exposition := range map[string]string{"the exporter's /metrics": text, "status -A -o openmetrics": om} {
+		// promtool passes an empty input: check there is something.
+		if !strings.Contains(exposition, "hactl_cluster_failover_ready{") {
+			t.Errorf("%s holds no hactl_cluster_failover_ready:\n%s", what, exposition)
+		}
+	}
 	promtool(t, bin, om, "status -A -o openmetrics")
 
 	prom := startPrometheus(t, bin, target)

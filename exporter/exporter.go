@@ -33,7 +33,15 @@ import (
 type Observing interface {
 	Observe(ctx context.Context, name string, probe bool) ([]status.Result, status.Warnings, error)
 	Changes() <-chan struct{}
+	// Stale is an error while the caches may no longer follow the API
+	// server (a required watch failed within window).
+	Stale(window time.Duration) error
 }
+
+// staleWindow is how recent a watch failure makes a round fail: longer
+// than the watches' longest retry back-off (about a minute), and than two
+// intervals.
+func (e *Exporter) staleWindow() time.Duration { return max(2*e.opts.Interval, 90*time.Second) }
 
 // Options configure an Exporter.
 type Options struct {
@@ -116,7 +124,10 @@ func New(obs Observing, o Options) *Exporter {
 	})
 	e.reg.MustRegister(e.rounds, e.roundErrors, e.duration, e.lastRound, e.clusters,
 		status.NewCollector(e.snapshot),
-		collectors.NewGoCollector(),
+		// Without the MemStats names: OpenMetrics, which Prometheus asks
+		// for first, allows one family per name, and those pair a gauge
+		// and a counter (go_memstats_alloc_bytes and …_total).
+		collectors.NewGoCollector(collectors.WithGoCollectorMemStatsMetricsDisabled()),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return e
 }
@@ -129,40 +140,51 @@ func (e *Exporter) snapshot() []*status.ClusterStatus {
 }
 
 // Round observes every cluster once, probing its members, and keeps the
-// result for the scrapes that follow.
+// result for the scrapes that follow. A round fails, keeping the last
+// answer, when the observation fails or the watch caches may be stale
+// (the API server cannot be watched): an answer from caches that no
+// longer follow the cluster must not read as current.
 func (e *Exporter) Round(ctx context.Context) error {
 	start := e.opts.Now()
-	results, warn, err := e.obs.Observe(ctx, "", true)
+	err := e.obs.Stale(e.staleWindow())
+	var results []status.Result
+	var warn status.Warnings
+	if err == nil {
+		results, warn, err = e.obs.Observe(ctx, "", true)
+		if errors.Is(err, status.ErrClusterNotFound) {
+			err = nil
+		}
+	}
+	var docs []*status.ClusterStatus
+	if err == nil {
+		docs = make([]*status.ClusterStatus, 0, len(results))
+		for _, r := range results {
+			docs = append(docs, status.Document(r))
+		}
+	}
 	end := e.opts.Now()
 	e.rounds.Inc()
-	if errors.Is(err, status.ErrClusterNotFound) {
-		err = nil
-	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.ended, e.lastErr = end, err
 	if err != nil {
 		e.roundErrors.Inc()
+		e.mu.Unlock()
 		e.opts.Logf("round failed (the metrics keep the last successful round): %v", err)
 		return err
-	}
-	// Each warning is logged once while it lasts.
-	if !slices.Equal(warn, e.warned) {
-		for _, w := range warn {
-			if !slices.Contains(e.warned, w) {
-				e.opts.Logf("warning: %s", w)
-			}
-		}
-		e.warned = warn
-	}
-	docs := make([]*status.ClusterStatus, 0, len(results))
-	for _, r := range results {
-		docs = append(docs, status.Document(r))
 	}
 	e.docs, e.observed = docs, true
 	e.duration.Set(end.Sub(start).Seconds())
 	e.lastRound.Set(float64(end.UnixMilli()) / 1000)
 	e.clusters.Set(float64(len(docs)))
+	warned := e.warned
+	e.warned = warn
+	e.mu.Unlock()
+	// Each warning is logged once while it lasts.
+	for _, w := range warn {
+		if !slices.Contains(warned, w) {
+			e.opts.Logf("warning: %s", w)
+		}
+	}
 	return nil
 }
 
@@ -176,19 +198,22 @@ func (e *Exporter) Run(ctx context.Context) error {
 	for {
 		started := e.opts.Now()
 		_ = e.Round(ctx)
+		took := e.opts.Now().Sub(started)
 		if ctx.Err() != nil {
 			return nil
 		}
+		// The next periodic round is an interval after this one.
+		tick.Reset(e.opts.Interval)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		case <-e.obs.Changes():
 			// A burst of changes is one round, MinGap after the last
-			// round began, and never sooner than the last round took:
-			// changes alone keep the exporter busy half the time at
-			// most.
-			gap := max(e.opts.MinGap, 2*e.opts.Now().Sub(started))
+			// round began, and never sooner than twice what it took
+			// after it began: changes alone keep the exporter busy half
+			// the time at most.
+			gap := max(e.opts.MinGap, 2*took)
 			if wait := gap - e.opts.Now().Sub(started); wait > 0 {
 				t := time.NewTimer(wait)
 				select {

@@ -24,6 +24,9 @@ type observing struct {
 	answers []answer
 	calls   int
 	changes chan struct{}
+	stale   error
+	// advance, when set, moves the test's clock during each Observe.
+	advance func()
 }
 
 type answer struct {
@@ -39,10 +42,25 @@ func (o *observing) Observe(_ context.Context, name string, probe bool) ([]statu
 	}
 	a := o.answers[min(o.calls, len(o.answers)-1)]
 	o.calls++
+	if o.advance != nil {
+		o.advance()
+	}
 	return a.results, nil, a.err
 }
 
 func (o *observing) Changes() <-chan struct{} { return o.changes }
+
+func (o *observing) Stale(time.Duration) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stale
+}
+
+func (o *observing) setStale(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stale = err
+}
 
 func (o *observing) count() int {
 	o.mu.Lock()
@@ -287,7 +305,8 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // TestReadOnlySendsNoChange: GET, HEAD and OPTIONS pass; every other
-// method is refused before it reaches the transport below.
+// method, and a GET that upgrades the connection, is refused before it
+// reaches the transport below.
 func TestReadOnlySendsNoChange(t *testing.T) {
 	rec := &recorder{}
 	rt := ReadOnly(rec)
@@ -302,7 +321,91 @@ func TestReadOnlySendsNoChange(t *testing.T) {
 			t.Errorf("%s: %v, want refused", m, err)
 		}
 	}
+	up := httptest.NewRequest(http.MethodGet, "https://api/api/v1/namespaces/db/pods/etcd-0/portforward", nil)
+	up.Header.Set("Upgrade", "websocket")
+	if _, err := rt.RoundTrip(up); err == nil || !strings.Contains(err.Error(), "only reads") {
+		t.Errorf("a GET that upgrades (port-forward): %v, want refused", err)
+	}
 	if strings.Join(rec.methods, ",") != "GET,HEAD,OPTIONS" {
 		t.Errorf("reached the transport: %v", rec.methods)
+	}
+}
+
+// TestStaleCachesFailTheRound: while a required watch fails (the API
+// server cannot be reached), the caches no longer follow the cluster: the
+// round fails without observing, the metrics keep the last good round
+// (with its observation time, so staleness alerts fire), /readyz says so.
+func TestStaleCachesFailTheRound(t *testing.T) {
+	obs := &observing{changes: make(chan struct{}), answers: []answer{{results: []status.Result{result("a", true)}}}}
+	e := New(obs, Options{})
+	ctx := context.Background()
+	if err := e.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	obs.setStale(errors.New("the watch caches may be stale: watch *v1.Pod: connection refused"))
+	if err := e.Round(ctx); err == nil || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("a round over stale caches: %v", err)
+	}
+	if n := obs.count(); n != 1 {
+		t.Errorf("observed %d times, want only the first round's", n)
+	}
+	h := e.Handler()
+	if code, body := status200(t, h, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "stale") {
+		t.Errorf("/readyz over stale caches: %d %q", code, body)
+	}
+	text, _ := scrape(t, h, "")
+	if v, ok := gauge(t, text, "hactl_cluster_failover_ready", "a"); !ok || v != 1 {
+		t.Errorf("the last good round's value is gone: %v %v", v, ok)
+	}
+	obs.setStale(nil)
+	if err := e.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := status200(t, h, "/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz once the watches recovered: %d", code)
+	}
+}
+
+// TestAChangeLongAfterARoundIsNotDelayed: the spacing of change rounds
+// follows how long the last round took, not how long ago it began. A
+// change an hour after a quick round starts the next at once (the clock
+// is the test's: a delay computed from the idle hour would be an hour).
+func TestAChangeLongAfterARoundIsNotDelayed(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	obs := &observing{changes: make(chan struct{}, 1), answers: []answer{{results: []status.Result{result("a", true)}}}}
+	e := New(obs, Options{Interval: 24 * time.Hour, MinGap: time.Millisecond, Now: c.now})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	waitFor(t, "the first round", func() bool { return obs.count() >= 1 })
+	c.add(time.Hour)
+	obs.changes <- struct{}{}
+	waitFor(t, "a round right after the change", func() bool { return obs.count() >= 2 })
+	cancel()
+	<-done
+}
+
+// TestOpenMetricsHasOneFamilyPerName: OpenMetrics (what Prometheus asks
+// for first) allows one TYPE per metric family; the Go collector's
+// MemStats names would pair a gauge and a counter under one.
+func TestOpenMetricsHasOneFamilyPerName(t *testing.T) {
+	obs := &observing{changes: make(chan struct{}), answers: []answer{{results: []status.Result{result("a", true)}}}}
+	e := New(obs, Options{})
+	if err := e.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	om, _ := scrape(t, e.Handler(), "application/openmetrics-text;version=1.0.0")
+	seen := map[string]bool{}
+	for _, l := range strings.Split(om, "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "#" && f[1] == "TYPE" {
+			if seen[f[2]] {
+				t.Errorf("two TYPE lines for family %s", f[2])
+			}
+			seen[f[2]] = true
+		}
+	}
+	if !seen["hactl_cluster_failover_ready"] || !seen["go_goroutines"] {
+		t.Errorf("families missing: %v", seen)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -83,6 +84,10 @@ type Watcher struct {
 
 	mu        sync.Mutex
 	eventsErr error // the events watch's last failure
+	// requiredErr is the last failure of a required watch, at
+	// requiredErrAt: while it is recent the caches may be stale (Stale).
+	requiredErr   error
+	requiredErrAt time.Time
 	// cmErr is the ConfigMaps watch's last failure. It is not reported
 	// on Errors: only Patroni clusters need ConfigMaps, and their
 	// observations say it (the lock is then unknown).
@@ -127,6 +132,9 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions
 		// connections open (closed by Stop).
 		opts.Observer.Conns = engine.NewConns()
 	}
+	// Nothing hactl shows reads managedFields: the caches keep none
+	// (a third of a pod's bytes, or more).
+	fo = append(fo, informers.WithTransform(stripManagedFields))
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, fo...)
 	hf := informers.NewSharedInformerFactoryWithOptions(client, 0, append(fo, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = LabelCluster
@@ -148,6 +156,14 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions
 		listed:     make(chan struct{}),
 		answered:   make(chan struct{}),
 	}
+}
+
+// stripManagedFields drops an object's managedFields before it is cached.
+func stripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // required are the informers without which there is no observation.
@@ -285,6 +301,11 @@ func (w *Watcher) hook(inf cache.SharedIndexInformer, required bool) error {
 			w.mu.Unlock()
 		}
 		err = fmt.Errorf("watch %s: %w", r.TypeDescription(), err)
+		if required {
+			w.mu.Lock()
+			w.requiredErr, w.requiredErrAt = err, time.Now()
+			w.mu.Unlock()
+		}
 		if required && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
 			send(w.refused, err)
 		}
@@ -390,6 +411,24 @@ func (w *Watcher) notify() { send(w.changes, struct{}{}) }
 // Changes delivers a value after watched objects changed; a burst of
 // changes may deliver one value.
 func (w *Watcher) Changes() <-chan struct{} { return w.changes }
+
+// Stale is an error while the caches may no longer follow the API server:
+// a required watch failed within the last window. A watch that cannot
+// reach the server fails again at each of its retries (client-go's
+// reflector backs off up to about a minute), so a window longer than that
+// sees a failing watch as failing throughout, and a recovered one as
+// recovered once the window has passed.
+func (w *Watcher) Stale(window time.Duration) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.requiredErr == nil {
+		return nil
+	}
+	if ago := time.Since(w.requiredErrAt); ago <= window {
+		return fmt.Errorf("the watch caches may be stale: %s ago, %w", ago.Round(time.Second), w.requiredErr)
+	}
+	return nil
+}
 
 // Errors delivers watch failures (RBAC, connectivity) as they happen;
 // failures nobody receives are dropped.

@@ -235,6 +235,7 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 	}}
 	m.seq++
 	d := newDialog(int(m.seq), req, explain, m.theme)
+	d.kubeContext = m.cfg.Context
 	d.SetSize(m.width, bodyHeight(m.height))
 	m.dialog = &d
 	m.clearStatus()

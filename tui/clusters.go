@@ -143,11 +143,18 @@ func (c clusterList) View() []string {
 		return lines
 	}
 	lines = append(lines, "")
+	lines = append(lines, reasonPreview(t, r)...)
+	return append(lines, "", "  "+t.Dim.Render("enter opens the cluster"))
+}
+
+// reasonPreview lists a cluster's reasons, one a line, or says it has none.
+func reasonPreview(t Theme, r status.Result) []string {
 	if len(r.Verdict.Reasons) == 0 {
-		lines = append(lines, "  "+t.Good.Render("no reasons: losing any one member would be survivable"))
+		return []string{"  " + t.Good.Render("no reasons: losing any one member would be survivable")}
 	}
+	var lines []string
 	for _, rs := range r.Verdict.Reasons {
 		lines = append(lines, "  "+t.impact(rs.Code).Render(impactMark(rs.Code)+" "+rs.Code.String())+" "+reasonTail(rs))
 	}
-	return append(lines, "", "  "+t.Dim.Render("enter opens the cluster"))
+	return lines
 }

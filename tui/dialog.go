@@ -104,6 +104,9 @@ type dialog struct {
 	// width and height are the area the dialog is centred in.
 	width, height int
 	theme         Theme
+	// kubeContext is the kubeconfig context the action runs in, named in
+	// the title (Config.Context).
+	kubeContext string
 }
 
 func newDialog(id int, req Request, explain bool, th Theme) dialog {
@@ -358,6 +361,7 @@ func (d dialog) confirm() (dialog, dialogOutcome, tea.Cmd) {
 // restart is a fresh dialog, deciding req; the root gives it its id.
 func (d dialog) restart(req Request) dialog {
 	nd := newDialog(0, req, d.explain, d.theme)
+	nd.kubeContext = d.kubeContext
 	nd.state = dialogDeciding
 	nd.SetSize(d.width, d.height)
 	return nd
@@ -368,7 +372,11 @@ func (d dialog) restart(req Request) dialog {
 // foot that always shows (the question, the input, the keys).
 func (d *dialog) parts(w int) (head, body, foot []string) {
 	t := d.theme
-	head = []string{t.DialogTitle.Render(d.title()) + t.Dim.Render(fmt.Sprintf(" (%s/%s)", d.req.Namespace, d.req.Cluster)), ""}
+	where := d.req.Namespace + "/" + d.req.Cluster
+	if d.kubeContext != "" {
+		where += ", context " + d.kubeContext
+	}
+	head = []string{t.DialogTitle.Render(d.title()) + t.Dim.Render(" ("+where+")"), ""}
 	hint := func(foot []string) []string {
 		if d.hint != "" {
 			foot = append(foot, t.Warn.Render(d.hint))

@@ -63,8 +63,10 @@ func TestGoldenHelp(t *testing.T) {
 	golden(t, m, "help")
 }
 
+// TestGoldenConfirmDialog: the dialog names the context the action runs
+// in (opened from the fleet view, it is one of several).
 func TestGoldenConfirmDialog(t *testing.T) {
-	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: &stubActions{decide: classifyOn(degradedObs("db", "etcd-b"))}}, degradedObs("db", "etcd-b"))
+	m := newTestModel(t, Config{Namespace: "db", Context: "prod-eu"}, Deps{Actions: &stubActions{decide: classifyOn(degradedObs("db", "etcd-b"))}}, degradedObs("db", "etcd-b"))
 	m = press(t, m, "enter", "down", "down")
 	m, cmd := pressCmd(t, m, "r")
 	m = settle(t, m, cmd)

@@ -103,6 +103,7 @@ func (p *PodNetwork) handle(down net.Conn) {
 	up, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
 		reply(down, socksRefused)
+		p.logf("runner: pod network proxy: %v", err)
 		return
 	}
 	defer up.Close()
@@ -140,6 +141,9 @@ func (p *PodNetwork) request(br *bufio.Reader, w io.Writer) (string, byte, error
 	var req [4]byte
 	if _, err := io.ReadFull(br, req[:]); err != nil {
 		return "", 0, err
+	}
+	if req[0] != 5 {
+		return "", 0, fmt.Errorf("not a SOCKS5 request (version %d)", req[0])
 	}
 	if req[1] != 1 {
 		return "", socksCmdUnsupp, fmt.Errorf("command %d refused: only CONNECT", req[1])

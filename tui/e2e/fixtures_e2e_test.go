@@ -4,9 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/internal/fixtures"
@@ -128,6 +132,43 @@ func TestTUIOnFixtures(t *testing.T) {
 		s.Exited(30 * time.Second)
 	})
 
+	t.Run("the fleet of several contexts", func(t *testing.T) {
+		// alpha and beta reach this API server, gone a port where
+		// nothing listens.
+		multi := fleetKubeconfig(t, cp.AdminKubeconfig, "alpha", "beta", "gone")
+		fenv := append(slices.Clone(env[:2]), "KUBECONFIG="+multi)
+		s := tmuxtest.Start(t, 120, 30, fenv, filepath.Join(bins, "kubectl"), "hactl", "--context", "alpha,gone,beta", "-n", ns)
+		s.WaitFor(60*time.Second, "hactl fleet", "3 contexts · 4 clusters", "1 unreadable", "UNREADABLE", "etcd-broken")
+		// Worst first: the unreadable context on top (the cursor stays on
+		// the cluster it was on), its error under the table.
+		s.Keys("s")
+		s.WaitFor(30*time.Second, "sort by context")
+		s.Keys("Up")
+		s.WaitFor(30*time.Second, "context gone could not be read")
+		s.Keys("/")
+		s.Text("beta")
+		s.Keys("Enter")
+		s.WaitFor(30*time.Second, "filter: beta")
+		// beta's etcd-broken (not control-ready) is first: open it, in
+		// its own context.
+		s.Keys("Enter")
+		s.WaitFor(60*time.Second, "kubectl hactl beta", "etcd-broken-0", "client_endpoints_missing")
+		s.Keys("r")
+		s.WaitFor(time.Minute, "context beta)", "REFUSED")
+		s.Keys("Escape")
+		s.WaitFor(30*time.Second, "cancelled: nothing was changed")
+		// q comes back to the fleet, sorted and filtered as it was.
+		s.Keys("q")
+		scr := s.WaitFor(60*time.Second, "hactl fleet", "filter: beta", "sort by context")
+		if strings.Contains(scr, "alpha") {
+			t.Errorf("back from the cluster, the filter is gone:\n%s", scr)
+		}
+		s.Keys("q")
+		if code := s.Exited(30 * time.Second); code != 0 {
+			t.Errorf("exit %d after q in the fleet", code)
+		}
+	})
+
 	t.Run("without a terminal it prints status", func(t *testing.T) {
 		out, err := testenvCommand(filepath.Join(dir, "kubectl-hactl"), env, "-n", ns)
 		if !strings.Contains(out, "etcd-broken") || !strings.Contains(out, "client_endpoints_missing") {
@@ -138,4 +179,36 @@ func TestTUIOnFixtures(t *testing.T) {
 			t.Errorf("tui without a terminal: %v\n%s", err, out)
 		}
 	})
+}
+
+// fleetKubeconfig writes a kubeconfig with the contexts named: all but the
+// last reach the server admin names, as its user; the last a port where
+// nothing listens.
+func fleetKubeconfig(t *testing.T, admin string, names ...string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := cfg.Contexts[cfg.CurrentContext]
+	if cur == nil {
+		t.Fatalf("%s has no current context", admin)
+	}
+	dead := clientcmdapi.NewCluster()
+	dead.Server = "https://127.0.0.1:1"
+	dead.InsecureSkipTLSVerify = true
+	cfg.Clusters["dead"] = dead
+	for i, n := range names {
+		c := clientcmdapi.NewContext()
+		c.Cluster, c.AuthInfo = cur.Cluster, cur.AuthInfo
+		if i == len(names)-1 {
+			c.Cluster = "dead"
+		}
+		cfg.Contexts[n] = c
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
