@@ -158,10 +158,10 @@ type fleet struct {
 	// contexts is the last read; rows its lines.
 	contexts []FleetContext
 	rows     []fleetRow
-	visible []fleetRow
-	read    time.Time
-	reading bool
-	loaded  bool
+	visible  []fleetRow
+	read     time.Time
+	reading  bool
+	loaded   bool
 
 	byVerdict bool
 	filter    textinput.Model
