@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -219,4 +220,75 @@ func fleetKubeconfig(t *testing.T, ns1, ns2 string, also ...string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestFleetContextsThatCannotBeRead: each of a context whose user names an
+// exec credential plugin that is not installed and one whose user may not
+// list StatefulSets is a row with a clear error, the exit code is 1, and
+// the readable context's cluster is there all the same, probed (its
+// members do not answer here: each says so, and its verdict is not
+// failover-ready).
+func TestFleetContextsThatCannotBeRead(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	fixtures.CreateCluster(t, admin, ns, fixtures.DefaultSpec("etcd-a"))
+	restricted, _ := testenv.RestrictedUser(t, cp, ns, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+	})
+
+	cfg, err := clientcmd.LoadFromFile(fleetKubeconfig(t, ns, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcfg, err := clientcmd.LoadFromFile(restricted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Contexts["a"]
+	cfg.AuthInfos["restricted"] = rcfg.AuthInfos[rcfg.Contexts[rcfg.CurrentContext].AuthInfo]
+	cfg.AuthInfos["sso"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+		APIVersion: "client.authentication.k8s.io/v1", Command: "hactl-test-no-such-plugin", InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+	}}
+	cfg.Contexts["forbidden"] = &clientcmdapi.Context{Cluster: a.Cluster, AuthInfo: "restricted", Namespace: ns}
+	cfg.Contexts["sso"] = &clientcmdapi.Context{Cluster: a.Cluster, AuthInfo: "sso", Namespace: ns}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut bytes.Buffer
+	code := Run(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		[]string{"status", "--kubeconfig", path, "--context", "sso,a,forbidden", "--request-timeout", "10s", "--probe-timeout", "1s", "-o", "json"})
+	var l status.ClusterStatusList
+	if err := json.Unmarshal(out.Bytes(), &l); err != nil {
+		t.Fatalf("not a ClusterStatusList: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	errs := map[string]string{}
+	for _, e := range l.Errors {
+		errs[e.Context] = e.Error
+	}
+	if code != ExitError || len(l.Items) != 1 || l.Items[0].Metadata.Context != "a" || l.Items[0].Verdict.FailoverReady {
+		t.Errorf("exit %d, items %+v; want 1 and context a's etcd-a, not failover-ready\n%s", code, l.Items, errOut.String())
+	}
+	if !strings.Contains(errs["sso"], "hactl-test-no-such-plugin") {
+		t.Errorf("the missing credential plugin is not named: %q", errs["sso"])
+	}
+	if !strings.Contains(errs["forbidden"], "forbidden") || !strings.Contains(errs["forbidden"], "statefulsets") {
+		t.Errorf("the refusal to list StatefulSets is not said: %q", errs["forbidden"])
+	}
+	if len(l.Items) == 1 {
+		unreachable := 0
+		for _, r := range l.Items[0].Verdict.Reasons {
+			if r.Code == "member_unreachable" {
+				unreachable++
+			}
+		}
+		if unreachable != 3 {
+			t.Errorf("etcd-a's members were not each reported unreachable: %+v", l.Items[0].Verdict.Reasons)
+		}
+	}
+	if !strings.Contains(errOut.String(), "2 of 3 contexts could not be read") {
+		t.Errorf("stderr: %s", errOut.String())
+	}
 }

@@ -20,10 +20,9 @@ import (
 // back to the fleet, on the same cluster.
 func (o *TUIOptions) runFleet(ctx context.Context, logw io.Writer) error {
 	s := o.status
-	raw, err := s.configFlags.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return kubeconfigError(err)
-	}
+	// Once for every program of the loop: between two of them nothing
+	// of client-go's reaches the terminal.
+	defer tui.RouteKlog(logw)()
 	read := func(ctx context.Context) []tui.FleetContext {
 		crs, err := s.readFleet(ctx, s.fleet)
 		if err != nil {
@@ -63,6 +62,13 @@ func (o *TUIOptions) runFleet(ctx context.Context, logw io.Writer) error {
 		sub, err := o.contextView(choice)
 		if err != nil {
 			note = "context " + choice.Context + ": " + err.Error()
+			continue
+		}
+		// Read now, as the connection just was: the settings of the
+		// kubeconfig as it is.
+		raw, err := s.configFlags.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			note = kubeconfigError(err).Error()
 			continue
 		}
 		settings, err := contextSettings(raw, choice.Context)

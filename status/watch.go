@@ -85,9 +85,10 @@ type Watcher struct {
 	mu        sync.Mutex
 	eventsErr error // the events watch's last failure
 	// requiredErr is the last failure of a required watch, at
-	// requiredErrAt: while it is recent the caches may be stale (Stale).
-	requiredErr   error
-	requiredErrAt time.Time
+	// requiredErrAt (the one before at requiredErrPrev): while they are
+	// recent the caches may be stale (Stale).
+	requiredErr                    error
+	requiredErrAt, requiredErrPrev time.Time
 	// cmErr is the ConfigMaps watch's last failure. It is not reported
 	// on Errors: only Patroni clusters need ConfigMaps, and their
 	// observations say it (the lock is then unknown).
@@ -303,7 +304,7 @@ func (w *Watcher) hook(inf cache.SharedIndexInformer, required bool) error {
 		err = fmt.Errorf("watch %s: %w", r.TypeDescription(), err)
 		if required {
 			w.mu.Lock()
-			w.requiredErr, w.requiredErrAt = err, time.Now()
+			w.requiredErr, w.requiredErrPrev, w.requiredErrAt = err, w.requiredErrAt, time.Now()
 			w.mu.Unlock()
 		}
 		if required && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
@@ -413,15 +414,16 @@ func (w *Watcher) notify() { send(w.changes, struct{}{}) }
 func (w *Watcher) Changes() <-chan struct{} { return w.changes }
 
 // Stale is an error while the caches may no longer follow the API server:
-// a required watch failed within the last window. A watch that cannot
-// reach the server fails again at each of its retries (client-go's
+// required watches failed twice within the last window. A watch that
+// cannot reach the server fails again at each of its retries (client-go's
 // reflector backs off up to about a minute), so a window longer than that
 // sees a failing watch as failing throughout, and a recovered one as
-// recovered once the window has passed.
+// recovered once the window has passed; one failure alone (a blip while
+// the API server restarts, retried at once) is not staleness.
 func (w *Watcher) Stale(window time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.requiredErr == nil {
+	if w.requiredErr == nil || time.Since(w.requiredErrPrev) > window {
 		return nil
 	}
 	if ago := time.Since(w.requiredErrAt); ago <= window {

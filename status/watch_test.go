@@ -390,3 +390,26 @@ func oneMemberCluster(t *testing.T, name string) (*kubernetes.Clientset, string)
 	fixtures.CreateCluster(t, admin, ns, spec)
 	return admin, ns
 }
+
+// TestStaleNeedsTwoRecentFailures: one failure of a required watch (a
+// blip, retried at once) is not staleness; two within the window are,
+// until the last is older than the window.
+func TestStaleNeedsTwoRecentFailures(t *testing.T) {
+	w := &Watcher{}
+	if err := w.Stale(time.Minute); err != nil {
+		t.Fatalf("no failure: %v", err)
+	}
+	fail := errors.New("connection refused")
+	w.requiredErr, w.requiredErrAt = fail, time.Now()
+	if err := w.Stale(time.Minute); err != nil {
+		t.Errorf("one failure: %v", err)
+	}
+	w.requiredErrPrev, w.requiredErrAt = time.Now().Add(-30*time.Second), time.Now()
+	if err := w.Stale(time.Minute); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("two failures within the window: %v", err)
+	}
+	w.requiredErrPrev, w.requiredErrAt = time.Now().Add(-3*time.Minute), time.Now().Add(-2*time.Minute)
+	if err := w.Stale(time.Minute); err != nil {
+		t.Errorf("failures older than the window: %v", err)
+	}
+}

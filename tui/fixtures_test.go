@@ -204,6 +204,13 @@ func golden(t *testing.T, m Model, name string) {
 	t.Helper()
 	got := frame(m)
 	checkFrame(t, got, m.width, m.height)
+	compareGolden(t, name, got)
+}
+
+// compareGolden compares a frame with testdata/<name>.golden (with
+// -update, writes it).
+func compareGolden(t *testing.T, name, got string) {
+	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 
 	"github.com/hactl-dev/hactl/status"
 )
@@ -82,23 +80,7 @@ func RunFleet(ctx context.Context, o FleetOptions) (FleetResult, error) {
 	defer restore()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(frameRate)}
-	if o.In != nil {
-		opts = append(opts, tea.WithInput(o.In))
-	}
-	if o.Out != nil {
-		opts = append(opts, tea.WithOutput(o.Out))
-	}
-	if (o.Out == nil || o.Out == os.Stdout) && (o.Env == nil || slices.Equal(o.Env, os.Environ())) {
-		opts = append(opts, tea.WithColorProfile(lipgloss.Writer.Profile))
-	}
-	if o.Env != nil {
-		opts = append(opts, tea.WithEnvironment(o.Env))
-	}
-	if o.Width > 0 && o.Height > 0 {
-		opts = append(opts, tea.WithWindowSize(o.Width, o.Height))
-	}
-	p := tea.NewProgram(newFleet(ctx, o), opts...)
+	p := tea.NewProgram(newFleet(ctx, o), programOptions(ctx, o.In, o.Out, o.Env, o.Width, o.Height)...)
 	final, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return FleetResult{}, nil
@@ -143,8 +125,9 @@ type fleetReadMsg struct {
 	at       time.Time
 }
 
-// fleetTickMsg says it is time to read again.
-type fleetTickMsg struct{}
+// fleetTickMsg says it is time to read again: the tick scheduled after
+// read seq (older ticks are ignored, so that one loop of reads runs).
+type fleetTickMsg struct{ seq int }
 
 // fleet is the fleet view: every cluster of every context in one table,
 // grouped by context (or sorted by verdict, worst first), filtered, and
@@ -162,6 +145,9 @@ type fleet struct {
 	read     time.Time
 	reading  bool
 	loaded   bool
+	// reads counts the reads that answered; the tick after the last one
+	// carries it.
+	reads int
 
 	byVerdict bool
 	filter    textinput.Model
@@ -192,7 +178,7 @@ func newFleet(ctx context.Context, o FleetOptions) fleet {
 	fi.Prompt = "/"
 	fi.Placeholder = "filter"
 	fi.SetValue(o.Filter)
-	f := fleet{ctx: ctx, opts: o, keys: keys, filter: fi, note: o.Note, byVerdict: o.ByVerdict,
+	f := fleet{ctx: ctx, opts: o, keys: keys, filter: fi, note: oneLine(o.Note), byVerdict: o.ByVerdict,
 		table: newTable(th, keys,
 			column{title: "CONTEXT", min: 6, max: 24},
 			column{title: "NAMESPACE", min: 6, max: 20, drop: 1},
@@ -205,29 +191,34 @@ func newFleet(ctx context.Context, o FleetOptions) fleet {
 	if o.First != nil {
 		f.setContexts(o.First, o.Now())
 	}
+	// Init starts the first read (Init cannot keep state: it is said
+	// here).
+	f.reading = true
 	return f
 }
 
-// Init asks for the terminal's background and the first read (unless one
-// was handed in).
+// Init asks for the terminal's background and reads every context: a read
+// handed in (First, the screen the user comes back to) is shown until it
+// answers.
 func (f fleet) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor}
-	if f.opts.First == nil {
-		cmds = append(cmds, f.readCmd())
-	} else {
-		cmds = append(cmds, f.tick())
-	}
-	return tea.Batch(cmds...)
+	return tea.Batch(tea.RequestBackgroundColor, f.reader())
 }
 
+// readCmd starts a read (the caller checked none runs).
 func (f *fleet) readCmd() tea.Cmd {
 	f.reading = true
+	return f.reader()
+}
+
+func (f fleet) reader() tea.Cmd {
 	read, ctx, now := f.opts.Read, f.ctx, f.opts.Now
 	return func() tea.Msg { return fleetReadMsg{contexts: read(ctx), at: now()} }
 }
 
+// tick schedules the next read, an interval after the last one answered.
 func (f fleet) tick() tea.Cmd {
-	return tea.Tick(max(f.opts.Interval, time.Second), func(time.Time) tea.Msg { return fleetTickMsg{} })
+	seq := f.reads
+	return tea.Tick(max(f.opts.Interval, time.Second), func(time.Time) tea.Msg { return fleetTickMsg{seq: seq} })
 }
 
 // setContexts replaces the rows, keeping the cursor on the same cluster
@@ -334,6 +325,9 @@ func (f fleet) current() (fleetRow, bool) {
 func (f fleet) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
+		if msg.Width <= 0 || msg.Height <= 0 {
+			return f, nil
+		}
 		f.width, f.height = msg.Width, msg.Height
 		// The table, and under it a preview of the selected row (its
 		// reasons, or why its context could not be read).
@@ -344,13 +338,24 @@ func (f fleet) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		f.refresh()
 	case fleetReadMsg:
 		f.reading = false
+		f.reads++
 		f.setContexts(msg.contexts, msg.at)
 		return f, f.tick()
 	case fleetTickMsg:
-		if f.reading {
+		if f.reading || msg.seq != f.reads {
+			// A read runs, or answered since this tick was scheduled
+			// (p): its own tick follows.
 			return f, nil
 		}
 		return f, f.readCmd()
+	case tea.PasteMsg:
+		if f.filtering {
+			var cmd tea.Cmd
+			f.filter, cmd = f.filter.Update(msg)
+			f.cursor = 0
+			f.refresh()
+			return f, cmd
+		}
 	case tea.KeyPressMsg:
 		return f.key(msg)
 	}
@@ -360,6 +365,8 @@ func (f fleet) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (f fleet) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if f.filtering {
 		switch msg.String() {
+		case "ctrl+c":
+			return f, tea.Quit
 		case "enter":
 			f.filtering = false
 			f.filter.Blur()
@@ -464,11 +471,7 @@ func (f fleet) render() string {
 			lines = append(lines, preview[:min(len(preview), fleetPreview-1)]...)
 		}
 	}
-	body := f.height - 2
-	for len(lines) < body {
-		lines = append(lines, "")
-	}
-	lines = lines[:body]
+	lines = clip(lines, f.width, max(0, f.height-2))
 	keys := "enter open · / filter · s sort by " + map[bool]string{true: "context", false: "verdict"}[f.byVerdict] + " · p read again · q quit"
 	foot := t.Dim.Render(keys)
 	switch {
@@ -483,17 +486,15 @@ func (f fleet) render() string {
 	} else if f.loaded {
 		status = t.StatusInfo.Render(fmt.Sprintf("read %s; again every %s", f.read.Format("15:04:05"), max(f.opts.Interval, time.Second)))
 	}
-	lines = append(lines, fit(foot, f.width), fit(status, f.width))
-	return strings.Join(lines, "\n")
+	lines = append(lines, foot, status)
+	return strings.Join(clip(lines, f.width, f.height), "\n")
 }
 
 // title counts contexts, clusters and verdicts.
 func (f fleet) title() string {
 	t := f.theme
-	contexts := map[string]bool{}
 	unreadable, notCR, notFR, clusters := 0, 0, 0, 0
 	for _, r := range f.rows {
-		contexts[r.context] = true
 		switch r.severity() {
 		case 0:
 			unreadable++
@@ -505,7 +506,7 @@ func (f fleet) title() string {
 		}
 		clusters++
 	}
-	parts := []string{t.Title.Render("hactl fleet"), fmt.Sprintf("%d contexts · %d clusters", len(contexts), clusters)}
+	parts := []string{t.Title.Render("hactl fleet"), plural(len(f.contexts), "context") + " · " + plural(clusters, "cluster")}
 	if notCR > 0 {
 		parts = append(parts, t.Bad.Render(fmt.Sprintf("%d NOT control-ready", notCR)))
 	}

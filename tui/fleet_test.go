@@ -3,8 +3,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,18 +127,51 @@ func TestFleetComesBackToTheClusterOpened(t *testing.T) {
 // TestGoldenFleet: the fleet view's first screen.
 func TestGoldenFleet(t *testing.T) {
 	got := ansi.Strip(fleetOf(t).render())
-	path := filepath.Join("testdata", "fleet.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
+	checkFrame(t, got, 110, 20)
+	compareGolden(t, "fleet", got)
+}
+
+// TestFleetRunsOneLoopOfReads: a read asked for with p while a tick is
+// pending makes that tick stale: it starts no second loop of reads; a
+// tick while a read runs starts none either.
+func TestFleetRunsOneLoopOfReads(t *testing.T) {
+	f := fleetOf(t) // First handed in: its own read is running
+	if !f.reading {
+		t.Fatal("the first read is not marked running")
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./tui -run %s -update to create it)", err, t.Name())
+	if _, cmd := f.Update(fleetTickMsg{seq: 0}); cmd != nil {
+		t.Error("a tick while a read runs started another")
 	}
-	if got != string(want) {
-		t.Errorf("the fleet frame differs from testdata/fleet.golden (go test ./tui -update to accept):\n--- got ---\n%s\n--- want ---\n%s", got, want)
+	f = fleetSend(t, f, fleetReadMsg{contexts: f.contexts}) // read 1 answers; tick 1 pending
+	f, cmd := fleetPress(t, f, "p")                         // read 2 starts
+	if cmd == nil || !f.reading {
+		t.Fatal("p started no read")
+	}
+	f = fleetSend(t, f, fleetReadMsg{contexts: f.contexts}) // read 2 answers; tick 2 pending
+	if _, cmd := f.Update(fleetTickMsg{seq: 1}); cmd != nil {
+		t.Error("the tick scheduled before p started a second loop of reads")
+	}
+	if _, cmd := f.Update(fleetTickMsg{seq: 2}); cmd == nil {
+		t.Error("the current tick started no read")
+	}
+}
+
+// TestFleetFitsAnyTerminal: the screen is exactly the terminal's size, at
+// most its width on every line, down to one line; a size of 0 (a detached
+// terminal) is ignored; ctrl+c quits even while filtering.
+func TestFleetFitsAnyTerminal(t *testing.T) {
+	for _, sz := range [][2]int{{110, 20}, {50, 8}, {30, 3}, {12, 1}} {
+		f := fleetSend(t, fleetOf(t), tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		checkFrame(t, ansi.Strip(f.render()), sz[0], sz[1])
+	}
+	f := fleetSend(t, fleetOf(t), tea.WindowSizeMsg{Width: 0, Height: 0})
+	if f.width != 110 || f.height != 20 {
+		t.Errorf("a size of 0 was taken: %dx%d", f.width, f.height)
+	}
+	f, _ = fleetPress(t, f, "/", "p")
+	if _, cmd := fleetPress(t, f, "ctrl+c"); cmd == nil {
+		t.Fatal("ctrl+c while filtering did nothing")
+	} else if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Error("ctrl+c while filtering does not quit")
 	}
 }

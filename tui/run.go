@@ -55,25 +55,7 @@ func Run(ctx context.Context, o Options) error {
 	defer restore()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(frameRate)}
-	if o.In != nil {
-		opts = append(opts, tea.WithInput(o.In))
-	}
-	if o.Out != nil {
-		opts = append(opts, tea.WithOutput(o.Out))
-	}
-	if (o.Out == nil || o.Out == os.Stdout) && (o.Env == nil || slices.Equal(o.Env, os.Environ())) {
-		// lipgloss detected stdout's colour profile when it loaded; in
-		// tmux detecting it again means running `tmux info` once more
-		// before the first frame.
-		opts = append(opts, tea.WithColorProfile(lipgloss.Writer.Profile))
-	}
-	if o.Env != nil {
-		opts = append(opts, tea.WithEnvironment(o.Env))
-	}
-	if o.Width > 0 && o.Height > 0 {
-		opts = append(opts, tea.WithWindowSize(o.Width, o.Height))
-	}
+	opts := programOptions(ctx, o.In, o.Out, o.Env, o.Width, o.Height)
 	m := New(ctx, o.Config, o.Deps)
 	// The first read starts now, not once the program has set the
 	// terminal up: the first screen comes sooner.
@@ -89,10 +71,58 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
+// programOptions are a program's options on the terminal in, out and env
+// (nil: the process's), of size w×h when both are set (tests).
+func programOptions(ctx context.Context, in io.Reader, out io.Writer, env []string, w, h int) []tea.ProgramOption {
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(frameRate)}
+	if in != nil {
+		opts = append(opts, tea.WithInput(in))
+	}
+	if out != nil {
+		opts = append(opts, tea.WithOutput(out))
+	}
+	if (out == nil || out == os.Stdout) && (env == nil || slices.Equal(env, os.Environ())) {
+		// lipgloss detected stdout's colour profile when it loaded; in
+		// tmux detecting it again means running `tmux info` once more
+		// before the first frame.
+		opts = append(opts, tea.WithColorProfile(lipgloss.Writer.Profile))
+	}
+	if env != nil {
+		opts = append(opts, tea.WithEnvironment(env))
+	}
+	if w > 0 && h > 0 {
+		opts = append(opts, tea.WithWindowSize(w, h))
+	}
+	return opts
+}
+
+// klogRoutes counts the RouteKlog calls not restored yet: only the
+// outermost routes and restores (the fleet view routes klog once for all
+// the programs it runs, so nothing reaches stderr between two of them).
+var klogRoutes struct {
+	sync.Mutex
+	depth int
+}
+
 // RouteKlog sends klog's output (every severity, structured or not) to w,
 // discarding it when w is nil, until the returned function restores klog's
-// own output. While routed, nothing of klog reaches stderr.
+// own output. While routed, nothing of klog reaches stderr. A call while
+// klog is routed already changes nothing (its restore neither).
 func RouteKlog(w io.Writer) (restore func()) {
+	klogRoutes.Lock()
+	defer klogRoutes.Unlock()
+	klogRoutes.depth++
+	restore = func() {
+		klogRoutes.Lock()
+		defer klogRoutes.Unlock()
+		if klogRoutes.depth--; klogRoutes.depth == 0 {
+			klog.Flush()
+			klog.ClearLogger()
+		}
+	}
+	if klogRoutes.depth > 1 {
+		return restore
+	}
 	if w == nil {
 		w = io.Discard
 	}
@@ -107,8 +137,5 @@ func RouteKlog(w io.Writer) (restore func()) {
 		}
 		fmt.Fprintln(w, args)
 	}, funcr.Options{}))
-	return func() {
-		klog.Flush()
-		klog.ClearLogger()
-	}
+	return restore
 }

@@ -47,26 +47,11 @@ func TestRelayResponse(t *testing.T) {
 // answer without a length, and the proxy ends the connection although
 // the client does not close its side.
 func TestForwardProxyEndsCloseDelimitedResponses(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				_, _ = c.Read(buf)
-				_, _ = io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"state\": \"running\"}")
-			}()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := serveEach(t, "127.0.0.1:0", func(c net.Conn) {
+		buf := make([]byte, 4096)
+		_, _ = c.Read(buf)
+		_, _ = io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"state\": \"running\"}")
+	})
 	fp := newForwardProxy(t.Logf)
 	defer fp.close()
 	if err := fp.ensure("127.0.0.2", "127.0.0.1", []int{port}); err != nil {

@@ -22,25 +22,10 @@ func TestPodNetReachesPodIPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(m.Address, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				line, _ := bufio.NewReader(c).ReadString('\n')
-				_, _ = c.Write([]byte("echo " + line))
-			}()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := serveEach(t, net.JoinHostPort(m.Address, "0"), func(c net.Conn) {
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		_, _ = c.Write([]byte("echo " + line))
+	})
 
 	pn, err := StartPodNetwork("127.251.0.1:0", addrs.ByPodIP, t.Logf)
 	if err != nil {
@@ -73,4 +58,28 @@ func TestPodNetReachesPodIPs(t *testing.T) {
 			t.Errorf("%s: %v, want host unreachable", ip, err)
 		}
 	}
+}
+
+// serveEach listens at addr until the test ends, runs handle for each
+// connection (closing it after) and returns the port.
+func serveEach(t *testing.T, addr string, handle func(net.Conn)) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
 }

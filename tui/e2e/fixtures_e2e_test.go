@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -134,7 +135,8 @@ func TestTUIOnFixtures(t *testing.T) {
 
 	t.Run("the fleet of several contexts", func(t *testing.T) {
 		// alpha and beta reach this API server, gone a port where
-		// nothing listens.
+		// nothing listens; alpha's hactl.dev extension makes it
+		// read-only.
 		multi := fleetKubeconfig(t, cp.AdminKubeconfig, "alpha", "beta", "gone")
 		fenv := append(slices.Clone(env[:2]), "KUBECONFIG="+multi)
 		s := tmuxtest.Start(t, 120, 30, fenv, filepath.Join(bins, "kubectl"), "hactl", "--context", "alpha,gone,beta", "-n", ns)
@@ -163,6 +165,19 @@ func TestTUIOnFixtures(t *testing.T) {
 		if strings.Contains(scr, "alpha") {
 			t.Errorf("back from the cluster, the filter is gone:\n%s", scr)
 		}
+		// alpha's cluster opens with alpha's own settings: read-only.
+		s.Keys("Escape")
+		s.WaitGone(30*time.Second, "filter: beta")
+		s.Keys("/")
+		s.Text("alpha")
+		s.Keys("Enter")
+		s.WaitFor(30*time.Second, "filter: alpha")
+		s.Keys("Enter")
+		s.WaitFor(60*time.Second, "kubectl hactl alpha", "etcd-broken-0", "client_endpoints_missing")
+		s.Keys("r")
+		s.WaitFor(30*time.Second, "context alpha is read-only")
+		s.Keys("q")
+		s.WaitFor(60*time.Second, "hactl fleet", "filter: alpha")
 		s.Keys("q")
 		if code := s.Exited(30 * time.Second); code != 0 {
 			t.Errorf("exit %d after q in the fleet", code)
@@ -183,7 +198,7 @@ func TestTUIOnFixtures(t *testing.T) {
 
 // fleetKubeconfig writes a kubeconfig with the contexts named: all but the
 // last reach the server admin names, as its user; the last a port where
-// nothing listens.
+// nothing listens. The first is read-only (its hactl.dev extension).
 func fleetKubeconfig(t *testing.T, admin string, names ...string) string {
 	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(admin)
@@ -201,7 +216,10 @@ func fleetKubeconfig(t *testing.T, admin string, names ...string) string {
 	for i, n := range names {
 		c := clientcmdapi.NewContext()
 		c.Cluster, c.AuthInfo = cur.Cluster, cur.AuthInfo
-		if i == len(names)-1 {
+		switch i {
+		case 0:
+			c.Extensions["hactl.dev"] = &runtime.Unknown{Raw: []byte(`{"readonly": true}`), ContentType: "application/json"}
+		case len(names) - 1:
 			c.Cluster = "dead"
 		}
 		cfg.Contexts[n] = c
