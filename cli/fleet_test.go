@@ -49,6 +49,11 @@ func TestStatusAcrossContexts(t *testing.T) {
 		t.Errorf("--context a,b: exit %d, want 3 with both contexts' clusters\n%s\n%s", code, out, errOut)
 	}
 
+	// Repeated, the names add up as with commas.
+	if rout, rerr, rcode := run("--context", "a", "--context", "b"); rcode != code || !strings.Contains(rout, "context a\n") || !strings.Contains(rout, "context b\n") {
+		t.Errorf("--context a --context b: exit %d, want %d and both contexts as --context a,b\n%s\n%s", rcode, code, rout, rerr)
+	}
+
 	out, errOut, code = run("--context", "team,a")
 	if code != ExitNotFailoverReady || strings.Contains(out, "context ") || !strings.Contains(out, "etcd-a") {
 		t.Errorf("the context named team,a is one context: exit %d\n%s\n%s", code, out, errOut)

@@ -141,7 +141,11 @@ func (f *ConfigFlags) AddFlags(fs *pflag.FlagSet) {
 	s(f.ClusterName, "cluster", "", "The name of the kubeconfig cluster to use")
 	s(f.AuthInfoName, "user", "", "The name of the kubeconfig user to use")
 	s(f.Namespace, "namespace", "n", "If present, the namespace scope for this CLI request")
-	s(f.Context, "context", "", "The name of the kubeconfig context to use")
+	if f.Context != nil {
+		// Repeated, the names add up (a,b): hactl's verbs that read
+		// several contexts take both forms.
+		fs.Var(&repeatable{p: f.Context}, "context", "The name of the kubeconfig context to use")
+	}
 	s(f.APIServer, "server", "s", "The address and port of the Kubernetes API server")
 	s(f.TLSServerName, "tls-server-name", "", "Server name to use for server certificate validation. If it is not provided, the hostname used to contact the server is used")
 	b(f.Insecure, "insecure-skip-tls-verify", "If true, the server's certificate will not be checked for validity. This will make your HTTPS connections insecure")
@@ -228,3 +232,28 @@ func (f *ConfigFlags) loaderOf() clientcmd.ClientConfig {
 	// As kubectl: with a password flag, a missing one may be asked for.
 	return clientcmd.NewInteractiveDeferredLoadingClientConfig(rules, o, os.Stdin)
 }
+
+// repeatable is a string flag that, given more than once, joins its
+// values with commas.
+type repeatable struct {
+	p   *string
+	set bool
+}
+
+func (r *repeatable) String() string {
+	if r.p == nil {
+		return ""
+	}
+	return *r.p
+}
+
+func (r *repeatable) Set(v string) error {
+	if r.set && *r.p != "" && v != "" {
+		*r.p += "," + v
+		return nil
+	}
+	*r.p, r.set = v, true
+	return nil
+}
+
+func (r *repeatable) Type() string { return "string" }
