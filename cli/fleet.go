@@ -360,7 +360,7 @@ func (o *StatusOptions) fleetList(crs []contextResult) (*status.ClusterStatusLis
 			l.Errors = append(l.Errors, status.ContextError{Context: cr.name, Error: cr.err.Error()})
 		}
 		for _, r := range cr.results {
-			cs := o.toAPI(r)
+			cs := status.Document(r)
 			cs.Metadata.Context = cr.name
 			docs = append(docs, cs)
 		}

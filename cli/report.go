@@ -222,7 +222,7 @@ func (o *ReportOptions) gather(ctx context.Context, obs *status.Observer, r stat
 		}
 		add(name, append(b, '\n'))
 	}
-	doc := o.status.toAPI(r)
+	doc := status.Document(r)
 	addJSON("status.json", doc)
 	var table bytes.Buffer
 	_ = status.PrintTable(&table, []*status.ClusterStatus{doc}, status.TableOptions{Wide: true, Now: o.now})

@@ -359,7 +359,7 @@ func (o *StatusOptions) warn(w status.Warnings) {
 func (o *StatusOptions) print(w io.Writer, results []status.Result, stream bool) error {
 	docs := make([]*status.ClusterStatus, 0, len(results))
 	for _, r := range results {
-		docs = append(docs, o.toAPI(r))
+		docs = append(docs, status.Document(r))
 	}
 	if err := sortDocs(docs, o.SortBy); err != nil {
 		return err
@@ -565,7 +565,7 @@ func waitForChange(ctx context.Context, changed <-chan struct{}, tick <-chan tim
 func (o *StatusOptions) watchKey(results []status.Result, printed []byte, format string) []byte {
 	list := status.ListToAPI(nil)
 	for _, r := range results {
-		list.Items = append(list.Items, *o.toAPI(r))
+		list.Items = append(list.Items, *status.Document(r))
 	}
 	for i := range list.Items {
 		list.Items[i].ObservedAt = time.Time{}
@@ -582,9 +582,4 @@ func (o *StatusOptions) watchKey(results []status.Result, printed []byte, format
 func isTerminal(s any) bool {
 	f, ok := s.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// toAPI converts a result to its schema, with the cluster's actions.
-func (o *StatusOptions) toAPI(r status.Result) *status.ClusterStatus {
-	return status.Document(r)
 }

@@ -143,6 +143,25 @@ type Judgement struct {
 	Reasons []Reason
 }
 
+// MemberJudgement is what rules decided of one member.
+type MemberJudgement struct {
+	Phase    Phase
+	Lag      *int64
+	Learner  bool
+	Diverged bool
+}
+
+// SetMembers fills Phases, Lags, Learners and Diverged for n members,
+// each as of returns it.
+func (j *Judgement) SetMembers(n int, of func(i int) MemberJudgement) {
+	j.Phases, j.Lags = make([]Phase, n), make([]*int64, n)
+	j.Learners, j.Diverged = make([]bool, n), make([]bool, n)
+	for i := range n {
+		m := of(i)
+		j.Phases[i], j.Lags[i], j.Learners[i], j.Diverged[i] = m.Phase, m.Lag, m.Learner, m.Diverged
+	}
+}
+
 // Recreatable is offered by the VerdictRules of an engine whose members,
 // as the cluster's settings for it say, rebuild themselves from their
 // peers on a new, empty volume. The classifier then plans replace as the

@@ -68,13 +68,10 @@ func (Rules) Judge(in model.JudgeInput) model.Judgement {
 
 	j := s.a
 	j.Reasons = r.List
-	j.Phases = make([]model.Phase, len(s.views))
-	j.Lags = make([]*int64, len(s.views))
-	j.Learners = make([]bool, len(s.views))
-	j.Diverged = make([]bool, len(s.views))
-	for i, v := range s.views {
-		j.Phases[i], j.Lags[i], j.Learners[i], j.Diverged[i] = v.phase, v.lag, v.learner, v.diverged()
-	}
+	j.SetMembers(len(s.views), func(i int) model.MemberJudgement {
+		v := s.views[i]
+		return model.MemberJudgement{Phase: v.phase, Lag: v.lag, Learner: v.learner, Diverged: v.diverged()}
+	})
 	return j
 }
 
