@@ -19,7 +19,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -100,7 +99,7 @@ type restoreRig struct {
 	ns       *corev1.Namespace
 	sts      *appsv1.StatefulSet
 	cl       model.ClusterFacts
-	opts     classify.Options
+	opts     model.ActionOptions
 	pods     corev1client.PodInterface
 	warnings []string
 }
@@ -128,7 +127,7 @@ func (g *restoreRig) run(entry, image string, ledger ...model.Receipt) *run {
 	o.AgentImage = image
 	r := &run{x: &Executor{Observer: &Observer{Engines: registry.Engines(), Client: g.cs}}, ns: g.ns.Name, name: "etcd", entryID: entry,
 		o:         ExecOptions{DryRun: DryRunNone, Warn: func(m string) { g.warnings = append(g.warnings, m) }},
-		confirmed: classify.Decision{Intent: classify.Intent{Action: model.ActionRestore, Options: o}}}
+		confirmed: model.Decision{Intent: model.Intent{Action: model.ActionRestore, Options: o}}}
 	r.last = status.Result{Observation: model.Observation{Cluster: g.cl}}
 	if len(ledger) > 0 {
 		r.last.Observation.Ledger = []model.LedgerEntry{{ID: entry, Action: model.ActionRestore, Receipts: ledger}}
@@ -141,7 +140,7 @@ func (g *restoreRig) run(entry, image string, ledger ...model.Receipt) *run {
 // detail.
 func (g *restoreRig) restore(r *run, member string) (image, annotation, detail string) {
 	g.t.Helper()
-	out, detail, err := r.runRestore(g.ctx, classify.Step{Kind: model.StepRunRestore, Member: member, PeerURLs: []string{"http://" + member + ".etcd:2380"}}, false)
+	out, detail, err := r.runRestore(g.ctx, model.Step{Kind: model.StepRunRestore, Member: member, PeerURLs: []string{"http://" + member + ".etcd:2380"}}, false)
 	if err != nil || out != model.OutcomeDone {
 		g.t.Fatalf("restore pod of %s: %s, %v", member, out, err)
 	}
@@ -225,7 +224,7 @@ func TestRestorePodsRunTheDigestTheirFirstPodRan(t *testing.T) {
 	// digest that pod's node reports.
 	clear()
 	r = newRun("entry-4", tag)
-	first, err := RestorePod(sts, cl, r.confirmed.Intent.Options, classify.Step{Kind: model.StepRunRestore, Member: "etcd-0", PeerURLs: []string{"http://etcd-0.etcd:2380"}}, "entry-4")
+	first, err := RestorePod(sts, cl, r.confirmed.Intent.Options, model.Step{Kind: model.StepRunRestore, Member: "etcd-0", PeerURLs: []string{"http://etcd-0.etcd:2380"}}, "entry-4")
 	if err != nil {
 		t.Fatal(err)
 	}

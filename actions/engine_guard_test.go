@@ -117,7 +117,7 @@ func TestEngineRequestAfterLeaseIsNotSent(t *testing.T) {
 		LockDuration: dur, RefuseGrace: 20 * time.Second,
 	}
 	d := e.decide(x, target)
-	if d.Verb != classify.VerbProceed || d.MemberFence == nil {
+	if d.Verb != model.VerbProceed || d.MemberFence == nil {
 		t.Fatalf("decision:\n%s", strings.Join(classify.Describe(d), "\n"))
 	}
 	oldID := d.MemberFence.ID

@@ -47,11 +47,11 @@ func TestExecutorActsThroughTheEnginesItIsHanded(t *testing.T) {
 	x := e.executor()
 	x.Observer.Engines = map[model.Engine]engine.Engine{model.EngineEtcd: countingEngine{etcdengine.New(), &probes, &ops}}
 	d := e.decide(x, target)
-	if d.Verb != classify.VerbProceed {
+	if d.Verb != model.VerbProceed {
 		t.Fatalf("decision:\n%v", classify.Describe(d))
 	}
 	res, err := x.Execute(context.Background(), d, actions.ExecOptions{})
-	if err != nil || res.Final.Verb != classify.VerbDone {
+	if err != nil || res.Final.Verb != model.VerbDone {
 		t.Fatalf("execute: %v (%s)\n%s", err, res.Final.Verb, receiptsText(res.Receipts))
 	}
 	if probes.Load() == 0 || ops.Load() == 0 {
@@ -67,7 +67,7 @@ func TestExecutorActsThroughTheEnginesItIsHanded(t *testing.T) {
 	if res2.Observation.EngineProbed {
 		t.Error("with no engine handed, the members were probed")
 	}
-	if d := e.decide(none, e.follower()); d.Verb == classify.VerbProceed {
+	if d := e.decide(none, e.follower()); d.Verb == model.VerbProceed {
 		t.Errorf("with no engine handed, a replace was decided:\n%v", classify.Describe(d))
 	}
 }

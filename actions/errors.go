@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // Sentinel errors; the typed errors below match them with errors.Is.
@@ -31,7 +31,7 @@ var (
 
 // RefusedError carries the decision that refused.
 type RefusedError struct {
-	Decision classify.Decision
+	Decision model.Decision
 	// While is set when the refusal came after the action started.
 	While string
 }

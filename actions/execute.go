@@ -57,7 +57,7 @@ type Executor struct {
 	// apply): the decision made under the lock must not differ from it
 	// (PlanDiff), or the run stops with a *PlanConflictError before
 	// anything changes.
-	Plan *classify.Decision
+	Plan *model.Decision
 }
 
 // ExecOptions tune one Execute call.
@@ -67,7 +67,7 @@ type ExecOptions struct {
 	OnReceipt func(model.Receipt)
 	// OnDecision receives every re-classification while the action runs
 	// (for progress views).
-	OnDecision func(classify.Decision)
+	OnDecision func(model.Decision)
 	// Warn receives non-fatal problems (an Event not written, …).
 	Warn func(string)
 	// Note receives what the action is doing between receipts (a capture
@@ -83,7 +83,7 @@ type Result struct {
 	EntryID  string
 	Receipts []model.Receipt
 	// Final is the last decision (VerbDone when the action finished).
-	Final classify.Decision
+	Final model.Decision
 	// TookOverFrom names the stale lock holder that was replaced.
 	TookOverFrom string
 	// Source is the member a seed captured from; Manifest the generation
@@ -115,12 +115,12 @@ func orDur(d, def time.Duration) time.Duration {
 // annotations name; a restore intent that carries no generation facts is
 // pinned to the generation as that store holds it now, and its agent
 // image's tag to the digest its registry names now (when it answers).
-func (x *Executor) Decide(ctx context.Context, namespace, name string, in classify.Intent) (classify.Decision, status.Result, status.Warnings, error) {
+func (x *Executor) Decide(ctx context.Context, namespace, name string, in model.Intent) (model.Decision, status.Result, status.Warnings, error) {
 	in.Options.LockHolder = x.identity()
 	if in.Action == model.ActionSeed && in.Options.SeedStore == "" {
 		cs, err := OpenClusterStore(ctx, x.client(), namespace, name, StoreRef{}, StoreOpen{NeedStatefulSet: true})
 		if err != nil {
-			return classify.Decision{}, status.Result{}, nil, err
+			return model.Decision{}, status.Result{}, nil, err
 		}
 		in.Options.SeedStore = cs.Store.String()
 		_ = cs.Store.Close()
@@ -128,7 +128,7 @@ func (x *Executor) Decide(ctx context.Context, namespace, name string, in classi
 	if in.Action == model.ActionRestore && in.Options.Source == nil && in.Options.Generation != "" {
 		src, err := ReadRestoreSource(ctx, x.client(), namespace, name, in.Options.Generation, StoreRef{})
 		if err != nil {
-			return classify.Decision{}, status.Result{}, nil, err
+			return model.Decision{}, status.Result{}, nil, err
 		}
 		src.Pin(&in.Options)
 		if pinned, err := ResolveAgentImage(ctx, in.Options.AgentImage); err == nil {
@@ -155,7 +155,7 @@ func (x *Executor) Decide(ctx context.Context, namespace, name string, in classi
 // Every step writes a receipt to the ledger and an Event on the
 // StatefulSet. After a crash anywhere, deciding and executing the same
 // intent again resumes from what is observed.
-func (x *Executor) Execute(ctx context.Context, d classify.Decision, o ExecOptions) (Result, error) {
+func (x *Executor) Execute(ctx context.Context, d model.Decision, o ExecOptions) (Result, error) {
 	r := &run{x: x, o: o, confirmed: d, cur: d, ns: d.Cluster.Namespace, name: d.Cluster.Name,
 		conflicts: map[string]int{}, notYet: map[model.StepKind]time.Time{}, unknown: map[model.StepKind]int{}}
 	r.res.Final = d
@@ -163,9 +163,9 @@ func (x *Executor) Execute(ctx context.Context, d classify.Decision, o ExecOptio
 		r.o.DryRun = DryRunNone
 	}
 	switch d.Verb {
-	case classify.VerbRefuse:
+	case model.VerbRefuse:
 		return r.res, &RefusedError{Decision: d}
-	case classify.VerbAwait, classify.VerbObserve:
+	case model.VerbAwait, model.VerbObserve:
 		return r.res, fmt.Errorf("%w: the decision is %s (%s)", ErrNotActionable, d.Verb, firstBlocker(d))
 	}
 	if d.Intent.Action == model.ActionSeed && r.o.DryRun == DryRunServer {
@@ -180,7 +180,7 @@ func (x *Executor) Execute(ctx context.Context, d classify.Decision, o ExecOptio
 	return r.execute(ctx)
 }
 
-func firstBlocker(d classify.Decision) string {
+func firstBlocker(d model.Decision) string {
 	if len(d.Blockers) == 0 {
 		return ""
 	}
@@ -191,8 +191,8 @@ func firstBlocker(d classify.Decision) string {
 type run struct {
 	x         *Executor
 	o         ExecOptions
-	confirmed classify.Decision
-	cur       classify.Decision
+	confirmed model.Decision
+	cur       model.Decision
 	last      status.Result
 	ns, name  string
 	lock      *Lock
@@ -267,7 +267,7 @@ func (r *run) underLock(ctx context.Context) error {
 	if moved := statusMoves(r.confirmed, d2); len(moved) > 0 {
 		detail += "; " + strings.Join(moved, "; ")
 	}
-	r.receipt(model.StepVerifyFences, model.ActionPhaseFencing, model.OutcomeDone, detail, d2.Fences, classify.Step{MemberID: memberFenceID(d2)})
+	r.receipt(model.StepVerifyFences, model.ActionPhaseFencing, model.OutcomeDone, detail, d2.Fences, model.Step{MemberID: memberFenceID(d2)})
 	if id := r.last.Analysis.ClusterID; id != "" {
 		if err := r.ledger().RecordClusterID(ctx, id); err != nil {
 			r.warn("cluster ID not recorded: %v", err)
@@ -279,7 +279,7 @@ func (r *run) underLock(ctx context.Context) error {
 
 // begin records the ledger entry (new, or the one resumed) before the
 // first change.
-func (r *run) begin(ctx context.Context, d classify.Decision) error {
+func (r *run) begin(ctx context.Context, d model.Decision) error {
 	at := time.Now().UTC()
 	e := model.LedgerEntry{
 		ID: d.Resume, Action: d.Intent.Action, Member: d.Intent.Member, Holder: r.x.identity(),
@@ -298,7 +298,7 @@ func (r *run) begin(ctx context.Context, d classify.Decision) error {
 		}
 	}
 	if e.ID == "" {
-		e.ID = NewEntryID(d.Intent.Action, r.member(classify.Step{}), at)
+		e.ID = NewEntryID(d.Intent.Action, r.member(model.Step{}), at)
 	} else {
 		r.mutated = true // an earlier run may have changed things
 	}
@@ -312,7 +312,7 @@ func (r *run) begin(ctx context.Context, d classify.Decision) error {
 }
 
 // decide observes and classifies under this run's identity.
-func (r *run) decide(ctx context.Context) (classify.Decision, error) {
+func (r *run) decide(ctx context.Context) (model.Decision, error) {
 	in := r.confirmed.Intent
 	d, res, warn, err := r.x.Decide(ctx, r.ns, r.name, in)
 	for _, w := range warn {
@@ -339,10 +339,10 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 		}
 		d := r.cur
 		switch d.Verb {
-		case classify.VerbDone:
+		case model.VerbDone:
 			r.done(ctx, d)
 			return r.res, nil
-		case classify.VerbRefuse, classify.VerbAwait, classify.VerbObserve:
+		case model.VerbRefuse, model.VerbAwait, model.VerbObserve:
 			if refusedSince.IsZero() {
 				refusedSince = time.Now()
 			}
@@ -359,7 +359,7 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 }
 
 // done records the end of an action the classifier says is done.
-func (r *run) done(ctx context.Context, d classify.Decision) {
+func (r *run) done(ctx context.Context, d model.Decision) {
 	detail := fmt.Sprintf("%s is ready: %s; lock released", d.Intent.Member, classify.ReadyMeaning(d))
 	if d.Intent.Action == model.ActionSwitchover {
 		detail = fmt.Sprintf("%s is the writable primary, as the members themselves answer; lock released", d.Leader)
@@ -373,19 +373,19 @@ func (r *run) done(ctx context.Context, d classify.Decision) {
 			}
 		}
 	}
-	r.receipt(model.StepReleaseLock, model.ActionPhaseReady, model.OutcomeDone, detail, nil, classify.Step{})
+	r.receipt(model.StepReleaseLock, model.ActionPhaseReady, model.OutcomeDone, detail, nil, model.Step{})
 }
 
 // refused handles a decision that refuses (or awaits, or observes) while
 // the action runs: before any change, or past the grace a change in
 // flight may cause (a leader election), it stops; else it observes again.
-func (r *run) refused(ctx context.Context, d classify.Decision, since time.Time) error {
+func (r *run) refused(ctx context.Context, d model.Decision, since time.Time) error {
 	if !r.mutated || time.Since(since) > orDur(r.x.RefuseGrace, DefaultRefuseGrace) {
 		err := error(&RefusedError{Decision: d, While: "while the action ran"})
-		if d.Verb != classify.VerbRefuse {
+		if d.Verb != model.VerbRefuse {
 			err = &FenceConflictError{Detail: fmt.Sprintf("the decision became %s: %s", d.Verb, firstBlocker(d))}
 		}
-		r.receipt(model.StepVerifyFences, d.Phase, model.OutcomeRefused, err.Error(), nil, classify.Step{})
+		r.receipt(model.StepVerifyFences, d.Phase, model.OutcomeRefused, err.Error(), nil, model.Step{})
 		return err
 	}
 	if err := r.pause(ctx); err != nil {
@@ -399,7 +399,7 @@ func (r *run) refused(ctx context.Context, d classify.Decision, since time.Time)
 // failed; one that did stays in progress, to be resumed by a rerun.
 func (r *run) stop(err error) error {
 	if !r.mutated && r.entryID != "" {
-		r.receipt(model.StepReleaseLock, model.ActionPhaseFailed, model.OutcomeFailed, "stopped before changing anything: "+err.Error(), nil, classify.Step{})
+		r.receipt(model.StepReleaseLock, model.ActionPhaseFailed, model.OutcomeFailed, "stopped before changing anything: "+err.Error(), nil, model.Step{})
 	}
 	return err
 }

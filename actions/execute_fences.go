@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -20,14 +19,14 @@ import (
 // made under the lock is held against the confirmed one (verify,
 // covered), so that nothing the operator did not confirm is done.
 
-func memberFenceID(d classify.Decision) string {
+func memberFenceID(d model.Decision) string {
 	if d.MemberFence == nil {
 		return ""
 	}
 	return d.MemberFence.ID
 }
 
-func verifiedDetail(d classify.Decision) string {
+func verifiedDetail(d model.Decision) string {
 	var parts []string
 	if mf := d.MemberFence; mf != nil {
 		parts = append(parts, fmt.Sprintf("member %s (%s) listed in cluster %s", mf.ID, strings.Join(mf.PeerURLs, ","), mf.ClusterID))
@@ -44,11 +43,11 @@ func verifiedDetail(d classify.Decision) string {
 // verify holds a fresh decision against the confirmed one: same deletes
 // at the same resourceVersions, same member removed, no change the
 // confirmed plan did not show.
-func verify(confirmed, now classify.Decision) error {
+func verify(confirmed, now model.Decision) error {
 	switch now.Verb {
-	case classify.VerbRefuse:
+	case model.VerbRefuse:
 		return &RefusedError{Decision: now, While: "observed again under the lock"}
-	case classify.VerbAwait, classify.VerbObserve:
+	case model.VerbAwait, model.VerbObserve:
 		return &FenceConflictError{Detail: fmt.Sprintf("the decision is now %s: %s", now.Verb, firstBlocker(now))}
 	}
 	var diffs []string
@@ -133,7 +132,7 @@ func promotedSince(confirmed, now *model.Fence) string {
 func primaryRole(r string) bool { return r == "master" || r == "primary" }
 
 // scaleFence is the StatefulSet fence of a restore's first scale step.
-func scaleFence(d classify.Decision) *model.Fence {
+func scaleFence(d model.Decision) *model.Fence {
 	for _, s := range d.Steps {
 		if (s.Kind == model.StepScaleDown || s.Kind == model.StepScaleUp) && s.Fence != nil {
 			return s.Fence
@@ -152,7 +151,7 @@ func statusOnly(was, is model.Fence) bool {
 
 // statusMoves lists the fenced objects whose status alone moved on since
 // the confirmed decision; the deletes use the fresh resourceVersions.
-func statusMoves(confirmed, now classify.Decision) []string {
+func statusMoves(confirmed, now model.Decision) []string {
 	var out []string
 	for _, f := range confirmed.Fences {
 		for _, g := range now.Fences {
@@ -165,7 +164,7 @@ func statusMoves(confirmed, now classify.Decision) []string {
 }
 
 // covered reports whether the confirmed plan showed step s.
-func covered(confirmed classify.Decision, s classify.Step) error {
+func covered(confirmed model.Decision, s model.Step) error {
 	if !s.Kind.Mutates() {
 		return nil
 	}
@@ -246,7 +245,7 @@ func sameSet(a, b []string) bool {
 
 // serverDryRun sends every delete with the server's dry run (so
 // preconditions are checked for real) and reports engine steps.
-func (r *run) serverDryRun(ctx context.Context, d classify.Decision) error {
+func (r *run) serverDryRun(ctx context.Context, d model.Decision) error {
 	for _, s := range d.Steps {
 		switch {
 		case d.Intent.Action == model.ActionRestore && s.Kind.Mutates():
@@ -281,7 +280,7 @@ func (r *run) serverDryRun(ctx context.Context, d classify.Decision) error {
 // before the first change: the API server checks the fences and this
 // user's permission to delete, so that neither a stale fence nor a missing
 // RBAC rule is found only after the member was removed.
-func (r *run) preflight(ctx context.Context, d classify.Decision) error {
+func (r *run) preflight(ctx context.Context, d model.Decision) error {
 	if d.Intent.Action == model.ActionRestore {
 		return r.restorePreflight(ctx, d)
 	}

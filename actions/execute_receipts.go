@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -18,7 +17,7 @@ import (
 // before each change, the receipt after it (in the ledger, as an Event,
 // to the caller), and the notes and warnings it tells the caller.
 
-func stepFences(s classify.Step) []model.Fence {
+func stepFences(s model.Step) []model.Fence {
 	if s.Fence == nil {
 		return nil
 	}
@@ -30,7 +29,7 @@ func stepFences(s classify.Step) []model.Fence {
 // the answer's receipt still leaves the change on record. Ledger only: the
 // receipt of how the step ended follows on screen, in Events and in the
 // result. A failed write stops the run before the request.
-func (r *run) writeAhead(s classify.Step) error {
+func (r *run) writeAhead(s model.Step) error {
 	if r.entryID == "" || r.o.DryRun != DryRunNone {
 		return nil
 	}
@@ -59,7 +58,7 @@ func (r *run) writeAhead(s classify.Step) error {
 }
 
 // aheadKey names one changing request for writeAhead.
-func aheadKey(s classify.Step) string {
+func aheadKey(s model.Step) string {
 	key := string(s.Kind) + "/" + s.Member + "/" + s.MemberID + "/" + s.From + "/" + strings.Join(s.PeerURLs, ",")
 	for _, f := range stepFences(s) {
 		key += "/" + f.UID
@@ -69,7 +68,7 @@ func aheadKey(s classify.Step) string {
 
 // receipt records one receipt: ledger (when an entry exists), Event,
 // callback, result.
-func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Outcome, detail string, fences []model.Fence, s classify.Step) model.Receipt {
+func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Outcome, detail string, fences []model.Fence, s model.Step) model.Receipt {
 	member := r.member(s)
 	rc := model.Receipt{
 		ActionID: r.entryID, Action: r.confirmed.Intent.Action, Cluster: r.ns + "/" + r.name,
@@ -122,7 +121,7 @@ func (r *run) receipt(kind model.StepKind, phase model.ActionPhase, out model.Ou
 
 // member is who a receipt of step s is about: the intent's member, else
 // the step's (an action on the whole cluster), else the run's subject.
-func (r *run) member(s classify.Step) string {
+func (r *run) member(s model.Step) string {
 	switch {
 	case r.confirmed.Intent.Member != "":
 		return r.confirmed.Intent.Member
@@ -147,7 +146,7 @@ func (r *run) lockReceipt() {
 	if r.lock.TookOver != "" {
 		detail += fmt.Sprintf("; taken over from stale holder %s (%s)", r.lock.TookOver, r.lock.TookOverWhy)
 	}
-	r.receipt(model.StepAcquireLock, model.ActionPhaseRequested, model.OutcomeDone, detail, nil, classify.Step{})
+	r.receipt(model.StepAcquireLock, model.ActionPhaseRequested, model.OutcomeDone, detail, nil, model.Step{})
 }
 
 func (r *run) note(format string, args ...any) {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
@@ -27,7 +26,7 @@ import (
 
 // next carries out the first step of d (a wait, or one change), then
 // observes and decides again.
-func (r *run) next(ctx context.Context, d classify.Decision) error {
+func (r *run) next(ctx context.Context, d model.Decision) error {
 	s, _ := d.Next()
 	if !s.Kind.Mutates() {
 		return r.wait(ctx, s)
@@ -89,7 +88,7 @@ func (r *run) next(ctx context.Context, d classify.Decision) error {
 	if derr != nil {
 		return derr
 	}
-	if err == nil && out != model.OutcomeConflict && nd.Verb != classify.VerbRefuse {
+	if err == nil && out != model.OutcomeConflict && nd.Verb != model.VerbRefuse {
 		r.passWaits(prev, nd, "already so when observed next")
 	}
 	if err == nil && out == model.OutcomeConflict {
@@ -102,7 +101,7 @@ func (r *run) next(ctx context.Context, d classify.Decision) error {
 // showed it, that nobody undid this action's scale-down, that the lock
 // is held and the ledger truthful, and writes the change ahead to the
 // ledger. A refusal is recorded as the step's receipt.
-func (r *run) mayRun(s classify.Step) error {
+func (r *run) mayRun(s model.Step) error {
 	if err := covered(r.confirmed, s); err != nil && !r.ownRestorePod(s) {
 		ferr := &FenceConflictError{Detail: err.Error()}
 		r.receipt(s.Kind, s.Phase, model.OutcomeConflict, ferr.Error(), stepFences(s), s)
@@ -159,7 +158,7 @@ func (r *run) sentUnanswered(k model.StepKind) bool {
 
 // unanswered handles a change sent without an answer: it may have been
 // committed. The entry stays in progress and the next observation tells.
-func (r *run) unanswered(ctx context.Context, s classify.Step, err error) error {
+func (r *run) unanswered(ctx context.Context, s model.Step, err error) error {
 	r.mutated = true
 	r.unknown[s.Kind]++
 	msg := fmt.Sprintf("%s: sent, no answer (%v): it may have taken effect; observing to find out", s.Detail, err)
@@ -174,7 +173,7 @@ func (r *run) unanswered(ctx context.Context, s classify.Step, err error) error 
 	if derr != nil {
 		return derr
 	}
-	if next, ok := nd.Next(); nd.Verb == classify.VerbDone || (nd.Verb == classify.VerbProceed && ok && (next.Kind != s.Kind || next.MemberID != s.MemberID || next.Member != s.Member)) {
+	if next, ok := nd.Next(); nd.Verb == model.VerbDone || (nd.Verb == model.VerbProceed && ok && (next.Kind != s.Kind || next.MemberID != s.MemberID || next.Member != s.Member)) {
 		r.receipt(s.Kind, s.Phase, model.OutcomeDone, fmt.Sprintf("%s: the unanswered request took effect (observed: the plan moved on)", s.Detail), stepFences(s), s)
 	}
 	return nil
@@ -182,7 +181,7 @@ func (r *run) unanswered(ctx context.Context, s classify.Step, err error) error 
 
 // notYetAgain handles the engine refusing a step for now: it pauses, or
 // fails the step once the engine kept refusing past the wait timeout.
-func (r *run) notYetAgain(ctx context.Context, s classify.Step, err error) error {
+func (r *run) notYetAgain(ctx context.Context, s model.Step, err error) error {
 	since, ok := r.notYet[s.Kind]
 	if !ok {
 		since = time.Now()
@@ -248,7 +247,7 @@ const maxUnknown = 3
 // undone refuses a scale-down that this action already made and someone
 // else undid (a GitOps controller putting replicas back mid-restore):
 // scaling down again would fight it.
-func (r *run) undone(s classify.Step) error {
+func (r *run) undone(s model.Step) error {
 	if s.Kind != model.StepScaleDown {
 		return nil
 	}
@@ -301,7 +300,7 @@ func (r *run) pause(ctx context.Context) error {
 // wait polls until the first step of the decision is no longer s. It
 // writes a receipt for s and for every later wait the world passed
 // meanwhile, so that each phase shows in the ledger.
-func (r *run) wait(ctx context.Context, s classify.Step) error {
+func (r *run) wait(ctx context.Context, s model.Step) error {
 	start := time.Now()
 	deadline := start.Add(orDur(r.x.WaitTimeout, DefaultWaitTimeout))
 	prev := r.cur.Steps
@@ -314,11 +313,11 @@ func (r *run) wait(ctx context.Context, s classify.Step) error {
 		if err != nil {
 			// The API server or a probe blipped: keep waiting.
 			lastErr = err
-		} else if d.Verb != classify.VerbProceed && d.Verb != classify.VerbDone {
+		} else if d.Verb != model.VerbProceed && d.Verb != model.VerbDone {
 			// A refusal while waiting (a leader election, a member list
 			// in flux) is observed until the wait times out.
 			lastErr = fmt.Errorf("decision %s: %s", d.Verb, firstBlocker(d))
-		} else if next, ok := d.Next(); d.Verb == classify.VerbDone || !ok || next.Kind != s.Kind {
+		} else if next, ok := d.Next(); d.Verb == model.VerbDone || !ok || next.Kind != s.Kind {
 			r.passWaits(prev, d, fmt.Sprintf("done after %s", time.Since(start).Round(time.Second)))
 			return nil
 		}
@@ -337,10 +336,10 @@ func (r *run) wait(ctx context.Context, s classify.Step) error {
 // before the new decision d: every wait up to d's first step (or to the
 // next changing step), so that each phase shows in the ledger even when
 // one observation saw several of them done.
-func (r *run) passWaits(prev []classify.Step, d classify.Decision, how string) {
+func (r *run) passWaits(prev []model.Step, d model.Decision, how string) {
 	next, ok := d.Next()
 	for _, p := range prev {
-		if (ok && d.Verb == classify.VerbProceed && p.Kind == next.Kind) || p.Kind.Mutates() {
+		if (ok && d.Verb == model.VerbProceed && p.Kind == next.Kind) || p.Kind.Mutates() {
 			return
 		}
 		r.receipt(p.Kind, p.Phase, model.OutcomeDone, fmt.Sprintf("%s: %s", p.Detail, how), nil, p)
@@ -360,7 +359,7 @@ func usesMemberOps(k model.StepKind) bool {
 // do carries out one changing step. A member that refused the
 // credentials changed nothing: the error says which credentials were
 // sent and how to name the right ones.
-func (r *run) do(ctx context.Context, s classify.Step) (model.Outcome, string, error) {
+func (r *run) do(ctx context.Context, s model.Step) (model.Outcome, string, error) {
 	sent := r.sends.begin()
 	o, detail, err := r.doStep(ctx, s)
 	err = sent.judge(err)
@@ -379,7 +378,7 @@ func (r *run) do(ctx context.Context, s classify.Step) (model.Outcome, string, e
 }
 
 // doStep carries out one changing step.
-func (r *run) doStep(ctx context.Context, s classify.Step) (model.Outcome, string, error) {
+func (r *run) doStep(ctx context.Context, s model.Step) (model.Outcome, string, error) {
 	switch s.Kind {
 	case model.StepDeletePVC, model.StepDeletePod:
 		return r.deleteObject(ctx, s, false)
@@ -492,7 +491,7 @@ func (r *run) memberOps(ctx context.Context) (MemberOps, error) {
 }
 
 // deleteObject deletes the step's object with its fence.
-func (r *run) deleteObject(ctx context.Context, s classify.Step, dry bool) (model.Outcome, string, error) {
+func (r *run) deleteObject(ctx context.Context, s model.Step, dry bool) (model.Outcome, string, error) {
 	return DeleteFenced(ctx, r.x.client(), *s.Fence, dry)
 }
 
@@ -539,7 +538,7 @@ func DeleteFenced(ctx context.Context, c kubernetes.Interface, f model.Fence, dr
 // created (its run-restore receipt is recorded): the confirmed plan showed
 // its delete before the pod existed. Any other restore pod (a leftover of
 // another action) needs a fence the operator confirmed.
-func (r *run) ownRestorePod(s classify.Step) bool {
+func (r *run) ownRestorePod(s model.Step) bool {
 	if s.Kind != model.StepDeleteRestorePod || s.Member == "" {
 		return false
 	}

@@ -79,9 +79,9 @@ func (e *env) assertSentinelEverywhere() {
 	}
 }
 
-func (e *env) decide(x *actions.Executor, member string) classify.Decision {
+func (e *env) decide(x *actions.Executor, member string) model.Decision {
 	e.t.Helper()
-	d, _, _, err := x.Decide(context.Background(), e.ns, "etcd", classify.Intent{Action: model.ActionReplace, Member: member})
+	d, _, _, err := x.Decide(context.Background(), e.ns, "etcd", model.Intent{Action: model.ActionReplace, Member: member})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestFenceConflictChangesNothing(t *testing.T) {
 	target := e.follower()
 	x := e.executor()
 	d := e.decide(x, target)
-	if d.Verb != classify.VerbProceed {
+	if d.Verb != model.VerbProceed {
 		t.Fatalf("decision %s:\n%s", d.Verb, strings.Join(classify.Describe(d), "\n"))
 	}
 	before := e.pod(target)
@@ -189,7 +189,7 @@ func TestReplaceLearnerFlow(t *testing.T) {
 	e.putSentinel()
 	x := e.executor()
 	d := e.decide(x, target)
-	if d.Verb != classify.VerbProceed || d.Flow != classify.FlowLearner {
+	if d.Verb != model.VerbProceed || d.Flow != model.FlowLearner {
 		t.Fatalf("decision:\n%s", strings.Join(classify.Describe(d), "\n"))
 	}
 	oldPod, oldPVC := e.pod(target), e.pvc("data-"+target)
@@ -199,7 +199,7 @@ func TestReplaceLearnerFlow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("execute: %v\nreceipts: %s", err, receiptsText(res.Receipts))
 	}
-	if res.Final.Verb != classify.VerbDone {
+	if res.Final.Verb != model.VerbDone {
 		t.Fatalf("final decision %s", res.Final.Verb)
 	}
 	if len(streamed) != len(res.Receipts) {
@@ -318,7 +318,7 @@ func TestReplaceResumesAfterStoppingAtEachStep(t *testing.T) {
 		before := k.recreated(target)
 		x := e.executor()
 		d := e.decide(x, target)
-		if d.Verb != classify.VerbProceed {
+		if d.Verb != model.VerbProceed {
 			t.Fatalf("round %d: %s", i, strings.Join(classify.Describe(d), "\n"))
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -402,7 +402,7 @@ func TestTenConcurrentReplaces(t *testing.T) {
 			defer wg.Done()
 			x := e.executor()
 			<-start
-			d, _, _, err := x.Decide(context.Background(), e.ns, "etcd", classify.Intent{Action: model.ActionReplace, Member: target})
+			d, _, _, err := x.Decide(context.Background(), e.ns, "etcd", model.Intent{Action: model.ActionReplace, Member: target})
 			if err == nil {
 				_, err = x.Execute(context.Background(), d, actions.ExecOptions{})
 			}

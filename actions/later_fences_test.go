@@ -23,7 +23,7 @@ func TestLaterDeleteNeedsTheConfirmedFence(t *testing.T) {
 	target := e.follower()
 	x := e.executor()
 	d := e.decide(x, target)
-	if d.Verb != classify.VerbProceed {
+	if d.Verb != model.VerbProceed {
 		t.Fatalf("decision:\n%s", strings.Join(classify.Describe(d), "\n"))
 	}
 	pvcName := "data-" + target

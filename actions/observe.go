@@ -15,7 +15,6 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // Observer builds the observation an action decides on: what status
@@ -34,7 +33,7 @@ type Observer struct {
 	// Dial reaches a member's port (port-forward in production).
 	Dial         engine.DialFunc
 	ProbeTimeout time.Duration
-	Verdict      verdict.Options
+	Verdict      model.VerdictOptions
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -51,7 +50,7 @@ func (o *Observer) engines() map[model.Engine]engine.Engine { return o.Engines }
 
 // verdictOptions are o.Verdict with the verdict rules of o's engines that
 // keep their own.
-func (o *Observer) verdictOptions() verdict.Options {
+func (o *Observer) verdictOptions() model.VerdictOptions {
 	v := o.Verdict
 	if v.Rules == nil {
 		v.Rules = engine.VerdictRules(o.engines())
@@ -132,10 +131,10 @@ func actionObjectsError(err error, ns, name string) error {
 }
 
 // Decide observes the cluster and classifies intent on it.
-func (o *Observer) Decide(ctx context.Context, namespace, name string, in classify.Intent) (classify.Decision, status.Result, status.Warnings, error) {
+func (o *Observer) Decide(ctx context.Context, namespace, name string, in model.Intent) (model.Decision, status.Result, status.Warnings, error) {
 	res, warn, err := o.Observe(ctx, namespace, name)
 	if err != nil {
-		return classify.Decision{}, res, warn, err
+		return model.Decision{}, res, warn, err
 	}
 	in.Options.Verdict = o.verdictOptions()
 	return classify.Classify(res.Observation, in, o.now()), res, warn, nil

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -18,8 +17,8 @@ func TestVerifyPatroniSteps(t *testing.T) {
 	pod := func(uid, rv, fp string) *model.Fence {
 		return &model.Fence{Kind: "Pod", Namespace: "db", Name: "pg-1", UID: uid, ResourceVersion: rv, Fingerprint: fp}
 	}
-	dec := func(steps ...classify.Step) classify.Decision {
-		d := classify.Decision{Verb: classify.VerbProceed, Steps: steps}
+	dec := func(steps ...model.Step) model.Decision {
+		d := model.Decision{Verb: model.VerbProceed, Steps: steps}
 		for _, s := range steps {
 			if s.Fence != nil {
 				d.Fences = append(d.Fences, *s.Fence)
@@ -27,18 +26,18 @@ func TestVerifyPatroniSteps(t *testing.T) {
 		}
 		return d
 	}
-	sw := func(from, to string) classify.Step {
-		return classify.Step{Kind: model.StepSwitchover, Member: to, MemberID: to, From: from, Detail: "switch over from " + from + " to " + to}
+	sw := func(from, to string) model.Step {
+		return model.Step{Kind: model.StepSwitchover, Member: to, MemberID: to, From: from, Detail: "switch over from " + from + " to " + to}
 	}
-	ri := func(f *model.Fence) classify.Step {
-		return classify.Step{Kind: model.StepReinitialize, Member: "pg-1", MemberID: "pg-1", Fence: f, Detail: "reinitialize pg-1"}
+	ri := func(f *model.Fence) model.Step {
+		return model.Step{Kind: model.StepReinitialize, Member: "pg-1", MemberID: "pg-1", Fence: f, Detail: "reinitialize pg-1"}
 	}
-	confirmedSw := dec(sw("pg-0", "pg-1"), classify.Step{Kind: model.StepAwaitSwitchover, Detail: "wait"})
-	confirmedRi := dec(ri(pod("u1", "10", "fp")), classify.Step{Kind: model.StepAwaitRebuild, Detail: "wait"})
+	confirmedSw := dec(sw("pg-0", "pg-1"), model.Step{Kind: model.StepAwaitSwitchover, Detail: "wait"})
+	confirmedRi := dec(ri(pod("u1", "10", "fp")), model.Step{Kind: model.StepAwaitRebuild, Detail: "wait"})
 	cases := []struct {
 		name      string
-		confirmed classify.Decision
-		now       classify.Decision
+		confirmed model.Decision
+		now       model.Decision
 		conflict  string // "" when it verifies
 	}{
 		{"same switchover", confirmedSw, dec(sw("pg-0", "pg-1")), ""},
@@ -77,16 +76,16 @@ func TestVerifyRoleAndLedger(t *testing.T) {
 	pod := func(role string) *model.Fence {
 		return &model.Fence{Kind: "Pod", Namespace: "db", Name: "pg-1", UID: "u1", ResourceVersion: "10", Fingerprint: "fp", Role: role}
 	}
-	ri := func(role string) classify.Step {
-		return classify.Step{Kind: model.StepReinitialize, Member: "pg-1", MemberID: "pg-1", Fence: pod(role), Detail: "reinitialize pg-1"}
+	ri := func(role string) model.Step {
+		return model.Step{Kind: model.StepReinitialize, Member: "pg-1", MemberID: "pg-1", Fence: pod(role), Detail: "reinitialize pg-1"}
 	}
-	del := func(role string) classify.Step {
-		return classify.Step{Kind: model.StepDeletePod, Member: "pg-1", Fence: pod(role), Detail: "delete pod pg-1"}
+	del := func(role string) model.Step {
+		return model.Step{Kind: model.StepDeletePod, Member: "pg-1", Fence: pod(role), Detail: "delete pod pg-1"}
 	}
-	dec := func(s classify.Step) classify.Decision {
-		return classify.Decision{Verb: classify.VerbProceed, Steps: []classify.Step{s}, Fences: []model.Fence{*s.Fence}}
+	dec := func(s model.Step) model.Decision {
+		return model.Decision{Verb: model.VerbProceed, Steps: []model.Step{s}, Fences: []model.Fence{*s.Fence}}
 	}
-	for _, step := range []func(string) classify.Step{ri, del} {
+	for _, step := range []func(string) model.Step{ri, del} {
 		if err := covered(dec(step("replica")), step("master")); err == nil || !strings.Contains(err.Error(), "Patroni promoted it") {
 			t.Errorf("%s of a pod promoted since: %v, want refused", step("").Kind, err)
 		}
@@ -101,9 +100,9 @@ func TestVerifyRoleAndLedger(t *testing.T) {
 		}
 	}
 	base := dec(ri("replica"))
-	for name, mut := range map[string]func(*classify.Decision){
-		"resumes another entry": func(d *classify.Decision) { d.Resume = "reseed.pg-1.x" },
-		"supersedes an entry":   func(d *classify.Decision) { d.Supersedes = []string{"switchover.y"} },
+	for name, mut := range map[string]func(*model.Decision){
+		"resumes another entry": func(d *model.Decision) { d.Resume = "reseed.pg-1.x" },
+		"supersedes an entry":   func(d *model.Decision) { d.Supersedes = []string{"switchover.y"} },
 	} {
 		now := base
 		mut(&now)

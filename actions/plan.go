@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/verdict"
 )
@@ -141,7 +140,7 @@ func via(server string) string {
 // status reasons, lags that move within the threshold, which voters are
 // healthy for other reasons than their lag when the quorum check still
 // holds, and a fence's resourceVersion moved by status alone.
-func PlanDiff(plan, now classify.Decision) []string {
+func PlanDiff(plan, now model.Decision) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 
@@ -210,7 +209,7 @@ func orNone(s string) string {
 	return s
 }
 
-// PlanOptionsNotCompared are the fields of classify.Options, by their Go
+// PlanOptionsNotCompared are the fields of model.ActionOptions, by their Go
 // names, a saved plan's intent is not held to. Every other field, the
 // verdict's thresholds and any field added later included, is compared
 // by its JSON (optionsDiff): a plan shows it and apply refuses a plan
@@ -255,7 +254,7 @@ func optionName(path string) string {
 
 // intentDiff compares what was asked for: the action, the member and
 // every option but those PlanOptionsNotCompared names.
-func intentDiff(add func(string, ...any), a, b classify.Intent) {
+func intentDiff(add func(string, ...any), a, b model.Intent) {
 	if a.Action != b.Action {
 		add("the action is now %s, the plan's was %s", b.Action, a.Action)
 	}
@@ -269,7 +268,7 @@ func intentDiff(add func(string, ...any), a, b classify.Intent) {
 // optionsDiff compares two intents' options field by field, by their
 // JSON, nested structs by each of their fields; Source is compared by
 // sourceDiff.
-func optionsDiff(add func(string, ...any), x, y classify.Options) {
+func optionsDiff(add func(string, ...any), x, y model.ActionOptions) {
 	a, b := optionFields(x), optionFields(y)
 	keys := make([]string, 0, len(a)+len(b))
 	for k := range a {
@@ -291,7 +290,7 @@ func optionsDiff(add func(string, ...any), x, y classify.Options) {
 
 // optionFields flattens o's JSON to path: value, without the fields
 // PlanOptionsNotCompared names and without Source.
-func optionFields(o classify.Options) map[string]string {
+func optionFields(o model.ActionOptions) map[string]string {
 	v := reflect.ValueOf(&o).Elem()
 	for _, name := range PlanOptionsNotCompared {
 		if f := v.FieldByName(name); f.IsValid() {
@@ -338,7 +337,7 @@ func orUnset(s string) string {
 }
 
 // sourceDiff compares the generation a restore restores.
-func sourceDiff(add func(string, ...any), s, t *classify.GenerationFacts) {
+func sourceDiff(add func(string, ...any), s, t *model.GenerationFacts) {
 	switch {
 	case s == nil && t == nil:
 	case s == nil || t == nil:
@@ -375,7 +374,7 @@ func lagBound(plan, now uint64) uint64 {
 // lagsDiff compares the quorum by the lags observed: a voter that was
 // within the lag bound when the plan was made and trails the leader by
 // more now is named, whatever the quorum's verdicts say.
-func lagsDiff(add func(string, ...any), plan, now classify.Decision) {
+func lagsDiff(add func(string, ...any), plan, now model.Decision) {
 	bound := lagBound(plan.Intent.Options.Verdict.LagThreshold, now.Intent.Options.Verdict.LagThreshold)
 	for name, was := range plan.Quorum.Lags {
 		is, ok := now.Quorum.Lags[name]
@@ -385,7 +384,7 @@ func lagsDiff(add func(string, ...any), plan, now classify.Decision) {
 	}
 }
 
-func genFacts(g *classify.GenerationFacts) string {
+func genFacts(g *model.GenerationFacts) string {
 	if g == nil {
 		return "not read"
 	}
@@ -409,7 +408,7 @@ func memberFenceDiff(add func(string, ...any), a, b *model.MemberFence) {
 // planFences are every fence a decision carries: its deletes and its
 // steps' fences (a restore's scale steps fence the StatefulSet), by kind,
 // namespace and name.
-func planFences(d classify.Decision) map[string]model.Fence {
+func planFences(d model.Decision) map[string]model.Fence {
 	out := map[string]model.Fence{}
 	for _, f := range d.Fences {
 		out[fenceKey(f)] = f
@@ -424,7 +423,7 @@ func planFences(d classify.Decision) map[string]model.Fence {
 
 func fenceKey(f model.Fence) string { return f.Kind + " " + f.Namespace + "/" + f.Name }
 
-func fencesDiff(add func(string, ...any), plan, now classify.Decision) {
+func fencesDiff(add func(string, ...any), plan, now model.Decision) {
 	was, is := planFences(plan), planFences(now)
 	for k, f := range was {
 		g, ok := is[k]
@@ -444,8 +443,8 @@ func fencesDiff(add func(string, ...any), plan, now classify.Decision) {
 	}
 }
 
-func stepsDiff(add func(string, ...any), a, b []classify.Step) {
-	kinds := func(ss []classify.Step) []string {
+func stepsDiff(add func(string, ...any), a, b []model.Step) {
+	kinds := func(ss []model.Step) []string {
 		var out []string
 		for _, s := range ss {
 			out = append(out, string(s.Kind))
@@ -491,7 +490,7 @@ func (e *PlanConflictError) Is(target error) bool { return target == ErrFenceCon
 
 // checkPlan holds the decision made under the lock against the saved
 // plan the executor applies (Executor.Plan), before anything changes.
-func (r *run) checkPlan(now classify.Decision) error {
+func (r *run) checkPlan(now model.Decision) error {
 	if r.x.Plan == nil {
 		return nil
 	}

@@ -8,38 +8,38 @@ import (
 	"time"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
+	"github.com/hactl-dev/hactl/model"
 )
 
-// optionLeaf is one field of classify.Options (a nested struct's fields
+// optionLeaf is one field of model.ActionOptions (a nested struct's fields
 // one by one), by its Go path, with a setter to a non-zero value.
 type optionLeaf struct {
 	path string
-	set  func(o *classify.Options)
+	set  func(o *model.ActionOptions)
 }
 
-// optionLeaves lists every field of classify.Options, walking into
+// optionLeaves lists every field of model.ActionOptions, walking into
 // nested structs and pointers to structs.
 func optionLeaves(t *testing.T) []optionLeaf {
 	t.Helper()
 	var out []optionLeaf
 	timeType := reflect.TypeOf(time.Time{})
-	var walk func(prefix string, typ reflect.Type, get func(o *classify.Options) reflect.Value)
-	walk = func(prefix string, typ reflect.Type, get func(o *classify.Options) reflect.Value) {
+	var walk func(prefix string, typ reflect.Type, get func(o *model.ActionOptions) reflect.Value)
+	walk = func(prefix string, typ reflect.Type, get func(o *model.ActionOptions) reflect.Value) {
 		for i := 0; i < typ.NumField(); i++ {
 			f := typ.Field(i)
 			if !f.IsExported() || f.Tag.Get("json") == "-" {
-				// Not saved with a plan (verdict.Options.Rules: the
+				// Not saved with a plan (model.VerdictOptions.Rules: the
 				// engines' rules this process hands in).
 				continue
 			}
 			path, ft := prefix+f.Name, f.Type
-			field := func(o *classify.Options) reflect.Value { return get(o).Field(i) }
+			field := func(o *model.ActionOptions) reflect.Value { return get(o).Field(i) }
 			switch {
 			case ft.Kind() == reflect.Struct && ft != timeType:
 				walk(path+".", ft, field)
 			case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct && ft.Elem() != timeType:
-				walk(path+".", ft.Elem(), func(o *classify.Options) reflect.Value {
+				walk(path+".", ft.Elem(), func(o *model.ActionOptions) reflect.Value {
 					v := field(o)
 					if v.IsNil() {
 						v.Set(reflect.New(ft.Elem()))
@@ -47,11 +47,11 @@ func optionLeaves(t *testing.T) []optionLeaf {
 					return v.Elem()
 				})
 			default:
-				out = append(out, optionLeaf{path: path, set: func(o *classify.Options) { setNonZero(t, path, field(o)) }})
+				out = append(out, optionLeaf{path: path, set: func(o *model.ActionOptions) { setNonZero(t, path, field(o)) }})
 			}
 		}
 	}
-	walk("", reflect.TypeOf(classify.Options{}), func(o *classify.Options) reflect.Value { return reflect.ValueOf(o).Elem() })
+	walk("", reflect.TypeOf(model.ActionOptions{}), func(o *model.ActionOptions) reflect.Value { return reflect.ValueOf(o).Elem() })
 	return out
 }
 
@@ -77,7 +77,7 @@ func setNonZero(t *testing.T, path string, v reflect.Value) {
 		v.SetFloat(0.5)
 	case reflect.Struct:
 	default:
-		t.Fatalf("classify.Options.%s is a %s: teach this test to set it (and make sure a plan shows and compares it)", path, v.Type())
+		t.Fatalf("model.ActionOptions.%s is a %s: teach this test to set it (and make sure a plan shows and compares it)", path, v.Type())
 	}
 }
 
@@ -85,7 +85,7 @@ func setNonZero(t *testing.T, path string, v reflect.Value) {
 // (nested thresholds included) is part of what a saved plan shows and
 // what apply compares, unless it is one of the documented exceptions:
 // set in the plan only, or in the decision made now only, each one is
-// named. A field added to classify.Options later is compared as it is,
+// named. A field added to model.ActionOptions later is compared as it is,
 // or this test fails until it is listed as an exception.
 func TestPlanDiffComparesEveryOption(t *testing.T) {
 	excluded := map[string]bool{}
@@ -103,7 +103,7 @@ func TestPlanDiffComparesEveryOption(t *testing.T) {
 			l.set(&edited.Intent.Options)
 			for _, c := range []struct {
 				which     string
-				plan, now classify.Decision
+				plan, now model.Decision
 			}{
 				{"set in the plan", edited, planned()},
 				{"set now", planned(), edited},
@@ -113,14 +113,14 @@ func TestPlanDiffComparesEveryOption(t *testing.T) {
 				case excluded[top] && len(got) != 0:
 					t.Errorf("%s: %s is documented as not compared, but PlanDiff names %q", c.which, l.path, got)
 				case !excluded[top] && len(got) == 0:
-					t.Errorf("%s: classify.Options.%s is neither shown and compared by a saved plan nor listed in actions.PlanOptionsNotCompared", c.which, l.path)
+					t.Errorf("%s: model.ActionOptions.%s is neither shown and compared by a saved plan nor listed in actions.PlanOptionsNotCompared", c.which, l.path)
 				}
 			}
 		})
 	}
 	for _, f := range actions.PlanOptionsNotCompared {
-		if _, ok := reflect.TypeOf(classify.Options{}).FieldByName(f); !ok {
-			t.Errorf("actions.PlanOptionsNotCompared lists %q, which is not a field of classify.Options", f)
+		if _, ok := reflect.TypeOf(model.ActionOptions{}).FieldByName(f); !ok {
+			t.Errorf("actions.PlanOptionsNotCompared lists %q, which is not a field of model.ActionOptions", f)
 		}
 	}
 }
@@ -128,7 +128,7 @@ func TestPlanDiffComparesEveryOption(t *testing.T) {
 // withLags sets the decision's quorum lags (voter name: entries behind
 // the leader) and threshold, through its JSON as a saved plan carries
 // them.
-func withLags(t *testing.T, d classify.Decision, threshold uint64, lags map[string]int64) classify.Decision {
+func withLags(t *testing.T, d model.Decision, threshold uint64, lags map[string]int64) model.Decision {
 	t.Helper()
 	b, err := json.Marshal(d)
 	if err != nil {
@@ -144,7 +144,7 @@ func withLags(t *testing.T, d classify.Decision, threshold uint64, lags map[stri
 	if b, err = json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}
-	var out classify.Decision
+	var out model.Decision
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
@@ -55,8 +54,8 @@ func TestRBAC(t *testing.T) {
 	)
 	_, cfg = testenv.RestrictedUser(t, cp, e.ns, lockAndLedger)
 	x := &actions.Executor{Observer: &actions.Observer{Engines: registry.Engines(), Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial}}
-	d, _, _, err := x.Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionReplace, Member: target})
-	if err != nil || d.Verb != classify.VerbProceed {
+	d, _, _, err := x.Decide(ctx, e.ns, "etcd", model.Intent{Action: model.ActionReplace, Member: target})
+	if err != nil || d.Verb != model.VerbProceed {
 		t.Fatalf("decide: %v %s", err, d.Verb)
 	}
 	before := len(e.voters())
@@ -79,7 +78,7 @@ func TestRBAC(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "persistentvolumeclaims"}, Verbs: []string{"delete"}})
 	_, cfg = testenv.RestrictedUser(t, cp, e.ns, full)
 	x = &actions.Executor{Observer: &actions.Observer{Engines: registry.Engines(), Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial}}
-	d, _, _, err = x.Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionReplace, Member: target})
+	d, _, _, err = x.Decide(ctx, e.ns, "etcd", model.Intent{Action: model.ActionReplace, Member: target})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +110,13 @@ func TestRestoreRBAC(t *testing.T) {
 	if _, err := e.cs.AppsV1().StatefulSets(e.ns).Update(ctx, sts, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, res, _, err := e.executor().Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionRestore})
+	_, res, _, err := e.executor().Decide(ctx, e.ns, "etcd", model.Intent{Action: model.ActionRestore})
 	if err != nil || res.Analysis.ClusterID == "" {
 		t.Fatalf("observing: %v (cluster ID %q)", err, res.Analysis.ClusterID)
 	}
-	in := classify.Intent{Action: model.ActionRestore, Options: classify.Options{
+	in := model.Intent{Action: model.ActionRestore, Options: model.ActionOptions{
 		Generation: "g1", SeedStore: "file:///nonexistent", AgentImage: "hactl:test", Force: true,
-		Source: &classify.GenerationFacts{Generation: "g1", Engine: model.EngineEtcd, ClusterID: res.Analysis.ClusterID, Revision: 1,
+		Source: &model.GenerationFacts{Generation: "g1", Engine: model.EngineEtcd, ClusterID: res.Analysis.ClusterID, Revision: 1,
 			Digest: "sha256:0000000000000000000000000000000000000000000000000000000000000000"}}}
 
 	base := append(append([]rbacv1.PolicyRule(nil), statusRules...),
@@ -138,7 +137,7 @@ func TestRestoreRBAC(t *testing.T) {
 		_, cfg := testenv.RestrictedUser(t, cp, e.ns, tc.rules)
 		x := &actions.Executor{Observer: &actions.Observer{Engines: registry.Engines(), Client: testenv.Clientset(t, cfg), Dial: e.dialer.dial, ProbeTimeout: 2 * time.Second}}
 		d, _, _, err := x.Decide(ctx, e.ns, "etcd", in)
-		if err != nil || d.Verb != classify.VerbProceed {
+		if err != nil || d.Verb != model.VerbProceed {
 			t.Fatalf("%s: decide: %v %s %v", tc.name, err, d.Verb, d.Blockers)
 		}
 		_, err = x.Execute(ctx, d, actions.ExecOptions{})

@@ -13,7 +13,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -36,7 +35,7 @@ const (
 )
 
 // restoreStep carries out one changing step of a restore.
-func (r *run) restoreStep(ctx context.Context, s classify.Step, dry bool) (model.Outcome, string, error) {
+func (r *run) restoreStep(ctx context.Context, s model.Step, dry bool) (model.Outcome, string, error) {
 	switch s.Kind {
 	case model.StepScaleDown, model.StepScaleUp:
 		return r.scale(ctx, s, dry)
@@ -54,7 +53,7 @@ func (r *run) restoreStep(ctx context.Context, s classify.Step, dry bool) (model
 // scale sets the StatefulSet's replicas, provided it is still the object
 // the decision fenced: same UID, same metadata and spec, and (by the
 // update's own optimistic concurrency) unchanged since it was read.
-func (r *run) scale(ctx context.Context, s classify.Step, dry bool) (model.Outcome, string, error) {
+func (r *run) scale(ctx context.Context, s model.Step, dry bool) (model.Outcome, string, error) {
 	f := s.Fence
 	if f == nil {
 		return "", "", fmt.Errorf("%w: %s has no fence", ErrUnsupported, s.Kind)
@@ -95,7 +94,7 @@ func (r *run) scale(ctx context.Context, s classify.Step, dry bool) (model.Outco
 // agent image by digest when one is known (restoreImage); the first pod
 // of a tag runs the tag, and the digest its node reports is what every
 // later restore pod of the action runs.
-func (r *run) runRestore(ctx context.Context, s classify.Step, dry bool) (model.Outcome, string, error) {
+func (r *run) runRestore(ctx context.Context, s model.Step, dry bool) (model.Outcome, string, error) {
 	cl := r.last.Observation.Cluster
 	pods := r.x.client().CoreV1().Pods(cl.Namespace)
 	sts, err := r.x.client().AppsV1().StatefulSets(cl.Namespace).Get(ctx, cl.Name, metav1.GetOptions{})
@@ -351,7 +350,7 @@ type podLister interface {
 // any other content under the same ID; a decision without a digest gets
 // no pod. The pod has activeDeadlineSeconds RestorePodDeadline, the
 // agent --timeout RestoreAgentTimeout.
-func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Options, s classify.Step, actionID string) (*corev1.Pod, error) {
+func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o model.ActionOptions, s model.Step, actionID string) (*corev1.Pod, error) {
 	src := o.Source
 	switch {
 	case src == nil || src.Digest == "":
@@ -429,7 +428,7 @@ func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o classify.Optio
 // member s.Member's restore pod: the store, the generation pinned by its
 // digest (and cluster ID and revision when known), the data directory and
 // the member's place in the restored cluster.
-func restoreAgentArgs(t model.TemplateFacts, o classify.Options, s classify.Step, actionID string) []string {
+func restoreAgentArgs(t model.TemplateFacts, o model.ActionOptions, s model.Step, actionID string) []string {
 	src := o.Source
 	var initial []string
 	for _, e := range t.InitialCluster {
@@ -470,7 +469,7 @@ const EngineLabelKey = "hactl.dev/engine"
 // restorePreflight checks with the server's dry run, before the first
 // change, that this user may scale the StatefulSet and create the restore
 // pods, so that a missing RBAC rule is found before the members stop.
-func (r *run) restorePreflight(ctx context.Context, d classify.Decision) error {
+func (r *run) restorePreflight(ctx context.Context, d model.Decision) error {
 	for _, s := range d.Steps {
 		if s.Kind != model.StepScaleDown && s.Kind != model.StepRunRestore {
 			continue

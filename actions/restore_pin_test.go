@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -20,7 +19,7 @@ const (
 	otherPinDigest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 )
 
-func pinFixture() (*appsv1.StatefulSet, model.ClusterFacts, classify.Options, classify.Step) {
+func pinFixture() (*appsv1.StatefulSet, model.ClusterFacts, model.ActionOptions, model.Step) {
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd", UID: "uid-1"},
 		Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
@@ -31,9 +30,9 @@ func pinFixture() (*appsv1.StatefulSet, model.ClusterFacts, classify.Options, cl
 		Container: "etcd", DataDir: "/var/lib/etcd/data", DataVolume: "data", DataMount: "/var/lib/etcd",
 		InitialCluster: []model.InitialClusterEntry{{Name: "etcd-0", PeerURL: "http://etcd-0.etcd:2380"}},
 	}}
-	o := classify.Options{Generation: "g1", SeedStore: "s3://seeds/etcd", AgentImage: "hactl:test",
-		Source: &classify.GenerationFacts{Generation: "g1", Engine: model.EngineEtcd, ClusterID: "cdf818194e3a8c32", Revision: 4000, Digest: pinDigest}}
-	s := classify.Step{Kind: model.StepRunRestore, Member: "etcd-0", PeerURLs: []string{"http://etcd-0.etcd:2380"}}
+	o := model.ActionOptions{Generation: "g1", SeedStore: "s3://seeds/etcd", AgentImage: "hactl:test",
+		Source: &model.GenerationFacts{Generation: "g1", Engine: model.EngineEtcd, ClusterID: "cdf818194e3a8c32", Revision: 4000, Digest: pinDigest}}
+	s := model.Step{Kind: model.StepRunRestore, Member: "etcd-0", PeerURLs: []string{"http://etcd-0.etcd:2380"}}
 	return sts, cl, o, s
 }
 
@@ -61,10 +60,10 @@ func TestRestorePodPinsTheConfirmedGeneration(t *testing.T) {
 		t.Errorf("activeDeadlineSeconds %v, agent timeout %s: want %s and a timeout within it", d, RestoreAgentTimeout, RestorePodDeadline)
 	}
 
-	for name, mut := range map[string]func(o *classify.Options){
-		"no source":            func(o *classify.Options) { o.Source = nil },
-		"no digest":            func(o *classify.Options) { o.Source.Digest = "" },
-		"another generation's": func(o *classify.Options) { o.Source.Generation = "g0" },
+	for name, mut := range map[string]func(o *model.ActionOptions){
+		"no source":            func(o *model.ActionOptions) { o.Source = nil },
+		"no digest":            func(o *model.ActionOptions) { o.Source.Digest = "" },
+		"another generation's": func(o *model.ActionOptions) { o.Source.Generation = "g0" },
 	} {
 		_, _, o, _ := pinFixture()
 		mut(&o)

@@ -6,8 +6,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/artifact"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // DefaultAgentImage is hactl's own image at this build's version: what
@@ -23,7 +23,7 @@ type RestoreSource struct {
 	Manifest *artifact.Manifest
 	// Facts pin the restore to this manifest (digest, cluster ID,
 	// revision): the restore pods refuse any other content.
-	Facts *classify.GenerationFacts
+	Facts *model.GenerationFacts
 	// StoreURL is the URL the restore pods read from (it never holds a
 	// credential); StoreSecret the Secret their credentials come from, ""
 	// for none; Store the store as shown.
@@ -47,7 +47,7 @@ func ReadRestoreSource(ctx context.Context, c kubernetes.Interface, ns, name, g 
 	id := m.Identity
 	return &RestoreSource{
 		Manifest: m,
-		Facts: &classify.GenerationFacts{Generation: id.Generation, Engine: id.Engine, ClusterID: id.ClusterID,
+		Facts: &model.GenerationFacts{Generation: id.Generation, Engine: id.Engine, ClusterID: id.ClusterID,
 			Revision: id.Revision, CapturedAt: m.CreatedAt, Digest: m.Digest},
 		StoreURL: cs.URL, StoreSecret: cs.Secret, Store: cs.Store.String(),
 	}, nil
@@ -56,7 +56,7 @@ func ReadRestoreSource(ctx context.Context, c kubernetes.Interface, ns, name, g 
 // Pin sets the intent options a restore of src needs: the generation's
 // facts, the store the pods read and their credentials' Secret, and the
 // agent image (DefaultAgentImage when none is set).
-func (src *RestoreSource) Pin(o *classify.Options) {
+func (src *RestoreSource) Pin(o *model.ActionOptions) {
 	o.Source, o.SeedStore, o.StoreSecret = src.Facts, src.StoreURL, src.StoreSecret
 	if o.AgentImage == "" {
 		o.AgentImage = DefaultAgentImage()

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/artifact"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/internal/format"
@@ -116,13 +115,13 @@ func SeederFor(e model.Engine) (Seeder, error) {
 }
 
 // seedSource is the capture step of a seed decision.
-func seedSource(d classify.Decision) classify.Step {
+func seedSource(d model.Decision) model.Step {
 	for _, s := range d.Steps {
 		if s.Kind == model.StepCaptureSnapshot {
 			return s
 		}
 	}
-	return classify.Step{}
+	return model.Step{}
 }
 
 // clusterIDOf is the engine cluster ID an observation established.
@@ -135,8 +134,8 @@ func clusterIDOf(res status.Result) string {
 
 // verifySeed holds the decision under the lock against the confirmed one:
 // the same source member, the same member ID, the same cluster.
-func verifySeed(confirmed, now classify.Decision) error {
-	if now.Verb != classify.VerbProceed {
+func verifySeed(confirmed, now model.Decision) error {
+	if now.Verb != model.VerbProceed {
 		return &RefusedError{Decision: now, While: "observed again under the lock"}
 	}
 	a, b := seedSource(confirmed), seedSource(now)
@@ -218,7 +217,7 @@ func (r *run) seed(ctx context.Context) error {
 	if closing {
 		r.res.Manifest, r.res.Already = published, true
 		r.receipt(model.StepPublish, model.ActionPhasePublished, model.OutcomeAlready,
-			fmt.Sprintf("generation %s was already published in %s (%s); ledger entry closed", gen, store, published.Digest), nil, classify.Step{})
+			fmt.Sprintf("generation %s was already published in %s (%s); ledger entry closed", gen, store, published.Digest), nil, model.Step{})
 		r.cleanCapturePods(ctx)
 		return nil
 	}
@@ -229,7 +228,7 @@ func (r *run) seed(ctx context.Context) error {
 // capture pod next to the member when the Seeder can and one can run
 // there, else (auto, saying why, or --capture port-forward) through a
 // port-forward.
-func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder, src classify.Step) error {
+func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder, src model.Step) error {
 	cl := r.last.Observation.Cluster
 	creds, err := Credentials(ctx, r.x.client(), cl)
 	if err != nil {

@@ -120,7 +120,7 @@ func TestRemoveMemberThatTimesOutButCommits(t *testing.T) {
 	x := e.executor()
 	x.Members = etcdengine.Ops{Dial: proxy.dial, Timeout: 500 * time.Millisecond}
 	d := e.decide(x, target)
-	if d.Verb != classify.VerbProceed || d.MemberFence == nil {
+	if d.Verb != model.VerbProceed || d.MemberFence == nil {
 		t.Fatalf("decision:\n%s", strings.Join(classify.Describe(d), "\n"))
 	}
 	oldID := d.MemberFence.ID

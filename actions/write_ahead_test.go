@@ -71,7 +71,7 @@ func TestLedgerRecordsAChangeBeforeItIsSent(t *testing.T) {
 	w := &ledgerWitness{Ops: etcdengine.Ops{Dial: e.dialer.dial}, e: e}
 	x.Members = w
 	d := e.decide(x, target)
-	if d.Verb != classify.VerbProceed {
+	if d.Verb != model.VerbProceed {
 		t.Fatalf("decision:\n%s", strings.Join(classify.Describe(d), "\n"))
 	}
 	res, err := x.Execute(context.Background(), d, actions.ExecOptions{})

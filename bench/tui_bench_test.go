@@ -16,7 +16,6 @@ import (
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // framesPerOp is how many frames one op of BenchmarkTUIRender200 draws
@@ -36,7 +35,7 @@ func BenchmarkTUIRender200(b *testing.B) {
 	const members = 200
 	now := time.Now()
 	engines := registry.Engines()
-	opts := verdict.Options{Rules: engine.VerdictRules(engines)}
+	opts := model.VerdictOptions{Rules: engine.VerdictRules(engines)}
 	r := status.Evaluate(bigObservation("bench", "big", members, now), now, opts)
 	if len(r.Observation.Members) != members {
 		b.Fatalf("%d members", len(r.Observation.Members))

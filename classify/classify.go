@@ -34,13 +34,13 @@ import (
 // Pod waiting reasons, pull errors and event messages are never read here:
 // only verified facts (identities, the member list, phases derived from
 // engine answers) can lead to a delete.
-func Classify(obs model.Observation, in Intent, now time.Time) Decision {
+func Classify(obs model.Observation, in model.Intent, now time.Time) model.Decision {
 	return classifyWith(engines, obs, in, now)
 }
 
 // classifyWith is Classify with the engine rules taken from registry.
-func classifyWith(registry map[model.Engine]engineRules, obs model.Observation, in Intent, now time.Time) Decision {
-	o := in.Options.withDefaults()
+func classifyWith(registry map[model.Engine]engineRules, obs model.Observation, in model.Intent, now time.Time) model.Decision {
+	o := withDefaults(in.Options)
 	derived, v, a := verdict.EvaluateAll(obs, now, o.Verdict)
 	c := &classifier{
 		obs: derived,
@@ -49,16 +49,16 @@ func classifyWith(registry map[model.Engine]engineRules, obs model.Observation, 
 		o:   o,
 		now: now,
 	}
-	c.d = Decision{
+	c.d = model.Decision{
 		Intent: in,
-		Cluster: ClusterRef{Namespace: obs.Cluster.Namespace, Name: obs.Cluster.Name,
+		Cluster: model.ClusterRef{Namespace: obs.Cluster.Namespace, Name: obs.Cluster.Name,
 			UID: obs.Cluster.UID, Engine: obs.Cluster.Engine},
 		Shape:      obs.Cluster.Shape,
-		Flow:       FlowNone,
-		Steps:      []Step{},
+		Flow:       model.FlowNone,
+		Steps:      []model.Step{},
 		Fences:     []model.Fence{},
-		Notes:      []Note{},
-		Blockers:   []Blocker{},
+		Notes:      []model.Note{},
+		Blockers:   []model.Blocker{},
 		Verdict:    v.Reasons,
 		ObservedAt: obs.At,
 		DecidedAt:  now,
@@ -75,11 +75,11 @@ func classifyWith(registry map[model.Engine]engineRules, obs model.Observation, 
 // asked, and the decision as the rules build it.
 type classifier struct {
 	obs model.Observation // with derived phases and lag
-	a   verdict.Analysis
-	in  Intent
-	o   Options
+	a   model.Analysis
+	in  model.Intent
+	o   model.ActionOptions
 	now time.Time
-	d   Decision
+	d   model.Decision
 
 	// rules are the cluster's engine's rules (noRules when hactl has
 	// none for it).
@@ -89,20 +89,20 @@ type classifier struct {
 	// superseded are the in-progress entries this decision supersedes.
 	superseded []*model.LedgerEntry
 	// verb is set by the await and observe rules.
-	verb Verb
+	verb model.Verb
 	// done: the rules found nothing left to do.
 	done bool
 }
 
-func (c *classifier) block(code Code, member, override, format string, args ...any) {
-	c.d.Blockers = append(c.d.Blockers, Blocker{Code: code, Member: member, Detail: fmt.Sprintf(format, args...), Override: override})
+func (c *classifier) block(code model.Code, member, override, format string, args ...any) {
+	c.d.Blockers = append(c.d.Blockers, model.Blocker{Code: code, Member: member, Detail: fmt.Sprintf(format, args...), Override: override})
 }
 
-func (c *classifier) note(code Code, member, format string, args ...any) {
-	c.d.Notes = append(c.d.Notes, Note{Code: code, Member: member, Detail: fmt.Sprintf(format, args...)})
+func (c *classifier) note(code model.Code, member, format string, args ...any) {
+	c.d.Notes = append(c.d.Notes, model.Note{Code: code, Member: member, Detail: fmt.Sprintf(format, args...)})
 }
 
-func (c *classifier) step(s Step) {
+func (c *classifier) step(s model.Step) {
 	s.Phase = s.Kind.PhaseOf()
 	c.d.Steps = append(c.d.Steps, s)
 }
@@ -119,7 +119,7 @@ func (c *classifier) plan() {
 	case model.ActionSwitchover:
 		c.rules.switchover(c)
 	default:
-		c.block(CodeEngineUnsupported, "", "", "hactl knows no action %q (known: replace, reseed, seed, restore, switchover)", c.in.Action)
+		c.block(model.CodeEngineUnsupported, "", "", "hactl knows no action %q (known: replace, reseed, seed, restore, switchover)", c.in.Action)
 	}
 }
 
@@ -161,22 +161,22 @@ func (c *classifier) finish() {
 	}
 	hard := false
 	for _, b := range d.Blockers {
-		if b.Code != CodePodTerminating && b.Code != CodePodNeverStarted {
+		if b.Code != model.CodePodTerminating && b.Code != model.CodePodNeverStarted {
 			hard = true
 		}
 	}
 	switch {
 	case hard:
-		d.Verb = VerbRefuse
+		d.Verb = model.VerbRefuse
 	case c.verb != "":
 		d.Verb = c.verb
 	case c.done || len(d.Steps) == 0:
-		d.Verb = VerbDone
+		d.Verb = model.VerbDone
 	default:
-		d.Verb = VerbProceed
+		d.Verb = model.VerbProceed
 	}
 	switch {
-	case d.Verb == VerbDone:
+	case d.Verb == model.VerbDone:
 		d.Phase = model.ActionPhaseReady
 		if d.Intent.Action == model.ActionSeed {
 			d.Phase = model.ActionPhasePublished

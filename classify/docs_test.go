@@ -25,7 +25,7 @@ func TestCodesDocumented(t *testing.T) {
 		}
 	}
 	known := map[string]bool{}
-	for _, c := range append(append([]Code(nil), AllBlockerCodes...), AllNoteCodes...) {
+	for _, c := range append(append([]model.Code(nil), model.AllBlockerCodes...), model.AllNoteCodes...) {
 		known[c.String()] = true
 		if !sections[c.String()] {
 			t.Errorf("code %s has no \"### %s\" section in docs/actions.md", c, c)
@@ -37,10 +37,10 @@ func TestCodesDocumented(t *testing.T) {
 		}
 	}
 	var words []string
-	for _, v := range AllVerbs {
+	for _, v := range model.AllVerbs {
 		words = append(words, v.String())
 	}
-	for _, f := range AllFlows[1:] {
+	for _, f := range model.AllFlows[1:] {
 		words = append(words, f.String())
 	}
 	for _, p := range model.AllActionPhases {

@@ -47,7 +47,7 @@ type engineRules interface {
 	staleWait(c *classifier, e *model.LedgerEntry, finished bool) string
 	// ready says what a replaced or reseeded member being ready means in
 	// the engine's words, for the action's last receipt (d is done).
-	ready(d Decision) string
+	ready(d model.Decision) string
 }
 
 // engines maps each engine hactl acts on to its rules.
@@ -59,7 +59,7 @@ var engines = map[model.Engine]engineRules{
 // ReadyMeaning says what the replaced or reseeded member of done decision
 // d being ready means, in its engine's words ("a healthy voter again",
 // "streaming from the primary …").
-func ReadyMeaning(d Decision) string {
+func ReadyMeaning(d model.Decision) string {
 	if r, ok := engines[d.Cluster.Engine]; ok {
 		return r.ready(d)
 	}
@@ -76,7 +76,7 @@ func (c *classifier) engineGate(registry map[model.Engine]engineRules) engineRul
 		if c.o.Verdict.Rules[cl.Engine] == nil {
 			// Its members' phases and lags are then unknown: no plan
 			// may rest on that.
-			c.block(CodeEngineUnsupported, "", "", "hactl was handed no verdict rules for %s clusters, so it cannot judge %s/%s's members (a build without the %[1]s engine)", cl.Engine, cl.Namespace, cl.Name)
+			c.block(model.CodeEngineUnsupported, "", "", "hactl was handed no verdict rules for %s clusters, so it cannot judge %s/%s's members (a build without the %[1]s engine)", cl.Engine, cl.Namespace, cl.Name)
 			return noRules{}
 		}
 		return r
@@ -86,7 +86,7 @@ func (c *classifier) engineGate(registry map[model.Engine]engineRules) engineRul
 		// holds the rules) but sends them nothing.
 		return recreateRules{r}
 	}
-	c.block(CodeEngineUnsupported, "", "", "hactl acts on %s clusters only; %s/%s runs %q (diagnose with status)", engineNames(registry), cl.Namespace, cl.Name, cl.Engine)
+	c.block(model.CodeEngineUnsupported, "", "", "hactl acts on %s clusters only; %s/%s runs %q (diagnose with status)", engineNames(registry), cl.Namespace, cl.Name, cl.Engine)
 	return noRules{}
 }
 
@@ -116,4 +116,4 @@ func (noRules) holdsRecorded(*classifier, *model.LedgerEntry) bool { return true
 
 func (noRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
 
-func (noRules) ready(Decision) string { return "its members say it is" }
+func (noRules) ready(model.Decision) string { return "its members say it is" }

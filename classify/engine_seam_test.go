@@ -22,7 +22,7 @@ type toyRules struct{ holds bool }
 func (toyRules) replace(c *classifier) {
 	m := c.member(c.in.Member)
 	if m == nil {
-		c.block(CodeMemberNotFound, c.in.Member, "", "no member %q (members: %s)", c.in.Member, c.memberNames())
+		c.block(model.CodeMemberNotFound, c.in.Member, "", "no member %q (members: %s)", c.in.Member, c.memberNames())
 		return
 	}
 	if m.Pod != nil && m.Pod.DeletionMarked {
@@ -33,29 +33,29 @@ func (toyRules) replace(c *classifier) {
 		return
 	}
 	if m.Name == "toy-0" && !c.o.MoveLeader {
-		c.block(CodeTargetIsLeader, m.Name, FlagMoveLeader, "%s leads", m.Name)
+		c.block(model.CodeTargetIsLeader, m.Name, model.FlagMoveLeader, "%s leads", m.Name)
 	}
 	c.deleteBoth(m, m.PVC, true)
-	c.step(Step{Kind: model.StepAwaitPodRecreated, Member: m.Name, Detail: "wait for " + m.Name})
+	c.step(model.Step{Kind: model.StepAwaitPodRecreated, Member: m.Name, Detail: "wait for " + m.Name})
 }
 
 func (toyRules) seed(c *classifier) {
-	c.block(CodeNoSeedSource, "", "", "toy clusters have no seed source")
+	c.block(model.CodeNoSeedSource, "", "", "toy clusters have no seed source")
 }
 
 func (toyRules) restore(c *classifier) {
-	c.block(CodeRestoreUnsupported, "", "", "toy clusters are not restored")
+	c.block(model.CodeRestoreUnsupported, "", "", "toy clusters are not restored")
 }
 
 func (toyRules) switchover(c *classifier) {
-	c.block(CodeActionUnsupported, "", "", "toy clusters have no switchover")
+	c.block(model.CodeActionUnsupported, "", "", "toy clusters have no switchover")
 }
 
 func (r toyRules) holdsRecorded(*classifier, *model.LedgerEntry) bool { return r.holds }
 
 func (toyRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
 
-func (toyRules) ready(Decision) string { return "toy-ready" }
+func (toyRules) ready(model.Decision) string { return "toy-ready" }
 
 // toyRegistry holds the toy engine's rules and no others.
 func toyRegistry(r toyRules) map[model.Engine]engineRules {
@@ -91,12 +91,12 @@ func toyEntry(action model.Action, member string) model.LedgerEntry {
 }
 
 var (
-	toyReplace = Intent{Action: model.ActionReplace, Member: "toy-1"}
+	toyReplace = model.Intent{Action: model.ActionReplace, Member: "toy-1"}
 	toyPlan    = []model.StepKind{model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone, model.StepAwaitPodRecreated}
 )
 
-func blockerCodes(d Decision) []Code {
-	out := []Code{}
+func blockerCodes(d model.Decision) []model.Code {
+	out := []model.Code{}
 	for _, b := range d.Blockers {
 		out = append(out, b.Code)
 	}
@@ -108,15 +108,15 @@ func blockerCodes(d Decision) []Code {
 // plan (finish) whatever the engine.
 func TestEngineRulesPlan(t *testing.T) {
 	d := judgedClassifyWith(toyRegistry(toyRules{}), toyObs(), toyReplace, now)
-	if d.Verb != VerbProceed || len(d.Blockers) > 0 || !slices.Equal(kinds(d), toyPlan) {
+	if d.Verb != model.VerbProceed || len(d.Blockers) > 0 || !slices.Equal(kinds(d), toyPlan) {
 		t.Fatalf("verb %s, blockers %v, steps %v:\n%s", d.Verb, blockerCodes(d), kinds(d), strings.Join(Describe(d), "\n"))
 	}
 	if d.Phase != model.ActionPhaseRemoving || len(d.Fences) != 2 || d.Fences[0].UID != "pvc-uid-1" || d.Fences[1].UID != "pod-uid-1" {
 		t.Errorf("phase %s, fences %+v", d.Phase, d.Fences)
 	}
-	for action, want := range map[model.Action]Code{model.ActionSeed: CodeNoSeedSource, model.ActionRestore: CodeRestoreUnsupported, "explode": CodeEngineUnsupported} {
-		d := judgedClassifyWith(toyRegistry(toyRules{}), toyObs(), Intent{Action: action}, now)
-		if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{want}) {
+	for action, want := range map[model.Action]model.Code{model.ActionSeed: model.CodeNoSeedSource, model.ActionRestore: model.CodeRestoreUnsupported, "explode": model.CodeEngineUnsupported} {
+		d := judgedClassifyWith(toyRegistry(toyRules{}), toyObs(), model.Intent{Action: action}, now)
+		if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{want}) {
 			t.Errorf("%s: verb %s, blockers %v, want refuse %s", action, d.Verb, blockerCodes(d), want)
 		}
 	}
@@ -127,52 +127,52 @@ func TestEngineRulesPlan(t *testing.T) {
 // gates and the override flags work for an engine whose rules are not
 // etcd's.
 func TestCommonGatesApplyToEveryEngine(t *testing.T) {
-	supersede := withOpts(toyReplace, func(o *Options) { o.Supersede = true })
+	supersede := withOpts(toyReplace, func(o *model.ActionOptions) { o.Supersede = true })
 	for _, r := range []struct {
 		name   string
 		rules  toyRules
-		intent Intent
+		intent model.Intent
 		mutate func(*model.Observation)
-		verb   Verb
-		codes  []Code
-		check  func(*testing.T, Decision)
+		verb   model.Verb
+		codes  []model.Code
+		check  func(*testing.T, model.Decision)
 	}{
-		{name: "lock held by another holder", intent: toyReplace, verb: VerbRefuse, codes: []Code{CodeLockHeld},
+		{name: "lock held by another holder", intent: toyReplace, verb: model.VerbRefuse, codes: []model.Code{model.CodeLockHeld},
 			mutate: func(o *model.Observation) { o.Lock = lockStates[1].lock }},
-		{name: "lock held by the caller", intent: withOpts(toyReplace, func(o *Options) { o.LockHolder = lockStates[1].lock.Holder }), verb: VerbProceed,
+		{name: "lock held by the caller", intent: withOpts(toyReplace, func(o *model.ActionOptions) { o.LockHolder = lockStates[1].lock.Holder }), verb: model.VerbProceed,
 			mutate: func(o *model.Observation) { o.Lock = lockStates[1].lock }},
-		{name: "stale lock", intent: toyReplace, verb: VerbProceed,
+		{name: "stale lock", intent: toyReplace, verb: model.VerbProceed,
 			mutate: func(o *model.Observation) { o.Lock = lockStates[2].lock },
-			check:  wantNote(CodeLockStale)},
-		{name: "stale observation", intent: toyReplace, verb: VerbRefuse, codes: []Code{CodeObservationStale},
+			check:  wantNote(model.CodeLockStale)},
+		{name: "stale observation", intent: toyReplace, verb: model.VerbRefuse, codes: []model.Code{model.CodeObservationStale},
 			mutate: func(o *model.Observation) { o.At = now.Add(-time.Hour) }},
-		{name: "another action in progress", intent: toyReplace, verb: VerbRefuse, codes: []Code{CodeActionInProgress},
+		{name: "another action in progress", intent: toyReplace, verb: model.VerbRefuse, codes: []model.Code{model.CodeActionInProgress},
 			mutate: func(o *model.Observation) { o.Ledger = []model.LedgerEntry{toyEntry(model.ActionReplace, "toy-2")} },
-			check: func(t *testing.T, d Decision) {
-				if d.Blockers[0].Override != FlagSupersede {
-					t.Errorf("override %q, want %s", d.Blockers[0].Override, FlagSupersede)
+			check: func(t *testing.T, d model.Decision) {
+				if d.Blockers[0].Override != model.FlagSupersede {
+					t.Errorf("override %q, want %s", d.Blockers[0].Override, model.FlagSupersede)
 				}
 			}},
-		{name: "another action superseded", intent: supersede, verb: VerbProceed,
+		{name: "another action superseded", intent: supersede, verb: model.VerbProceed,
 			mutate: func(o *model.Observation) { o.Ledger = []model.LedgerEntry{toyEntry(model.ActionReplace, "toy-2")} },
 			check:  wantSupersedes("replace.toy-2")},
-		{name: "same action resumed", intent: toyReplace, verb: VerbProceed,
+		{name: "same action resumed", intent: toyReplace, verb: model.VerbProceed,
 			mutate: func(o *model.Observation) { o.Ledger = []model.LedgerEntry{toyEntry(model.ActionReplace, "toy-1")} },
 			check:  wantResume("replace.toy-1")},
-		{name: "stale entry superseded", intent: toyReplace, verb: VerbProceed, mutate: staleToyEntry,
+		{name: "stale entry superseded", intent: toyReplace, verb: model.VerbProceed, mutate: staleToyEntry,
 			check: wantSupersedes("replace.toy-1")},
-		{name: "stale entry the engine still holds resumed", rules: toyRules{holds: true}, intent: toyReplace, verb: VerbProceed, mutate: staleToyEntry,
+		{name: "stale entry the engine still holds resumed", rules: toyRules{holds: true}, intent: toyReplace, verb: model.VerbProceed, mutate: staleToyEntry,
 			check: wantResume("replace.toy-1")},
-		{name: "the engine's blocker", intent: Intent{Action: model.ActionReplace, Member: "toy-0"}, verb: VerbRefuse, codes: []Code{CodeTargetIsLeader},
-			check: func(t *testing.T, d Decision) {
-				if d.Blockers[0].Override != FlagMoveLeader {
-					t.Errorf("override %q, want %s", d.Blockers[0].Override, FlagMoveLeader)
+		{name: "the engine's blocker", intent: model.Intent{Action: model.ActionReplace, Member: "toy-0"}, verb: model.VerbRefuse, codes: []model.Code{model.CodeTargetIsLeader},
+			check: func(t *testing.T, d model.Decision) {
+				if d.Blockers[0].Override != model.FlagMoveLeader {
+					t.Errorf("override %q, want %s", d.Blockers[0].Override, model.FlagMoveLeader)
 				}
 			}},
-		{name: "the engine's blocker overridden", intent: Intent{Action: model.ActionReplace, Member: "toy-0", Options: Options{MoveLeader: true}}, verb: VerbProceed},
-		{name: "pod being deleted", intent: toyReplace, verb: VerbAwait, codes: []Code{CodePodTerminating},
+		{name: "the engine's blocker overridden", intent: model.Intent{Action: model.ActionReplace, Member: "toy-0", Options: model.ActionOptions{MoveLeader: true}}, verb: model.VerbProceed},
+		{name: "pod being deleted", intent: toyReplace, verb: model.VerbAwait, codes: []model.Code{model.CodePodTerminating},
 			mutate: func(o *model.Observation) { o.Members[1].Pod.DeletionMarked = true }},
-		{name: "pod never started", intent: toyReplace, verb: VerbObserve, codes: []Code{CodePodNeverStarted},
+		{name: "pod never started", intent: toyReplace, verb: model.VerbObserve, codes: []model.Code{model.CodePodNeverStarted},
 			mutate: func(o *model.Observation) {
 				p := o.Members[1].Pod
 				p.Started, p.Running, p.Ready, p.EverStarted = false, false, false, false
@@ -184,7 +184,7 @@ func TestCommonGatesApplyToEveryEngine(t *testing.T) {
 				r.mutate(&obs)
 			}
 			d := judgedClassifyWith(toyRegistry(r.rules), obs, r.intent, now)
-			if d.Verb != r.verb || !slices.Equal(blockerCodes(d), append([]Code{}, r.codes...)) {
+			if d.Verb != r.verb || !slices.Equal(blockerCodes(d), append([]model.Code{}, r.codes...)) {
 				t.Errorf("verb %s, blockers %v; want %s, %v\n%s", d.Verb, blockerCodes(d), r.verb, r.codes, strings.Join(Describe(d), "\n"))
 			}
 			if r.check != nil {
@@ -201,29 +201,29 @@ func staleToyEntry(o *model.Observation) {
 	o.Ledger = []model.LedgerEntry{e}
 }
 
-func wantNote(code Code) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
-		if !slices.ContainsFunc(d.Notes, func(n Note) bool { return n.Code == code }) {
+func wantNote(code model.Code) func(*testing.T, model.Decision) {
+	return func(t *testing.T, d model.Decision) {
+		if !slices.ContainsFunc(d.Notes, func(n model.Note) bool { return n.Code == code }) {
 			t.Errorf("note %s missing: %+v", code, d.Notes)
 		}
 	}
 }
 
-func wantSupersedes(id string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantSupersedes(id string) func(*testing.T, model.Decision) {
+	return func(t *testing.T, d model.Decision) {
 		if d.Resume != "" || !slices.Equal(d.Supersedes, []string{id}) {
 			t.Errorf("resume %q, supersedes %v; want %s superseded", d.Resume, d.Supersedes, id)
 		}
-		wantNote(CodeSuperseding)(t, d)
+		wantNote(model.CodeSuperseding)(t, d)
 	}
 }
 
-func wantResume(id string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantResume(id string) func(*testing.T, model.Decision) {
+	return func(t *testing.T, d model.Decision) {
 		if d.Resume != id || len(d.Supersedes) > 0 {
 			t.Errorf("resume %q, supersedes %v; want %s resumed", d.Resume, d.Supersedes, id)
 		}
-		wantNote(CodeResuming)(t, d)
+		wantNote(model.CodeResuming)(t, d)
 	}
 }
 
@@ -235,13 +235,13 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 		for _, action := range model.AllActions {
 			obs := healthy()
 			obs.Cluster.Engine = engine
-			in := Intent{Action: action, Member: "etcd-1"}
+			in := model.Intent{Action: action, Member: "etcd-1"}
 			if action == model.ActionRestore {
 				in = restoreIntent
 			}
 			d := judgedClassify(obs, in, now)
 			name := fmt.Sprintf("%q %s", engine, action)
-			if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported}) || len(d.Steps) > 0 || d.Flow != FlowNone || d.Deletes() {
+			if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{model.CodeEngineUnsupported}) || len(d.Steps) > 0 || d.Flow != model.FlowNone || d.Deletes() {
 				t.Errorf("%s: verb %s, blockers %v, flow %s, steps %v\n%s", name, d.Verb, blockerCodes(d), d.Flow, kinds(d), strings.Join(Describe(d), "\n"))
 				continue
 			}
@@ -254,13 +254,13 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 	obs := healthy()
 	obs.Cluster.Engine = engineToy
 	obs.Lock = lockStates[1].lock
-	if d := judgedClassify(obs, replace1, now); !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported, CodeLockHeld}) {
+	if d := judgedClassify(obs, replace1, now); !slices.Equal(blockerCodes(d), []model.Code{model.CodeEngineUnsupported, model.CodeLockHeld}) {
 		t.Errorf("blockers %v, want engine_unsupported and lock_held", blockerCodes(d))
 	}
 	// The registry decides: without etcd's entry an etcd cluster is
 	// refused the same way, and the refusal names the engines there are.
 	d := classifyWith(toyRegistry(toyRules{}), healthy(), replace1, now)
-	if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "acts on toy clusters only") {
+	if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{model.CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "acts on toy clusters only") {
 		t.Errorf("etcd without rules: verb %s, blockers %+v", d.Verb, d.Blockers)
 	}
 }
@@ -270,8 +270,8 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 // unknown, and no plan may rest on that.
 func TestEngineWithoutVerdictRulesIsRefused(t *testing.T) {
 	for _, obs := range []model.Observation{healthy(), pgHealthy()} {
-		d := Classify(obs, Intent{Action: model.ActionReplace, Member: obs.Members[1].Name}, now)
-		if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "no verdict rules") {
+		d := Classify(obs, model.Intent{Action: model.ActionReplace, Member: obs.Members[1].Name}, now)
+		if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{model.CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "no verdict rules") {
 			t.Errorf("%s without verdict rules: verb %s, blockers %+v", obs.Cluster.Engine, d.Verb, d.Blockers)
 		}
 	}
@@ -282,7 +282,7 @@ func TestEtcdIsRegistered(t *testing.T) {
 	if _, ok := engines[model.EngineEtcd].(etcdRules); !ok {
 		t.Fatalf("engines[%s] = %T, want etcdRules", model.EngineEtcd, engines[model.EngineEtcd])
 	}
-	if d := judgedClassify(healthy(), replace1, now); d.Verb != VerbProceed || !slices.Equal(kinds(d), fullPlan) {
+	if d := judgedClassify(healthy(), replace1, now); d.Verb != model.VerbProceed || !slices.Equal(kinds(d), fullPlan) {
 		t.Errorf("verb %s, steps %v, want the learner flow", d.Verb, kinds(d))
 	}
 }
@@ -294,7 +294,7 @@ func TestReadyMeaningByEngine(t *testing.T) {
 		model.EnginePatroni: "streaming from the primary pg-0 within the lag threshold",
 		"http":              "answering, ready and within the lag threshold of the frontier of the leader pg-0",
 	} {
-		d := Decision{Cluster: ClusterRef{Engine: eng}, Leader: "pg-0"}
+		d := model.Decision{Cluster: model.ClusterRef{Engine: eng}, Leader: "pg-0"}
 		if got := ReadyMeaning(d); got != want {
 			t.Errorf("%s: %q, want %q", eng, got, want)
 		}
@@ -321,13 +321,13 @@ func TestObservedOnlyEngineIsRefusedAsUnsupportedAction(t *testing.T) {
 	for _, action := range model.AllActions {
 		obs := healthy()
 		obs.Cluster.Engine = engineToy
-		in := Intent{Action: action, Member: "etcd-1"}
+		in := model.Intent{Action: action, Member: "etcd-1"}
 		if action == model.ActionRestore {
 			in = restoreIntent
 		}
 		in.Options.Verdict.Rules = map[model.Engine]model.VerdictRules{engineToy: observedOnly{}}
 		d := judgedClassify(obs, in, now)
-		if d.Verb != VerbRefuse || !slices.Equal(blockerCodes(d), []Code{CodeActionUnsupported}) || len(d.Steps) > 0 || d.Deletes() {
+		if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{model.CodeActionUnsupported}) || len(d.Steps) > 0 || d.Deletes() {
 			t.Errorf("%s: verb %s, blockers %v, steps %v", action, d.Verb, blockerCodes(d), kinds(d))
 			continue
 		}

@@ -12,14 +12,14 @@ import (
 // judgedClassify is Classify with the verdict rules of the engines hactl
 // ships handed in, as the faces hand them (engine/registry), beside any
 // the intent holds already.
-func judgedClassify(obs model.Observation, in Intent, now time.Time) Decision {
+func judgedClassify(obs model.Observation, in model.Intent, now time.Time) model.Decision {
 	return Classify(obs, judgedIntent(in), now)
 }
 
 // judgedClassifyWith is classifyWith with those rules handed in, and the
 // toy engine's clusters (etcd's facts under another name) judged by
 // etcd's verdict rules.
-func judgedClassifyWith(registry map[model.Engine]engineRules, obs model.Observation, in Intent, now time.Time) Decision {
+func judgedClassifyWith(registry map[model.Engine]engineRules, obs model.Observation, in model.Intent, now time.Time) model.Decision {
 	in = judgedIntent(in)
 	if _, ok := in.Options.Verdict.Rules[engineToy]; !ok {
 		in.Options.Verdict.Rules[engineToy] = in.Options.Verdict.Rules[model.EngineEtcd]
@@ -27,7 +27,7 @@ func judgedClassifyWith(registry map[model.Engine]engineRules, obs model.Observa
 	return classifyWith(registry, obs, in, now)
 }
 
-func judgedIntent(in Intent) Intent {
+func judgedIntent(in model.Intent) model.Intent {
 	rules := engine.VerdictRules(registry.Engines())
 	maps.Copy(rules, in.Options.Verdict.Rules)
 	in.Options.Verdict.Rules = rules

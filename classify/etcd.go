@@ -21,7 +21,7 @@ func (etcdRules) restore(c *classifier) { etcd{c}.restore() }
 // switchover is Patroni's: etcd moves leadership as part of replace and
 // reseed (--move-leader).
 func (etcdRules) switchover(c *classifier) {
-	c.block(CodeActionUnsupported, c.in.Member, "", "switchover applies to Patroni clusters; an etcd cluster's leadership moves with --move-leader as part of replace and reseed")
+	c.block(model.CodeActionUnsupported, c.in.Member, "", "switchover applies to Patroni clusters; an etcd cluster's leadership moves with --move-leader as part of replace and reseed")
 }
 
 // staleWait: etcd's waits (a learner catching up, a pod recreated) are
@@ -29,7 +29,7 @@ func (etcdRules) switchover(c *classifier) {
 // replaceNotResumable.
 func (etcdRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
 
-func (etcdRules) ready(Decision) string { return "a healthy voter again" }
+func (etcdRules) ready(model.Decision) string { return "a healthy voter again" }
 
 // holdsRecorded: an answering member still lists the member ID the entry
 // recorded, or what the action itself brings back (a learner or voter
@@ -45,52 +45,52 @@ func (etcdRules) holdsRecorded(c *classifier, e *model.LedgerEntry) bool {
 type etcd struct{ *classifier }
 
 // flow picks the flow from the shape, or blocks.
-func (c etcd) flow() Flow {
+func (c etcd) flow() model.Flow {
 	t := c.obs.Cluster.Template
 	switch c.obs.Cluster.Shape {
 	case model.ShapeStaticExisting:
-		return FlowLearner
+		return model.FlowLearner
 	case model.ShapeSelfRegistering:
 		if t.StartFromSnapshot {
-			c.block(CodeStartFromSnapshot, "", "", "the template sets ETCD_START_FROM_SNAPSHOT=yes: a recreated member would restore a snapshot of its own choosing instead of joining; hactl only diagnoses such clusters")
-			return FlowNone
+			c.block(model.CodeStartFromSnapshot, "", "", "the template sets ETCD_START_FROM_SNAPSHOT=yes: a recreated member would restore a snapshot of its own choosing instead of joining; hactl only diagnoses such clusters")
+			return model.FlowNone
 		}
-		c.note(CodeDelegated, "", "self-registering entrypoint: hactl removes the member and deletes its volume and pod; the entrypoint re-adds itself and hactl waits for a voting member with its peer URL (no learner is added or promoted)")
-		return FlowDelegate
+		c.note(model.CodeDelegated, "", "self-registering entrypoint: hactl removes the member and deletes its volume and pod; the entrypoint re-adds itself and hactl waits for a voting member with its peer URL (no learner is added or promoted)")
+		return model.FlowDelegate
 	case model.ShapeStaticNew:
-		c.block(CodeShapeStaticNew, "", "", "the template hard-codes --initial-cluster-state=new: a member recreated on an empty volume would either form a new one-member cluster or take back its removed ID and crash-loop with \"permanently removed from the cluster\". "+
+		c.block(model.CodeShapeStaticNew, "", "", "the template hard-codes --initial-cluster-state=new: a member recreated on an empty volume would either form a new one-member cluster or take back its removed ID and crash-loop with \"permanently removed from the cluster\". "+
 			"Switch the template to --initial-cluster-state=existing (ETCD_INITIAL_CLUSTER_STATE=existing) with updateStrategy: OnDelete, so running pods keep their arguments, then run this again")
 	case model.ShapeOperatorOwned:
 		owner := t.OperatorOwner
 		if owner == "" {
 			owner = "a backup/restore sidecar"
 		}
-		c.block(CodeShapeOperatorOwned, "", "", "the cluster is managed by %s, which owns its membership; hactl only diagnoses it: repair it through the operator", owner)
+		c.block(model.CodeShapeOperatorOwned, "", "", "the cluster is managed by %s, which owns its membership; hactl only diagnoses it: repair it through the operator", owner)
 	default:
-		c.block(CodeShapeUnknown, "", "", "hactl does not recognise how this template bootstraps (a shell wrapper, a preStop calling etcdctl, or no --initial-cluster-state): acting alongside it is unsafe; hactl only diagnoses it")
+		c.block(model.CodeShapeUnknown, "", "", "hactl does not recognise how this template bootstraps (a shell wrapper, a preStop calling etcdctl, or no --initial-cluster-state): acting alongside it is unsafe; hactl only diagnoses it")
 	}
-	return FlowNone
+	return model.FlowNone
 }
 
 // engineGates checks that the engine can take membership changes.
 func (c etcd) engineGates(target string) bool {
 	if !c.obs.EngineProbed {
-		c.block(CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
+		c.block(model.CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
 		return false
 	}
 	if c.a.ClusterID == "" {
-		c.block(CodeClusterUnreachable, "", "", "no member answered for the cluster: membership cannot be changed%s", c.probeFailures())
+		c.block(model.CodeClusterUnreachable, "", "", "no member answered for the cluster: membership cannot be changed%s", c.probeFailures())
 		return false
 	}
 	if c.a.MemberList == nil {
-		c.block(CodeMemberListUnknown, "", "", "no answering member reported the member list%s", c.peerFailures())
+		c.block(model.CodeMemberListUnknown, "", "", "no answering member reported the member list%s", c.peerFailures())
 		return false
 	}
 	if c.a.ClusterIDs > 1 {
 		c.splitGate(target)
 	}
 	if c.a.LeaderID == "" {
-		c.block(CodeLeaderUnknown, "", "", "no leader is agreed by a majority of the answering members (%s): membership changes need a leader", c.a.NoFrontierBecause)
+		c.block(model.CodeLeaderUnknown, "", "", "no leader is agreed by a majority of the answering members (%s): membership changes need a leader", c.a.NoFrontierBecause)
 	}
 	return true
 }
@@ -106,7 +106,7 @@ func (c etcd) splitGate(target string) {
 		}
 	}
 	if len(others) > 0 {
-		c.block(CodeClusterIDSplit, "", "", "members answer for more than one cluster (reference %s; %s): resolve that first", c.a.ClusterID, strings.Join(others, "; "))
+		c.block(model.CodeClusterIDSplit, "", "", "members answer for more than one cluster (reference %s; %s): resolve that first", c.a.ClusterID, strings.Join(others, "; "))
 	}
 }
 

@@ -31,7 +31,7 @@ func (c etcd) membership() {
 	name := c.in.Member
 	m := c.member(name)
 	if m == nil {
-		c.block(CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, name, c.memberNames())
+		c.block(model.CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, name, c.memberNames())
 		return
 	}
 	c.targetGates(m)
@@ -39,7 +39,7 @@ func (c etcd) membership() {
 	if !c.engineGates(name) || c.clonedMemberID(m) {
 		return
 	}
-	if c.d.Flow == FlowNone {
+	if c.d.Flow == model.FlowNone {
 		c.quorumMath(m, nil)
 		return
 	}
@@ -56,7 +56,7 @@ func (c etcd) membership() {
 		return
 	}
 	if c.resume == nil {
-		c.note(CodeMemberRemoved, name, "%s is not in the member list: it was removed already; its volume and pod are replaced", name)
+		c.note(model.CodeMemberRemoved, name, "%s is not in the member list: it was removed already; its volume and pod are replaced", name)
 	}
 	if m.Pod == nil || t.podOrig {
 		c.replaceUnlisted(t)
@@ -69,10 +69,10 @@ func (c etcd) membership() {
 // reseed from a generation.
 func (c etcd) targetGates(m *model.Member) {
 	if m.Ordinal >= c.obs.Cluster.Replicas {
-		c.block(CodeMemberNotWanted, m.Name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", m.Name, m.Ordinal, c.obs.Cluster.Replicas)
+		c.block(model.CodeMemberNotWanted, m.Name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", m.Name, m.Ordinal, c.obs.Cluster.Replicas)
 	}
 	if c.in.Action == model.ActionReseed && c.o.Generation != "" {
-		c.block(CodeGenerationUnsupported, m.Name, "", "reseeding etcd from seed generation %q is not supported yet; reseed without a generation rebuilds the member from its peers", c.o.Generation)
+		c.block(model.CodeGenerationUnsupported, m.Name, "", "reseeding etcd from seed generation %q is not supported yet; reseed without a generation rebuilds the member from its peers", c.o.Generation)
 	}
 }
 
@@ -87,7 +87,7 @@ func (c etcd) clonedMemberID(m *model.Member) bool {
 	if len(cl) <= 1 {
 		return false
 	}
-	c.block(CodeMemberIDDuplicate, m.Name, "", "%s answer with one member ID %s: one of them runs on a copy of another member's data (a cloned volume), and hactl cannot tell which one the member list means. Stop the copy by hand (delete its pod and volume), then run this again",
+	c.block(model.CodeMemberIDDuplicate, m.Name, "", "%s answer with one member ID %s: one of them runs on a copy of another member's data (a cloned volume), and hactl cannot tell which one the member list means. Stop the copy by hand (delete its pod and volume), then run this again",
 		strings.Join(cl, " and "), e.MemberID)
 	return true
 }
@@ -109,7 +109,7 @@ func (c etcd) locate(m *model.Member) *etcdTarget {
 		t.peerURLs = tmpl[name]
 	}
 	if len(t.peerURLs) == 0 {
-		c.block(CodePeerURLUnknown, name, "", "%s is not in the member list and the template names no peer URL for it: hactl cannot tell what the replacement would advertise", name)
+		c.block(model.CodePeerURLUnknown, name, "", "%s is not in the member list and the template names no peer URL for it: hactl cannot tell what the replacement would advertise", name)
 		return nil
 	}
 	c.d.PeerURLs = slices.Clone(t.peerURLs)
@@ -186,12 +186,12 @@ func (c etcd) replaceListed(t *etcdTarget) {
 	if !cur.IsLearner {
 		c.leaderGate(m, cur)
 	}
-	c.step(Step{Kind: model.StepRemoveMember, Member: name, MemberID: cur.ID, PeerURLs: cur.PeerURLs,
+	c.step(model.Step{Kind: model.StepRemoveMember, Member: name, MemberID: cur.ID, PeerURLs: cur.PeerURLs,
 		Detail: fmt.Sprintf("remove member %s (%s, %s) from the cluster", cur.ID, orName(cur.Name, name), strings.Join(cur.PeerURLs, ","))})
 	c.d.MemberFence = &model.MemberFence{ID: cur.ID, Name: cur.Name, PeerURLs: slices.Clone(cur.PeerURLs), ClusterID: c.a.ClusterID, IsLearner: cur.IsLearner}
-	if c.d.Flow == FlowLearner {
+	if c.d.Flow == model.FlowLearner {
 		if t.next != nil {
-			c.block(CodeUnexpectedMember, name, "", "member %s already holds %s's peer URL %s while %s is still listed", t.next.ID, name, strings.Join(t.next.PeerURLs, ","), cur.ID)
+			c.block(model.CodeUnexpectedMember, name, "", "member %s already holds %s's peer URL %s while %s is still listed", t.next.ID, name, strings.Join(t.next.PeerURLs, ","), cur.ID)
 			return
 		}
 		c.addLearner(name, t.peerURLs, cur.ID)
@@ -205,12 +205,12 @@ func (c etcd) replaceListed(t *etcdTarget) {
 // whose original pod still runs, or is gone.
 func (c etcd) replaceUnlisted(t *etcdTarget) {
 	m, next, name := t.m, t.next, t.m.Name
-	if c.d.Flow == FlowLearner {
+	if c.d.Flow == model.FlowLearner {
 		switch {
 		case next == nil:
 			c.addLearner(name, t.peerURLs, "")
 		case !next.IsLearner && m.Pod != nil:
-			c.block(CodeUnexpectedMember, name, "", "voter %s already holds %s's peer URL while the old pod %s still runs", next.ID, name, m.Pod.Name)
+			c.block(model.CodeUnexpectedMember, name, "", "voter %s already holds %s's peer URL while the old pod %s still runs", next.ID, name, m.Pod.Name)
 			return
 		}
 	}
@@ -228,7 +228,7 @@ func (c etcd) replaceUnlisted(t *etcdTarget) {
 func (c etcd) rejoin(t *etcdTarget) {
 	m, pvc, name := t.m, t.m.PVC, t.m.Name
 	if pvc != nil && pvc.UID == t.replaced.PVCUID && !pvc.DeletionMarked {
-		if c.d.Flow == FlowLearner && t.next == nil {
+		if c.d.Flow == model.FlowLearner && t.next == nil {
 			c.addLearner(name, t.peerURLs, "")
 		}
 		c.deleteBoth(m, pvc, true)
@@ -242,14 +242,14 @@ func (c etcd) rejoin(t *etcdTarget) {
 // afterDelete plans from a pod that is gone (or going): the old volume is
 // deleted if it still stands, then the member comes back.
 func (c etcd) afterDelete(m *model.Member, next *model.Peer, peerURLs []string, pvc *model.PVCFacts, pvcOrig, podGoing bool) {
-	if c.d.Flow == FlowLearner && next == nil && !slices.ContainsFunc(c.d.Steps, func(s Step) bool { return s.Kind == model.StepAddLearner }) {
+	if c.d.Flow == model.FlowLearner && next == nil && !slices.ContainsFunc(c.d.Steps, func(s model.Step) bool { return s.Kind == model.StepAddLearner }) {
 		c.addLearner(m.Name, peerURLs, "")
 	}
 	if pvc != nil && pvcOrig && !pvc.DeletionMarked {
 		c.deletePVC(m.Name, pvc)
 	}
 	if podGoing {
-		c.step(Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Pod.Name)})
+		c.step(model.Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Pod.Name)})
 	}
 	c.recreate(m.Name, peerURLs)
 }
@@ -262,15 +262,15 @@ func (c etcd) addLearner(name string, peerURLs []string, removedID string) {
 		}
 	}
 	if len(others) > 0 {
-		c.block(CodeLearnerPending, name, "", "the cluster already has a learner: %s; etcd takes one learner at a time: let it finish (or remove it) first", strings.Join(others, ", "))
+		c.block(model.CodeLearnerPending, name, "", "the cluster already has a learner: %s; etcd takes one learner at a time: let it finish (or remove it) first", strings.Join(others, ", "))
 	}
-	c.step(Step{Kind: model.StepAddLearner, Member: name, PeerURLs: slices.Clone(peerURLs),
+	c.step(model.Step{Kind: model.StepAddLearner, Member: name, PeerURLs: slices.Clone(peerURLs),
 		Detail: fmt.Sprintf("add a learner with peer URL %s (before the pod returns, so it is accepted on its first start)", strings.Join(peerURLs, ","))})
 }
 
 // recreate appends the steps from "pod gone" to the end.
 func (c etcd) recreate(name string, peerURLs []string) {
-	c.step(Step{Kind: model.StepAwaitPodRecreated, Member: name,
+	c.step(model.Step{Kind: model.StepAwaitPodRecreated, Member: name,
 		Detail: fmt.Sprintf("wait for the StatefulSet to recreate pod %s with a new volume", name)})
 	c.tail(name, peerURLs, false, false)
 }
@@ -280,21 +280,21 @@ func (c etcd) tail(name string, peerURLs []string, started, caughtUp bool) {
 	urls := strings.Join(peerURLs, ",")
 	if !started {
 		what := "as a learner"
-		if c.d.Flow == FlowDelegate {
+		if c.d.Flow == model.FlowDelegate {
 			what = "and register itself"
 		}
-		c.step(Step{Kind: model.StepAwaitMemberStarted, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.step(model.Step{Kind: model.StepAwaitMemberStarted, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("wait until %s starts %s (peer URL %s)", name, what, urls)})
 	}
-	if c.d.Flow == FlowLearner {
+	if c.d.Flow == model.FlowLearner {
 		if !caughtUp {
-			c.step(Step{Kind: model.StepAwaitCaughtUp, Member: name,
+			c.step(model.Step{Kind: model.StepAwaitCaughtUp, Member: name,
 				Detail: fmt.Sprintf("wait until %s's lag against the leader's frontier is at most %d entries", name, c.o.Verdict.LagThreshold)})
 		}
-		c.step(Step{Kind: model.StepPromoteLearner, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.step(model.Step{Kind: model.StepPromoteLearner, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("promote the learner %s to a voting member", name)})
 	}
-	c.step(Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
+	c.step(model.Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
 		Detail: fmt.Sprintf("wait until %s votes, is within the lag threshold and its pod is ready", name)})
 }
 
@@ -307,10 +307,10 @@ func (c etcd) joinSteps(m *model.Member, next *model.Peer, peerURLs []string) {
 	case healthy:
 		c.done = true
 		return
-	case c.d.Flow == FlowLearner && next == nil:
+	case c.d.Flow == model.FlowLearner && next == nil:
 		c.addLearner(name, peerURLs, "")
 		c.tail(name, peerURLs, false, false)
-	case c.d.Flow == FlowLearner && next.IsLearner:
+	case c.d.Flow == model.FlowLearner && next.IsLearner:
 		if answered {
 			lagOK := m.Lag != nil && uint64(*m.Lag) <= c.o.Verdict.LagThreshold
 			c.tail(name, peerURLs, true, lagOK)
@@ -324,12 +324,12 @@ func (c etcd) joinSteps(m *model.Member, next *model.Peer, peerURLs []string) {
 		}
 	case answered:
 		// A voter with the peer URL answers but is not healthy yet.
-		c.step(Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.step(model.Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("wait until %s votes, is within the lag threshold and its pod is ready", name)})
 	default:
-		c.step(Step{Kind: model.StepAwaitMemberStarted, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.step(model.Step{Kind: model.StepAwaitMemberStarted, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("wait until %s starts and joins (peer URL %s)", name, strings.Join(peerURLs, ","))})
-		c.step(Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.step(model.Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("wait until %s votes, is within the lag threshold and its pod is ready", name)})
 	}
 }
@@ -338,7 +338,7 @@ func (c etcd) joinSteps(m *model.Member, next *model.Peer, peerURLs []string) {
 // back into the cluster (learner flow only: the delegate flow's
 // entrypoint rewrites its own --initial-cluster).
 func (c etcd) templateGate(name string, peerURLs []string, cur, next *model.Peer) {
-	if c.d.Flow != FlowLearner {
+	if c.d.Flow != model.FlowLearner {
 		return
 	}
 	var after []model.Peer
@@ -354,9 +354,9 @@ func (c etcd) templateGate(name string, peerURLs []string, cur, next *model.Peer
 	}
 	after = append(after, t)
 	if ok, detail := checkTemplate(c.obs.Cluster.Template, after, c.evidence); !ok {
-		code := CodeTemplateMismatch
+		code := model.CodeTemplateMismatch
 		if !c.obs.Cluster.Template.InitialClusterDecoded {
-			code = CodeTemplateUnverified
+			code = model.CodeTemplateUnverified
 		}
 		c.block(code, name, "", "%s", detail)
 	}

@@ -27,7 +27,7 @@ func (c etcd) healthyVoters() []*model.Member {
 
 // quorumMath fills Decision.Quorum; cur is the target's member entry.
 func (c etcd) quorumMath(m *model.Member, cur *model.Peer) {
-	q := Quorum{Voters: c.a.Voters, Quorum: c.a.Quorum, HealthyVoters: []string{}, OK: true}
+	q := model.Quorum{Voters: c.a.Voters, Quorum: c.a.Quorum, HealthyVoters: []string{}, OK: true}
 	for _, h := range c.healthyVoters() {
 		q.HealthyVoters = append(q.HealthyVoters, h.Name)
 		if h.Name != m.Name {
@@ -63,7 +63,7 @@ func (c etcd) leaderGate(m *model.Member, cur *model.Peer) {
 		return
 	}
 	if !c.o.MoveLeader {
-		c.block(CodeTargetIsLeader, m.Name, FlagMoveLeader, "%s (member %s) leads the cluster; removing the leader forces an election", m.Name, cur.ID)
+		c.block(model.CodeTargetIsLeader, m.Name, model.FlagMoveLeader, "%s (member %s) leads the cluster; removing the leader forces an election", m.Name, cur.ID)
 		return
 	}
 	c.moveLeader(m)
@@ -87,7 +87,7 @@ func (c etcd) quorumBlock(m *model.Member) {
 	if len(not) > 0 {
 		detail += "; not healthy: " + strings.Join(not, ", ")
 	}
-	c.block(CodeQuorumWouldBreak, m.Name, "", "%s; repair the unhealthy members first", detail)
+	c.block(model.CodeQuorumWouldBreak, m.Name, "", "%s; repair the unhealthy members first", detail)
 }
 
 // moveLeader plans moving leadership from m, which leads, to the least
@@ -103,11 +103,11 @@ func (c etcd) moveLeader(m *model.Member) {
 		}
 	}
 	if best == nil {
-		c.block(CodeNoLeaderCandidate, m.Name, "", "%s leads and no other healthy voter can take over leadership", m.Name)
+		c.block(model.CodeNoLeaderCandidate, m.Name, "", "%s leads and no other healthy voter can take over leadership", m.Name)
 		return
 	}
-	c.note(CodeLeaderMove, m.Name, "%s leads: leadership moves to %s (member %s) first", m.Name, best.Name, best.Engine.MemberID)
-	c.step(Step{Kind: model.StepMoveLeader, Member: best.Name, MemberID: best.Engine.MemberID,
+	c.note(model.CodeLeaderMove, m.Name, "%s leads: leadership moves to %s (member %s) first", m.Name, best.Name, best.Engine.MemberID)
+	c.step(model.Step{Kind: model.StepMoveLeader, Member: best.Name, MemberID: best.Engine.MemberID,
 		Detail: fmt.Sprintf("move leadership from %s to %s (member %s)", m.Name, best.Name, best.Engine.MemberID)})
 }
 

@@ -23,16 +23,16 @@ import (
 // stops and recreates them, the volumes are kept, and each agent keeps the
 // previous data directory beside the restored one.
 func (c etcd) restore() {
-	c.d.Flow = FlowRestore
+	c.d.Flow = model.FlowRestore
 	if c.in.Member != "" {
-		c.block(CodeRestoreUnsupported, c.in.Member, "", "restore acts on every member of the cluster at once; name no member (to rebuild one member, use reseed or replace)")
+		c.block(model.CodeRestoreUnsupported, c.in.Member, "", "restore acts on every member of the cluster at once; name no member (to rebuild one member, use reseed or replace)")
 		return
 	}
 	c.restoreShapeGates()
 	replicas := c.restoreReplicas()
 	c.d.Replicas = replicas
 	if replicas <= 0 {
-		c.block(CodeRestoreUnsupported, "", "", "the StatefulSet wants 0 replicas and no restore in progress records how many to restore: scale it to the cluster's size first")
+		c.block(model.CodeRestoreUnsupported, "", "", "the StatefulSet wants 0 replicas and no restore in progress records how many to restore: scale it to the cluster's size first")
 		return
 	}
 	peers := c.restoreTemplateGates(replicas)
@@ -109,7 +109,7 @@ func (c etcd) restoreResumeGate(changed []string) {
 	if src == nil {
 		return
 	}
-	c.note(CodeWritesDiscarded, "", "ledger entry %s already changed the cluster (%s): the rest of the restore replaces every member's data with revision %d of generation %s; every write after it is gone",
+	c.note(model.CodeWritesDiscarded, "", "ledger entry %s already changed the cluster (%s): the rest of the restore replaces every member's data with revision %d of generation %s; every write after it is gone",
 		c.resume.ID, strings.Join(changed, "; "), src.Revision, src.Generation)
 	if c.obs.Cluster.Replicas > 0 {
 		c.restoreQuorumGate()
@@ -123,14 +123,14 @@ func (c etcd) restoreShapeGates() {
 	switch cl.Shape {
 	case model.ShapeStaticExisting, model.ShapeStaticNew:
 	case model.ShapeSelfRegistering:
-		c.block(CodeRestoreUnsupported, "", "", "the entrypoint registers its own member with `etcdctl member add` on start: it would add restored members again as new, empty ones; restore such a cluster with its chart's own snapshot procedure")
+		c.block(model.CodeRestoreUnsupported, "", "", "the entrypoint registers its own member with `etcdctl member add` on start: it would add restored members again as new, empty ones; restore such a cluster with its chart's own snapshot procedure")
 	case model.ShapeOperatorOwned:
 		c.flow()
 	default:
-		c.block(CodeShapeUnknown, "", "", "hactl does not recognise how this template bootstraps: restoring alongside it is unsafe; hactl only diagnoses it")
+		c.block(model.CodeShapeUnknown, "", "", "hactl does not recognise how this template bootstraps: restoring alongside it is unsafe; hactl only diagnoses it")
 	}
 	if cl.PodManagementPolicy != "Parallel" {
-		c.block(CodeRestoreUnsupported, "", "", "podManagementPolicy is %s: the StatefulSet creates member N+1 only once member N is ready, and a restored member is ready only with a quorum, so the restored members would never all start. "+
+		c.block(model.CodeRestoreUnsupported, "", "", "podManagementPolicy is %s: the StatefulSet creates member N+1 only once member N is ready, and a restored member is ready only with a quorum, so the restored members would never all start. "+
 			"podManagementPolicy cannot be changed in place: recreate the StatefulSet with podManagementPolicy: Parallel (kubectl delete statefulset --cascade=orphan, then apply it again) and run this again", orName(cl.PodManagementPolicy, "unset"))
 	}
 }
@@ -169,17 +169,17 @@ func (c etcd) restoreTemplateGates(replicas int) map[string]string {
 	}
 	switch {
 	case !t.InitialClusterDecoded || len(t.InitialCluster) == 0:
-		c.block(CodeTemplateUnverified, "", "", "the template's --initial-cluster (ETCD_INITIAL_CLUSTER) is not a literal list of members: the restored members' peer URLs cannot be known")
+		c.block(model.CodeTemplateUnverified, "", "", "the template's --initial-cluster (ETCD_INITIAL_CLUSTER) is not a literal list of members: the restored members' peer URLs cannot be known")
 	case len(missing) > 0:
-		c.block(CodeTemplateUnverified, "", "", "the template's --initial-cluster does not name %s: every one of the %d members needs a peer URL to be restored", strings.Join(missing, ", "), replicas)
+		c.block(model.CodeTemplateUnverified, "", "", "the template's --initial-cluster does not name %s: every one of the %d members needs a peer URL to be restored", strings.Join(missing, ", "), replicas)
 	}
 	switch {
 	case t.DataDir == "":
-		c.block(CodeTemplateUnverified, "", "", "the engine container sets no literal --data-dir (ETCD_DATA_DIR): the directory to restore into is unknown")
+		c.block(model.CodeTemplateUnverified, "", "", "the engine container sets no literal --data-dir (ETCD_DATA_DIR): the directory to restore into is unknown")
 	case t.DataVolume == "":
-		c.block(CodeTemplateUnverified, "", "", "--data-dir %s is not on a volume claim template: a restore would not outlive the restore pod", t.DataDir)
+		c.block(model.CodeTemplateUnverified, "", "", "--data-dir %s is not on a volume claim template: a restore would not outlive the restore pod", t.DataDir)
 	case t.DataDir == t.DataMount:
-		c.block(CodeTemplateUnverified, "", "", "--data-dir %s is the mount point of volume %s: the restore activates the new directory by renaming it, which a mount point cannot be; point --data-dir at a directory inside the volume (e.g. %s/data)", t.DataDir, t.DataVolume, t.DataMount)
+		c.block(model.CodeTemplateUnverified, "", "", "--data-dir %s is the mount point of volume %s: the restore activates the new directory by renaming it, which a mount point cannot be; point --data-dir at a directory inside the volume (e.g. %s/data)", t.DataDir, t.DataVolume, t.DataMount)
 	}
 	return peers
 }
@@ -190,19 +190,19 @@ func (c etcd) restoreSourceGates() {
 	cl, src := c.obs.Cluster, c.o.Source
 	switch {
 	case c.o.Generation == "":
-		c.block(CodeGenerationUnverified, "", "", "no generation named: restore needs --generation")
+		c.block(model.CodeGenerationUnverified, "", "", "no generation named: restore needs --generation")
 	case c.o.SeedStore == "":
-		c.block(CodeSeedStoreMissing, "", "", "no seed store is configured: the generation cannot be read")
+		c.block(model.CodeSeedStoreMissing, "", "", "no seed store is configured: the generation cannot be read")
 	case src == nil || src.Generation != c.o.Generation:
-		c.block(CodeGenerationUnverified, "", "", "generation %s was not read and verified from the store", c.o.Generation)
+		c.block(model.CodeGenerationUnverified, "", "", "generation %s was not read and verified from the store", c.o.Generation)
 	case src.Engine != cl.Engine:
-		c.block(CodeGenerationForeign, "", "", "generation %s holds %s data; %s/%s runs %s", src.Generation, src.Engine, cl.Namespace, cl.Name, cl.Engine)
+		c.block(model.CodeGenerationForeign, "", "", "generation %s holds %s data; %s/%s runs %s", src.Generation, src.Engine, cl.Namespace, cl.Name, cl.Engine)
 	}
 }
 
 // restoreForeignGate refuses (unless --force) a generation taken from
 // another cluster than the one its members answer for, or hactl recorded.
-func (c etcd) restoreForeignGate(src *GenerationFacts) {
+func (c etcd) restoreForeignGate(src *model.GenerationFacts) {
 	cl := c.obs.Cluster
 	ref, how := c.a.ClusterID, "its members answer for"
 	if ref == "" {
@@ -210,9 +210,9 @@ func (c etcd) restoreForeignGate(src *GenerationFacts) {
 	}
 	switch {
 	case ref != "" && src.ClusterID != ref && c.o.Force:
-		c.note(CodeWritesDiscarded, "", "generation %s was taken from cluster %s, not %s (which %s): restoring it anyway (--force)", src.Generation, src.ClusterID, ref, how)
+		c.note(model.CodeWritesDiscarded, "", "generation %s was taken from cluster %s, not %s (which %s): restoring it anyway (--force)", src.Generation, src.ClusterID, ref, how)
 	case ref != "" && src.ClusterID != ref:
-		c.block(CodeGenerationForeign, "", FlagForce, "generation %s was taken from cluster %s, but %s/%s is cluster %s (%s): restoring it would replace this cluster's data with another's. "+
+		c.block(model.CodeGenerationForeign, "", model.FlagForce, "generation %s was taken from cluster %s, but %s/%s is cluster %s (%s): restoring it would replace this cluster's data with another's. "+
 			"Override only if %s is an earlier incarnation of this cluster (restored since)", src.Generation, src.ClusterID, cl.Namespace, cl.Name, ref, how, src.ClusterID)
 	}
 }
@@ -223,7 +223,7 @@ func (c etcd) restoreQuorumGate() {
 	healthy := c.healthyVoters()
 	voters := c.a.Voters
 	quorum := voters/2 + 1
-	c.d.Quorum = Quorum{Voters: voters, Quorum: quorum, HealthyWithout: len(healthy)}
+	c.d.Quorum = model.Quorum{Voters: voters, Quorum: quorum, HealthyWithout: len(healthy)}
 	for _, h := range healthy {
 		c.d.Quorum.HealthyVoters = append(c.d.Quorum.HealthyVoters, h.Name)
 	}
@@ -231,19 +231,19 @@ func (c etcd) restoreQuorumGate() {
 		return
 	}
 	if c.o.Force {
-		c.note(CodeWritesDiscarded, "", "the cluster has quorum (%d of %d voters healthy) and is restored anyway (--force)", len(healthy), voters)
+		c.note(model.CodeWritesDiscarded, "", "the cluster has quorum (%d of %d voters healthy) and is restored anyway (--force)", len(healthy), voters)
 		return
 	}
-	c.block(CodeClusterHasQuorum, "", FlagForce, "the cluster has quorum (%d of %d voters healthy, leader %s): a restore stops every member and discards every write after the generation. "+
+	c.block(model.CodeClusterHasQuorum, "", model.FlagForce, "the cluster has quorum (%d of %d voters healthy, leader %s): a restore stops every member and discards every write after the generation. "+
 		"Repair single members with replace or reseed", len(healthy), voters, c.a.LeaderMember)
 }
 
 // restoreDiscardNotes says which writes the restore discards.
-func (c etcd) restoreDiscardNotes(src *GenerationFacts) {
+func (c etcd) restoreDiscardNotes(src *model.GenerationFacts) {
 	if f := c.a.Frontier; f != nil && src.Revision > 0 {
-		c.note(CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone (members last reported applied index %d)", src.Revision, src.Generation, *f)
+		c.note(model.CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone (members last reported applied index %d)", src.Revision, src.Generation, *f)
 	} else if src.Revision > 0 {
-		c.note(CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone", src.Revision, src.Generation)
+		c.note(model.CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone", src.Revision, src.Generation)
 	}
 }
 
@@ -256,7 +256,7 @@ func (c etcd) restorePlan(replicas int, peers map[string]string, changed []strin
 	ours := c.restorePods()
 	succeeded, failed := c.restoreOutcomes(replicas, ours)
 	if len(failed) > 0 {
-		c.block(CodeRestoreFailed, "", "", "restore pods failed (the data directories they did not reach are unchanged): %s. Fix the cause, delete the failed pods (kubectl delete pod -l %s=%s), then run this again to resume",
+		c.block(model.CodeRestoreFailed, "", "", "restore pods failed (the data directories they did not reach are unchanged): %s. Fix the cause, delete the failed pods (kubectl delete pod -l %s=%s), then run this again to resume",
 			strings.Join(failed, "; "), "hactl.dev/restore-of", cl.Name)
 		return
 	}
@@ -298,7 +298,7 @@ func (c etcd) restorePods() map[string]model.RestorePodFacts {
 			continue
 		}
 		if !p.DeletionMarked {
-			c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p),
+			c.step(model.Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p),
 				Detail: fmt.Sprintf("delete leftover restore pod %s (generation %s, %s)", p.Name, orName(p.Generation, "unknown"), orName(p.Phase, "no phase"))})
 		}
 	}
@@ -326,7 +326,7 @@ func (c etcd) restoreOutcomes(replicas int, ours map[string]model.RestorePodFact
 func (c etcd) afterRestore(replicas int, ours map[string]model.RestorePodFacts, stsFence *model.Fence) {
 	cl := c.obs.Cluster
 	if cl.Replicas == 0 {
-		c.step(Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
+		c.step(model.Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
 	}
 	if cl.Replicas != 0 && c.restoredHealthy(replicas) {
 		c.deleteRestorePods(replicas, ours)
@@ -351,10 +351,10 @@ func (c etcd) restoreSteps(replicas int, peers map[string]string, ours map[strin
 		}
 	}
 	if cl.Replicas > 0 {
-		c.step(Step{Kind: model.StepScaleDown, Fence: stsFence, Detail: fmt.Sprintf("scale StatefulSet %s from %d to 0 replicas: every member stops; volumes are kept", cl.Name, cl.Replicas)})
+		c.step(model.Step{Kind: model.StepScaleDown, Fence: stsFence, Detail: fmt.Sprintf("scale StatefulSet %s from %d to 0 replicas: every member stops; volumes are kept", cl.Name, cl.Replicas)})
 	}
 	if cl.Replicas > 0 || podsLeft > 0 {
-		c.step(Step{Kind: model.StepAwaitMembersStopped, Detail: fmt.Sprintf("wait until none of the %d members' pods is left", replicas)})
+		c.step(model.Step{Kind: model.StepAwaitMembersStopped, Detail: fmt.Sprintf("wait until none of the %d members' pods is left", replicas)})
 	}
 	gen := c.o.Generation
 	for i := range replicas {
@@ -362,20 +362,20 @@ func (c etcd) restoreSteps(replicas int, peers map[string]string, ours map[strin
 		if _, ok := ours[name]; ok {
 			continue
 		}
-		c.step(Step{Kind: model.StepRunRestore, Member: name, PeerURLs: []string{peers[name]},
+		c.step(model.Step{Kind: model.StepRunRestore, Member: name, PeerURLs: []string{peers[name]},
 			Detail: fmt.Sprintf("run restore pod hactl-restore-%s: verify generation %s and restore it into %s on %s's volume", name, gen, cl.Template.DataDir, name)})
 	}
-	c.step(Step{Kind: model.StepAwaitRestore, Detail: fmt.Sprintf("wait until all %d restore pods succeeded", replicas)})
-	c.step(Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
+	c.step(model.Step{Kind: model.StepAwaitRestore, Detail: fmt.Sprintf("wait until all %d restore pods succeeded", replicas)})
+	c.step(model.Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
 	c.awaitRestored(replicas)
 	for i := range replicas {
 		name := memberName(cl.Name, i)
-		c.step(Step{Kind: model.StepDeleteRestorePod, Member: name, Detail: fmt.Sprintf("delete restore pod hactl-restore-%s", name)})
+		c.step(model.Step{Kind: model.StepDeleteRestorePod, Member: name, Detail: fmt.Sprintf("delete restore pod hactl-restore-%s", name)})
 	}
 }
 
 func (c etcd) awaitRestored(replicas int) {
-	c.step(Step{Kind: model.StepAwaitRestored, Detail: fmt.Sprintf("wait until all %d members answer as one cluster with a leader, every one a healthy voter", replicas)})
+	c.step(model.Step{Kind: model.StepAwaitRestored, Detail: fmt.Sprintf("wait until all %d members answer as one cluster with a leader, every one a healthy voter", replicas)})
 }
 
 // restoredHealthy: every wanted member is a healthy voter of one cluster
@@ -391,6 +391,6 @@ func (c etcd) deleteRestorePods(replicas int, ours map[string]model.RestorePodFa
 		if !ok {
 			continue
 		}
-		c.step(Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p), Detail: fmt.Sprintf("delete restore pod %s (succeeded)", p.Name)})
+		c.step(model.Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p), Detail: fmt.Sprintf("delete restore pod %s (succeeded)", p.Name)})
 	}
 }

@@ -8,12 +8,12 @@ import (
 
 // seed plans capturing a seed generation.
 func (c etcd) seed() {
-	c.d.Flow = FlowSeed
+	c.d.Flow = model.FlowSeed
 	if !c.engineGates("") {
 		return
 	}
 	if c.a.Frontier == nil {
-		c.block(CodeNoSeedSource, "", "", "no real leader frontier (%s): a source's freshness cannot be judged", c.a.NoFrontierBecause)
+		c.block(model.CodeNoSeedSource, "", "", "no real leader frontier (%s): a source's freshness cannot be judged", c.a.NoFrontierBecause)
 		return
 	}
 	src := c.seedSource()
@@ -21,12 +21,12 @@ func (c etcd) seed() {
 		return
 	}
 	if c.o.SeedStore == "" {
-		c.block(CodeSeedStoreMissing, src.Name, "", "no seed store is configured: seed generations need an artifact store")
+		c.block(model.CodeSeedStoreMissing, src.Name, "", "no seed store is configured: seed generations need an artifact store")
 	}
-	c.step(Step{Kind: model.StepCaptureSnapshot, Member: src.Name, MemberID: src.Engine.MemberID,
+	c.step(model.Step{Kind: model.StepCaptureSnapshot, Member: src.Name, MemberID: src.Engine.MemberID,
 		Detail: fmt.Sprintf("capture a snapshot of %s (member %s, applied index %d)", src.Name, src.Engine.MemberID, src.Engine.RaftApplied)})
-	c.step(Step{Kind: model.StepUpload, Member: src.Name, Detail: "upload the files, then the manifest last"})
-	c.step(Step{Kind: model.StepPublish, Member: src.Name, Detail: "publish the generation once the manifest verifies"})
+	c.step(model.Step{Kind: model.StepUpload, Member: src.Name, Detail: "upload the files, then the manifest last"})
+	c.step(model.Step{Kind: model.StepPublish, Member: src.Name, Detail: "publish the generation once the manifest verifies"})
 }
 
 // seedSource returns the member named as the source, if it may be one,
@@ -36,10 +36,10 @@ func (c etcd) seedSource() *model.Member {
 		src := c.member(c.in.Member)
 		switch {
 		case src == nil:
-			c.block(CodeMemberNotFound, c.in.Member, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, c.in.Member, c.memberNames())
+			c.block(model.CodeMemberNotFound, c.in.Member, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, c.in.Member, c.memberNames())
 			return nil
 		case src.Phase != model.PhaseMember:
-			c.block(CodeNoSeedSource, src.Name, "", "%s is %s, not a voter within the lag threshold: it cannot be a seed source", src.Name, src.Phase)
+			c.block(model.CodeNoSeedSource, src.Name, "", "%s is %s, not a voter within the lag threshold: it cannot be a seed source", src.Name, src.Phase)
 			return nil
 		}
 		return src
@@ -60,7 +60,7 @@ func (c etcd) seedSource() *model.Member {
 		}
 	}
 	if src == nil {
-		c.block(CodeNoSeedSource, "", "", "no voter is within the lag threshold of the leader's frontier")
+		c.block(model.CodeNoSeedSource, "", "", "no voter is within the lag threshold of the leader's frontier")
 	}
 	return src
 }

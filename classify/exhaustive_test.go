@@ -57,7 +57,7 @@ var lockStates = []lockState{
 // the invariants that must hold for all of them.
 func TestEveryStateAndIntent(t *testing.T) {
 	n := 0
-	seen := map[Verb]int{}
+	seen := map[model.Verb]int{}
 	for _, action := range model.AllActions {
 		for _, target := range []string{"etcd-0", "etcd-1", "etcd-2", "etcd-7", ""} {
 			for _, moveLeader := range []bool{false, true} {
@@ -76,7 +76,7 @@ func TestEveryStateAndIntent(t *testing.T) {
 								}
 								obs.Cluster.Shape = shape
 								obs.Lock = ls.lock
-								in := Intent{Action: action, Member: target, Options: Options{MoveLeader: moveLeader, SeedStore: "s3://b"}}
+								in := model.Intent{Action: action, Member: target, Options: model.ActionOptions{MoveLeader: moveLeader, SeedStore: "s3://b"}}
 								if action == model.ActionRestore {
 									// --force stands in for --move-leader.
 									restorable(&obs)
@@ -116,28 +116,28 @@ func TestEveryStateAndIntent(t *testing.T) {
 		}
 	}
 	t.Logf("%d combinations: %v", n, seen)
-	for _, v := range AllVerbs {
+	for _, v := range model.AllVerbs {
 		if seen[v] == 0 {
 			t.Errorf("no combination decides %s", v)
 		}
 	}
 }
 
-func checkInvariants(t *testing.T, name string, obs model.Observation, in Intent, d Decision, ti int, targetState string) {
+func checkInvariants(t *testing.T, name string, obs model.Observation, in model.Intent, d model.Decision, ti int, targetState string) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Errorf("%s: %s\n%s", name, fmt.Sprintf(format, args...), strings.Join(Describe(d), "\n"))
 	}
-	if !slices.Contains(AllVerbs, d.Verb) || !slices.Contains(AllFlows, d.Flow) || !slices.Contains(model.AllActionPhases, d.Phase) {
+	if !slices.Contains(model.AllVerbs, d.Verb) || !slices.Contains(model.AllFlows, d.Flow) || !slices.Contains(model.AllActionPhases, d.Phase) {
 		fail("enum out of range: verb %q flow %q phase %q", d.Verb, d.Flow, d.Phase)
 	}
 	for _, b := range d.Blockers {
-		if !slices.Contains(AllBlockerCodes, b.Code) || b.Detail == "" {
+		if !slices.Contains(model.AllBlockerCodes, b.Code) || b.Detail == "" {
 			fail("blocker %+v", b)
 		}
 	}
 	for _, x := range d.Notes {
-		if !slices.Contains(AllNoteCodes, x.Code) {
+		if !slices.Contains(model.AllNoteCodes, x.Code) {
 			fail("note %+v", x)
 		}
 	}
@@ -148,50 +148,50 @@ func checkInvariants(t *testing.T, name string, obs model.Observation, in Intent
 	}
 	// Proceed means no blocker; refuse means a blocker.
 	switch d.Verb {
-	case VerbProceed, VerbDone:
+	case model.VerbProceed, model.VerbDone:
 		if len(d.Blockers) > 0 {
 			fail("%s with blockers", d.Verb)
 		}
-	case VerbRefuse, VerbAwait, VerbObserve:
+	case model.VerbRefuse, model.VerbAwait, model.VerbObserve:
 		if len(d.Blockers) == 0 {
 			fail("%s without a blocker", d.Verb)
 		}
 	}
-	if d.Verb == VerbProceed && len(d.Steps) == 0 {
+	if d.Verb == model.VerbProceed && len(d.Steps) == 0 {
 		fail("proceed without steps")
 	}
 	// Only etcd clusters of the two supported shapes are ever acted on.
-	if d.Verb == VerbProceed && in.Action != model.ActionSeed && in.Action != model.ActionRestore && obs.Cluster.Shape != model.ShapeStaticExisting && obs.Cluster.Shape != model.ShapeSelfRegistering {
+	if d.Verb == model.VerbProceed && in.Action != model.ActionSeed && in.Action != model.ActionRestore && obs.Cluster.Shape != model.ShapeStaticExisting && obs.Cluster.Shape != model.ShapeSelfRegistering {
 		fail("proceeds on shape %s", obs.Cluster.Shape)
 	}
 	// A restore proceeds only on the static shapes, and only when no
 	// member is named.
-	if d.Verb == VerbProceed && in.Action == model.ActionRestore && (in.Member != "" || (obs.Cluster.Shape != model.ShapeStaticExisting && obs.Cluster.Shape != model.ShapeStaticNew)) {
+	if d.Verb == model.VerbProceed && in.Action == model.ActionRestore && (in.Member != "" || (obs.Cluster.Shape != model.ShapeStaticExisting && obs.Cluster.Shape != model.ShapeStaticNew)) {
 		fail("proceeds on shape %s", obs.Cluster.Shape)
 	}
-	if obs.Cluster.Shape == model.ShapeSelfRegistering && slices.ContainsFunc(d.Steps, func(s Step) bool {
+	if obs.Cluster.Shape == model.ShapeSelfRegistering && slices.ContainsFunc(d.Steps, func(s model.Step) bool {
 		return s.Kind == model.StepAddLearner || s.Kind == model.StepPromoteLearner
 	}) {
 		fail("adds or promotes a learner on a self-registering cluster")
 	}
 	// A held lock always refuses.
-	if obs.Lock.Held(now) && d.Verb != VerbRefuse {
+	if obs.Lock.Held(now) && d.Verb != model.VerbRefuse {
 		fail("acts while the lock is held")
 	}
 	// Every delete is fenced by what was observed.
 	assertFencesObserved(t, obs, d)
 	// Await and observe never delete.
-	if (d.Verb == VerbAwait || d.Verb == VerbObserve) && d.Deletes() {
+	if (d.Verb == model.VerbAwait || d.Verb == model.VerbObserve) && d.Deletes() {
 		fail("%s deletes", d.Verb)
 	}
-	if targetState == "deletion-marked" && ti >= 0 && in.Action != model.ActionSeed && d.Verb == VerbProceed {
+	if targetState == "deletion-marked" && ti >= 0 && in.Action != model.ActionSeed && d.Verb == model.VerbProceed {
 		fail("proceeds on a deletion-marked pod")
 	}
 	if targetState == "never-started" && ti >= 0 && in.Action != model.ActionSeed && d.Deletes() {
 		fail("deletes a never-started pod created from the current template")
 	}
 	// Removing a voter while proceeding keeps quorum, and never the leader.
-	if d.Verb == VerbProceed && d.MemberFence != nil && !d.MemberFence.IsLearner {
+	if d.Verb == model.VerbProceed && d.MemberFence != nil && !d.MemberFence.IsLearner {
 		healthy := 0
 		for _, m := range verdictMembers(obs) {
 			if m.Name != in.Member && m.Phase == model.PhaseMember && !m.Pod.DeletionMarked {
@@ -233,5 +233,5 @@ func checkInvariants(t *testing.T, name string, obs model.Observation, in Intent
 
 // verdictMembers returns the members with derived phases.
 func verdictMembers(obs model.Observation) []model.Member {
-	return verdict.Derive(obs, now, judgedIntent(Intent{}).Options.Verdict).Members
+	return verdict.Derive(obs, now, judgedIntent(model.Intent{}).Options.Verdict).Members
 }

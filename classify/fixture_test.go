@@ -134,8 +134,8 @@ func lostQuorum(obs *model.Observation) {
 
 const genID = "nightly-1"
 
-var restoreIntent = Intent{Action: model.ActionRestore, Options: Options{Generation: genID, SeedStore: "s3://b",
-	Source: &GenerationFacts{Generation: genID, Engine: model.EngineEtcd, ClusterID: clusterID, Revision: 4000, Digest: genDigest}}}
+var restoreIntent = model.Intent{Action: model.ActionRestore, Options: model.ActionOptions{Generation: genID, SeedStore: "s3://b",
+	Source: &model.GenerationFacts{Generation: genID, Engine: model.EngineEtcd, ClusterID: clusterID, Revision: 4000, Digest: genDigest}}}
 
 const genDigest = "sha256:6c1f0e6a"
 

@@ -11,7 +11,7 @@ import (
 // will be done to which member, the quorum arithmetic, every fence, the
 // plan step by step, notes, and blockers with the flag that overrides each.
 // The CLI and the TUI print exactly these lines.
-func Describe(d Decision) []string {
+func Describe(d model.Decision) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 
@@ -31,7 +31,7 @@ func Describe(d Decision) []string {
 			line += fmt.Sprintf("; without %s: %d healthy >= %d: ok", d.Intent.Member, q.HealthyWithout, q.Quorum)
 		case q.Checked:
 			line += fmt.Sprintf("; without %s: %d healthy < %d: quorum would break", d.Intent.Member, q.HealthyWithout, q.Quorum)
-		case !q.TargetVotes && d.Intent.Member != "" && d.Flow != FlowSeed:
+		case !q.TargetVotes && d.Intent.Member != "" && d.Flow != model.FlowSeed:
 			line += fmt.Sprintf("; %s is not a voter now: removing it does not change quorum", d.Intent.Member)
 		}
 		add("%s", line)
@@ -58,7 +58,7 @@ func Describe(d Decision) []string {
 	// Why a refusal, await or observe: the verdict's reasons (a plan that
 	// proceeds speaks for itself).
 	var why []model.Reason
-	if d.Verb != VerbProceed && d.Verb != VerbDone {
+	if d.Verb != model.VerbProceed && d.Verb != model.VerbDone {
 		why = d.Verdict
 	}
 	for i, r := range why {
@@ -88,27 +88,27 @@ func Describe(d Decision) []string {
 // maxVerdictLines bounds the verdict reasons a description lists.
 const maxVerdictLines = 8
 
-func verbText(d Decision) string {
+func verbText(d model.Decision) string {
 	switch d.Verb {
-	case VerbProceed:
+	case model.VerbProceed:
 		return fmt.Sprintf("will proceed (phase %s, %d steps)", d.Phase, len(d.Steps))
-	case VerbAwait:
+	case model.VerbAwait:
 		return "await: a deletion is in flight"
-	case VerbObserve:
+	case model.VerbObserve:
 		return "observe only: nothing will be deleted"
-	case VerbDone:
+	case model.VerbDone:
 		return "done: nothing left to do"
-	case VerbRefuse:
+	case model.VerbRefuse:
 		return "REFUSED"
 	}
 	return d.Verb.String()
 }
 
-func blockWord(d Decision) string {
+func blockWord(d model.Decision) string {
 	switch d.Verb {
-	case VerbAwait:
+	case model.VerbAwait:
 		return "await"
-	case VerbObserve:
+	case model.VerbObserve:
 		return "observe"
 	}
 	return "refused"

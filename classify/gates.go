@@ -20,9 +20,9 @@ func (c *classifier) common() {
 func (c *classifier) freshnessGate() {
 	switch age := c.now.Sub(c.obs.At); {
 	case c.obs.At.IsZero():
-		c.block(CodeObservationStale, "", "", "the observation carries no time; observe again")
+		c.block(model.CodeObservationStale, "", "", "the observation carries no time; observe again")
 	case age > c.o.MaxAge:
-		c.block(CodeObservationStale, "", "", "the observation is %s old, older than %s; observe again", age.Round(time.Second), c.o.MaxAge)
+		c.block(model.CodeObservationStale, "", "", "the observation is %s old, older than %s; observe again", age.Round(time.Second), c.o.MaxAge)
 	}
 }
 
@@ -34,7 +34,7 @@ func (c *classifier) lockGate() {
 		return
 	}
 	if l.Held(c.now) {
-		c.block(CodeLockHeld, "", "", "another hactl action holds lease %s: holder %s, acquired %s, renewed %s ago, lease %s; wait for it to finish",
+		c.block(model.CodeLockHeld, "", "", "another hactl action holds lease %s: holder %s, acquired %s, renewed %s ago, lease %s; wait for it to finish",
 			l.Name, l.Holder, l.AcquiredAt.UTC().Format(time.RFC3339), c.now.Sub(l.RenewedAt).Round(time.Second), l.Duration)
 		return
 	}
@@ -42,7 +42,7 @@ func (c *classifier) lockGate() {
 	if l.HolderGone {
 		why = "its process no longer runs"
 	}
-	c.note(CodeLockStale, "", "lease %s names holder %s, which is stale: %s; it will be taken over and the takeover recorded", l.Name, l.Holder, why)
+	c.note(model.CodeLockStale, "", "lease %s names holder %s, which is stale: %s; it will be taken over and the takeover recorded", l.Name, l.Holder, why)
 }
 
 // ledgerGate walks the in-progress ledger entries: the newest resumable
@@ -58,7 +58,7 @@ func (c *classifier) ledgerGate() {
 		if e.Action == c.in.Action && e.Member == c.in.Member {
 			if why := c.notResumable(e); why != "" {
 				c.supersede(e)
-				c.note(CodeSuperseding, e.Member, "%s ledger entry %s (phase %s) will be marked superseded: %s", e.Action, e.ID, e.Phase, why)
+				c.note(model.CodeSuperseding, e.Member, "%s ledger entry %s (phase %s) will be marked superseded: %s", e.Action, e.ID, e.Phase, why)
 				continue
 			}
 			if c.resume == nil || e.StartedAt.After(c.resume.StartedAt) {
@@ -68,20 +68,20 @@ func (c *classifier) ledgerGate() {
 		}
 		if c.o.Supersede {
 			c.supersede(e)
-			c.note(CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded", e.Action, e.Member, e.ID, e.Phase)
+			c.note(model.CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded", e.Action, e.Member, e.ID, e.Phase)
 			continue
 		}
 		if why := c.rules.staleWait(c, e, true); why != "" && !c.lockedByOther() {
 			c.supersede(e)
-			c.note(CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded: %s", e.Action, orName(e.Member, "the cluster"), e.ID, e.Phase, why)
+			c.note(model.CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded: %s", e.Action, orName(e.Member, "the cluster"), e.ID, e.Phase, why)
 			continue
 		}
-		c.block(CodeActionInProgress, e.Member, FlagSupersede, "%s of %s is recorded in progress (ledger entry %s, phase %s, by %s); finish it by running the same command again",
+		c.block(model.CodeActionInProgress, e.Member, model.FlagSupersede, "%s of %s is recorded in progress (ledger entry %s, phase %s, by %s); finish it by running the same command again",
 			e.Action, e.Member, e.ID, e.Phase, e.Holder)
 	}
 	if c.resume != nil {
 		c.d.Resume = c.resume.ID
-		c.note(CodeResuming, c.resume.Member, "continuing ledger entry %s (phase %s), started %s by %s", c.resume.ID, c.resume.Phase,
+		c.note(model.CodeResuming, c.resume.Member, "continuing ledger entry %s (phase %s), started %s by %s", c.resume.ID, c.resume.Phase,
 			c.resume.StartedAt.UTC().Format(time.RFC3339), c.resume.Holder)
 	}
 }

@@ -62,7 +62,7 @@ func TestReplaceNeverRemovesAnotherMemberByIP(t *testing.T) {
 			if d.MemberFence != nil {
 				t.Errorf("member fence %+v on a member that is not listed", d.MemberFence)
 			}
-			if d.Verb != VerbProceed {
+			if d.Verb != model.VerbProceed {
 				t.Errorf("verb %s:\n%s", d.Verb, strings.Join(Describe(d), "\n"))
 			}
 		})
@@ -76,7 +76,7 @@ func TestReplaceByIPUsesThePodsOwnEvidence(t *testing.T) {
 	obs := healthy()
 	ipPeers(&obs)
 	d := judgedClassify(obs, replace1, now)
-	if d.Verb != VerbProceed || d.MemberFence == nil || d.MemberFence.ID != memberIDs[1] {
+	if d.Verb != model.VerbProceed || d.MemberFence == nil || d.MemberFence.ID != memberIDs[1] {
 		t.Fatalf("verb %s, member fence %+v:\n%s", d.Verb, d.MemberFence, strings.Join(Describe(d), "\n"))
 	}
 	// The pod does not answer and etcd has no name for it: its pod IP is

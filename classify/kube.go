@@ -14,8 +14,8 @@ import (
 // awaitForeignDelete turns the decision into await: the target's pod is
 // being deleted, not by this action.
 func (c *classifier) awaitForeignDelete(member string, pod *model.PodFacts) {
-	c.verb = VerbAwait
-	c.block(CodePodTerminating, member, "", "pod %s is being deleted (not by this action): hactl waits for it to disappear, then decides again", pod.Name)
+	c.verb = model.VerbAwait
+	c.block(model.CodePodTerminating, member, "", "pod %s is being deleted (not by this action): hactl waits for it to disappear, then decides again", pod.Name)
 }
 
 // observeNeverStarted turns a fresh decision into observe, and reports
@@ -25,8 +25,8 @@ func (c *classifier) observeNeverStarted(member string, pod *model.PodFacts) boo
 	if c.resume != nil || pod == nil || !neverStarted(pod) || !revisionMatches(pod, c.obs.Cluster) {
 		return false
 	}
-	c.verb = VerbObserve
-	c.block(CodePodNeverStarted, member, "", "pod %s has never started and was created from the StatefulSet's current template: deleting it would not help (a recreated pod would wait the same way); hactl only observes it", pod.Name)
+	c.verb = model.VerbObserve
+	c.block(model.CodePodNeverStarted, member, "", "pod %s has never started and was created from the StatefulSet's current template: deleting it would not help (a recreated pod would wait the same way); hactl only observes it", pod.Name)
 	return true
 }
 
@@ -45,7 +45,7 @@ func revisionMatches(p *model.PodFacts, cl model.ClusterFacts) bool {
 func (c *classifier) deletePVC(member string, pvc *model.PVCFacts) {
 	f := model.Fence{Kind: "PersistentVolumeClaim", Namespace: c.obs.Cluster.Namespace, Name: pvc.Name, UID: pvc.UID,
 		ResourceVersion: pvc.ResourceVersion, Fingerprint: pvc.Fingerprint}
-	c.step(Step{Kind: model.StepDeletePVC, Member: member, Fence: &f,
+	c.step(model.Step{Kind: model.StepDeletePVC, Member: member, Fence: &f,
 		Detail: fmt.Sprintf("delete PersistentVolumeClaim %s (uid %s, resourceVersion %s); it goes once its pod is gone", pvc.Name, pvc.UID, pvc.ResourceVersion)})
 }
 
@@ -58,9 +58,9 @@ func (c *classifier) deleteBoth(m *model.Member, pvc *model.PVCFacts, pvcOrig bo
 	if p := m.Pod; p != nil {
 		f := model.Fence{Kind: "Pod", Namespace: c.obs.Cluster.Namespace, Name: p.Name, UID: p.UID,
 			ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint, Role: p.RoleLabel}
-		c.step(Step{Kind: model.StepDeletePod, Member: m.Name, Fence: &f,
+		c.step(model.Step{Kind: model.StepDeletePod, Member: m.Name, Fence: &f,
 			Detail: fmt.Sprintf("delete pod %s (uid %s, resourceVersion %s)", p.Name, p.UID, p.ResourceVersion)})
-		c.step(Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", p.Name)})
+		c.step(model.Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", p.Name)})
 	}
 }
 
@@ -83,7 +83,7 @@ func (c *classifier) replacedOf(m *model.Member) model.Replaced {
 // recreatedThen appends the wait for the StatefulSet to recreate pod name
 // with a new volume (how says what fills it), then await's.
 func (c *classifier) recreatedThen(name, how string, await func(string)) {
-	c.step(Step{Kind: model.StepAwaitPodRecreated, Member: name,
+	c.step(model.Step{Kind: model.StepAwaitPodRecreated, Member: name,
 		Detail: fmt.Sprintf("wait for the StatefulSet to recreate pod %s with a new volume (%s)", name, how)})
 	await(name)
 }
@@ -126,7 +126,7 @@ func (c *classifier) recreateResume(m *model.Member, w rebuilt) bool {
 			c.deletePVC(m.Name, m.PVC)
 		}
 		if m.Pod.DeletionMarked {
-			c.step(Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Name)})
+			c.step(model.Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Name)})
 		} else {
 			c.deleteBoth(m, nil, false)
 		}

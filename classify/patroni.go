@@ -34,16 +34,16 @@ type patroniRules struct{}
 func (patroniRules) replace(c *classifier)    { patroni{c}.replace() }
 func (patroniRules) switchover(c *classifier) { patroni{c}.switchover() }
 
-func (patroniRules) ready(d Decision) string {
+func (patroniRules) ready(d model.Decision) string {
 	return "streaming from the primary " + d.Leader + " within the lag threshold"
 }
 
 func (patroniRules) seed(c *classifier) {
-	c.block(CodeActionUnsupported, c.in.Member, "", "seed generations of Patroni clusters are not supported yet (Patroni copies replicas from the primary by itself)")
+	c.block(model.CodeActionUnsupported, c.in.Member, "", "seed generations of Patroni clusters are not supported yet (Patroni copies replicas from the primary by itself)")
 }
 
 func (patroniRules) restore(c *classifier) {
-	c.block(CodeActionUnsupported, c.in.Member, "", "restore of Patroni clusters is not supported yet")
+	c.block(model.CodeActionUnsupported, c.in.Member, "", "restore of Patroni clusters is not supported yet")
 }
 
 // holdsRecorded: a Patroni member is its pod; the recorded pod and volume
@@ -138,7 +138,7 @@ func (c patroni) primary() *model.Member {
 // when refused.
 func (c patroni) gates(target string) *model.Member {
 	if !c.obs.EngineProbed {
-		c.block(CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
+		c.block(model.CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
 		return nil
 	}
 	answered := false
@@ -146,12 +146,12 @@ func (c patroni) gates(target string) *model.Member {
 		answered = answered || pg(&c.obs.Members[i]) != nil
 	}
 	if !answered {
-		c.block(CodeClusterUnreachable, "", "", "no member's Patroni answered%s", c.probeFailures())
+		c.block(model.CodeClusterUnreachable, "", "", "no member's Patroni answered%s", c.probeFailures())
 		return nil
 	}
 	c.systemIDGate(target)
 	if cl := c.obs.Cluster.Patroni; cl != nil && cl.FailoverPending {
-		c.block(CodeActionInProgress, "", "", "a switchover or failover is pending in ConfigMap %s-failover (someone else asked Patroni for one): wait until Patroni has carried it out or it is cancelled (patronictl flush %s switchover)", cl.Scope, cl.Scope)
+		c.block(model.CodeActionInProgress, "", "", "a switchover or failover is pending in ConfigMap %s-failover (someone else asked Patroni for one): wait until Patroni has carried it out or it is cancelled (patronictl flush %s switchover)", cl.Scope, cl.Scope)
 	}
 	prim := c.primary()
 	var why []string
@@ -168,7 +168,7 @@ func (c patroni) gates(target string) *model.Member {
 		why = append(why, fmt.Sprintf("the leader lock names %q, %s answers as the primary", cl.LockHolder, prim.Name))
 	}
 	if len(why) > 0 {
-		c.block(CodePrimaryUnknown, "", "", "there is not exactly one writable primary agreed by the leader lock (%s): hactl acts only on a cluster whose primary is known; wait for Patroni to settle, or repair that first", strings.Join(why, "; "))
+		c.block(model.CodePrimaryUnknown, "", "", "there is not exactly one writable primary agreed by the leader lock (%s): hactl acts only on a cluster whose primary is known; wait for Patroni to settle, or repair that first", strings.Join(why, "; "))
 		return nil
 	}
 	c.d.Leader = prim.Name
@@ -202,7 +202,7 @@ func (c patroni) pauseGate() bool {
 	if cl := c.obs.Cluster.Patroni; cl != nil && cl.Scope != "" {
 		scope = cl.Scope
 	}
-	c.block(CodeMaintenancePaused, "", "", "the cluster is in maintenance mode (pause): Patroni neither fails over nor bootstraps a member on an empty data directory, and hactl relies on it for every action; resume it first (patronictl resume %s) or repair by hand", scope)
+	c.block(model.CodeMaintenancePaused, "", "", "the cluster is in maintenance mode (pause): Patroni neither fails over nor bootstraps a member on an empty data directory, and hactl relies on it for every action; resume it first (patronictl resume %s) or repair by hand", scope)
 	return false
 }
 
@@ -217,7 +217,7 @@ func (c patroni) systemIDGate(target string) {
 		}
 	}
 	if len(others) > 0 {
-		c.block(CodeClusterIDSplit, "", "", "members answer for more than one PostgreSQL system identifier (the cluster's is %s; %s): resolve that first", c.a.ClusterID, strings.Join(others, "; "))
+		c.block(model.CodeClusterIDSplit, "", "", "members answer for more than one PostgreSQL system identifier (the cluster's is %s; %s): resolve that first", c.a.ClusterID, strings.Join(others, "; "))
 	}
 }
 
@@ -291,11 +291,11 @@ func (c patroni) candidate(prim *model.Member, named, exclude string) *model.Mem
 	if named != "" {
 		m := c.member(named)
 		if m == nil {
-			c.block(CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, named, c.memberNames())
+			c.block(model.CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, named, c.memberNames())
 			return nil
 		}
 		if why := c.candidateWhyNot(m, prim); why != "" {
-			c.block(CodeNoSwitchoverCandidate, named, "", "%s cannot take over from the primary %s: %s", named, prim.Name, why)
+			c.block(model.CodeNoSwitchoverCandidate, named, "", "%s cannot take over from the primary %s: %s", named, prim.Name, why)
 			return nil
 		}
 		return m
@@ -306,7 +306,7 @@ func (c patroni) candidate(prim *model.Member, named, exclude string) *model.Mem
 		if len(not) > 0 {
 			detail += " (" + strings.Join(not, "; ") + ")"
 		}
-		c.block(CodeNoSwitchoverCandidate, "", "", "%s", detail)
+		c.block(model.CodeNoSwitchoverCandidate, "", "", "%s", detail)
 		return nil
 	}
 	return c.member(ok[0])
@@ -348,13 +348,13 @@ func (c patroni) candidates(prim *model.Member, exclude string) (ok, not []strin
 
 // switchoverSteps plans handing the primary role from prim to cand.
 func (c patroni) switchoverSteps(prim, cand *model.Member) {
-	c.step(Step{Kind: model.StepSwitchover, Member: cand.Name, MemberID: cand.Name, From: prim.Name,
+	c.step(model.Step{Kind: model.StepSwitchover, Member: cand.Name, MemberID: cand.Name, From: prim.Name,
 		Detail: fmt.Sprintf("switch over from the primary %s to %s (POST /switchover to %s; Patroni refuses it if %s no longer leads)", prim.Name, cand.Name, prim.Name, prim.Name)})
 	c.awaitSwitchover(prim.Name, cand.Name)
 }
 
 func (c patroni) awaitSwitchover(from, to string) {
-	c.step(Step{Kind: model.StepAwaitSwitchover, Member: to, MemberID: to, From: from,
+	c.step(model.Step{Kind: model.StepAwaitSwitchover, Member: to, MemberID: to, From: from,
 		Detail: fmt.Sprintf("wait until %s answers as the one writable primary holding the leader lock (%s rejoins as a replica by itself)", to, from)})
 }
 
@@ -384,7 +384,7 @@ func (c patroni) switchedOver(from string) bool {
 // member than to, and how the old primary stands.
 func (c patroni) switchoverNotes(from, to string) {
 	if prim := c.primary(); prim != nil && prim.Name != to {
-		c.note(CodeSwitchoverOther, prim.Name, "Patroni made %s the primary, not %s as asked: the switchover from %s is done", prim.Name, to, from)
+		c.note(model.CodeSwitchoverOther, prim.Name, "Patroni made %s the primary, not %s as asked: the switchover from %s is done", prim.Name, to, from)
 	}
 	c.rejoinNote(from)
 }
@@ -458,7 +458,7 @@ func (c patroni) rejoinNote(from string) {
 		}
 	}
 	if why != "" {
-		c.note(CodeRejoinPending, from, "%s, the old primary, has not rejoined as a streaming replica yet (%s): Patroni rejoins it by itself (pg_rewind or a fresh copy); if it stays so, reseed it", from, why)
+		c.note(model.CodeRejoinPending, from, "%s, the old primary, has not rejoined as a streaming replica yet (%s): Patroni rejoins it by itself (pg_rewind or a fresh copy); if it stays so, reseed it", from, why)
 	}
 }
 
@@ -510,7 +510,7 @@ func (c patroni) awaitingSent(rec *model.Receipt) bool {
 func (c patroni) freshSwitchover() {
 	named := c.in.Member
 	if named != "" && c.member(named) == nil {
-		c.block(CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, named, c.memberNames())
+		c.block(model.CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, named, c.memberNames())
 		return
 	}
 	prim := c.gates("")
@@ -586,7 +586,7 @@ func (c patroni) replace() {
 	case handedOver:
 	case prim.Name == name:
 		if !c.o.SwitchoverFirst {
-			c.block(CodeTargetIsPrimary, name, FlagSwitchoverFirst, "%s is the primary: %s it would stop the cluster's writes", name, map[model.Action]string{model.ActionReseed: "reinitializing", model.ActionReplace: "replacing"}[c.in.Action])
+			c.block(model.CodeTargetIsPrimary, name, model.FlagSwitchoverFirst, "%s is the primary: %s it would stop the cluster's writes", name, map[model.Action]string{model.ActionReseed: "reinitializing", model.ActionReplace: "replacing"}[c.in.Action])
 			return
 		}
 		if !c.riskGates(m, prim, true) {
@@ -620,17 +620,17 @@ func (c patroni) replace() {
 func (c patroni) replaceTarget(name string) *model.Member {
 	m := c.member(name)
 	if m == nil {
-		c.block(CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, name, c.memberNames())
+		c.block(model.CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, name, c.memberNames())
 		return nil
 	}
 	if m.Ordinal >= c.obs.Cluster.Replicas {
-		c.block(CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, c.obs.Cluster.Replicas)
+		c.block(model.CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, c.obs.Cluster.Replicas)
 	}
 	if c.in.Action == model.ActionReseed && c.o.Generation != "" {
-		c.block(CodeGenerationUnsupported, name, "", "reseeding a Patroni member from seed generation %q is not supported; reseed without a generation copies the data from the primary", c.o.Generation)
+		c.block(model.CodeGenerationUnsupported, name, "", "reseeding a Patroni member from seed generation %q is not supported; reseed without a generation copies the data from the primary", c.o.Generation)
 	}
 	if t := c.obs.Cluster.Template; c.in.Action == model.ActionReplace && c.obs.Cluster.Shape == model.ShapeOperatorOwned {
-		c.block(CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", orName(t.OperatorOwner, "an operator"))
+		c.block(model.CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", orName(t.OperatorOwner, "an operator"))
 	}
 	c.d.Replaced = c.replacedOf(m)
 	return m
@@ -641,11 +641,11 @@ func (c patroni) replaceTarget(name string) *model.Member {
 func (c patroni) planReinitialize(m, prim *model.Member) {
 	name := m.Name
 	if pg(m) == nil && prim.Name != name {
-		c.block(CodeMemberUnreachable, name, "", "%s's Patroni did not answer: a reinitialize is sent to the member itself; replace it instead", name)
+		c.block(model.CodeMemberUnreachable, name, "", "%s's Patroni did not answer: a reinitialize is sent to the member itself; replace it instead", name)
 		return
 	}
 	if age, recent := c.justStarted(m); recent {
-		c.step(Step{Kind: model.StepAwaitSettled, Member: name, MemberID: name,
+		c.step(model.Step{Kind: model.StepAwaitSettled, Member: name, MemberID: name,
 			Detail: fmt.Sprintf("wait until %s's PostgreSQL has run %s since it started (it started %s ago): Patroni does not carry out a reinitialize sent while it is still starting", name, PatroniSettleAfterStart, age.Round(100*time.Millisecond))})
 	}
 	c.reinitialize(m)
@@ -659,7 +659,7 @@ func (c patroni) handOver(prim *model.Member, name string) bool {
 	if cand == nil {
 		return false
 	}
-	c.note(CodeSwitchoverFirst, name, "%s is the primary: it hands over to %s first", name, cand.Name)
+	c.note(model.CodeSwitchoverFirst, name, "%s is the primary: it hands over to %s first", name, cand.Name)
 	c.switchoverSteps(prim, cand)
 	return true
 }
@@ -674,7 +674,7 @@ func (c patroni) promoted(m *model.Member) {
 	if p := pg(m); p != nil && p.Timeline > 0 {
 		tl = fmt.Sprintf(" on timeline %d", p.Timeline)
 	}
-	c.block(CodeTargetPromoted, m.Name, FlagSwitchoverFirst, "%s is the primary now%s, holding the leader lock: Patroni promoted it after %s ledger entry %s began (phase %s, started %s); a resume never deletes, reinitializes or replaces the primary. Rerun with --switchover-first to hand the primary role to a healthy replica first, or --supersede to drop the entry",
+	c.block(model.CodeTargetPromoted, m.Name, model.FlagSwitchoverFirst, "%s is the primary now%s, holding the leader lock: Patroni promoted it after %s ledger entry %s began (phase %s, started %s); a resume never deletes, reinitializes or replaces the primary. Rerun with --switchover-first to hand the primary role to a healthy replica first, or --supersede to drop the entry",
 		m.Name, tl, e.Action, e.ID, e.Phase, e.StartedAt.UTC().Format(time.RFC3339))
 }
 
@@ -694,17 +694,17 @@ func (c patroni) riskGates(m, prim *model.Member, handingOver bool) bool {
 		losing := c.candidateWhyNot(m, prim) == ""
 		switch {
 		case handingOver && len(capable) == 1:
-			c.block(CodeLastFailoverReplica, m.Name, FlagAcceptNoFailover, "%s hands the primary role to %s first: while %s rebuilds, no other member could take over from %s, and losing it would leave no member to fail over to (%s)",
+			c.block(model.CodeLastFailoverReplica, m.Name, model.FlagAcceptNoFailover, "%s hands the primary role to %s first: while %s rebuilds, no other member could take over from %s, and losing it would leave no member to fail over to (%s)",
 				m.Name, capable[0], m.Name, capable[0], orName(strings.Join(not, "; "), "no other replica"))
 			ok = false
 		case !handingOver && losing && len(capable) == 0:
-			c.block(CodeLastFailoverReplica, m.Name, FlagAcceptNoFailover, "%s is the last member that could take over from the primary %s: while it rebuilds, losing the primary would leave no member to fail over to (%s)",
+			c.block(model.CodeLastFailoverReplica, m.Name, model.FlagAcceptNoFailover, "%s is the last member that could take over from the primary %s: while it rebuilds, losing the primary would leave no member to fail over to (%s)",
 				m.Name, prim.Name, orName(strings.Join(not, "; "), "no other replica"))
 			ok = false
 		}
 	}
 	if cl := c.obs.Cluster.Patroni; !c.o.AcceptWriteStall && cl != nil && cl.SynchronousModeStrict && m.Name != prim.Name && c.isSync(m, prim) {
-		c.block(CodeSyncStandbyStrict, m.Name, FlagAcceptWriteStall, "%s is the synchronous standby and synchronous_mode_strict is on: while it rebuilds, the primary %s commits no writes until another replica becomes synchronous", m.Name, prim.Name)
+		c.block(model.CodeSyncStandbyStrict, m.Name, model.FlagAcceptWriteStall, "%s is the synchronous standby and synchronous_mode_strict is on: while it rebuilds, the primary %s commits no writes until another replica becomes synchronous", m.Name, prim.Name)
 		ok = false
 	}
 	return ok
@@ -720,15 +720,15 @@ func (c patroni) reinitialize(m *model.Member) {
 	if p := pg(m); p != nil {
 		since = p.PostmasterStart
 	}
-	c.step(Step{Kind: model.StepReinitialize, Member: m.Name, MemberID: m.Name, Fence: f, Since: since,
+	c.step(model.Step{Kind: model.StepReinitialize, Member: m.Name, MemberID: m.Name, Fence: f, Since: since,
 		Detail: fmt.Sprintf("reinitialize %s: it throws its data away and copies it again from the primary (POST /reinitialize to %s)", m.Name, m.Name)})
-	c.step(Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
+	c.step(model.Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
 		Detail: fmt.Sprintf("wait until %s is seen rebuilding (no longer streaming)", m.Name)})
 	c.awaitStreaming(m.Name)
 }
 
 func (c patroni) awaitStreaming(name string) {
-	c.step(Step{Kind: model.StepAwaitStreaming, Member: name, MemberID: name,
+	c.step(model.Step{Kind: model.StepAwaitStreaming, Member: name, MemberID: name,
 		Detail: fmt.Sprintf("wait until %s streams from the primary with its replay within %d bytes of the primary's WAL position and its pod is ready", name, c.threshold())})
 }
 
@@ -795,7 +795,7 @@ func (c patroni) reseedResume(m *model.Member) bool {
 		case restarted:
 			c.awaitStreaming(m.Name)
 		default:
-			c.step(Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
+			c.step(model.Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
 				Detail: fmt.Sprintf("wait until %s's PostgreSQL restarts (it started %s before the reinitialize)", m.Name, since)})
 			c.awaitStreaming(m.Name)
 		}
@@ -812,7 +812,7 @@ func (c patroni) reseedResume(m *model.Member) bool {
 		c.awaitStreaming(m.Name)
 	default:
 		c.d.Leader = c.primaryName()
-		c.step(Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
+		c.step(model.Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
 			Detail: fmt.Sprintf("wait until %s is seen rebuilding (no longer streaming)", m.Name)})
 		c.awaitStreaming(m.Name)
 	}
@@ -834,7 +834,7 @@ func reinitSince(e *model.LedgerEntry) string {
 }
 
 // mutates reports whether any of steps changes something.
-func mutates(steps []Step) bool {
+func mutates(steps []model.Step) bool {
 	for _, s := range steps {
 		if s.Kind.Mutates() {
 			return true

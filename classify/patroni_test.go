@@ -107,15 +107,15 @@ var (
 	reseedPlan  = []model.StepKind{model.StepReinitialize, model.StepAwaitRebuild, model.StepAwaitStreaming}
 	pgReplace   = []model.StepKind{model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone, model.StepAwaitPodRecreated, model.StepAwaitStreaming}
 	switchPlan  = []model.StepKind{model.StepSwitchover, model.StepAwaitSwitchover}
-	pgReseed1   = Intent{Action: model.ActionReseed, Member: "pg-1"}
-	pgReplace1  = Intent{Action: model.ActionReplace, Member: "pg-1"}
-	pgSwitch    = Intent{Action: model.ActionSwitchover}
-	pgSwitchTo2 = Intent{Action: model.ActionSwitchover, Member: "pg-2"}
+	pgReseed1   = model.Intent{Action: model.ActionReseed, Member: "pg-1"}
+	pgReplace1  = model.Intent{Action: model.ActionReplace, Member: "pg-1"}
+	pgSwitch    = model.Intent{Action: model.ActionSwitchover}
+	pgSwitchTo2 = model.Intent{Action: model.ActionSwitchover, Member: "pg-2"}
 )
 
 // switchStep checks the first switchover step: from the primary, to.
-func switchStep(from, to string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func switchStep(from, to string) func(*testing.T, model.Decision) {
+	return func(t *testing.T, d model.Decision) {
 		t.Helper()
 		for _, s := range d.Steps {
 			if s.Kind == model.StepSwitchover {
@@ -129,8 +129,8 @@ func switchStep(from, to string) func(*testing.T, Decision) {
 	}
 }
 
-func blockDetail(code Code, sub string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func blockDetail(code model.Code, sub string) func(*testing.T, model.Decision) {
+	return func(t *testing.T, d model.Decision) {
 		t.Helper()
 		for _, b := range d.Blockers {
 			if b.Code == code && strings.Contains(b.Detail, sub) {
@@ -144,8 +144,8 @@ func blockDetail(code Code, sub string) func(*testing.T, Decision) {
 func patroniRows() []row {
 	pgRow := func(r row) row { r.base = pgHealthy; return r }
 	return []row{
-		pgRow(row{name: "patroni: reseed a replica", intent: pgReseed1, verb: VerbProceed, steps: reseedPlan,
-			check: func(t *testing.T, d Decision) {
+		pgRow(row{name: "patroni: reseed a replica", intent: pgReseed1, verb: model.VerbProceed, steps: reseedPlan,
+			check: func(t *testing.T, d model.Decision) {
 				want := []model.Fence{{Kind: "Pod", Namespace: "db", Name: "pg-1", UID: "pod-uid-pg-1", ResourceVersion: "301", Fingerprint: "pgfp-pg-1", Role: "replica"}}
 				if !reflect.DeepEqual(d.Fences, want) || d.Leader != "pg-0" {
 					t.Errorf("fences %+v leader %s", d.Fences, d.Leader)
@@ -154,87 +154,87 @@ func patroniRows() []row {
 					t.Errorf("replaced %+v", d.Replaced)
 				}
 			}}),
-		pgRow(row{name: "patroni: reseed a replica whose PostgreSQL just started waits for it to settle", intent: pgReseed1, verb: VerbProceed,
+		pgRow(row{name: "patroni: reseed a replica whose PostgreSQL just started waits for it to settle", intent: pgReseed1, verb: model.VerbProceed,
 			mutate: func(o *model.Observation) {
 				pgf(o, 1).PostmasterStart = now.Add(-600 * time.Millisecond).Format("2006-01-02 15:04:05.999999-07:00")
 			},
 			steps: append([]model.StepKind{model.StepAwaitSettled}, reseedPlan...)}),
-		pgRow(row{name: "patroni: reseed a replica whose start is just ahead of this clock waits too", intent: pgReseed1, verb: VerbProceed,
+		pgRow(row{name: "patroni: reseed a replica whose start is just ahead of this clock waits too", intent: pgReseed1, verb: model.VerbProceed,
 			mutate: func(o *model.Observation) {
 				pgf(o, 1).PostmasterStart = now.Add(time.Second).Format("2006-01-02 15:04:05-07:00")
 			},
 			steps: append([]model.StepKind{model.StepAwaitSettled}, reseedPlan...)}),
-		pgRow(row{name: "patroni: reseed a replica that started 11 s ago goes ahead", intent: pgReseed1, verb: VerbProceed,
+		pgRow(row{name: "patroni: reseed a replica that started 11 s ago goes ahead", intent: pgReseed1, verb: model.VerbProceed,
 			mutate: func(o *model.Observation) {
 				pgf(o, 1).PostmasterStart = now.Add(-11 * time.Second).Format("2006-01-02 15:04:05.999999-07:00")
 			},
 			steps: reseedPlan}),
-		pgRow(row{name: "patroni: a start an hour in this clock's future cannot be judged and holds nothing back", intent: pgReseed1, verb: VerbProceed,
+		pgRow(row{name: "patroni: a start an hour in this clock's future cannot be judged and holds nothing back", intent: pgReseed1, verb: model.VerbProceed,
 			mutate: func(o *model.Observation) {
 				pgf(o, 1).PostmasterStart = now.Add(time.Hour).Format("2006-01-02 15:04:05-07:00")
 			},
 			steps: reseedPlan}),
-		pgRow(row{name: "patroni: reseed the primary", intent: intentFor(model.ActionReseed, "pg-0"), verb: VerbRefuse, codes: []Code{CodeTargetIsPrimary},
-			check: func(t *testing.T, d Decision) {
-				if d.Blockers[0].Override != FlagSwitchoverFirst || d.Deletes() {
+		pgRow(row{name: "patroni: reseed the primary", intent: intentFor(model.ActionReseed, "pg-0"), verb: model.VerbRefuse, codes: []model.Code{model.CodeTargetIsPrimary},
+			check: func(t *testing.T, d model.Decision) {
+				if d.Blockers[0].Override != model.FlagSwitchoverFirst || d.Deletes() {
 					t.Errorf("blocker %+v, deletes %v", d.Blockers[0], d.Deletes())
 				}
 			}}),
-		pgRow(row{name: "patroni: reseed the primary, switching over first", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
-			verb: VerbProceed, steps: append(slices.Clone(switchPlan), reseedPlan...), notes: []Code{CodeSwitchoverFirst}, check: switchStep("pg-0", "pg-1")}),
-		pgRow(row{name: "patroni: replace the primary, switching over first, pg-1 lagging: no failover candidate left", intent: withOpts(intentFor(model.ActionReplace, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+		pgRow(row{name: "patroni: reseed the primary, switching over first", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *model.ActionOptions) { o.SwitchoverFirst = true }),
+			verb: model.VerbProceed, steps: append(slices.Clone(switchPlan), reseedPlan...), notes: []model.Code{model.CodeSwitchoverFirst}, check: switchStep("pg-0", "pg-1")}),
+		pgRow(row{name: "patroni: replace the primary, switching over first, pg-1 lagging: no failover candidate left", intent: withOpts(intentFor(model.ActionReplace, "pg-0"), func(o *model.ActionOptions) { o.SwitchoverFirst = true }),
 			mutate: func(o *model.Observation) { pgf(o, 1).ReplayedLocation = ptr(pgFrontier - 5<<20) },
-			verb:   VerbRefuse, codes: []Code{CodeLastFailoverReplica}, check: blockDetail(CodeLastFailoverReplica, "hands the primary role to pg-2 first")}),
-		pgRow(row{name: "patroni: replace the primary, switching over first, pg-1 lagging, --accept-no-failover", intent: withOpts(intentFor(model.ActionReplace, "pg-0"), func(o *Options) { o.SwitchoverFirst, o.AcceptNoFailover = true, true }),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeLastFailoverReplica}, check: blockDetail(model.CodeLastFailoverReplica, "hands the primary role to pg-2 first")}),
+		pgRow(row{name: "patroni: replace the primary, switching over first, pg-1 lagging, --accept-no-failover", intent: withOpts(intentFor(model.ActionReplace, "pg-0"), func(o *model.ActionOptions) { o.SwitchoverFirst, o.AcceptNoFailover = true, true }),
 			mutate: func(o *model.Observation) { pgf(o, 1).ReplayedLocation = ptr(pgFrontier - 5<<20) },
-			verb:   VerbProceed, steps: append(slices.Clone(switchPlan), pgReplace...), check: switchStep("pg-0", "pg-2")}),
+			verb:   model.VerbProceed, steps: append(slices.Clone(switchPlan), pgReplace...), check: switchStep("pg-0", "pg-2")}),
 		pgRow(row{name: "patroni: reseed the last failover-capable replica", intent: pgReseed1,
 			mutate: func(o *model.Observation) { pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 5<<20) },
-			verb:   VerbRefuse, codes: []Code{CodeLastFailoverReplica},
-			check: func(t *testing.T, d Decision) {
-				blockDetail(CodeLastFailoverReplica, "pg-2: its replay is")(t, d)
-				if len(d.Blockers) != 1 || d.Blockers[0].Override != FlagAcceptNoFailover {
-					t.Errorf("blockers %+v, want one with override %s", d.Blockers, FlagAcceptNoFailover)
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeLastFailoverReplica},
+			check: func(t *testing.T, d model.Decision) {
+				blockDetail(model.CodeLastFailoverReplica, "pg-2: its replay is")(t, d)
+				if len(d.Blockers) != 1 || d.Blockers[0].Override != model.FlagAcceptNoFailover {
+					t.Errorf("blockers %+v, want one with override %s", d.Blockers, model.FlagAcceptNoFailover)
 				}
 			}}),
 		pgRow(row{name: "patroni: replace the last failover-capable replica (the other tagged nofailover)", intent: pgReplace1,
 			mutate: func(o *model.Observation) { pgf(o, 2).NoFailover = true },
-			verb:   VerbRefuse, codes: []Code{CodeLastFailoverReplica}}),
-		pgRow(row{name: "patroni: reseed the last failover-capable replica, --accept-no-failover", intent: withOpts(pgReseed1, func(o *Options) { o.AcceptNoFailover = true }),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeLastFailoverReplica}}),
+		pgRow(row{name: "patroni: reseed the last failover-capable replica, --accept-no-failover", intent: withOpts(pgReseed1, func(o *model.ActionOptions) { o.AcceptNoFailover = true }),
 			mutate: func(o *model.Observation) { pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 5<<20) },
-			verb:   VerbProceed, steps: reseedPlan}),
+			verb:   model.VerbProceed, steps: reseedPlan}),
 		pgRow(row{name: "patroni: reseed a lagging replica while another can take over", intent: pgReseed1,
 			mutate: func(o *model.Observation) { pgf(o, 1).ReplayedLocation = ptr(pgFrontier - 5<<20) },
-			verb:   VerbProceed, steps: reseedPlan}),
+			verb:   model.VerbProceed, steps: reseedPlan}),
 		pgRow(row{name: "patroni: reseed the synchronous standby under synchronous_mode_strict", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Cluster.Patroni.SynchronousMode, o.Cluster.Patroni.SynchronousModeStrict, o.Cluster.Patroni.SyncStandby = true, true, "pg-1"
 			},
-			verb: VerbRefuse, codes: []Code{CodeSyncStandbyStrict}, check: blockDetail(CodeSyncStandbyStrict, "commits no writes")}),
-		pgRow(row{name: "patroni: reseed the synchronous standby under synchronous_mode_strict, --accept-write-stall", intent: withOpts(pgReseed1, func(o *Options) { o.AcceptWriteStall = true }),
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeSyncStandbyStrict}, check: blockDetail(model.CodeSyncStandbyStrict, "commits no writes")}),
+		pgRow(row{name: "patroni: reseed the synchronous standby under synchronous_mode_strict, --accept-write-stall", intent: withOpts(pgReseed1, func(o *model.ActionOptions) { o.AcceptWriteStall = true }),
 			mutate: func(o *model.Observation) {
 				o.Cluster.Patroni.SynchronousMode, o.Cluster.Patroni.SynchronousModeStrict, o.Cluster.Patroni.SyncStandby = true, true, "pg-1"
 			},
-			verb: VerbProceed, steps: reseedPlan}),
+			verb: model.VerbProceed, steps: reseedPlan}),
 		pgRow(row{name: "patroni: reseed the synchronous standby, not strict", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Cluster.Patroni.SynchronousMode, o.Cluster.Patroni.SyncStandby = true, "pg-1"
 			},
-			verb: VerbProceed, steps: reseedPlan}),
+			verb: model.VerbProceed, steps: reseedPlan}),
 		pgRow(row{name: "patroni: reseed in maintenance mode", intent: pgReseed1,
 			mutate: func(o *model.Observation) { o.Cluster.Patroni.Paused = true },
-			verb:   VerbRefuse, codes: []Code{CodeMaintenancePaused}, check: blockDetail(CodeMaintenancePaused, "patronictl resume pg")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeMaintenancePaused}, check: blockDetail(model.CodeMaintenancePaused, "patronictl resume pg")}),
 		pgRow(row{name: "patroni: replace in maintenance mode (a member says so)", intent: pgReplace1,
 			mutate: func(o *model.Observation) { pgf(o, 2).Paused = true },
-			verb:   VerbRefuse, codes: []Code{CodeMaintenancePaused}}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeMaintenancePaused}}),
 		pgRow(row{name: "patroni: switchover in maintenance mode", intent: pgSwitch,
 			mutate: func(o *model.Observation) { o.Cluster.Patroni.Paused = true },
-			verb:   VerbRefuse, codes: []Code{CodeMaintenancePaused}}),
-		pgRow(row{name: "patroni: reseed the primary, no candidate", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeMaintenancePaused}}),
+		pgRow(row{name: "patroni: reseed the primary, no candidate", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *model.ActionOptions) { o.SwitchoverFirst = true }),
 			mutate: func(o *model.Observation) { notStreaming(o, 1); notStreaming(o, 2) },
-			verb:   VerbRefuse, codes: []Code{CodeNoSwitchoverCandidate}, check: blockDetail(CodeNoSwitchoverCandidate, "pg-1: it is not streaming from the primary pg-0")}),
-		pgRow(row{name: "patroni: replace a replica", intent: pgReplace1, verb: VerbProceed, steps: pgReplace,
-			check: func(t *testing.T, d Decision) {
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeNoSwitchoverCandidate}, check: blockDetail(model.CodeNoSwitchoverCandidate, "pg-1: it is not streaming from the primary pg-0")}),
+		pgRow(row{name: "patroni: replace a replica", intent: pgReplace1, verb: model.VerbProceed, steps: pgReplace,
+			check: func(t *testing.T, d model.Decision) {
 				if len(d.Fences) != 2 || d.Fences[0].UID != "pvc-uid-pg-1" || d.Fences[1].UID != "pod-uid-pg-1" || d.Fences[1].Fingerprint != "pgfp-pg-1" {
 					t.Errorf("fences %+v", d.Fences)
 				}
@@ -242,156 +242,156 @@ func patroniRows() []row {
 		pgRow(row{name: "patroni: replace on an operator-owned cluster", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Cluster.Shape, o.Cluster.Template.OperatorOwner = model.ShapeOperatorOwned, "postgresql/pg"
-			}, verb: VerbRefuse, codes: []Code{CodeShapeOperatorOwned}}),
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeShapeOperatorOwned}}),
 		pgRow(row{name: "patroni: reseed on an operator-owned cluster", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Cluster.Shape, o.Cluster.Template.OperatorOwner = model.ShapeOperatorOwned, "postgresql/pg"
-			}, verb: VerbProceed, steps: reseedPlan}),
-		pgRow(row{name: "patroni: replace the primary", intent: intentFor(model.ActionReplace, "pg-0"), verb: VerbRefuse, codes: []Code{CodeTargetIsPrimary}}),
+			}, verb: model.VerbProceed, steps: reseedPlan}),
+		pgRow(row{name: "patroni: replace the primary", intent: intentFor(model.ActionReplace, "pg-0"), verb: model.VerbRefuse, codes: []model.Code{model.CodeTargetIsPrimary}}),
 		pgRow(row{name: "patroni: replace a diverged replica (the repair)", intent: pgReplace1,
 			mutate: func(o *model.Observation) { pgf(o, 1).SystemID = "1234"; o.Members[1].Engine.ClusterID = "1234" },
-			verb:   VerbProceed, steps: pgReplace}),
+			verb:   model.VerbProceed, steps: pgReplace}),
 		pgRow(row{name: "patroni: another member on another system", intent: pgReplace1,
 			mutate: func(o *model.Observation) { pgf(o, 2).SystemID = "1234"; o.Members[2].Engine.ClusterID = "1234" },
-			verb:   VerbRefuse, codes: []Code{CodeClusterIDSplit, CodeLastFailoverReplica}}),
-		pgRow(row{name: "patroni: switchover to the least lagging", intent: pgSwitch, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-1")}),
-		pgRow(row{name: "patroni: switchover --to pg-2", intent: pgSwitchTo2, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeClusterIDSplit, model.CodeLastFailoverReplica}}),
+		pgRow(row{name: "patroni: switchover to the least lagging", intent: pgSwitch, verb: model.VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-1")}),
+		pgRow(row{name: "patroni: switchover --to pg-2", intent: pgSwitchTo2, verb: model.VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
 		pgRow(row{name: "patroni: switchover in synchronous mode prefers the sync standby", intent: pgSwitch,
 			mutate: func(o *model.Observation) {
 				o.Cluster.Patroni.SynchronousMode = true
 				pgf(o, 0).Replication[1].SyncState = "sync"
-			}, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
+			}, verb: model.VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
 		pgRow(row{name: "patroni: switchover skips nofailover", intent: pgSwitch,
-			mutate: func(o *model.Observation) { pgf(o, 1).NoFailover = true }, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
+			mutate: func(o *model.Observation) { pgf(o, 1).NoFailover = true }, verb: model.VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-2")}),
 		pgRow(row{name: "patroni: switchover --to a lagging replica", intent: pgSwitchTo2,
 			mutate: func(o *model.Observation) { pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 2<<20) },
-			verb:   VerbRefuse, codes: []Code{CodeNoSwitchoverCandidate}, check: blockDetail(CodeNoSwitchoverCandidate, "more than the threshold")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeNoSwitchoverCandidate}, check: blockDetail(model.CodeNoSwitchoverCandidate, "more than the threshold")}),
 		pgRow(row{name: "patroni: switchover --to a diverged replica", intent: pgSwitchTo2,
 			mutate: func(o *model.Observation) { pgf(o, 2).Timeline = 2 },
-			verb:   VerbRefuse, codes: []Code{CodeNoSwitchoverCandidate}, check: blockDetail(CodeNoSwitchoverCandidate, "diverged")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeNoSwitchoverCandidate}, check: blockDetail(model.CodeNoSwitchoverCandidate, "diverged")}),
 		pgRow(row{name: "patroni: switchover, no healthy replica", intent: pgSwitch,
 			mutate: func(o *model.Observation) {
 				notStreaming(o, 1)
 				pgf(o, 2).State = "starting"
-			}, verb: VerbRefuse, codes: []Code{CodeNoSwitchoverCandidate}}),
-		pgRow(row{name: "patroni: switchover --to the primary", intent: intentFor(model.ActionSwitchover, "pg-0"), verb: VerbDone, noSteps: true}),
-		pgRow(row{name: "patroni: switchover --to no member", intent: intentFor(model.ActionSwitchover, "pg-9"), verb: VerbRefuse, codes: []Code{CodeMemberNotFound}}),
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeNoSwitchoverCandidate}}),
+		pgRow(row{name: "patroni: switchover --to the primary", intent: intentFor(model.ActionSwitchover, "pg-0"), verb: model.VerbDone, noSteps: true}),
+		pgRow(row{name: "patroni: switchover --to no member", intent: intentFor(model.ActionSwitchover, "pg-9"), verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberNotFound}}),
 		pgRow(row{name: "patroni: two writable primaries", intent: pgSwitch,
 			mutate: func(o *model.Observation) { pgf(o, 2).Role, pgf(o, 2).WALLocation = "master", ptr(pgFrontier) },
-			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "primary_split")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodePrimaryUnknown}, check: blockDetail(model.CodePrimaryUnknown, "primary_split")}),
 		pgRow(row{name: "patroni: two pods labelled master", intent: pgReseed1,
 			mutate: func(o *model.Observation) { o.Members[2].Pod.RoleLabel = "master" },
-			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "primary_split")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodePrimaryUnknown}, check: blockDetail(model.CodePrimaryUnknown, "primary_split")}),
 		pgRow(row{name: "patroni: no primary", intent: pgReplace1,
 			mutate: func(o *model.Observation) { pgf(o, 0).State = "stopped" },
-			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "primary_missing")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodePrimaryUnknown}, check: blockDetail(model.CodePrimaryUnknown, "primary_missing")}),
 		pgRow(row{name: "patroni: leader lock stale", intent: pgSwitch,
 			mutate: func(o *model.Observation) { o.Cluster.Patroni.LockRenew = now.Add(-time.Minute) },
-			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "leader_lock_stale")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodePrimaryUnknown}, check: blockDetail(model.CodePrimaryUnknown, "leader_lock_stale")}),
 		pgRow(row{name: "patroni: the lock names another member", intent: pgSwitch,
 			mutate: func(o *model.Observation) { o.Cluster.Patroni.LockHolder = "pg-2" },
-			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "leader_mismatch")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodePrimaryUnknown}, check: blockDetail(model.CodePrimaryUnknown, "leader_mismatch")}),
 		pgRow(row{name: "patroni: the leader lock could not be read", intent: pgSwitch,
 			mutate: func(o *model.Observation) {
 				o.Cluster.Patroni = &model.PatroniClusterFacts{Scope: "pg", RoleLabel: "role", RESTPort: 8008, ObjectsErr: "configmaps is forbidden"}
 			},
-			verb: VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "leader_lock_unknown")}),
+			verb: model.VerbRefuse, codes: []model.Code{model.CodePrimaryUnknown}, check: blockDetail(model.CodePrimaryUnknown, "leader_lock_unknown")}),
 		pgRow(row{name: "patroni: no leader ConfigMap", intent: pgReseed1,
 			mutate: func(o *model.Observation) { o.Cluster.Patroni.LockFound, o.Cluster.Patroni.LockHolder = false, "" },
-			verb:   VerbRefuse, codes: []Code{CodePrimaryUnknown}, check: blockDetail(CodePrimaryUnknown, "leader_lock_unknown")}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodePrimaryUnknown}, check: blockDetail(model.CodePrimaryUnknown, "leader_lock_unknown")}),
 		pgRow(row{name: "patroni: another switchover is pending", intent: pgSwitch,
 			mutate: func(o *model.Observation) { o.Cluster.Patroni.FailoverPending = true },
-			verb:   VerbRefuse, codes: []Code{CodeActionInProgress}, check: blockDetail(CodeActionInProgress, "-failover")}),
-		pgRow(row{name: "patroni: not probed", intent: pgReseed1, mutate: func(o *model.Observation) { o.EngineProbed = false }, verb: VerbRefuse, codes: []Code{CodeNotProbed}}),
+			verb:   model.VerbRefuse, codes: []model.Code{model.CodeActionInProgress}, check: blockDetail(model.CodeActionInProgress, "-failover")}),
+		pgRow(row{name: "patroni: not probed", intent: pgReseed1, mutate: func(o *model.Observation) { o.EngineProbed = false }, verb: model.VerbRefuse, codes: []model.Code{model.CodeNotProbed}}),
 		pgRow(row{name: "patroni: nobody answers", intent: pgSwitch,
 			mutate: func(o *model.Observation) {
 				for i := range o.Members {
 					o.Members[i].Engine = &model.EngineFacts{Reachable: false, Failure: model.ProbeFailureTimeout, Err: "deadline exceeded", ProbedAt: now}
 				}
-			}, verb: VerbRefuse, codes: []Code{CodeClusterUnreachable}}),
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeClusterUnreachable}}),
 		pgRow(row{name: "patroni: reseed a member whose Patroni does not answer", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Members[1].Engine = &model.EngineFacts{Reachable: false, Failure: model.ProbeFailureTimeout, Err: "deadline exceeded", ProbedAt: now}
 				notStreaming(o, 1)
-			}, verb: VerbRefuse, codes: []Code{CodeMemberUnreachable}}),
-		pgRow(row{name: "patroni: reseed from a generation", intent: withOpts(pgReseed1, func(o *Options) { o.Generation = "g1" }), verb: VerbRefuse, codes: []Code{CodeGenerationUnsupported}}),
-		pgRow(row{name: "patroni: no such member", intent: intentFor(model.ActionReseed, "pg-7"), verb: VerbRefuse, codes: []Code{CodeMemberNotFound}}),
-		pgRow(row{name: "patroni: seed", intent: intentFor(model.ActionSeed, ""), verb: VerbRefuse, codes: []Code{CodeActionUnsupported}}),
-		pgRow(row{name: "patroni: restore", intent: restoreIntent, verb: VerbRefuse, codes: []Code{CodeActionUnsupported}}),
-		{name: "etcd: switchover", intent: intentFor(model.ActionSwitchover, "etcd-1"), verb: VerbRefuse, codes: []Code{CodeActionUnsupported}},
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberUnreachable}}),
+		pgRow(row{name: "patroni: reseed from a generation", intent: withOpts(pgReseed1, func(o *model.ActionOptions) { o.Generation = "g1" }), verb: model.VerbRefuse, codes: []model.Code{model.CodeGenerationUnsupported}}),
+		pgRow(row{name: "patroni: no such member", intent: intentFor(model.ActionReseed, "pg-7"), verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberNotFound}}),
+		pgRow(row{name: "patroni: seed", intent: intentFor(model.ActionSeed, ""), verb: model.VerbRefuse, codes: []model.Code{model.CodeActionUnsupported}}),
+		pgRow(row{name: "patroni: restore", intent: restoreIntent, verb: model.VerbRefuse, codes: []model.Code{model.CodeActionUnsupported}}),
+		{name: "etcd: switchover", intent: intentFor(model.ActionSwitchover, "etcd-1"), verb: model.VerbRefuse, codes: []model.Code{model.CodeActionUnsupported}},
 		pgRow(row{name: "patroni: pod being deleted", intent: pgReplace1, mutate: func(o *model.Observation) { o.Members[1].Pod.DeletionMarked = true },
-			verb: VerbAwait, codes: []Code{CodePodTerminating}}),
+			verb: model.VerbAwait, codes: []model.Code{model.CodePodTerminating}}),
 		pgRow(row{name: "patroni: pod never started", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				p := o.Members[1].Pod
 				p.Started, p.Running, p.Ready, p.EverStarted, p.Phase = false, false, false, false, "Pending"
 				o.Members[1].Engine = nil
-			}, verb: VerbObserve, codes: []Code{CodePodNeverStarted}}),
+			}, verb: model.VerbObserve, codes: []model.Code{model.CodePodNeverStarted}}),
 		pgRow(row{name: "patroni: lock held", intent: pgSwitch, mutate: func(o *model.Observation) { o.Lock = lockStates[1].lock },
-			verb: VerbRefuse, codes: []Code{CodeLockHeld}}),
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeLockHeld}}),
 
 		// Resume from the ledger.
 		pgRow(row{name: "patroni resume: reinitialize sent, not seen rebuilding yet", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize))}
-			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}, notes: []Code{CodeResuming}}),
+			}, verb: model.VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}, notes: []model.Code{model.CodeResuming}}),
 		pgRow(row{name: "patroni resume: reinitialize answered long ago, streaming: rebuilt", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				r := done(model.StepReinitialize)
 				r.At = now.Add(-RebuildSeenAfter - time.Second)
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r)}
-			}, verb: VerbDone, noSteps: true}),
+			}, verb: model.VerbDone, noSteps: true}),
 		pgRow(row{name: "patroni resume: reinitialize sent, rebuilding", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize))}
 				notStreaming(o, 1)
 				pgf(o, 1).State, pgf(o, 1).Role = "creating replica", "uninitialized"
-			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
+			}, verb: model.VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
 		pgRow(row{name: "patroni resume: rebuilt and streaming", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize), done(model.StepAwaitRebuild))}
-			}, verb: VerbDone, noSteps: true}),
+			}, verb: model.VerbDone, noSteps: true}),
 		pgRow(row{name: "patroni resume: rebuilt, still behind", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize), done(model.StepAwaitRebuild))}
 				pgf(o, 1).ReplayedLocation = ptr(pgFrontier - 3<<20)
-			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
+			}, verb: model.VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
 		pgRow(row{name: "patroni resume: reinitialize only written ahead", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending})}
-			}, verb: VerbProceed, steps: reseedPlan}),
+			}, verb: model.VerbProceed, steps: reseedPlan}),
 		pgRow(row{name: "patroni resume: answered long ago, streaming, but PostgreSQL never restarted: not rebuilt", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				r := done(model.StepReinitialize)
 				r.At, r.Since = now.Add(-RebuildSeenAfter-time.Minute), "2026-12-01 18:46:53.4+00:00"
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r, done(model.StepAwaitRebuild))}
 				pgf(o, 1).PostmasterStart = r.Since
-			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}}),
+			}, verb: model.VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}}),
 		pgRow(row{name: "patroni resume: PostgreSQL restarted since the reinitialize and streams: rebuilt", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				r := done(model.StepReinitialize)
 				r.Since = "2026-12-01 18:46:53.4+00:00"
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r)}
 				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
-			}, verb: VerbDone, noSteps: true}),
+			}, verb: model.VerbDone, noSteps: true}),
 		pgRow(row{name: "patroni resume: reinitialize only written ahead, PostgreSQL restarted since: not counted as rebuilt, sent again", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending, Since: "2026-12-01 18:46:53.4+00:00"})}
 				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
-			}, verb: VerbProceed, steps: reseedPlan}),
+			}, verb: model.VerbProceed, steps: reseedPlan}),
 		pgRow(row{name: "patroni resume: reinitialize unanswered, PostgreSQL restarted since: sent again", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1",
 					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending, Since: "2026-12-01 18:46:53.4+00:00"},
 					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeUnknown, Since: "2026-12-01 18:46:53.4+00:00"})}
 				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
-			}, verb: VerbProceed, steps: reseedPlan}),
+			}, verb: model.VerbProceed, steps: reseedPlan}),
 		pgRow(row{name: "patroni resume: reinitialize already in progress (answered), restarted, streaming: rebuilt", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1",
 					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeAlready, Since: "2026-12-01 18:46:53.4+00:00"})}
 				pgf(o, 1).PostmasterStart = "2026-12-01 19:02:11.9+00:00"
-			}, verb: VerbDone, noSteps: true}),
+			}, verb: model.VerbDone, noSteps: true}),
 		pgRow(row{name: "patroni resume: reinitialize sent again after an unanswered one: the rebuild that counts is the last answered one's", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1",
@@ -399,7 +399,7 @@ func patroniRows() []row {
 					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeSending, Since: "S1"},
 					model.Receipt{Step: model.StepReinitialize, Outcome: model.OutcomeDone, Since: "S1", At: now.Add(-2 * time.Second)})}
 				pgf(o, 1).PostmasterStart = "S1" // not stopped yet by the second reinitialize
-			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}}),
+			}, verb: model.VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}}),
 		pgRow(row{name: "patroni resume: rebuilt while the other replica went down: done, the risk gates do not hold the end", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				r := done(model.StepReinitialize)
@@ -407,76 +407,76 @@ func patroniRows() []row {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r)}
 				pgf(o, 1).PostmasterStart = "S1"
 				pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 5<<20)
-			}, verb: VerbDone, noSteps: true}),
+			}, verb: model.VerbDone, noSteps: true}),
 		pgRow(row{name: "patroni resume: replaced member streams again, the cluster paused meanwhile: done", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC), done(model.StepDeletePod))}
 				o.Members[1].Pod.UID, o.Members[1].PVC.UID = "pod-uid-new", "pvc-uid-new"
 				o.Cluster.Patroni.Paused = true
-			}, verb: VerbDone, noSteps: true}),
+			}, verb: model.VerbDone, noSteps: true}),
 		pgRow(row{name: "patroni resume: replace whose pod is still to be deleted, the last candidate: refused", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
 				o.Members[1].PVC.DeletionMarked = true
 				pgf(o, 2).ReplayedLocation = ptr(pgFrontier - 5<<20)
-			}, verb: VerbRefuse, codes: []Code{CodeLastFailoverReplica}, noSteps: true}),
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeLastFailoverReplica}, noSteps: true}),
 		pgRow(row{name: "patroni resume: replace after its volume's delete, the member promoted since: refused, nothing deleted", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
 				o.Members[1].PVC.DeletionMarked = true
 				promoted(o, 0, 1)
-			}, verb: VerbRefuse, codes: []Code{CodeTargetPromoted},
-			check: func(t *testing.T, d Decision) {
-				blockDetail(CodeTargetPromoted, "Patroni promoted it after replace ledger entry")(t, d)
-				if d.Deletes() || len(d.Steps) > 0 || len(d.Blockers) != 1 || d.Blockers[0].Override != FlagSwitchoverFirst {
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeTargetPromoted},
+			check: func(t *testing.T, d model.Decision) {
+				blockDetail(model.CodeTargetPromoted, "Patroni promoted it after replace ledger entry")(t, d)
+				if d.Deletes() || len(d.Steps) > 0 || len(d.Blockers) != 1 || d.Blockers[0].Override != model.FlagSwitchoverFirst {
 					t.Errorf("steps %v, blockers %+v", kinds(d), d.Blockers)
 				}
 			}}),
-		pgRow(row{name: "patroni resume: replace after its volume's delete, the member promoted since, --switchover-first: hands over before the delete", intent: withOpts(pgReplace1, func(o *Options) { o.SwitchoverFirst = true }),
+		pgRow(row{name: "patroni resume: replace after its volume's delete, the member promoted since, --switchover-first: hands over before the delete", intent: withOpts(pgReplace1, func(o *model.ActionOptions) { o.SwitchoverFirst = true }),
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
 				o.Members[1].PVC.DeletionMarked = true
 				promoted(o, 0, 1)
-			}, verb: VerbProceed, notes: []Code{CodeSwitchoverFirst},
+			}, verb: model.VerbProceed, notes: []model.Code{model.CodeSwitchoverFirst},
 			steps: []model.StepKind{model.StepSwitchover, model.StepAwaitSwitchover, model.StepDeletePod, model.StepAwaitPodGone, model.StepAwaitPodRecreated, model.StepAwaitStreaming},
 			check: switchStep("pg-1", "pg-0")}),
 		pgRow(row{name: "patroni resume: reseed whose member was promoted since: refused", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", done(model.StepReinitialize))}
 				promoted(o, 0, 1)
-			}, verb: VerbRefuse, codes: []Code{CodeTargetPromoted}}),
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeTargetPromoted}}),
 		pgRow(row{name: "patroni resume: replace resumed in maintenance mode before its pod's delete: refused", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
 				o.Members[1].PVC.DeletionMarked = true
 				o.Cluster.Patroni.Paused = true
-			}, verb: VerbRefuse, codes: []Code{CodeMaintenancePaused}}),
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeMaintenancePaused}}),
 		pgRow(row{name: "patroni resume: replace resumed with no primary: refused", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC))}
 				o.Members[1].PVC.DeletionMarked = true
 				pgf(o, 0).State = "stopped"
-			}, verb: VerbRefuse, codes: []Code{CodePrimaryUnknown}}),
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodePrimaryUnknown}}),
 		pgRow(row{name: "patroni resume: replaced pod streams", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC), done(model.StepDeletePod))}
 				o.Members[1].Pod.UID, o.Members[1].PVC.UID = "pod-uid-new", "pvc-uid-new"
-			}, verb: VerbDone, noSteps: true}),
+			}, verb: model.VerbDone, noSteps: true}),
 		pgRow(row{name: "patroni resume: replaced pod bootstrapping", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC), done(model.StepDeletePod))}
 				o.Members[1].Pod.UID, o.Members[1].PVC.UID = "pod-uid-new", "pvc-uid-new"
 				notStreaming(o, 1)
 				pgf(o, 1).State = "creating replica"
-			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
+			}, verb: model.VerbProceed, steps: []model.StepKind{model.StepAwaitStreaming}}),
 		pgRow(row{name: "patroni resume: pod gone, volume going", intent: pgReplace1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePVC), done(model.StepDeletePod))}
 				o.Members[1].Pod, o.Members[1].Engine = nil, nil
 				o.Members[1].PVC.DeletionMarked = true
 				notStreaming(o, 1)
-			}, verb: VerbProceed, steps: []model.StepKind{model.StepAwaitPodRecreated, model.StepAwaitStreaming},
-			check: func(t *testing.T, d Decision) {
+			}, verb: model.VerbProceed, steps: []model.StepKind{model.StepAwaitPodRecreated, model.StepAwaitStreaming},
+			check: func(t *testing.T, d model.Decision) {
 				if d.Deletes() {
 					t.Errorf("deletes again: %+v", d.Fences)
 				}
@@ -485,8 +485,8 @@ func patroniRows() []row {
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReplace, "pg-1", done(model.StepDeletePod))}
 				o.Members[1].Pod.UID = "pod-uid-new"
-			}, verb: VerbProceed, steps: pgReplace,
-			check: func(t *testing.T, d Decision) {
+			}, verb: model.VerbProceed, steps: pgReplace,
+			check: func(t *testing.T, d model.Decision) {
 				if d.Fences[1].UID != "pod-uid-new" || d.Fences[0].UID != "pvc-uid-pg-1" {
 					t.Errorf("fences %+v", d.Fences)
 				}
@@ -495,8 +495,8 @@ func patroniRows() []row {
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
 				promoted(o, 0, 1)
-			}, verb: VerbDone, noSteps: true,
-			check: func(t *testing.T, d Decision) {
+			}, verb: model.VerbDone, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
 				if d.Leader != "pg-1" {
 					t.Errorf("leader %s", d.Leader)
 				}
@@ -506,14 +506,14 @@ func patroniRows() []row {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
 				promoted(o, 0, 1)
 				pgf(o, 0).Role, pgf(o, 0).State = "demoted", "stopping"
-			}, verb: VerbDone, noSteps: true, notes: []Code{CodeRejoinPending}}),
+			}, verb: model.VerbDone, noSteps: true, notes: []model.Code{model.CodeRejoinPending}}),
 		pgRow(row{name: "patroni resume: switchover answered, old primary cannot rejoin: done, reported", intent: pgSwitch,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0", At: now.Add(-time.Hour)})}
 				promoted(o, 0, 1)
 				pgf(o, 0).State = "stopped"
-			}, verb: VerbDone, noSteps: true, notes: []Code{CodeRejoinPending},
-			check: func(t *testing.T, d Decision) {
+			}, verb: model.VerbDone, noSteps: true, notes: []model.Code{model.CodeRejoinPending},
+			check: func(t *testing.T, d model.Decision) {
 				if d.Leader != "pg-1" {
 					t.Errorf("leader %s", d.Leader)
 				}
@@ -522,8 +522,8 @@ func patroniRows() []row {
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
 				promoted(o, 0, 2)
-			}, verb: VerbDone, noSteps: true, notes: []Code{CodeSwitchoverOther},
-			check: func(t *testing.T, d Decision) {
+			}, verb: model.VerbDone, noSteps: true, notes: []model.Code{model.CodeSwitchoverOther},
+			check: func(t *testing.T, d model.Decision) {
 				if d.Leader != "pg-2" {
 					t.Errorf("leader %s", d.Leader)
 				}
@@ -531,8 +531,8 @@ func patroniRows() []row {
 		pgRow(row{name: "patroni resume: switchover answered long ago, the old primary leads again: stale, a new switchover through every gate", intent: pgSwitch,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0", At: now.Add(-SwitchoverSettleAfter - time.Minute)})}
-			}, verb: VerbProceed, steps: switchPlan, notes: []Code{CodeSuperseding},
-			check: func(t *testing.T, d Decision) {
+			}, verb: model.VerbProceed, steps: switchPlan, notes: []model.Code{model.CodeSuperseding},
+			check: func(t *testing.T, d model.Decision) {
 				if d.Resume != "" || len(d.Supersedes) != 1 {
 					t.Errorf("resume %q supersedes %v", d.Resume, d.Supersedes)
 				}
@@ -543,26 +543,26 @@ func patroniRows() []row {
 				promoted(o, 0, 1)
 				pgf(o, 0).State = "stopped" // the old primary cannot rejoin: reseeding it is the repair
 				notStreaming(o, 0)
-			}, verb: VerbProceed, steps: reseedPlan, notes: []Code{CodeSuperseding}}),
+			}, verb: model.VerbProceed, steps: reseedPlan, notes: []model.Code{model.CodeSuperseding}}),
 		pgRow(row{name: "patroni: a switchover entry still settling blocks a reseed", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0", At: now.Add(-5 * time.Second)})}
-			}, verb: VerbRefuse, codes: []Code{CodeActionInProgress}}),
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeActionInProgress}}),
 		pgRow(row{name: "patroni resume: switchover unanswered, nothing moved", intent: pgSwitch,
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeUnknown, MemberID: "pg-1", From: "pg-0"})}
-			}, verb: VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-1")}),
-		pgRow(row{name: "patroni resume: reseed of the old primary after its switchover, still stopping: waits before the reinitialize", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+			}, verb: model.VerbProceed, steps: switchPlan, check: switchStep("pg-0", "pg-1")}),
+		pgRow(row{name: "patroni resume: reseed of the old primary after its switchover, still stopping: waits before the reinitialize", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *model.ActionOptions) { o.SwitchoverFirst = true }),
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-0", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
 				promoted(o, 0, 1)
 				pgf(o, 0).State = "stopping"
-			}, verb: VerbProceed, steps: append([]model.StepKind{model.StepAwaitSwitchover}, reseedPlan...)}),
-		pgRow(row{name: "patroni resume: reseed of the old primary after its switchover", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *Options) { o.SwitchoverFirst = true }),
+			}, verb: model.VerbProceed, steps: append([]model.StepKind{model.StepAwaitSwitchover}, reseedPlan...)}),
+		pgRow(row{name: "patroni resume: reseed of the old primary after its switchover", intent: withOpts(intentFor(model.ActionReseed, "pg-0"), func(o *model.ActionOptions) { o.SwitchoverFirst = true }),
 			mutate: func(o *model.Observation) {
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-0", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0"})}
 				promoted(o, 0, 1)
-			}, verb: VerbProceed, steps: reseedPlan}),
+			}, verb: model.VerbProceed, steps: reseedPlan}),
 	}
 }
 
@@ -605,7 +605,7 @@ func TestPatroniInvariants(t *testing.T) {
 						if sn == "writable" && on == "healthy" {
 							s(&obs, 0) // the primary itself in that state too
 						}
-						in := Intent{Action: action, Member: target, Options: Options{SwitchoverFirst: first}}
+						in := model.Intent{Action: action, Member: target, Options: model.ActionOptions{SwitchoverFirst: first}}
 						d := judgedClassify(obs, in, now)
 						n++
 						name := fmt.Sprintf("%s %q pg-1=%s pg-2=%s first=%v", action, target, sn, on, first)
@@ -618,13 +618,13 @@ func TestPatroniInvariants(t *testing.T) {
 	t.Logf("%d combinations", n)
 }
 
-func checkPatroni(t *testing.T, name string, obs model.Observation, in Intent, d Decision) {
+func checkPatroni(t *testing.T, name string, obs model.Observation, in model.Intent, d model.Decision) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Errorf("%s: %s\n%s", name, fmt.Sprintf(format, args...), strings.Join(Describe(d), "\n"))
 	}
 	switch d.Verb {
-	case VerbProceed, VerbDone:
+	case model.VerbProceed, model.VerbDone:
 		if len(d.Blockers) > 0 {
 			fail("%s with blockers", d.Verb)
 		}
@@ -636,7 +636,7 @@ func checkPatroni(t *testing.T, name string, obs model.Observation, in Intent, d
 			fail("%s with steps", d.Verb)
 		}
 	}
-	if d.Verb == VerbProceed && len(d.Steps) == 0 {
+	if d.Verb == model.VerbProceed && len(d.Steps) == 0 {
 		fail("proceed without steps")
 	}
 	assertFencesObserved(t, obs, d)
@@ -646,7 +646,7 @@ func checkPatroni(t *testing.T, name string, obs model.Observation, in Intent, d
 			writable++
 		}
 	}
-	if d.Verb == VerbProceed && writable != 1 {
+	if d.Verb == model.VerbProceed && writable != 1 {
 		fail("proceeds with %d writable primaries", writable)
 	}
 	switched := false
@@ -660,7 +660,7 @@ func checkPatroni(t *testing.T, name string, obs model.Observation, in Intent, d
 			if s.From != "pg-0" {
 				fail("switchover from %s, the observed primary is pg-0", s.From)
 			}
-			c := patroni{&classifier{obs: verdictObs(obs), o: in.Options.withDefaults()}}
+			c := patroni{&classifier{obs: verdictObs(obs), o: withDefaults(in.Options)}}
 			if why := c.candidateWhyNot(c.member(s.MemberID), c.member("pg-0")); why != "" {
 				fail("switchover to %s, which is no candidate: %s", s.MemberID, why)
 			}
@@ -714,7 +714,7 @@ func TestPatroniResumeNeverActsOnThePrimary(t *testing.T) {
 			for rn, rs := range receipts {
 				for _, to := range []int{0, 1, 2} {
 					for on, os := range others {
-						for _, opts := range []Options{{}, {SwitchoverFirst: true}, {AcceptNoFailover: true, SwitchoverFirst: true}} {
+						for _, opts := range []model.ActionOptions{{}, {SwitchoverFirst: true}, {AcceptNoFailover: true, SwitchoverFirst: true}} {
 							obs := pgHealthy()
 							if to != 0 {
 								promoted(&obs, 0, to)
@@ -722,7 +722,7 @@ func TestPatroniResumeNeverActsOnThePrimary(t *testing.T) {
 							ti := int(target[3] - '0')
 							os(&obs, ti)
 							obs.Ledger = []model.LedgerEntry{pgEntry(action, target, slices.Clone(rs)...)}
-							in := Intent{Action: action, Member: target, Options: opts}
+							in := model.Intent{Action: action, Member: target, Options: opts}
 							d := judgedClassify(obs, in, now)
 							n++
 							prim := fmt.Sprintf("pg-%d", to)
@@ -741,10 +741,10 @@ func TestPatroniResumeNeverActsOnThePrimary(t *testing.T) {
 									}
 								}
 							}
-							if target == prim && !opts.SwitchoverFirst && d.Verb != VerbRefuse {
+							if target == prim && !opts.SwitchoverFirst && d.Verb != model.VerbRefuse {
 								t.Errorf("%s: %s, want refused:\n%s", name, d.Verb, strings.Join(Describe(d), "\n"))
 							}
-							if target == prim && !opts.SwitchoverFirst && rs != nil && !d.Blocked(CodeTargetPromoted) && !d.Blocked(CodeTargetIsPrimary) {
+							if target == prim && !opts.SwitchoverFirst && rs != nil && !d.Blocked(model.CodeTargetPromoted) && !d.Blocked(model.CodeTargetIsPrimary) {
 								t.Errorf("%s: blockers %+v, want target_promoted", name, d.Blockers)
 							}
 						}

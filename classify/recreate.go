@@ -59,7 +59,7 @@ func (recreateRules) holdsRecorded(c *classifier, e *model.LedgerEntry) bool {
 // true.
 func (recreateRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
 
-func (recreateRules) ready(d Decision) string {
+func (recreateRules) ready(d model.Decision) string {
 	if d.Leader == "" {
 		return "answering, ready and within the lag threshold of the leader's frontier"
 	}
@@ -70,7 +70,7 @@ func (recreateRules) ready(d Decision) string {
 // it (why says what to do instead).
 func (c *classifier) unsupported(why string) {
 	cl := c.obs.Cluster
-	c.block(CodeActionUnsupported, c.in.Member, "", "hactl has no fenced %s for %s clusters (%s/%s runs %q): %s; status and explain read it as for any engine",
+	c.block(model.CodeActionUnsupported, c.in.Member, "", "hactl has no fenced %s for %s clusters (%s/%s runs %q): %s; status and explain read it as for any engine",
 		c.in.Action, cl.Engine, cl.Namespace, cl.Name, cl.Engine, why)
 }
 
@@ -92,14 +92,14 @@ func (c recreate) replace() {
 	}
 	m := c.member(name)
 	if m == nil {
-		c.block(CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", cl.Namespace, cl.Name, name, c.memberNames())
+		c.block(model.CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", cl.Namespace, cl.Name, name, c.memberNames())
 		return
 	}
 	if m.Ordinal >= cl.Replicas {
-		c.block(CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, cl.Replicas)
+		c.block(model.CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, cl.Replicas)
 	}
 	if cl.Shape == model.ShapeOperatorOwned {
-		c.block(CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator", orName(cl.Template.OperatorOwner, "an operator"))
+		c.block(model.CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator", orName(cl.Template.OperatorOwner, "an operator"))
 	}
 	c.d.Replaced = c.replacedOf(m)
 	w := rebuilt{leader: func() string { return c.a.LeaderMember }, caughtUp: c.caughtUp, await: c.awaitCaughtUp, recreated: c.recreated}
@@ -142,7 +142,7 @@ func (c recreate) gates(m *model.Member) bool {
 // recorded), lack a quorum, or agree on no leader.
 func (c recreate) agreed() bool {
 	if !c.obs.EngineProbed {
-		c.block(CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
+		c.block(model.CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
 		return false
 	}
 	answered := false
@@ -150,25 +150,25 @@ func (c recreate) agreed() bool {
 		answered = answered || (x.Engine != nil && x.Engine.Reachable)
 	}
 	if !answered {
-		c.block(CodeClusterUnreachable, "", "", "no member answered%s", c.probeFailures())
+		c.block(model.CodeClusterUnreachable, "", "", "no member answered%s", c.probeFailures())
 		return false
 	}
 	ok := true
 	known := c.obs.Cluster.KnownClusterID
 	switch {
 	case c.a.ClusterIDs > 1:
-		c.block(CodeClusterIDSplit, "", "", "the members answer with %d different cluster IDs: repair the split first", c.a.ClusterIDs)
+		c.block(model.CodeClusterIDSplit, "", "", "the members answer with %d different cluster IDs: repair the split first", c.a.ClusterIDs)
 		ok = false
 	case known != "" && c.a.ClusterID != "" && c.a.ClusterID != known:
-		c.block(CodeClusterIDSplit, "", "", "the members answer for cluster %s, but %s was recorded for this cluster: a member that formed a cluster of its own is no rebuilt member", c.a.ClusterID, known)
+		c.block(model.CodeClusterIDSplit, "", "", "the members answer for cluster %s, but %s was recorded for this cluster: a member that formed a cluster of its own is no rebuilt member", c.a.ClusterID, known)
 		ok = false
 	}
 	if r := c.reason(model.ReasonQuorumUnavailable); r != nil {
-		c.block(CodeLeaderUnknown, "", "", "the cluster has no quorum (%s): hactl acts only on a cluster whose leader it can measure against", r.Detail)
+		c.block(model.CodeLeaderUnknown, "", "", "the cluster has no quorum (%s): hactl acts only on a cluster whose leader it can measure against", r.Detail)
 		return false
 	}
 	if c.a.LeaderMember == "" {
-		c.block(CodeLeaderUnknown, "", "", "the members agree on no leader (%s): hactl replaces a member only while a leader it can measure the rebuilt member against is known", c.leaderReasons())
+		c.block(model.CodeLeaderUnknown, "", "", "the members agree on no leader (%s): hactl replaces a member only while a leader it can measure the rebuilt member against is known", c.leaderReasons())
 		return false
 	}
 	c.d.Leader = c.a.LeaderMember
@@ -183,9 +183,9 @@ func (c recreate) notLeader(m *model.Member, rebuilt bool) bool {
 	case c.a.LeaderMember != m.Name:
 		return true
 	case rebuilt:
-		c.block(CodeTargetIsLeader, m.Name, "", "%s leads now: its replace began (ledger entry %s) but a rebuilt member that leads cannot be measured against a leader's frontier; check that it holds the cluster's data, or run with --supersede to drop the entry", m.Name, c.resume.ID)
+		c.block(model.CodeTargetIsLeader, m.Name, "", "%s leads now: its replace began (ledger entry %s) but a rebuilt member that leads cannot be measured against a leader's frontier; check that it holds the cluster's data, or run with --supersede to drop the entry", m.Name, c.resume.ID)
 	default:
-		c.block(CodeTargetIsLeader, m.Name, "", "%s is the leader: hactl cannot hand leadership over in a cluster of engine %s; move it with the store's own tools, then replace %s", m.Name, c.obs.Cluster.Engine, m.Name)
+		c.block(model.CodeTargetIsLeader, m.Name, "", "%s is the leader: hactl cannot hand leadership over in a cluster of engine %s; move it with the store's own tools, then replace %s", m.Name, c.obs.Cluster.Engine, m.Name)
 	}
 	return false
 }
@@ -195,7 +195,7 @@ func (c recreate) notLeader(m *model.Member, rebuilt bool) bool {
 func (c recreate) takeDown(m *model.Member) bool {
 	ok := true
 	if r := c.reason(model.ReasonMaintenancePaused); r != nil {
-		c.block(CodeMaintenancePaused, "", "", "the cluster says it is paused (%s): a paused store may not rebuild a member on an empty volume; resume it first", r.Detail)
+		c.block(model.CodeMaintenancePaused, "", "", "the cluster says it is paused (%s): a paused store may not rebuild a member on an empty volume; resume it first", r.Detail)
 		ok = false
 	}
 	var healthy, not []string
@@ -209,7 +209,7 @@ func (c recreate) takeDown(m *model.Member) bool {
 		}
 	}
 	if len(healthy) < c.a.Quorum {
-		c.block(CodeQuorumWouldBreak, m.Name, "", "while %s rebuilds, %d caught-up member(s) would remain (%s) and the cluster needs %d; repair the others first (%s)",
+		c.block(model.CodeQuorumWouldBreak, m.Name, "", "while %s rebuilds, %d caught-up member(s) would remain (%s) and the cluster needs %d; repair the others first (%s)",
 			m.Name, len(healthy), orName(strings.Join(healthy, ", "), "none"), c.a.Quorum, orName(strings.Join(not, "; "), "no other member"))
 		ok = false
 	}
@@ -260,7 +260,7 @@ func (c recreate) caughtUp(m *model.Member) bool {
 }
 
 func (c recreate) awaitCaughtUp(name string) {
-	c.step(Step{Kind: model.StepAwaitCaughtUp, Member: name, MemberID: name,
+	c.step(model.Step{Kind: model.StepAwaitCaughtUp, Member: name, MemberID: name,
 		Detail: fmt.Sprintf("wait until %s answers, its pod ready, with its lag behind the leader's frontier known and within %d", name, c.threshold())})
 }
 

@@ -62,8 +62,8 @@ func recreateObs() model.Observation {
 	return obs
 }
 
-func recreateIntent(member string, r recreatable) Intent {
-	in := Intent{Action: model.ActionReplace, Member: member}
+func recreateIntent(member string, r recreatable) model.Intent {
+	in := model.Intent{Action: model.ActionReplace, Member: member}
 	in.Options.Verdict.Rules = map[model.Engine]model.VerdictRules{engineToy: r}
 	return in
 }
@@ -78,7 +78,7 @@ var recreatePlan = []model.StepKind{model.StepDeletePVC, model.StepDeletePod, mo
 func TestReplaceByRecreate(t *testing.T) {
 	ok := recreatable{leader: "toy-0", quorum: 2, says: true}
 	d := judgedClassify(recreateObs(), recreateIntent("toy-1", ok), now)
-	if d.Verb != VerbProceed || !slices.Equal(kinds(d), recreatePlan) {
+	if d.Verb != model.VerbProceed || !slices.Equal(kinds(d), recreatePlan) {
 		t.Fatalf("verb %s, steps %v, blockers %v; want %v", d.Verb, kinds(d), d.Blockers, recreatePlan)
 	}
 	if len(d.Fences) != 2 || d.Fences[0].UID != "pvc-uid-1" || d.Fences[1].UID != "pod-uid-1" || d.Leader != "toy-0" {
@@ -99,18 +99,18 @@ func TestReplaceByRecreate(t *testing.T) {
 		name   string
 		member string
 		r      recreatable
-		want   Code
+		want   model.Code
 		says   string
 	}{
-		{"the leader", "toy-0", ok, CodeTargetIsLeader, "toy-0 is the leader"},
-		{"the quorum", "toy-1", lagging, CodeQuorumWouldBreak, "1 caught-up member(s) would remain (toy-0)"},
-		{"paused", "toy-1", paused, CodeMaintenancePaused, "the documents say paused"},
-		{"no leader", "toy-1", leaderless, CodeLeaderUnknown, "agree on no leader"},
-		{"not said", "toy-1", silent, CodeActionUnsupported, "its mapping does not say so"},
-		{"no such member", "toy-7", ok, CodeMemberNotFound, "no member"},
+		{"the leader", "toy-0", ok, model.CodeTargetIsLeader, "toy-0 is the leader"},
+		{"the quorum", "toy-1", lagging, model.CodeQuorumWouldBreak, "1 caught-up member(s) would remain (toy-0)"},
+		{"paused", "toy-1", paused, model.CodeMaintenancePaused, "the documents say paused"},
+		{"no leader", "toy-1", leaderless, model.CodeLeaderUnknown, "agree on no leader"},
+		{"not said", "toy-1", silent, model.CodeActionUnsupported, "its mapping does not say so"},
+		{"no such member", "toy-7", ok, model.CodeMemberNotFound, "no member"},
 	} {
 		d := judgedClassify(recreateObs(), recreateIntent(c.member, c.r), now)
-		if d.Verb != VerbRefuse || !slices.Contains(blockerCodes(d), c.want) || len(d.Steps) > 0 {
+		if d.Verb != model.VerbRefuse || !slices.Contains(blockerCodes(d), c.want) || len(d.Steps) > 0 {
 			t.Errorf("%s: verb %s, blockers %v, steps %v; want %s", c.name, d.Verb, blockerCodes(d), kinds(d), c.want)
 			continue
 		}
@@ -121,13 +121,13 @@ func TestReplaceByRecreate(t *testing.T) {
 		}
 	}
 	// The lagging member itself may be replaced: the others keep quorum.
-	if d := judgedClassify(recreateObs(), recreateIntent("toy-2", lagging), now); d.Verb != VerbProceed {
+	if d := judgedClassify(recreateObs(), recreateIntent("toy-2", lagging), now); d.Verb != model.VerbProceed {
 		t.Errorf("replacing the lagging member: %s %v", d.Verb, d.Blockers)
 	}
 	for _, a := range []model.Action{model.ActionReseed, model.ActionSwitchover, model.ActionSeed} {
 		in := recreateIntent("toy-1", ok)
 		in.Action = a
-		if d := judgedClassify(recreateObs(), in, now); !slices.Equal(blockerCodes(d), []Code{CodeActionUnsupported}) {
+		if d := judgedClassify(recreateObs(), in, now); !slices.Equal(blockerCodes(d), []model.Code{model.CodeActionUnsupported}) {
 			t.Errorf("%s: blockers %v, want action_unsupported", a, blockerCodes(d))
 		}
 	}
@@ -151,19 +151,19 @@ func TestReplaceByRecreateResumes(t *testing.T) {
 	behind := ok
 	behind.lags = map[string]int64{"toy-1": 5000}
 	behind.phases = map[string]model.Phase{"toy-1": model.PhaseCatchingUp}
-	if d := judgedClassify(recreated(true), recreateIntent("toy-1", behind), now); d.Verb != VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
+	if d := judgedClassify(recreated(true), recreateIntent("toy-1", behind), now); d.Verb != model.VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
 		t.Errorf("catching up: verb %s, steps %v, blockers %v", d.Verb, kinds(d), d.Blockers)
 	}
-	if d := judgedClassify(recreated(false), recreateIntent("toy-1", ok), now); d.Verb != VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
+	if d := judgedClassify(recreated(false), recreateIntent("toy-1", ok), now); d.Verb != model.VerbProceed || !slices.Equal(kinds(d), []model.StepKind{model.StepAwaitCaughtUp}) {
 		t.Errorf("pod not ready: verb %s, steps %v", d.Verb, kinds(d))
 	}
-	if d := judgedClassify(recreated(true), recreateIntent("toy-1", ok), now); d.Verb != VerbDone {
+	if d := judgedClassify(recreated(true), recreateIntent("toy-1", ok), now); d.Verb != model.VerbDone {
 		t.Errorf("caught up: verb %s, steps %v, blockers %v", d.Verb, kinds(d), d.Blockers)
 	}
 	back := recreated(true)
 	back.Members[1].PVC.UID = "pvc-uid-1" // the new pod came back on the old volume
 	d := judgedClassify(back, recreateIntent("toy-1", ok), now)
-	if d.Verb != VerbProceed || !slices.Equal(kinds(d), recreatePlan) || d.Fences[1].UID != "pod-uid-new" {
+	if d.Verb != model.VerbProceed || !slices.Equal(kinds(d), recreatePlan) || d.Fences[1].UID != "pod-uid-new" {
 		t.Errorf("old volume: verb %s, steps %v, fences %+v", d.Verb, kinds(d), d.Fences)
 	}
 }
@@ -189,7 +189,7 @@ func TestReplaceByRecreateNeverEndsOnAnUnmeasuredMember(t *testing.T) {
 		}
 		return obs
 	}
-	if d := judgedClassify(rebuilt(), recreateIntent("toy-1", ok), now); d.Verb != VerbDone {
+	if d := judgedClassify(rebuilt(), recreateIntent("toy-1", ok), now); d.Verb != model.VerbDone {
 		t.Fatalf("the reference: verb %s, steps %v, blockers %v", d.Verb, kinds(d), d.Blockers)
 	}
 	leads := ok
@@ -204,13 +204,13 @@ func TestReplaceByRecreateNeverEndsOnAnUnmeasuredMember(t *testing.T) {
 		name   string
 		r      recreatable
 		mutate func(*model.Observation)
-		want   Code // "" : a wait, no blocker
+		want   model.Code // "" : a wait, no blocker
 	}{
-		{"it leads", leads, nil, CodeTargetIsLeader},
-		{"two cluster IDs", ownCluster, nil, CodeClusterIDSplit},
-		{"another cluster than recorded", ok, func(o *model.Observation) { o.Cluster.KnownClusterID = "c0" }, CodeClusterIDSplit},
-		{"no quorum", noQuorum, nil, CodeLeaderUnknown},
-		{"not probed", ok, func(o *model.Observation) { o.EngineProbed = false }, CodeNotProbed},
+		{"it leads", leads, nil, model.CodeTargetIsLeader},
+		{"two cluster IDs", ownCluster, nil, model.CodeClusterIDSplit},
+		{"another cluster than recorded", ok, func(o *model.Observation) { o.Cluster.KnownClusterID = "c0" }, model.CodeClusterIDSplit},
+		{"no quorum", noQuorum, nil, model.CodeLeaderUnknown},
+		{"not probed", ok, func(o *model.Observation) { o.EngineProbed = false }, model.CodeNotProbed},
 		{"lagging", behind, nil, ""},
 		{"following another leader", ok, func(o *model.Observation) { o.Members[1].Engine.LeaderID = "toy-2" }, ""},
 		{"the old volume still going", ok, func(o *model.Observation) {
@@ -223,11 +223,11 @@ func TestReplaceByRecreateNeverEndsOnAnUnmeasuredMember(t *testing.T) {
 		}
 		d := judgedClassify(obs, recreateIntent("toy-1", c.r), now)
 		switch {
-		case d.Verb == VerbDone:
+		case d.Verb == model.VerbDone:
 			t.Errorf("%s: done", c.name)
-		case c.want == "" && (d.Verb != VerbProceed || d.Deletes()):
+		case c.want == "" && (d.Verb != model.VerbProceed || d.Deletes()):
 			t.Errorf("%s: verb %s, steps %v, blockers %v; want a wait", c.name, d.Verb, kinds(d), d.Blockers)
-		case c.want != "" && (d.Verb != VerbRefuse || !slices.Contains(blockerCodes(d), c.want) || len(d.Steps) > 0):
+		case c.want != "" && (d.Verb != model.VerbRefuse || !slices.Contains(blockerCodes(d), c.want) || len(d.Steps) > 0):
 			t.Errorf("%s: verb %s, steps %v, blockers %v; want %s", c.name, d.Verb, kinds(d), blockerCodes(d), c.want)
 		}
 	}

@@ -21,7 +21,7 @@ func untouchedRestore(outcomes ...model.Outcome) model.LedgerEntry {
 	return e
 }
 
-func hasBlocker(d Decision, code Code) *Blocker {
+func hasBlocker(d model.Decision, code model.Code) *model.Blocker {
 	for i := range d.Blockers {
 		if d.Blockers[i].Code == code {
 			return &d.Blockers[i]
@@ -30,8 +30,8 @@ func hasBlocker(d Decision, code Code) *Blocker {
 	return nil
 }
 
-func hasNote(d Decision, code Code) bool {
-	return slices.ContainsFunc(d.Notes, func(n Note) bool { return n.Code == code })
+func hasNote(d model.Decision, code model.Code) bool {
+	return slices.ContainsFunc(d.Notes, func(n model.Note) bool { return n.Code == code })
 }
 
 // A restore resumed before it changed anything is a fresh decision: every
@@ -53,16 +53,16 @@ func TestRestoreResumedBeforeAnyChangeIsDecidedAfresh(t *testing.T) {
 			if d.Resume != e.ID {
 				t.Fatalf("resume %q, want %s", d.Resume, e.ID)
 			}
-			b := hasBlocker(d, CodeClusterHasQuorum)
-			if d.Verb != VerbRefuse || b == nil || b.Override != FlagForce {
+			b := hasBlocker(d, model.CodeClusterHasQuorum)
+			if d.Verb != model.VerbRefuse || b == nil || b.Override != model.FlagForce {
 				t.Fatalf("verb %s, want refuse with cluster_has_quorum (--force):\n%s", d.Verb, strings.Join(Describe(d), "\n"))
 			}
 			if d.Quorum.Voters != 3 || d.Quorum.HealthyWithout != 3 {
 				t.Errorf("quorum %+v, want 3 of 3 voters healthy", d.Quorum)
 			}
 			// --force restores anyway, saying what is lost.
-			d = judgedClassify(obs, withOpts(restoreIntent, func(o *Options) { o.Force = true }), now)
-			if d.Verb != VerbProceed || !hasNote(d, CodeWritesDiscarded) || d.Steps[0].Kind != model.StepScaleDown {
+			d = judgedClassify(obs, withOpts(restoreIntent, func(o *model.ActionOptions) { o.Force = true }), now)
+			if d.Verb != model.VerbProceed || !hasNote(d, model.CodeWritesDiscarded) || d.Steps[0].Kind != model.StepScaleDown {
 				t.Errorf("forced: verb %s, want proceed from the scale-down with writes_discarded:\n%s", d.Verb, strings.Join(Describe(d), "\n"))
 			}
 		})
@@ -79,7 +79,7 @@ func TestRestoreResumedBeforeAnyChangeIsDecidedAfresh(t *testing.T) {
 	}
 	obs.Ledger = []model.LedgerEntry{untouchedRestore()}
 	d := judgedClassify(obs, restoreIntent, now)
-	if d.Resume != obs.Ledger[0].ID || hasBlocker(d, CodeGenerationForeign) == nil {
+	if d.Resume != obs.Ledger[0].ID || hasBlocker(d, model.CodeGenerationForeign) == nil {
 		t.Errorf("resume %q, want %s refused with generation_foreign:\n%s", d.Resume, obs.Ledger[0].ID, strings.Join(Describe(d), "\n"))
 	}
 }
@@ -116,15 +116,15 @@ func TestRestoreResumedAfterAChangeRefusesWhileTheMembersHoldQuorum(t *testing.T
 			if d.Resume != e.ID {
 				t.Fatalf("resume %q, want %s", d.Resume, e.ID)
 			}
-			b := hasBlocker(d, CodeClusterHasQuorum)
-			if d.Verb != VerbRefuse || b == nil || b.Override != FlagForce {
+			b := hasBlocker(d, model.CodeClusterHasQuorum)
+			if d.Verb != model.VerbRefuse || b == nil || b.Override != model.FlagForce {
 				t.Fatalf("verb %s, want refuse with cluster_has_quorum (--force):\n%s", d.Verb, strings.Join(Describe(d), "\n"))
 			}
-			if !hasNote(d, CodeWritesDiscarded) {
+			if !hasNote(d, model.CodeWritesDiscarded) {
 				t.Errorf("no writes_discarded note says what the rest of the restore discards:\n%s", strings.Join(Describe(d), "\n"))
 			}
-			d = judgedClassify(obs, withOpts(restoreIntent, func(o *Options) { o.Force = true }), now)
-			if d.Verb != VerbProceed || !hasNote(d, CodeWritesDiscarded) || !slices.ContainsFunc(d.Steps, func(s Step) bool { return s.Kind == model.StepScaleDown }) {
+			d = judgedClassify(obs, withOpts(restoreIntent, func(o *model.ActionOptions) { o.Force = true }), now)
+			if d.Verb != model.VerbProceed || !hasNote(d, model.CodeWritesDiscarded) || !slices.ContainsFunc(d.Steps, func(s model.Step) bool { return s.Kind == model.StepScaleDown }) {
 				t.Errorf("forced: verb %s, want proceed with the scale-down and writes_discarded:\n%s", d.Verb, strings.Join(Describe(d), "\n"))
 			}
 		})
@@ -140,7 +140,7 @@ func TestRestoreResumedAfterAChangeRefusesWhileTheMembersHoldQuorum(t *testing.T
 	receipt(model.StepScaleDown, model.OutcomeDone)(&obs, &e)
 	obs.Ledger = []model.LedgerEntry{e}
 	d := judgedClassify(obs, restoreIntent, now)
-	if d.Verb != VerbProceed || d.Resume != e.ID || hasBlocker(d, CodeClusterHasQuorum) != nil || d.Steps[0].Kind != model.StepAwaitMembersStopped {
+	if d.Verb != model.VerbProceed || d.Resume != e.ID || hasBlocker(d, model.CodeClusterHasQuorum) != nil || d.Steps[0].Kind != model.StepAwaitMembersStopped {
 		t.Errorf("scaled to zero, members stopping: verb %s resume %q, want proceed from the wait for the members to stop:\n%s", d.Verb, d.Resume, strings.Join(Describe(d), "\n"))
 	}
 
@@ -151,7 +151,7 @@ func TestRestoreResumedAfterAChangeRefusesWhileTheMembersHoldQuorum(t *testing.T
 	receipt(model.StepScaleDown, model.OutcomeUnknown)(&obs, &e)
 	obs.Ledger = []model.LedgerEntry{e}
 	d = judgedClassify(obs, restoreIntent, now)
-	if d.Verb != VerbProceed || d.Resume != e.ID || !hasNote(d, CodeWritesDiscarded) || d.Steps[0].Kind != model.StepScaleDown {
+	if d.Verb != model.VerbProceed || d.Resume != e.ID || !hasNote(d, model.CodeWritesDiscarded) || d.Steps[0].Kind != model.StepScaleDown {
 		t.Errorf("without quorum: verb %s resume %q, want proceed from the scale-down with writes_discarded:\n%s", d.Verb, d.Resume, strings.Join(Describe(d), "\n"))
 	}
 }

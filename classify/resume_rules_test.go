@@ -29,7 +29,7 @@ func TestRestoreResumesOnlyTheSameGenerationAndDigest(t *testing.T) {
 			if d.Resume != "" {
 				t.Fatalf("resumed %s:\n%s", d.Resume, strings.Join(Describe(d), "\n"))
 			}
-			if !slices.ContainsFunc(d.Blockers, func(b Blocker) bool { return b.Code == CodeClusterHasQuorum }) {
+			if !slices.ContainsFunc(d.Blockers, func(b model.Blocker) bool { return b.Code == model.CodeClusterHasQuorum }) {
 				t.Errorf("the quorum gate did not run:\n%s", strings.Join(Describe(d), "\n"))
 			}
 			if !slices.Equal(d.Supersedes, []string{e.ID}) {
@@ -63,7 +63,7 @@ func TestSupersededRestoreKeepsTheSize(t *testing.T) {
 	e.Generation = "weekly-7"
 	obs.Ledger = []model.LedgerEntry{e}
 	d := judgedClassify(obs, restoreIntent, now)
-	if d.Verb != VerbProceed || d.Replicas != 3 || d.Resume != "" {
+	if d.Verb != model.VerbProceed || d.Replicas != 3 || d.Resume != "" {
 		t.Fatalf("verb %s, replicas %d, resume %q:\n%s", d.Verb, d.Replicas, d.Resume, strings.Join(Describe(d), "\n"))
 	}
 }
@@ -89,7 +89,7 @@ func TestStaleEntryIsSuperseded(t *testing.T) {
 	if d.Resume != "" || !slices.Equal(d.Supersedes, []string{e.ID}) {
 		t.Fatalf("resume %q, supersedes %v:\n%s", d.Resume, d.Supersedes, strings.Join(Describe(d), "\n"))
 	}
-	if d.Verb != VerbProceed || d.Replaced.PodUID != "pod-uid-1" || d.Replaced.PVCUID != "pvc-uid-1" {
+	if d.Verb != model.VerbProceed || d.Replaced.PodUID != "pod-uid-1" || d.Replaced.PVCUID != "pvc-uid-1" {
 		t.Errorf("verb %s, replaced %+v, want a fresh plan replacing the pod and volume there now:\n%s", d.Verb, d.Replaced, strings.Join(Describe(d), "\n"))
 	}
 	// Its peer URL is listed again (a learner it added, say): a normal
@@ -120,7 +120,7 @@ func TestStaleEntryIsSuperseded(t *testing.T) {
 	// --supersede clears it at once.
 	obs = healthy()
 	e = staleReplace(&obs, time.Minute)
-	in := withOpts(replace1, func(o *Options) { o.Supersede = true })
+	in := withOpts(replace1, func(o *model.ActionOptions) { o.Supersede = true })
 	if d := judgedClassify(obs, in, now); d.Resume != "" || !slices.Equal(d.Supersedes, []string{e.ID}) || d.Replaced.PodUID != "pod-uid-1" {
 		t.Errorf("--supersede: resume %q, supersedes %v, replaced %+v", d.Resume, d.Supersedes, d.Replaced)
 	}
@@ -129,13 +129,13 @@ func TestStaleEntryIsSuperseded(t *testing.T) {
 // A seed in progress resumes only for the same generation: a seed of
 // another generation is a new seed, and the old entry is superseded.
 func TestSeedResumesOnlyTheSameGeneration(t *testing.T) {
-	in := withOpts(intentFor(model.ActionSeed, ""), func(o *Options) { o.SeedStore = "s3://b"; o.Generation = "g2" })
+	in := withOpts(intentFor(model.ActionSeed, ""), func(o *model.ActionOptions) { o.SeedStore = "s3://b"; o.Generation = "g2" })
 	entry := model.LedgerEntry{ID: "seed.etcd-0.1", Action: model.ActionSeed, State: model.EntryInProgress,
 		Phase: model.ActionPhaseCapturing, Generation: "g1", StartedAt: now.Add(-time.Minute), UpdatedAt: now.Add(-time.Minute)}
 	obs := healthy()
 	obs.Ledger = []model.LedgerEntry{entry}
 	d := judgedClassify(obs, in, now)
-	if d.Resume != "" || !slices.Equal(d.Supersedes, []string{entry.ID}) || d.Verb != VerbProceed {
+	if d.Resume != "" || !slices.Equal(d.Supersedes, []string{entry.ID}) || d.Verb != model.VerbProceed {
 		t.Fatalf("a seed of g2 over g1's entry: resume %q, supersedes %v, verb %s\n%s", d.Resume, d.Supersedes, d.Verb, strings.Join(Describe(d), "\n"))
 	}
 	in.Options.Generation = "g1"

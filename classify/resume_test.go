@@ -11,10 +11,10 @@ import (
 type resumeRow struct {
 	name   string
 	mutate func(*model.Observation)
-	verb   Verb
+	verb   model.Verb
 	steps  []model.StepKind
-	codes  []Code
-	check  func(*testing.T, Decision)
+	codes  []model.Code
+	check  func(*testing.T, model.Decision)
 }
 
 // The states a replace of etcd-1 passes through, as a rerun after a crash
@@ -66,38 +66,38 @@ func resumeRows() []resumeRow {
 	}
 	afterRemove := []model.StepKind{model.StepAwaitPodRecreated, model.StepAwaitMemberStarted, model.StepAwaitCaughtUp, model.StepPromoteLearner, model.StepAwaitVoterReady}
 	return []resumeRow{
-		{name: "crashed after taking the lock", mutate: ledger, verb: VerbProceed, steps: fullPlan},
-		{name: "crashed after removing the member", mutate: removed, verb: VerbProceed,
+		{name: "crashed after taking the lock", mutate: ledger, verb: model.VerbProceed, steps: fullPlan},
+		{name: "crashed after removing the member", mutate: removed, verb: model.VerbProceed,
 			steps: append([]model.StepKind{model.StepAddLearner, model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone}, afterRemove...)},
-		{name: "crashed after adding the learner", mutate: learnerAdded, verb: VerbProceed,
+		{name: "crashed after adding the learner", mutate: learnerAdded, verb: model.VerbProceed,
 			steps: append([]model.StepKind{model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone}, afterRemove...)},
-		{name: "crashed after deleting the volume", mutate: pvcMarked, verb: VerbProceed,
+		{name: "crashed after deleting the volume", mutate: pvcMarked, verb: model.VerbProceed,
 			steps: append([]model.StepKind{model.StepDeletePod, model.StepAwaitPodGone}, afterRemove...)},
-		{name: "crashed after deleting the pod", mutate: podMarked, verb: VerbProceed,
+		{name: "crashed after deleting the pod", mutate: podMarked, verb: model.VerbProceed,
 			steps: append([]model.StepKind{model.StepAwaitPodGone}, afterRemove...)},
-		{name: "crashed while the pod was gone", mutate: gone, verb: VerbProceed, steps: afterRemove},
-		{name: "crashed while the new pod started", mutate: newPod, verb: VerbProceed, steps: afterRemove[1:]},
-		{name: "crashed while the learner caught up", mutate: learnerRuns(100), verb: VerbProceed, steps: afterRemove[2:]},
-		{name: "crashed before promoting", mutate: learnerRuns(5000), verb: VerbProceed, steps: afterRemove[3:],
-			check: func(t *testing.T, d Decision) {
+		{name: "crashed while the pod was gone", mutate: gone, verb: model.VerbProceed, steps: afterRemove},
+		{name: "crashed while the new pod started", mutate: newPod, verb: model.VerbProceed, steps: afterRemove[1:]},
+		{name: "crashed while the learner caught up", mutate: learnerRuns(100), verb: model.VerbProceed, steps: afterRemove[2:]},
+		{name: "crashed before promoting", mutate: learnerRuns(5000), verb: model.VerbProceed, steps: afterRemove[3:],
+			check: func(t *testing.T, d model.Decision) {
 				if d.Steps[0].MemberID != learnerID {
 					t.Errorf("promote %q, want the learner %s", d.Steps[0].MemberID, learnerID)
 				}
 			}},
-		{name: "crashed after promoting, pod not ready yet", mutate: promoted(false), verb: VerbProceed, steps: afterRemove[4:]},
-		{name: "crashed after the member became ready", mutate: promoted(true), verb: VerbDone, steps: []model.StepKind{}},
-		{name: "the new pod came back on the old volume", verb: VerbProceed,
+		{name: "crashed after promoting, pod not ready yet", mutate: promoted(false), verb: model.VerbProceed, steps: afterRemove[4:]},
+		{name: "crashed after the member became ready", mutate: promoted(true), verb: model.VerbDone, steps: []model.StepKind{}},
+		{name: "the new pod came back on the old volume", verb: model.VerbProceed,
 			mutate: func(o *model.Observation) {
 				newPod(o)
 				o.Members[1].PVC = &model.PVCFacts{Name: "data-etcd-1", UID: "pvc-uid-1", ResourceVersion: "250", Phase: "Bound"}
 			},
 			steps: append([]model.StepKind{model.StepDeletePVC, model.StepDeletePod, model.StepAwaitPodGone}, afterRemove...),
-			check: func(t *testing.T, d Decision) {
+			check: func(t *testing.T, d model.Decision) {
 				if d.Fences[1].UID != "pod-uid-1b" || d.Fences[0].UID != "pvc-uid-1" || d.Fences[0].ResourceVersion != "250" {
 					t.Errorf("fences %+v", d.Fences)
 				}
 			}},
-		{name: "a voter holds the peer URL while the old pod runs", verb: VerbRefuse, codes: []Code{CodeUnexpectedMember},
+		{name: "a voter holds the peer URL while the old pod runs", verb: model.VerbRefuse, codes: []model.Code{model.CodeUnexpectedMember},
 			mutate: func(o *model.Observation) {
 				removed(o)
 				l := learner
@@ -125,7 +125,7 @@ func TestClassifyResumes(t *testing.T) {
 					t.Errorf("steps = %v, want %v", got, r.steps)
 				}
 			}
-			var codes []Code
+			var codes []model.Code
 			for _, b := range d.Blockers {
 				codes = append(codes, b.Code)
 			}
@@ -157,7 +157,7 @@ func TestResumeNeverDeletesTwice(t *testing.T) {
 	deleted := map[string]bool{}
 	removed := false
 	for _, r := range resumeRows() {
-		if r.verb == VerbRefuse || r.name == "the new pod came back on the old volume" {
+		if r.verb == model.VerbRefuse || r.name == "the new pod came back on the old volume" {
 			continue // not a state of this walk
 		}
 		obs := healthy()
@@ -191,7 +191,7 @@ func TestResumeNeverDeletesTwice(t *testing.T) {
 // assertFencesObserved checks that every delete names an object exactly as
 // observed (UID and resourceVersion), not deletion-marked, and every
 // removal names a listed member.
-func assertFencesObserved(t *testing.T, obs model.Observation, d Decision) {
+func assertFencesObserved(t *testing.T, obs model.Observation, d model.Decision) {
 	t.Helper()
 	for _, s := range d.Steps {
 		switch s.Kind {
@@ -212,7 +212,7 @@ func assertFencesObserved(t *testing.T, obs model.Observation, d Decision) {
 				t.Errorf("%s fence %+v does not match an observed, undeleted object", s.Kind, *s.Fence)
 			}
 			if !slices.Contains(d.Fences, *s.Fence) {
-				t.Errorf("%s fence %+v missing from Decision.Fences", s.Kind, *s.Fence)
+				t.Errorf("%s fence %+v missing from model.Decision.Fences", s.Kind, *s.Fence)
 			}
 		case model.StepRemoveMember:
 			if d.MemberFence == nil || d.MemberFence.ID != s.MemberID {

@@ -78,7 +78,7 @@ func TestDescribeShowsFencesQuorumAndOverrides(t *testing.T) {
 			t.Errorf("description lacks %q:\n%s", want, text)
 		}
 	}
-	lead := judgedClassify(healthy(), Intent{Action: model.ActionReplace, Member: "etcd-0"}, now)
+	lead := judgedClassify(healthy(), model.Intent{Action: model.ActionReplace, Member: "etcd-0"}, now)
 	text = strings.Join(Describe(lead), "\n")
 	if !strings.Contains(text, "refused target_is_leader") || !strings.Contains(text, "(use --move-leader to override)") {
 		t.Errorf("refusal does not name its override:\n%s", text)

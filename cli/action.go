@@ -76,7 +76,7 @@ type ActionOptions struct {
 	store        storeFlags
 	AgentImage   string
 	Force        bool
-	source       *classify.GenerationFacts
+	source       *model.GenerationFacts
 	storeURL     string
 	secretName   string
 	restoreBytes int64
@@ -281,18 +281,18 @@ func validateOutput(s string) error {
 func (o *ActionOptions) executor() *actions.Executor {
 	return &actions.Executor{
 		Observer: &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
-			Verdict: verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold}},
+			Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold}},
 		WaitTimeout: o.Timeout,
 		// the identity the API requests name in their user agent
 		Identity: actions.ProcessIdentity(),
 	}
 }
 
-func (o *ActionOptions) intent() classify.Intent {
-	return classify.Intent{Action: o.Action, Member: o.Member, Options: classify.Options{
+func (o *ActionOptions) intent() model.Intent {
+	return model.Intent{Action: o.Action, Member: o.Member, Options: model.ActionOptions{
 		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Generation: o.Generation,
 		AcceptNoFailover: o.AcceptNoFailover, AcceptWriteStall: o.AcceptWriteStall,
-		Verdict: verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold},
+		Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold},
 		Source:  o.source, Force: o.Force, SeedStore: o.storeURL, StoreSecret: o.secretName, AgentImage: o.AgentImage,
 	}}
 }
@@ -324,7 +324,7 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 	suffix := dryRunSuffix(dry)
 
 	var (
-		d   classify.Decision
+		d   model.Decision
 		res actions.Result
 		err error
 	)
@@ -342,7 +342,7 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 		}
 		printDecision(w, d, suffix)
 		o.saved.decision = &d
-		if d.Verb != classify.VerbAwait {
+		if d.Verb != model.VerbAwait {
 			break
 		}
 		fmt.Fprintf(w, "waiting for the deletion in flight to finish (up to %s)...%s\n", o.Timeout, suffix)
@@ -351,15 +351,15 @@ func (o *ActionOptions) Run(ctx context.Context) error {
 		}
 	}
 	switch d.Verb {
-	case classify.VerbRefuse, classify.VerbObserve:
+	case model.VerbRefuse, model.VerbObserve:
 		return o.finish(res, decisionError(d))
-	case classify.VerbDone:
+	case model.VerbDone:
 		if d.Resume == "" {
 			fmt.Fprintf(w, "%s: nothing to do%s\n", o.what(), suffix)
 			return o.finish(res, nil)
 		}
 	}
-	if dry == actions.DryRunNone && d.Verb == classify.VerbProceed && !o.Yes {
+	if dry == actions.DryRunNone && d.Verb == model.VerbProceed && !o.Yes {
 		if !o.inIsTTY {
 			return o.finish(res, fmt.Errorf("refusing to %s without confirmation: stdin is not a terminal; review the plan above and run again with --yes; nothing was changed", o.what()))
 		}
@@ -454,7 +454,7 @@ func printDoc(w io.Writer, format string, v any) error {
 
 // decisionError turns a refusing decision into the error and exit code
 // the CLI reports.
-func decisionError(d classify.Decision) error {
+func decisionError(d model.Decision) error {
 	if d.OnlyLockHeld() {
 		return withCode(ExitLockHeld, &actions.RefusedError{Decision: d})
 	}
@@ -480,7 +480,7 @@ func actionError(err error) error {
 }
 
 // awaitChange polls until the decision is no longer "await".
-func awaitChange(ctx context.Context, x *actions.Executor, ns, name string, in classify.Intent, timeout time.Duration) error {
+func awaitChange(ctx context.Context, x *actions.Executor, ns, name string, in model.Intent, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		select {
@@ -489,7 +489,7 @@ func awaitChange(ctx context.Context, x *actions.Executor, ns, name string, in c
 		case <-time.After(time.Second):
 		}
 		d, _, _, err := x.Decide(ctx, ns, name, in)
-		if err == nil && d.Verb != classify.VerbAwait {
+		if err == nil && d.Verb != model.VerbAwait {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -509,7 +509,7 @@ func dryRunSuffix(d actions.DryRun) string {
 }
 
 // printDecision writes the decision as the confirm dialog shows it.
-func printDecision(w io.Writer, d classify.Decision, suffix string) {
+func printDecision(w io.Writer, d model.Decision, suffix string) {
 	for i, l := range classify.Describe(d) {
 		if i == 0 {
 			l += suffix

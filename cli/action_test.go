@@ -23,7 +23,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/fixtures"
@@ -47,8 +46,8 @@ func TestConfirm(t *testing.T) {
 }
 
 func TestActionErrorsMapToExitCodes(t *testing.T) {
-	lock := classify.Decision{Verb: classify.VerbRefuse, Blockers: []classify.Blocker{{Code: classify.CodeLockHeld}}}
-	quorum := classify.Decision{Verb: classify.VerbRefuse, Blockers: []classify.Blocker{{Code: classify.CodeQuorumWouldBreak}, {Code: classify.CodeLockHeld}}}
+	lock := model.Decision{Verb: model.VerbRefuse, Blockers: []model.Blocker{{Code: model.CodeLockHeld}}}
+	quorum := model.Decision{Verb: model.VerbRefuse, Blockers: []model.Blocker{{Code: model.CodeQuorumWouldBreak}, {Code: model.CodeLockHeld}}}
 	cases := []struct {
 		err  error
 		want int
@@ -204,8 +203,8 @@ func TestReplaceRefusesUnreachableCluster(t *testing.T) {
 		t.Fatal("the pod was touched")
 	}
 	out, errOut, code = run(t, "-n", ns, "explain", "etcd", "etcd-1", "--probe-timeout", "1s", "-o", "json")
-	var d classify.Decision
-	if code != 0 || json.Unmarshal([]byte(out), &d) != nil || d.Verb != classify.VerbRefuse {
+	var d model.Decision
+	if code != 0 || json.Unmarshal([]byte(out), &d) != nil || d.Verb != model.VerbRefuse {
 		t.Fatalf("explain -o json: exit %d, %v\n%s\n%s", code, d.Verb, out, errOut)
 	}
 	_, errOut, code = run(t, "-n", ns, "replace", "nope", "etcd-1", "--yes")

@@ -22,6 +22,7 @@ import (
 	"github.com/hactl-dev/hactl/exporter"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/internal/poddial"
+	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
 )
@@ -180,7 +181,7 @@ func (o *AgentExporterOptions) serve(ctx context.Context, cfg *rest.Config, ln n
 		Secrets:      status.SecretsFrom(client),
 		HolderGone:   actions.HolderGone,
 		ProbeTimeout: o.ProbeTimeout,
-		Verdict:      verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold, CertWarn: o.CertWarn},
+		Verdict:      model.VerdictOptions{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold, CertWarn: o.CertWarn},
 		Dial:         poddial.New(lookup, o.ProbeTimeout),
 	}})
 	defer w.Stop()

@@ -20,7 +20,6 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/storetest"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -133,11 +132,11 @@ func TestRestorePodRefusesRepublishedGeneration(t *testing.T) {
 
 	confirmed := publishFiles(t, s, "g1", 4000, map[string]string{"member/data": "the data the operator confirmed"})
 	// What prepareRestore keeps for the decision, and the pod it makes.
-	o := classify.Options{Generation: "g1", SeedStore: url, AgentImage: "hactl:test", StoreSecret: "seed-store",
-		Source: &classify.GenerationFacts{Generation: "g1", Engine: confirmed.Identity.Engine, ClusterID: confirmed.Identity.ClusterID,
+	o := model.ActionOptions{Generation: "g1", SeedStore: url, AgentImage: "hactl:test", StoreSecret: "seed-store",
+		Source: &model.GenerationFacts{Generation: "g1", Engine: confirmed.Identity.Engine, ClusterID: confirmed.Identity.ClusterID,
 			Revision: confirmed.Identity.Revision, CapturedAt: confirmed.CreatedAt, Digest: confirmed.Digest}}
 	sts, cl := restorePodFixture()
-	pod, err := actions.RestorePod(sts, cl, o, classify.Step{Kind: model.StepRunRestore, Member: "etcd-0", PeerURLs: []string{"http://etcd-0.etcd:2380"}}, "restore-entry-1")
+	pod, err := actions.RestorePod(sts, cl, o, model.Step{Kind: model.StepRunRestore, Member: "etcd-0", PeerURLs: []string{"http://etcd-0.etcd:2380"}}, "restore-entry-1")
 	if err != nil {
 		t.Fatal(err)
 	}

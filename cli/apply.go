@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/model"
@@ -392,21 +391,21 @@ func (o *ApplyOptions) precheck(ctx context.Context, w io.Writer) (done bool, er
 	p := o.plan
 	d := p.Decision
 	switch d.Verb {
-	case classify.VerbProceed:
+	case model.VerbProceed:
 		return false, nil
-	case classify.VerbDone:
+	case model.VerbDone:
 		if d.Resume != "" {
 			return false, nil
 		}
 		fmt.Fprintf(w, "%s: the plan has nothing to do\n", o.what())
 		return true, nil
-	case classify.VerbRefuse:
+	case model.VerbRefuse:
 		return true, withCode(ExitRefused, fmt.Errorf("the plan is a refusal, there is nothing to apply (make a new plan once the cause is fixed: %s): %w", p.replanCommand(), &actions.RefusedError{Decision: d}))
 	}
 	return true, withCode(ExitRefused, fmt.Errorf("%w: the plan's decision is %s (%s), there is nothing to apply; make a new plan later: %s", actions.ErrRefused, d.Verb, firstBlockerDetail(d), p.replanCommand()))
 }
 
-func firstBlockerDetail(d classify.Decision) string {
+func firstBlockerDetail(d model.Decision) string {
 	if len(d.Blockers) == 0 {
 		return "no reason given"
 	}
@@ -457,7 +456,7 @@ func (o *ApplyOptions) checkTarget(ctx context.Context) error {
 // intent in to it, so that the decision made now names the manifest as it
 // is now: one deleted and published again under the same ID differs by
 // its digest.
-func (o *ApplyOptions) repinRestore(ctx context.Context, in *classify.Intent) error {
+func (o *ApplyOptions) repinRestore(ctx context.Context, in *model.Intent) error {
 	p := o.plan
 	src, err := actions.ReadRestoreSource(ctx, o.client, p.Target.Namespace, p.Target.StatefulSet, p.Options.Generation,
 		actions.StoreRef{URL: p.Options.Store, Secret: p.Options.StoreSecret})
@@ -475,7 +474,7 @@ func (o *ApplyOptions) repinRestore(ctx context.Context, in *classify.Intent) er
 // against the plan, so that a plan that no longer holds is refused before
 // it is confirmed. Under the lock, the executor decides and compares once
 // more (Executor.Plan).
-func (o *ApplyOptions) recheck(ctx context.Context, w io.Writer, x *actions.Executor, in classify.Intent) error {
+func (o *ApplyOptions) recheck(ctx context.Context, w io.Writer, x *actions.Executor, in model.Intent) error {
 	p := o.plan
 	d, _, warn, err := x.Decide(ctx, p.Target.Namespace, p.Target.StatefulSet, in)
 	printWarnings(o.ErrOut, warn)
@@ -486,8 +485,8 @@ func (o *ApplyOptions) recheck(ctx context.Context, w io.Writer, x *actions.Exec
 }
 
 // compare holds decision d, made now, against the plan.
-func (o *ApplyOptions) compare(w io.Writer, d classify.Decision) error {
-	if d.Verb == classify.VerbRefuse && d.OnlyLockHeld() {
+func (o *ApplyOptions) compare(w io.Writer, d model.Decision) error {
+	if d.Verb == model.VerbRefuse && d.OnlyLockHeld() {
 		return decisionError(d)
 	}
 	if c := actions.PlanDiff(o.plan.Decision, d); len(c) > 0 {

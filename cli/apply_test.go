@@ -16,7 +16,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
@@ -118,7 +117,7 @@ func TestApplyPlanCheckedUnderTheLock(t *testing.T) {
 	o, _, _ := e.options(strings.NewReader(""), false, follower)
 	x := o.executor()
 	d, _, _, err := x.Decide(ctx, e.ns, "etcd", o.intent())
-	if err != nil || d.Verb != classify.VerbProceed {
+	if err != nil || d.Verb != model.VerbProceed {
 		t.Fatalf("decide: %v %s", err, d.Verb)
 	}
 	// What a prompt left open would let happen: leadership moves, to a
@@ -152,7 +151,7 @@ func TestApplySeedPlan(t *testing.T) {
 		return savePlan(t, out.Bytes())
 	}
 	file, p := plan("planned-1")
-	if p.Action != model.ActionSeed || p.Generation != "planned-1" || p.Options.Store == "" || p.Store == "" || p.Decision.Verb != classify.VerbProceed {
+	if p.Action != model.ActionSeed || p.Generation != "planned-1" || p.Options.Store == "" || p.Store == "" || p.Decision.Verb != model.VerbProceed {
 		t.Fatalf("seed plan: %+v", p)
 	}
 	if _, err := e.store().ReadManifest(ctx, "planned-1"); err == nil {
@@ -211,7 +210,7 @@ func TestApplySeedPlan(t *testing.T) {
 		t.Fatalf("restore plan: exit %d, %v\n%s", codeOf(err), err, rerr.String())
 	}
 	file, p = savePlan(t, rout.Bytes())
-	if p.Action != model.ActionRestore || p.Result != "refused" || p.Decision.Verb != classify.VerbRefuse || p.Decision.Intent.Options.Source == nil ||
+	if p.Action != model.ActionRestore || p.Result != "refused" || p.Decision.Verb != model.VerbRefuse || p.Decision.Intent.Options.Source == nil ||
 		p.Decision.Intent.Options.Source.Digest != m.Digest || p.Options.Store == "" || p.Options.StoreSecret != "seed-store" {
 		t.Fatalf("restore plan: %+v", p)
 	}

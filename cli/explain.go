@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/model"
@@ -143,8 +142,8 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	obs := &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
-		Verdict: verdict.Options{LagThreshold: o.LagThreshold}}
-	in := classify.Intent{Action: model.Action(o.Intent), Member: o.Member, Options: classify.Options{
+		Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold}}
+	in := model.Intent{Action: model.Action(o.Intent), Member: o.Member, Options: model.ActionOptions{
 		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Generation: o.Generation,
 		AcceptNoFailover: o.AcceptNoFailover, AcceptWriteStall: o.AcceptWriteStall,
 	}}
@@ -164,5 +163,5 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 type decisionDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	classify.Decision
+	model.Decision
 }

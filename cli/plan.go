@@ -15,7 +15,6 @@ import (
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
@@ -85,7 +84,7 @@ type planDoc struct {
 	// Decision is the classifier's decision: the verb, the steps, every
 	// fence, the member to remove, the leader, the cluster ID and, for a
 	// restore, the generation's digest (decision.intent.options.source).
-	Decision classify.Decision `json:"decision"`
+	Decision model.Decision `json:"decision"`
 }
 
 // planOptions are the options a plan was made with.
@@ -120,13 +119,13 @@ type planOptions struct {
 
 // savedPlan is what a verb keeps to print its plan on a client dry run.
 type savedPlan struct {
-	decision *classify.Decision
+	decision *model.Decision
 	// storeURL and storeSecret are the seed store as resolved (seed).
 	storeURL, storeSecret string
 }
 
 // newPlanDoc fills the plan's own fields from decision d.
-func newPlanDoc(ctx context.Context, c connFacts, d classify.Decision, o planOptions, warn io.Writer) *planDoc {
+func newPlanDoc(ctx context.Context, c connFacts, d model.Decision, o planOptions, warn io.Writer) *planDoc {
 	p := &planDoc{APIVersion: status.SchemaVersion, Kind: PlanKind, Decision: d, Options: o,
 		CreatedAt: d.DecidedAt.UTC(), CreatedBy: "kubectl-hactl " + buildinfo.Version + " (" + actions.ProcessIdentity() + ")"}
 	if p.CreatedAt.IsZero() {
@@ -315,7 +314,7 @@ func (p *planDoc) complete() error {
 		need(p.Options.Generation != "", "options.generation")
 		need(p.Options.Store != "", "options.store")
 		need(p.Options.AgentImage != "", "options.agentImage")
-		if d.Verb == classify.VerbProceed {
+		if d.Verb == model.VerbProceed {
 			need(d.Intent.Options.Source != nil && d.Intent.Options.Source.Digest != "", "decision.intent.options.source.digest")
 		}
 	case model.ActionSeed:
@@ -334,7 +333,7 @@ func (p *planDoc) complete() error {
 	default:
 		return fmt.Errorf("unknown action %q (a plan is for replace, reseed, restore, seed or switchover)", p.Action)
 	}
-	if d.Verb == classify.VerbProceed {
+	if d.Verb == model.VerbProceed {
 		need(len(d.Steps) > 0, "decision.steps")
 	}
 	if len(missing) > 0 {

@@ -15,10 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 var planAt = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -27,19 +25,19 @@ var planAt = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // json prints it.
 func validPlan() *planDoc {
 	pod := &model.Fence{Kind: "Pod", Namespace: "db", Name: "etcd-1", UID: "pod-uid", ResourceVersion: "10", Fingerprint: "fp"}
-	d := classify.Decision{
-		Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-1",
-			Options: classify.Options{Verdict: verdict.Options{LagThreshold: 1000}}},
-		Cluster: classify.ClusterRef{Namespace: "db", Name: "etcd", UID: "sts-uid", Engine: model.EngineEtcd},
-		Shape:   model.ShapeStaticExisting, Flow: classify.FlowLearner, Verb: classify.VerbProceed, Phase: model.ActionPhaseRemoving,
-		Steps: []classify.Step{
+	d := model.Decision{
+		Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-1",
+			Options: model.ActionOptions{Verdict: model.VerdictOptions{LagThreshold: 1000}}},
+		Cluster: model.ClusterRef{Namespace: "db", Name: "etcd", UID: "sts-uid", Engine: model.EngineEtcd},
+		Shape:   model.ShapeStaticExisting, Flow: model.FlowLearner, Verb: model.VerbProceed, Phase: model.ActionPhaseRemoving,
+		Steps: []model.Step{
 			{Kind: model.StepRemoveMember, Member: "etcd-1", MemberID: "m1", Detail: "remove"},
 			{Kind: model.StepDeletePod, Member: "etcd-1", Fence: pod, Detail: "delete pod"},
 		},
 		Fences:      []model.Fence{*pod},
 		MemberFence: &model.MemberFence{ID: "m1", Name: "etcd-1", ClusterID: "c1"},
 		Leader:      "etcd-0", ClusterID: "c1",
-		Notes: []classify.Note{}, Blockers: []classify.Blocker{},
+		Notes: []model.Note{}, Blockers: []model.Blocker{},
 		ObservedAt: planAt, DecidedAt: planAt,
 	}
 	return &planDoc{APIVersion: status.SchemaVersion, Kind: PlanKind, Action: model.ActionReplace, Cluster: "db/etcd", Member: "etcd-1",
@@ -281,10 +279,10 @@ func switchoverPlan() *planDoc {
 	p.Action, p.Cluster, p.Member = model.ActionSwitchover, "db/pg", "pg-1"
 	p.Target.StatefulSet = "pg"
 	d := &p.Decision
-	d.Intent = classify.Intent{Action: model.ActionSwitchover, Member: "pg-1", Options: classify.Options{Verdict: verdict.Options{LagThreshold: 1000}}}
-	d.Cluster = classify.ClusterRef{Namespace: "db", Name: "pg", UID: "sts-uid", Engine: model.EnginePatroni}
-	d.Flow, d.Phase, d.Leader, d.ClusterID = classify.FlowNone, model.ActionPhaseRestoring, "pg-0", ""
-	d.Steps = []classify.Step{
+	d.Intent = model.Intent{Action: model.ActionSwitchover, Member: "pg-1", Options: model.ActionOptions{Verdict: model.VerdictOptions{LagThreshold: 1000}}}
+	d.Cluster = model.ClusterRef{Namespace: "db", Name: "pg", UID: "sts-uid", Engine: model.EnginePatroni}
+	d.Flow, d.Phase, d.Leader, d.ClusterID = model.FlowNone, model.ActionPhaseRestoring, "pg-0", ""
+	d.Steps = []model.Step{
 		{Kind: model.StepSwitchover, Member: "pg-1", MemberID: "pg-1", From: "pg-0", Detail: "switch over from pg-0 to pg-1"},
 		{Kind: model.StepAwaitSwitchover, Member: "pg-1", MemberID: "pg-1", From: "pg-0", Detail: "wait"},
 	}
@@ -329,7 +327,7 @@ func TestApplyDecidesWithItsOwnThresholds(t *testing.T) {
 	if v := in.Options.Verdict; v.LagThreshold != 1000 || v.WALLagThreshold != 0 || in.Options.MaxAge != 0 || in.Options.StaleEntryAfter != 0 {
 		t.Errorf("apply decides with the intent %+v", in)
 	}
-	if c := actions.PlanDiff(p.Decision, classify.Decision{Intent: in}); !strings.Contains(strings.Join(c, "\n"), "the lag threshold (apply decides with its own --lag-threshold) is now 1000, the plan's was 4611686018427387904") {
+	if c := actions.PlanDiff(p.Decision, model.Decision{Intent: in}); !strings.Contains(strings.Join(c, "\n"), "the lag threshold (apply decides with its own --lag-threshold) is now 1000, the plan's was 4611686018427387904") {
 		t.Errorf("the plan's threshold is not named as a change: %q", c)
 	}
 }

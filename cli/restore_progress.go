@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -182,7 +181,7 @@ func lastAgentProgress(log []byte) int64 {
 // restoreProgress is a restore's progress bar: on when stderr is a
 // terminal and stdout carries no document (-o json|yaml), for a run that
 // changes something.
-func (o *ActionOptions) restoreProgress(d classify.Decision, dry actions.DryRun) *restoreProgress {
+func (o *ActionOptions) restoreProgress(d model.Decision, dry actions.DryRun) *restoreProgress {
 	if o.Action != model.ActionRestore || dry != actions.DryRunNone {
 		return nil
 	}

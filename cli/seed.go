@@ -20,7 +20,6 @@ import (
 
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/model"
@@ -195,13 +194,13 @@ func (o *SeedOptions) human() io.Writer {
 }
 
 func (o *SeedOptions) observer() *actions.Observer {
-	return &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout, Verdict: verdict.Options{LagThreshold: o.LagThreshold}}
+	return &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout, Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold}}
 }
 
-func (o *SeedOptions) intent(cs *actions.ClusterStore) classify.Intent {
-	return classify.Intent{Action: model.ActionSeed, Member: o.Member, Options: classify.Options{
+func (o *SeedOptions) intent(cs *actions.ClusterStore) model.Intent {
+	return model.Intent{Action: model.ActionSeed, Member: o.Member, Options: model.ActionOptions{
 		Supersede: o.Supersede, Generation: o.Generation, SeedStore: cs.Store.String(), LockHolder: o.identity,
-		Verdict: verdict.Options{LagThreshold: o.LagThreshold},
+		Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold},
 	}}
 }
 
@@ -278,7 +277,7 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 	}
 	dry := actions.DryRun(o.DryRun)
 	printDecision(w, d, dryRunSuffix(dry))
-	if d.Verb != classify.VerbProceed {
+	if d.Verb != model.VerbProceed {
 		return decisionError(d)
 	}
 	if actions.CaptureMode(o.Capture) != actions.CapturePortForward {
@@ -310,7 +309,7 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 // published handles a generation already published for this cluster: a
 // no-op, or the closing of the ledger entry of a seed that published and
 // died before recording it. done says the seed has nothing more to do.
-func (o *SeedOptions) published(ctx context.Context, x *actions.Executor, cs *actions.ClusterStore, d classify.Decision, res status.Result, doc *seedDoc) (done bool, err error) {
+func (o *SeedOptions) published(ctx context.Context, x *actions.Executor, cs *actions.ClusterStore, d model.Decision, res status.Result, doc *seedDoc) (done bool, err error) {
 	seeder, err := actions.SeederFor(res.Observation.Cluster.Engine)
 	if err != nil {
 		// no seeds of this engine: the decision refuses and says why
@@ -331,7 +330,7 @@ func (o *SeedOptions) published(ctx context.Context, x *actions.Executor, cs *ac
 	doc.Source = existing.Source.Member
 	fmt.Fprintf(o.human(), "generation %s is already published in %s for cluster %s (%s, revision %d): nothing to do\n",
 		o.Generation, cs.Store, existing.Identity.ClusterID, existing.Digest, existing.Identity.Revision)
-	if d.Resume != "" && d.Verb == classify.VerbProceed && o.DryRun == string(actions.DryRunNone) {
+	if d.Resume != "" && d.Verb == model.VerbProceed && o.DryRun == string(actions.DryRunNone) {
 		return true, o.execute(ctx, x, cs, d, doc)
 	}
 	return true, nil
@@ -340,7 +339,7 @@ func (o *SeedOptions) published(ctx context.Context, x *actions.Executor, cs *ac
 // execute runs the confirmed seed through the executor (lock, decision
 // again, ledger, capture, upload, publish), printing each receipt and,
 // on a terminal, the capture's progress.
-func (o *SeedOptions) execute(ctx context.Context, x *actions.Executor, cs *actions.ClusterStore, d classify.Decision, doc *seedDoc) error {
+func (o *SeedOptions) execute(ctx context.Context, x *actions.Executor, cs *actions.ClusterStore, d model.Decision, doc *seedDoc) error {
 	w := o.human()
 	var (
 		mu  sync.Mutex
@@ -393,7 +392,7 @@ func (o *SeedOptions) execute(ctx context.Context, x *actions.Executor, cs *acti
 }
 
 // sourceOf is the member the decision captures from.
-func sourceOf(d classify.Decision) string {
+func sourceOf(d model.Decision) string {
 	for _, s := range d.Steps {
 		if s.Kind == model.StepCaptureSnapshot {
 			return s.Member

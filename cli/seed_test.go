@@ -815,9 +815,9 @@ func TestTUISeedRunsTheConfirmedPlan(t *testing.T) {
 	o := &TUIOptions{status: st, identity: actions.NewIdentity()}
 	a := tui.ExecutorActions(o.executor(st))
 	req := tui.Request{Namespace: e.ns, Cluster: "etcd",
-		Intent: classify.Intent{Action: model.ActionSeed, Options: classify.Options{Generation: "g-confirmed"}}}
+		Intent: model.Intent{Action: model.ActionSeed, Options: model.ActionOptions{Generation: "g-confirmed"}}}
 	d, err := a.Decide(ctx, req)
-	if err != nil || d.Verb != classify.VerbProceed {
+	if err != nil || d.Verb != model.VerbProceed {
 		t.Fatalf("decide: %v\n%s", err, strings.Join(classify.Describe(d), "\n"))
 	}
 	source := sourceOf(d)
@@ -870,9 +870,9 @@ func TestTUISeedOfAPublishedGenerationRecordsNothing(t *testing.T) {
 	st.client, st.dial, st.ProbeTimeout = e.cs, e.dial, 2*time.Second
 	x := (&TUIOptions{status: st, identity: actions.NewIdentity()}).executor(st)
 	a := tui.ExecutorActions(x)
-	req := tui.Request{Namespace: e.ns, Cluster: "etcd", Intent: classify.Intent{Action: model.ActionSeed, Options: classify.Options{Generation: "g1"}}}
+	req := tui.Request{Namespace: e.ns, Cluster: "etcd", Intent: model.Intent{Action: model.ActionSeed, Options: model.ActionOptions{Generation: "g1"}}}
 	d, err := a.Decide(ctx, req)
-	if err != nil || d.Verb != classify.VerbProceed {
+	if err != nil || d.Verb != model.VerbProceed {
 		t.Fatalf("decide: %v\n%s", err, strings.Join(classify.Describe(d), "\n"))
 	}
 	var receipts []model.Receipt
@@ -919,7 +919,7 @@ func TestExecutorPinsARestoreToTheStoredGeneration(t *testing.T) {
 	st := NewStatusOptions(nil, genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	st.client, st.dial, st.ProbeTimeout = e.cs, e.dial, 2*time.Second
 	x := (&TUIOptions{status: st, identity: actions.NewIdentity()}).executor(st)
-	d, _, _, err := x.Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionRestore, Options: classify.Options{Generation: "g1"}})
+	d, _, _, err := x.Decide(ctx, e.ns, "etcd", model.Intent{Action: model.ActionRestore, Options: model.ActionOptions{Generation: "g1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -930,7 +930,7 @@ func TestExecutorPinsARestoreToTheStoredGeneration(t *testing.T) {
 	if opts.AgentImage != actions.DefaultAgentImage() || opts.SeedStore == "" {
 		t.Fatalf("agent image %q, store %q", opts.AgentImage, opts.SeedStore)
 	}
-	if _, _, _, err := x.Decide(ctx, e.ns, "etcd", classify.Intent{Action: model.ActionRestore, Options: classify.Options{Generation: "nope"}}); !errors.Is(err, artifact.ErrNoManifest) {
+	if _, _, _, err := x.Decide(ctx, e.ns, "etcd", model.Intent{Action: model.ActionRestore, Options: model.ActionOptions{Generation: "nope"}}); !errors.Is(err, artifact.ErrNoManifest) {
 		t.Fatalf("a generation the store does not hold: %v, want ErrNoManifest", err)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/internal/portforward"
+	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/verdict"
 )
@@ -310,7 +311,7 @@ func (o *StatusOptions) observer(src status.Source) *status.Observer {
 		Secrets:      status.SecretsFrom(o.client),
 		HolderGone:   actions.HolderGone,
 		ProbeTimeout: o.ProbeTimeout,
-		Verdict:      verdict.Options{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold, CertWarn: o.CertWarn},
+		Verdict:      model.VerdictOptions{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold, CertWarn: o.CertWarn},
 		Selector:     o.selector,
 	}
 	if !o.NoProbe {

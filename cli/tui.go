@@ -14,6 +14,7 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/internal/format"
+	"github.com/hactl-dev/hactl/model"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,7 +25,6 @@ import (
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // ContextExtension is the name of the kubeconfig context extension that
@@ -334,7 +334,7 @@ func (o *TUIOptions) executor(s *StatusOptions) *actions.Executor {
 			Client:       s.client,
 			Dial:         s.dial,
 			ProbeTimeout: s.ProbeTimeout,
-			Verdict:      verdict.Options{LagThreshold: s.LagThreshold, WALLagThreshold: s.WALLagThreshold, CertWarn: s.CertWarn},
+			Verdict:      model.VerdictOptions{LagThreshold: s.LagThreshold, WALLagThreshold: s.WALLagThreshold, CertWarn: s.CertWarn},
 		},
 		Identity: o.identity,
 	}

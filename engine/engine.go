@@ -95,7 +95,7 @@ type Judged interface {
 }
 
 // VerdictRules collects the verdict rules of the engines that keep their
-// own (verdict.Options.Rules); nil when none does.
+// own (model.VerdictOptions.Rules); nil when none does.
 func VerdictRules(engines map[model.Engine]Engine) map[model.Engine]model.VerdictRules {
 	return offered(engines, Judged.VerdictRules)
 }

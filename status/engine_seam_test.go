@@ -16,7 +16,6 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // toyStatus is an engine's part of status in a test: the seam is all
@@ -60,7 +59,7 @@ func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 		t.Error("ConfigMaps are needed for exactly the engines that say so")
 	}
 	obs.Members = []model.Member{{Name: "kv-0", Engine: &model.EngineFacts{Reachable: true, MemberID: "m0"}}}
-	cs := ToAPI(Evaluate(obs, goldenNow, judged(verdict.Options{})))
+	cs := ToAPI(Evaluate(obs, goldenNow, judged(model.VerdictOptions{})))
 	if cs.Members[0].Role != "toy-m0" {
 		t.Errorf("toy member role %q", cs.Members[0].Role)
 	}
@@ -82,7 +81,7 @@ func TestUnknownEngineTableIsPlain(t *testing.T) {
 		t.Errorf("plain template %+v, want the first container and no engine's port", obs.Cluster.Template)
 	}
 	var b bytes.Buffer
-	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, judged(verdict.Options{})))}, TableOptions{Now: goldenNow}); err != nil {
+	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, judged(model.VerdictOptions{})))}, TableOptions{Now: goldenNow}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -114,7 +113,7 @@ func TestEngineConfigAndPositionsTable(t *testing.T) {
 	obs.EngineProbed = true
 	obs.Members = []model.Member{{Name: "kv-0", Engine: &model.EngineFacts{Reachable: true, MemberID: "m0", LeaderID: "m0", RaftTerm: 3, RaftIndex: 42, RaftApplied: 41}}}
 	var b bytes.Buffer
-	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, judged(verdict.Options{})))}, TableOptions{Now: goldenNow, Wide: true}); err != nil {
+	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, judged(model.VerdictOptions{})))}, TableOptions{Now: goldenNow, Wide: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

@@ -5,13 +5,13 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/engine/registry"
-	"github.com/hactl-dev/hactl/verdict"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // judged is o with the verdict rules of the engines hactl ships handed in,
 // as the faces hand them (engine/registry), beside any o holds already:
 // for observers that read the API server alone and hold no engines.
-func judged(o verdict.Options) verdict.Options {
+func judged(o model.VerdictOptions) model.VerdictOptions {
 	rules := engine.VerdictRules(registry.Engines())
 	maps.Copy(rules, o.Rules)
 	o.Rules = rules

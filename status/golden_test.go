@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -61,7 +60,7 @@ func goldenResults() []Result {
 	bad.Members[2].Engine.LeaderID = bad.Members[1].Engine.MemberID
 	var out []Result
 	for _, o := range []model.Observation{healthy, bad} {
-		out = append(out, Evaluate(o, goldenNow, judged(verdict.Options{})))
+		out = append(out, Evaluate(o, goldenNow, judged(model.VerdictOptions{})))
 	}
 	return out
 }

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // TestHistoryJoinsItsSources: Patroni's timeline history and lock, the
@@ -32,7 +31,7 @@ func TestHistoryJoinsItsSources(t *testing.T) {
 				{Step: model.StepSwitchover, Outcome: model.OutcomeDone, At: at(29), Member: "pg-0", Detail: "from pg-0 to pg-1"},
 				{Step: model.StepAwaitSwitchover, Outcome: model.OutcomeDone, At: at(31)},
 			}}},
-	}, Analysis: verdict.Analysis{LeaderMember: "pg-1"}}
+	}, Analysis: model.Analysis{LeaderMember: "pg-1"}}
 	events := []model.EventFacts{{Reason: "Killing", Object: "Pod/pg-0", Message: "Stopping container", Count: 2, Last: at(45)},
 		{Reason: "ActionReady", Object: "StatefulSet/pg", Message: "switchover done", Last: at(32), Controller: EventController}}
 	h := History(r, events)
@@ -149,7 +148,7 @@ func TestHistoryShowsTheLeaderChangesHactlSaw(t *testing.T) {
 	for i, leader := range []string{"etcd-1", "etcd-1", "", "etcd-2"} {
 		x := Result{Observation: model.Observation{At: at(40 + i), Cluster: cl, EngineProbed: true,
 			Members: []model.Member{{Name: "etcd-2", Engine: &model.EngineFacts{Reachable: true, RaftTerm: 9}}}},
-			Analysis: verdict.Analysis{LeaderMember: leader}}
+			Analysis: model.Analysis{LeaderMember: leader}}
 		log.Add([]Result{x})
 	}
 	if got := log.Of(cl); len(got) != 2 || got[1].Leader != "etcd-2" || got[1].Term != 9 || !got[1].At.Equal(at(43)) || !got[0].LastSeen.Equal(at(41)) {

@@ -49,7 +49,7 @@ type Observer struct {
 	Conns *engine.Conns
 	// MaxParallelProbes bounds concurrent member probes (default 64).
 	MaxParallelProbes int
-	Verdict           verdict.Options
+	Verdict           model.VerdictOptions
 	// Now is the clock (time.Now when nil). Observe may call it from
 	// several goroutines at once: each cluster is evaluated at the time
 	// its own probes ended.
@@ -68,7 +68,7 @@ type Result struct {
 	Verdict     model.Verdict
 	// Analysis holds the cluster-wide facts the verdict was built on
 	// (reference cluster ID, leader, quorum arithmetic).
-	Analysis verdict.Analysis
+	Analysis model.Analysis
 }
 
 // Warnings are non-fatal problems met while observing (events not
@@ -138,7 +138,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 
 // VerdictOptions are o.Verdict with the verdict rules of o's engines that
 // keep their own (an explicit o.Verdict.Rules is kept).
-func (o *Observer) VerdictOptions() verdict.Options {
+func (o *Observer) VerdictOptions() model.VerdictOptions {
 	v := o.Verdict
 	if v.Rules == nil {
 		v.Rules = engine.VerdictRules(o.Engines)
@@ -337,7 +337,7 @@ func namedSecret(ctx context.Context, get SecretGetter, ns, name, annotation, ki
 }
 
 // Evaluate runs the pure verdict over one observation.
-func Evaluate(obs model.Observation, now time.Time, opts verdict.Options) Result {
+func Evaluate(obs model.Observation, now time.Time, opts model.VerdictOptions) Result {
 	ob, v, a := verdict.EvaluateAll(obs, now, opts)
 	return Result{Observation: ob, Verdict: v, Analysis: a}
 }

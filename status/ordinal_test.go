@@ -12,7 +12,6 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -93,7 +92,7 @@ func TestObservationTimeIsItsStart(t *testing.T) {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.16-0"}}}}}}
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	calls := 0
-	o := &Observer{Source: staticSource{&Objects{StatefulSets: []appsv1.StatefulSet{sts}}}, Verdict: judged(verdict.Options{}),
+	o := &Observer{Source: staticSource{&Objects{StatefulSets: []appsv1.StatefulSet{sts}}}, Verdict: judged(model.VerdictOptions{}),
 		Now: func() time.Time { calls++; return start.Add(time.Duration(calls-1) * 10 * time.Second) }}
 	res, _, err := o.Observe(context.Background(), "db", "")
 	if err != nil || len(res) != 1 {

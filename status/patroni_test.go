@@ -20,7 +20,6 @@ import (
 
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // pgObjects writes what a 3-member Patroni cluster with the Kubernetes DCS
@@ -183,7 +182,7 @@ func TestPatroniFromTheAPIServer(t *testing.T) {
 			t.Error("a stale leader lock must defeat control readiness")
 		}
 	}
-	t.Run("list calls", func(t *testing.T) { check(t, observe(t, admin, ns, "", verdict.Options{})) })
+	t.Run("list calls", func(t *testing.T) { check(t, observe(t, admin, ns, "", model.VerdictOptions{})) })
 	t.Run("watch caches", func(t *testing.T) {
 		w, ctx := startWatcher(t, admin, ns, WatchOptions{})
 		var rs []Result
@@ -227,7 +226,7 @@ func TestPatroniFromTheAPIServer(t *testing.T) {
 	})
 	t.Run("without configmaps the lock is unknown, not absent", func(t *testing.T) {
 		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
-		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(verdict.Options{})}
+		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(model.VerdictOptions{})}
 		rs, warn, err := o.Observe(context.Background(), ns, "pgstale")
 		if err != nil {
 			t.Fatal(err)

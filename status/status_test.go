@@ -25,14 +25,13 @@ import (
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}, &cp) }
 
-func observe(t *testing.T, c kubernetes.Interface, ns, name string, vopts verdict.Options) []Result {
+func observe(t *testing.T, c kubernetes.Interface, ns, name string, vopts model.VerdictOptions) []Result {
 	t.Helper()
 	o := &Observer{Source: APISource{Client: c}, Secrets: SecretsFrom(c), Verdict: judged(vopts)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -123,7 +122,7 @@ func TestVerdictOnRealAPIServer(t *testing.T) {
 		c.mutate(&s)
 		fixtures.CreateCluster(t, admin, ns, s)
 		t.Run(c.name, func(t *testing.T) {
-			rs := observe(t, admin, ns, s.Name, verdict.Options{})
+			rs := observe(t, admin, ns, s.Name, model.VerdictOptions{})
 			if len(rs) != 1 {
 				t.Fatalf("got %d results, want 1", len(rs))
 			}
@@ -140,7 +139,7 @@ func TestVerdictOnRealAPIServer(t *testing.T) {
 		})
 	}
 	t.Run("never started reports the pull sub-kind", func(t *testing.T) {
-		rs := observe(t, admin, ns, "etcd-d", verdict.Options{})
+		rs := observe(t, admin, ns, "etcd-d", model.VerdictOptions{})
 		for _, r := range rs[0].Verdict.Reasons {
 			if r.Code == model.ReasonPodNeverStarted && !strings.Contains(r.Detail, "unauthorized") {
 				t.Errorf("pod_never_started detail %q does not name the pull failure", r.Detail)
@@ -148,13 +147,13 @@ func TestVerdictOnRealAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("all clusters in the namespace", func(t *testing.T) {
-		rs := observe(t, admin, ns, "", verdict.Options{})
+		rs := observe(t, admin, ns, "", model.VerdictOptions{})
 		if len(rs) != len(cases) {
 			t.Fatalf("listed %d clusters, want %d", len(rs), len(cases))
 		}
 	})
 	t.Run("unknown cluster names those that exist", func(t *testing.T) {
-		o := &Observer{Source: APISource{Client: admin}, Verdict: judged(verdict.Options{})}
+		o := &Observer{Source: APISource{Client: admin}, Verdict: judged(model.VerdictOptions{})}
 		_, _, err := o.Observe(context.Background(), ns, "nope")
 		var nf *NotFoundError
 		if !errors.As(err, &nf) || !errors.Is(err, ErrClusterNotFound) {
@@ -177,7 +176,7 @@ func TestBootstrapFlagStale(t *testing.T) {
 	fixtures.CreateCluster(t, admin, ns, s)
 	// The StatefulSet was just created: within the bootstrap window the
 	// flag is still legitimate.
-	rs := observe(t, admin, ns, s.Name, verdict.Options{})
+	rs := observe(t, admin, ns, s.Name, model.VerdictOptions{})
 	if got := codes(rs[0]); len(got) != 0 {
 		t.Errorf("fresh cluster: codes %v, want none", got)
 	}
@@ -185,7 +184,7 @@ func TestBootstrapFlagStale(t *testing.T) {
 		t.Errorf("shape = %s, want static-new", rs[0].Observation.Cluster.Shape)
 	}
 	// Past the window, the cluster has formed and the flag is stale.
-	rs = observe(t, admin, ns, s.Name, verdict.Options{BootstrapWindow: time.Nanosecond})
+	rs = observe(t, admin, ns, s.Name, model.VerdictOptions{BootstrapWindow: time.Nanosecond})
 	if got := strings.Join(codes(rs[0]), ","); got != "bootstrap_flag_stale" {
 		t.Errorf("codes = %q, want bootstrap_flag_stale", got)
 	}
@@ -207,7 +206,7 @@ func TestRestrictedUser(t *testing.T) {
 
 	t.Run("get/list/watch is enough", func(t *testing.T) {
 		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
-		rs := observe(t, testenv.Clientset(t, cfg), ns, "", verdict.Options{})
+		rs := observe(t, testenv.Clientset(t, cfg), ns, "", model.VerdictOptions{})
 		if len(rs) != 1 || !rs[0].Verdict.ControlReady {
 			t.Fatalf("restricted user: %+v", rs)
 		}
@@ -217,7 +216,7 @@ func TestRestrictedUser(t *testing.T) {
 		rules = append(rules, statusRules[0])
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list"}})
 		_, cfg := testenv.RestrictedUser(t, cp, ns, rules)
-		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(verdict.Options{})}
+		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(model.VerdictOptions{})}
 		_, _, err := o.Observe(context.Background(), ns, "")
 		if !errors.Is(err, ErrForbidden) {
 			t.Fatalf("err = %v, want ErrForbidden", err)
@@ -306,7 +305,7 @@ func TestConstantListCalls(t *testing.T) {
 	count := func(ns string) (int64, int) {
 		var n atomic.Int64
 		c := testenv.Clientset(t, countingConfig(cp.Admin, &n))
-		rs := observe(t, c, ns, "", verdict.Options{})
+		rs := observe(t, c, ns, "", model.VerdictOptions{})
 		return n.Load(), len(rs)
 	}
 	one := testenv.Namespace(t, cp)
@@ -345,7 +344,7 @@ func TestUnknownEngineLabelIsUnsupported(t *testing.T) {
 	if _, err := admin.AppsV1().StatefulSets(ns).Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rs := observe(t, admin, ns, s.Name, verdict.Options{})
+	rs := observe(t, admin, ns, s.Name, model.VerdictOptions{})
 	if len(rs) != 1 || rs[0].Observation.Cluster.Engine != "redis" {
 		t.Fatalf("observed %+v, want the one cluster with engine redis", rs)
 	}
@@ -379,7 +378,7 @@ func TestActionObjectsReadByNameWhereListIsForbidden(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{LockName("a")}, Verbs: []string{"get"}},
 	)
 	_, cfg := testenv.RestrictedUser(t, cp, ns, rules)
-	o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(verdict.Options{})}
+	o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(model.VerdictOptions{})}
 	rs, warn, err := o.Observe(ctx, ns, "")
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("observe: %v (%d clusters)", err, len(rs))

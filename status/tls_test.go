@@ -21,7 +21,6 @@ import (
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // startTLSEtcd runs one real etcd member that requires client certificates
@@ -123,7 +122,7 @@ func TestTLSSecretNeverPrinted(t *testing.T) {
 		o := &Observer{
 			Source: APISource{Client: admin}, Secrets: SecretsFrom(admin), Dial: dial, ProbeTimeout: 3 * time.Second,
 			Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
-			Verdict: verdict.Options{CertWarn: certWarn},
+			Verdict: model.VerdictOptions{CertWarn: certWarn},
 		}
 		rs, warn, err := o.Observe(ctx, ns, "etcd-tls")
 		if err != nil {

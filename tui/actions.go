@@ -7,7 +7,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -16,7 +15,7 @@ import (
 type Request struct {
 	Namespace string
 	Cluster   string
-	Intent    classify.Intent
+	Intent    model.Intent
 }
 
 // Actions decides and runs repairs for the TUI through the same
@@ -24,33 +23,33 @@ type Request struct {
 // model calls them only inside a tea.Cmd.
 type Actions interface {
 	// Decide observes the cluster afresh and classifies req.
-	Decide(ctx context.Context, req Request) (classify.Decision, error)
+	Decide(ctx context.Context, req Request) (model.Decision, error)
 	// Execute carries out exactly decision d (shown to and confirmed by
 	// the user), calling progress with every receipt, and returns when
 	// the action finished or stopped.
-	Execute(ctx context.Context, req Request, d classify.Decision, progress func(model.Receipt)) error
+	Execute(ctx context.Context, req Request, d model.Decision, progress func(model.Receipt)) error
 }
 
 // runnable: the decision proceeds and nothing blocks it.
-func runnable(d classify.Decision) bool {
-	return d.Verb == classify.VerbProceed && len(d.Blockers) == 0
+func runnable(d model.Decision) bool {
+	return d.Verb == model.VerbProceed && len(d.Blockers) == 0
 }
 
 // setOverride switches the option an override flag names; ok is false for
 // a flag the TUI does not know.
-func setOverride(o *classify.Options, flag string, on bool) bool {
+func setOverride(o *model.ActionOptions, flag string, on bool) bool {
 	switch flag {
-	case classify.FlagMoveLeader:
+	case model.FlagMoveLeader:
 		o.MoveLeader = on
-	case classify.FlagSwitchoverFirst:
+	case model.FlagSwitchoverFirst:
 		o.SwitchoverFirst = on
-	case classify.FlagSupersede:
+	case model.FlagSupersede:
 		o.Supersede = on
-	case classify.FlagForce:
+	case model.FlagForce:
 		o.Force = on
-	case classify.FlagAcceptNoFailover:
+	case model.FlagAcceptNoFailover:
 		o.AcceptNoFailover = on
-	case classify.FlagAcceptWriteStall:
+	case model.FlagAcceptWriteStall:
 		o.AcceptWriteStall = on
 	default:
 		return false
@@ -59,19 +58,19 @@ func setOverride(o *classify.Options, flag string, on bool) bool {
 }
 
 // overrideOn reports whether the option an override flag names is on.
-func overrideOn(o classify.Options, flag string) bool {
+func overrideOn(o model.ActionOptions, flag string) bool {
 	switch flag {
-	case classify.FlagMoveLeader:
+	case model.FlagMoveLeader:
 		return o.MoveLeader
-	case classify.FlagSwitchoverFirst:
+	case model.FlagSwitchoverFirst:
 		return o.SwitchoverFirst
-	case classify.FlagSupersede:
+	case model.FlagSupersede:
 		return o.Supersede
-	case classify.FlagForce:
+	case model.FlagForce:
 		return o.Force
-	case classify.FlagAcceptNoFailover:
+	case model.FlagAcceptNoFailover:
 		return o.AcceptNoFailover
-	case classify.FlagAcceptWriteStall:
+	case model.FlagAcceptWriteStall:
 		return o.AcceptWriteStall
 	}
 	return false
@@ -80,7 +79,7 @@ func overrideOn(o classify.Options, flag string) bool {
 // decidedMsg carries a decision for the open dialog.
 type decidedMsg struct {
 	id       int
-	decision classify.Decision
+	decision model.Decision
 	err      error
 }
 
@@ -100,7 +99,7 @@ type actionDoneMsg struct {
 type runningAction struct {
 	id       int
 	req      Request
-	decision classify.Decision
+	decision model.Decision
 	started  time.Time
 	receipts []model.Receipt
 	done     bool
@@ -170,7 +169,7 @@ func (m Model) decide(id int, req Request) tea.Cmd {
 
 // execute returns the running action and the commands that run it (in a
 // Cmd, like all I/O) and stream its receipts back as messages.
-func (m Model) execute(id int, req Request, d classify.Decision) (*runningAction, tea.Cmd) {
+func (m Model) execute(id int, req Request, d model.Decision) (*runningAction, tea.Cmd) {
 	acts, ctx := m.actions, m.ctx
 	ch := make(chan tea.Msg, 64)
 	run := func() tea.Msg {
@@ -229,9 +228,9 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		mem = model.Member{}
 	}
 	c := r.Observation.Cluster
-	req := Request{Namespace: c.Namespace, Cluster: c.Name, Intent: classify.Intent{
+	req := Request{Namespace: c.Namespace, Cluster: c.Name, Intent: model.Intent{
 		Action: action, Member: mem.Name,
-		Options: classify.Options{Verdict: m.cfg.Verdict, LockHolder: m.cfg.LockHolder},
+		Options: model.ActionOptions{Verdict: m.cfg.Verdict, LockHolder: m.cfg.LockHolder},
 	}}
 	m.seq++
 	d := newDialog(int(m.seq), req, explain, m.theme)

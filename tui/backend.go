@@ -9,7 +9,6 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // Backend is the TUI's reading edge. Every method may block; the model
@@ -56,7 +55,7 @@ type KubeBackend struct {
 	namespace string
 	watcher   *status.Watcher
 	probes    bool
-	verdict   verdict.Options
+	verdict   model.VerdictOptions
 }
 
 // NewKubeBackend returns a backend for the clusters in namespace ("" for
@@ -110,7 +109,7 @@ func (b *KubeBackend) ObserveDirect(ctx context.Context) ([]status.Result, statu
 func (b *KubeBackend) Probes() bool { return b.probes }
 
 // VerdictOptions are the thresholds the backend's verdicts use.
-func (b *KubeBackend) VerdictOptions() verdict.Options { return b.verdict }
+func (b *KubeBackend) VerdictOptions() model.VerdictOptions { return b.verdict }
 
 // memberKey names one member incarnation: a pod recreated under the same
 // name is a different key, so its old engine facts are never reused.
@@ -147,7 +146,7 @@ func factsOf(rs []status.Result) probeFacts {
 // graft puts the last probe's engine facts into results read from the
 // caches alone (matching each member by pod UID) and evaluates them again,
 // so watch events update the view at once without dialling anyone.
-func graft(rs []status.Result, pf probeFacts, opts verdict.Options, now time.Time) []status.Result {
+func graft(rs []status.Result, pf probeFacts, opts model.VerdictOptions, now time.Time) []status.Result {
 	out := make([]status.Result, len(rs))
 	for i, r := range rs {
 		o := r.Observation

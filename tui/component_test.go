@@ -8,7 +8,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui/internal/remedy"
@@ -21,7 +20,7 @@ import (
 func decidedDialog(t *testing.T, obs model.Observation, member string, w, h int) dialog {
 	t.Helper()
 	req := Request{Namespace: obs.Cluster.Namespace, Cluster: obs.Cluster.Name,
-		Intent: classify.Intent{Action: model.ActionReplace, Member: member}}
+		Intent: model.Intent{Action: model.ActionReplace, Member: member}}
 	d := newDialog(7, req, false, NewTheme(true))
 	d.SetSize(w, h)
 	dec, err := classifyOn(obs)(req)
@@ -81,9 +80,9 @@ func TestDialogTypedNameGatesEnter(t *testing.T) {
 }
 
 func TestDialogTakesOnlyItsDecision(t *testing.T) {
-	req := Request{Namespace: "db", Cluster: "etcd-b", Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-b-2"}}
+	req := Request{Namespace: "db", Cluster: "etcd-b", Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-b-2"}}
 	d := newDialog(3, req, false, NewTheme(true))
-	d, _, _ = d.Update(decidedMsg{id: 2, decision: classify.Decision{Verb: classify.VerbProceed}})
+	d, _, _ = d.Update(decidedMsg{id: 2, decision: model.Decision{Verb: model.VerbProceed}})
 	if d.state != dialogDeciding {
 		t.Fatalf("a decision for another dialog was taken: state %v", d.state)
 	}
@@ -98,8 +97,8 @@ func TestDialogTakesOnlyItsDecision(t *testing.T) {
 
 func TestDialogEscapeCancels(t *testing.T) {
 	th := NewTheme(true)
-	seed := Request{Namespace: "db", Cluster: "etcd-a", Intent: classify.Intent{Action: model.ActionSeed}}
-	replace := Request{Namespace: "db", Cluster: "etcd-b", Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-b-2"}}
+	seed := Request{Namespace: "db", Cluster: "etcd-a", Intent: model.Intent{Action: model.ActionSeed}}
+	replace := Request{Namespace: "db", Cluster: "etcd-b", Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-b-2"}}
 	for name, d := range map[string]dialog{
 		"asking":   newDialog(1, seed, false, th),
 		"deciding": newDialog(1, replace, false, th),
@@ -115,7 +114,7 @@ func TestDialogEscapeCancels(t *testing.T) {
 }
 
 func TestDialogAsksForGeneration(t *testing.T) {
-	req := Request{Namespace: "db", Cluster: "etcd-a", Intent: classify.Intent{Action: model.ActionSeed}}
+	req := Request{Namespace: "db", Cluster: "etcd-a", Intent: model.Intent{Action: model.ActionSeed}}
 	d := newDialog(1, req, false, NewTheme(true))
 	if d.state != dialogAsking {
 		t.Fatalf("a seed without a generation: state %v, want asking", d.state)
@@ -393,7 +392,7 @@ func TestDialogOutcomesHaveNames(t *testing.T) {
 }
 
 func TestDialogRestoreNeedsClusterName(t *testing.T) {
-	req := Request{Namespace: "db", Cluster: "etcd-a", Intent: classify.Intent{Action: model.ActionRestore}}
+	req := Request{Namespace: "db", Cluster: "etcd-a", Intent: model.Intent{Action: model.ActionRestore}}
 	d := newDialog(4, req, false, NewTheme(true))
 	if d.state != dialogPicking {
 		t.Fatalf("a restore without a generation starts %v, want picking", d.state)
@@ -410,8 +409,8 @@ func TestDialogRestoreNeedsClusterName(t *testing.T) {
 		t.Fatalf("picking: outcome %v intent %+v state %v", out, d.req.Intent, d.state)
 	}
 	// A decision that deletes nothing still needs the cluster's name.
-	dec := classify.Decision{Intent: d.req.Intent, Verb: classify.VerbProceed, Flow: classify.FlowRestore,
-		Steps: []classify.Step{{Kind: model.StepScaleDown}}}
+	dec := model.Decision{Intent: d.req.Intent, Verb: model.VerbProceed, Flow: model.FlowRestore,
+		Steps: []model.Step{{Kind: model.StepScaleDown}}}
 	d, _, _ = d.Update(decidedMsg{id: 4, decision: dec})
 	if dec.Deletes() || !d.needsName() || d.confirmName() != "etcd-a" {
 		t.Fatalf("restore: needsName %v confirmName %q", d.needsName(), d.confirmName())

@@ -95,7 +95,7 @@ type dialog struct {
 	req      Request
 	explain  bool
 	state    dialogState
-	decision classify.Decision
+	decision model.Decision
 	err      error
 	input    textinput.Model
 	picker   genPicker
@@ -152,7 +152,7 @@ func (d *dialog) ask(generation string) tea.Cmd {
 }
 
 // decided stores the classifier's answer.
-func (d *dialog) decided(dec classify.Decision, err error) {
+func (d *dialog) decided(dec model.Decision, err error) {
 	d.decision, d.err, d.scroll, d.hint = dec, err, 0, ""
 	if err != nil {
 		d.state = dialogFailed
@@ -422,7 +422,7 @@ func (d *dialog) decidedFoot(w int) []string {
 	t := d.theme
 	foot := []string{""}
 	var on []string
-	for _, f := range []string{classify.FlagMoveLeader, classify.FlagSwitchoverFirst, classify.FlagSupersede, classify.FlagForce, classify.FlagAcceptNoFailover, classify.FlagAcceptWriteStall} {
+	for _, f := range []string{model.FlagMoveLeader, model.FlagSwitchoverFirst, model.FlagSupersede, model.FlagForce, model.FlagAcceptNoFailover, model.FlagAcceptWriteStall} {
 		if overrideOn(d.req.Intent.Options, f) {
 			on = append(on, f)
 		}
@@ -453,22 +453,22 @@ func (d *dialog) danger() string {
 }
 
 // refusal says why a decision does not run.
-func refusal(d classify.Decision) string {
+func refusal(d model.Decision) string {
 	switch d.Verb {
-	case classify.VerbAwait:
+	case model.VerbAwait:
 		return "Await: the pod is being deleted by someone else; nothing will be done now."
-	case classify.VerbObserve:
+	case model.VerbObserve:
 		return "Observe: the pod never started from the current template; deleting it would not help."
-	case classify.VerbDone:
+	case model.VerbDone:
 		return "Done: nothing is left to do."
 	}
 	return "Refused: nothing will be done."
 }
 
-// decisionLines renders a classify.Decision as classify.Describe words
+// decisionLines renders a model.Decision as classify.Describe words
 // it — the lines the CLI prints before it asks — wrapped to w, then the
 // overrides the dialog can switch, each with its key.
-func decisionLines(t Theme, d classify.Decision, w int) []string {
+func decisionLines(t Theme, d model.Decision, w int) []string {
 	var out []string
 	// The same lines as the CLI; the refusals (and the overrides that lift
 	// them) come right after the first, so a small terminal shows them
@@ -514,7 +514,7 @@ func decisionLines(t Theme, d classify.Decision, w int) []string {
 
 // overrideLines offer the overrides of the decision's blockers, each on
 // its key.
-func overrideLines(d classify.Decision) []string {
+func overrideLines(d model.Decision) []string {
 	var out []string
 	for i, b := range d.Blockers {
 		if b.Override == "" || i > 8 {
@@ -539,7 +539,7 @@ func hangIndent(s string, w int, first, rest string) []string {
 	return out
 }
 
-func overrideHint(d classify.Decision) string {
+func overrideHint(d model.Decision) string {
 	for _, b := range d.Blockers {
 		if b.Override != "" {
 			return " · 1-9 switch an override"

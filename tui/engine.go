@@ -8,7 +8,6 @@ import (
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // engineViews are the engines' views, by engine, as the faces handed them
@@ -29,7 +28,7 @@ func (vs engineViews) of(c model.ClusterFacts) model.EngineView {
 }
 
 // votesOf are the counts of a the views show.
-func votesOf(a verdict.Analysis) model.Votes {
+func votesOf(a model.Analysis) model.Votes {
 	return model.Votes{Voters: a.Voters, Quorum: a.Quorum, Tolerance: a.Tolerance, Answering: a.AnsweringVoters}
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // cfgViews are the views of the engines hactl ships, as the faces hand
@@ -22,7 +21,7 @@ func withViews(extra map[model.Engine]model.EngineView) map[model.Engine]model.E
 
 // judged is o with the verdict rules of the engines hactl ships handed in,
 // as the faces hand them (engine/registry), beside any o holds already.
-func judged(o verdict.Options) verdict.Options {
+func judged(o model.VerdictOptions) model.VerdictOptions {
 	rules := engine.VerdictRules(registry.Engines())
 	maps.Copy(rules, o.Rules)
 	o.Rules = rules

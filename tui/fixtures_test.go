@@ -15,7 +15,6 @@ import (
 
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden frames in testdata/")
@@ -115,7 +114,7 @@ func learnerObs(ns, name string) model.Observation {
 }
 
 func evaluate(o model.Observation) status.Result {
-	return status.Evaluate(o, now, judged(verdict.Options{}))
+	return status.Evaluate(o, now, judged(model.VerdictOptions{}))
 }
 
 // newTestModel is a model at 80x24 holding results, with no backend.

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -91,9 +90,9 @@ func TestGoldenSeedPhaseRunning(t *testing.T) {
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: &stubActions{decide: classifyOn(o)}}, o)
 	m = press(t, m, "enter", "2")
 	m.action = &runningAction{
-		req:      Request{Namespace: "db", Cluster: "etcd-main", Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}},
+		req:      Request{Namespace: "db", Cluster: "etcd-main", Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}},
 		started:  now.Add(-time.Minute),
-		decision: must(classifyOn(o)(Request{Namespace: "db", Cluster: "etcd-main", Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}})),
+		decision: must(classifyOn(o)(Request{Namespace: "db", Cluster: "etcd-main", Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}})),
 		receipts: []model.Receipt{
 			{ActionID: "a2", Phase: model.ActionPhaseRemoving, Step: model.StepRemoveMember, Outcome: model.OutcomeDone, At: now.Add(-50 * time.Second), Detail: "member 82d82d82d82d3285 removed"},
 			{ActionID: "a2", Phase: model.ActionPhaseRemoving, Step: model.StepDeletePVC, Outcome: model.OutcomeDone, At: now.Add(-45 * time.Second)},

@@ -13,7 +13,6 @@ import (
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui/internal/remedy"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // DefaultProbeInterval is how often members are probed when
@@ -37,7 +36,7 @@ type Config struct {
 	Probes bool
 	// Verdict are the verdict thresholds (used to re-evaluate after watch
 	// events between probes).
-	Verdict verdict.Options
+	Verdict model.VerdictOptions
 	// Views are how each engine's facts read, by engine (those the faces
 	// hold: engine.Views); a cluster of an engine with none is shown
 	// plainly.

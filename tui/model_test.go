@@ -217,10 +217,10 @@ func flat(f string) string {
 // for the classifier and executor only in these pure component tests.
 type stubActions struct {
 	mu       sync.Mutex
-	decide   func(Request) (classify.Decision, error)
+	decide   func(Request) (model.Decision, error)
 	executed []Request
 	// confirmed are the decisions Execute was given, one per execution.
-	confirmed []classify.Decision
+	confirmed []model.Decision
 	receipts  []model.Receipt
 	execErr   error
 	n         int
@@ -228,17 +228,17 @@ type stubActions struct {
 
 func (s *stubActions) calls() int { s.mu.Lock(); defer s.mu.Unlock(); return s.n }
 
-func (s *stubActions) Decide(_ context.Context, req Request) (classify.Decision, error) {
+func (s *stubActions) Decide(_ context.Context, req Request) (model.Decision, error) {
 	s.mu.Lock()
 	s.n++
 	s.mu.Unlock()
 	if s.decide == nil {
-		return classify.Decision{Intent: req.Intent, Verb: classify.VerbProceed}, nil
+		return model.Decision{Intent: req.Intent, Verb: model.VerbProceed}, nil
 	}
 	return s.decide(req)
 }
 
-func (s *stubActions) Execute(_ context.Context, req Request, d classify.Decision, progress func(model.Receipt)) error {
+func (s *stubActions) Execute(_ context.Context, req Request, d model.Decision, progress func(model.Receipt)) error {
 	s.mu.Lock()
 	s.executed = append(s.executed, req)
 	s.confirmed = append(s.confirmed, d)
@@ -252,8 +252,8 @@ func (s *stubActions) Execute(_ context.Context, req Request, d classify.Decisio
 
 // classifyOn decides with the real classifier on fixed observations, as
 // the executor would on a fresh one.
-func classifyOn(obs ...model.Observation) func(Request) (classify.Decision, error) {
-	return func(req Request) (classify.Decision, error) {
+func classifyOn(obs ...model.Observation) func(Request) (model.Decision, error) {
+	return func(req Request) (model.Decision, error) {
 		for _, o := range obs {
 			if o.Cluster.Namespace == req.Namespace && o.Cluster.Name == req.Cluster {
 				in := req.Intent
@@ -261,7 +261,7 @@ func classifyOn(obs ...model.Observation) func(Request) (classify.Decision, erro
 				return classify.Classify(o, in, now), nil
 			}
 		}
-		return classify.Decision{}, errors.New("no such cluster")
+		return model.Decision{}, errors.New("no such cluster")
 	}
 }
 
@@ -477,10 +477,10 @@ func TestExplainNeverRuns(t *testing.T) {
 
 func TestSeedAsksForGeneration(t *testing.T) {
 	var got Request
-	acts := &stubActions{decide: func(req Request) (classify.Decision, error) {
+	acts := &stubActions{decide: func(req Request) (model.Decision, error) {
 		got = req
-		return classify.Decision{Intent: req.Intent, Verb: classify.VerbProceed, Flow: classify.FlowSeed,
-			Steps: []classify.Step{{Kind: model.StepCaptureSnapshot}, {Kind: model.StepUpload}, {Kind: model.StepPublish}}}, nil
+		return model.Decision{Intent: req.Intent, Verb: model.VerbProceed, Flow: model.FlowSeed,
+			Steps: []model.Step{{Kind: model.StepCaptureSnapshot}, {Kind: model.StepUpload}, {Kind: model.StepPublish}}}, nil
 	}}
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: acts}, healthyObs("db", "etcd-a"))
 	m = press(t, m, "enter", "s")
@@ -511,7 +511,7 @@ func TestSeedAsksForGeneration(t *testing.T) {
 
 func TestQuitWhileActionRunsAsksFirst(t *testing.T) {
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-a"))
-	m.action = &runningAction{req: Request{Intent: classify.Intent{Action: model.ActionReplace, Member: "etcd-a-2"}}}
+	m.action = &runningAction{req: Request{Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-a-2"}}}
 	m, cmd := pressCmd(t, m, "q")
 	if cmd != nil || !m.quitArmed || !strings.Contains(m.statusText, "press q again") {
 		t.Fatalf("first q: cmd %v armed %v status %q", cmd != nil, m.quitArmed, m.statusText)

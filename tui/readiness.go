@@ -19,7 +19,7 @@ type readinessView struct {
 	syncState
 	// verdict are the verdict's thresholds (each engine's, Patroni's per
 	// cluster), interval the time between probes.
-	verdict  verdict.Options
+	verdict  model.VerdictOptions
 	interval time.Duration
 	// views are the engines' views.
 	views engineViews
@@ -33,7 +33,7 @@ type readinessView struct {
 // historyColumn is the column of the lag sparklines.
 const historyColumn = 5
 
-func newReadinessView(th Theme, keys KeyMap, o verdict.Options, interval time.Duration, views engineViews) readinessView {
+func newReadinessView(th Theme, keys KeyMap, o model.VerdictOptions, interval time.Duration, views engineViews) readinessView {
 	tb := newTable(th, keys,
 		column{title: "MEMBER", min: 6, max: 30},
 		column{title: "ROLE", max: 8},

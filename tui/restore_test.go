@@ -58,12 +58,12 @@ func restoreObs() model.Observation {
 // pinnedRestore decides like the executor: the generation's facts are
 // pinned to the intent (as actions.ReadRestoreSource would read them),
 // then the real classifier decides on obs. It records every request.
-func pinnedRestore(obs model.Observation, got *[]Request) func(Request) (classify.Decision, error) {
-	return func(req Request) (classify.Decision, error) {
+func pinnedRestore(obs model.Observation, got *[]Request) func(Request) (model.Decision, error) {
+	return func(req Request) (model.Decision, error) {
 		*got = append(*got, req)
 		in := req.Intent
 		if in.Action == model.ActionRestore && in.Options.Generation != "" {
-			in.Options.Source = &classify.GenerationFacts{Generation: in.Options.Generation, Engine: model.EngineEtcd, ClusterID: testClusterID, Revision: 4900}
+			in.Options.Source = &model.GenerationFacts{Generation: in.Options.Generation, Engine: model.EngineEtcd, ClusterID: testClusterID, Revision: 4900}
 			in.Options.SeedStore, in.Options.AgentImage = "file:///seeds/etcd-a", "hactl:test"
 		}
 		in.Options.Verdict = judged(in.Options.Verdict)
@@ -182,7 +182,7 @@ func TestRestoreTypesClusterNameAndExecutesTheDecision(t *testing.T) {
 	m, cmd := pressCmd(t, m, "enter")
 	m = settle(t, m, cmd)
 	d := m.dialog
-	if d == nil || !runnable(d.decision) || d.decision.Flow != classify.FlowRestore {
+	if d == nil || !runnable(d.decision) || d.decision.Flow != model.FlowRestore {
 		t.Fatalf("no runnable restore decision: %+v\n%s", d, frame(m))
 	}
 	want := d.decision

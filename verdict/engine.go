@@ -24,7 +24,7 @@ type engineRules interface {
 	// threshold is the lag a member of cluster c may have under o (o's
 	// defaults applied) and still count as caught up, in the engine's
 	// unit of lag.
-	threshold(o Options, c model.ClusterFacts) uint64
+	threshold(o model.VerdictOptions, c model.ClusterFacts) uint64
 }
 
 // rules are the verdict rules of s's cluster's engine.
@@ -35,7 +35,7 @@ func (s *state) rules() engineRules {
 // rulesFor are engine e's rules under o: those handed in
 // (Options.Rules), unsupportedRules when there are none. The verdict
 // has no rules of its own for any engine.
-func rulesFor(o Options, e model.Engine) engineRules {
+func rulesFor(o model.VerdictOptions, e model.Engine) engineRules {
 	if r, ok := o.Rules[e]; ok && r != nil {
 		return handedRules{r}
 	}
@@ -46,8 +46,8 @@ func rulesFor(o Options, e model.Engine) engineRules {
 // still count as caught up, in its engine's unit of lag (raft entries for
 // etcd, bytes of WAL for Patroni); o.LagThreshold for an engine with no
 // rules.
-func LagThreshold(o Options, c model.ClusterFacts) uint64 {
-	o = o.withDefaults()
+func LagThreshold(o model.VerdictOptions, c model.ClusterFacts) uint64 {
+	o = withDefaults(o)
 	return rulesFor(o, c.Engine).threshold(o, c)
 }
 
@@ -67,7 +67,9 @@ func (unsupportedRules) analyze(s *state) {
 	}
 }
 
-func (unsupportedRules) threshold(o Options, _ model.ClusterFacts) uint64 { return o.LagThreshold }
+func (unsupportedRules) threshold(o model.VerdictOptions, _ model.ClusterFacts) uint64 {
+	return o.LagThreshold
+}
 
 func (unsupportedRules) reasons(s *state, r *reasons) {
 	var known []string

@@ -23,7 +23,7 @@ func TestUnknownEngineIsUnsupportedNotJudgedByRaft(t *testing.T) {
 			eng(&obs, i).LeaderID = "0"
 		}
 		obs.Members[2].Pod = nil
-		got, v := Evaluate(obs, now, Options{})
+		got, v := Evaluate(obs, now, model.VerdictOptions{})
 		if v.ControlReady || v.FailoverReady {
 			t.Errorf("probed=%v: an unknown engine's cluster is ready: %+v", probed, v)
 		}
@@ -65,16 +65,16 @@ func TestLagThresholdByEngine(t *testing.T) {
 	pgc := model.ClusterFacts{Engine: model.EnginePatroni, Patroni: &model.PatroniClusterFacts{MaximumLagOnFailover: 2048}}
 	for _, c := range []struct {
 		name string
-		o    Options
+		o    model.VerdictOptions
 		c    model.ClusterFacts
 		want uint64
 	}{
-		{"etcd default", Options{}, model.ClusterFacts{Engine: model.EngineEtcd}, DefaultLagThreshold},
-		{"etcd option", Options{LagThreshold: 5}, model.ClusterFacts{Engine: model.EngineEtcd}, 5},
-		{"patroni cluster's maximum_lag_on_failover", Options{LagThreshold: 5}, pgc, 2048},
-		{"patroni option", Options{WALLagThreshold: 99}, pgc, 99},
-		{"patroni default", Options{}, model.ClusterFacts{Engine: model.EnginePatroni}, patroniengine.DefaultWALLagThreshold},
-		{"no rules", Options{}, model.ClusterFacts{Engine: "redis"}, DefaultLagThreshold},
+		{"etcd default", model.VerdictOptions{}, model.ClusterFacts{Engine: model.EngineEtcd}, DefaultLagThreshold},
+		{"etcd option", model.VerdictOptions{LagThreshold: 5}, model.ClusterFacts{Engine: model.EngineEtcd}, 5},
+		{"patroni cluster's maximum_lag_on_failover", model.VerdictOptions{LagThreshold: 5}, pgc, 2048},
+		{"patroni option", model.VerdictOptions{WALLagThreshold: 99}, pgc, 99},
+		{"patroni default", model.VerdictOptions{}, model.ClusterFacts{Engine: model.EnginePatroni}, patroniengine.DefaultWALLagThreshold},
+		{"no rules", model.VerdictOptions{}, model.ClusterFacts{Engine: "redis"}, DefaultLagThreshold},
 	} {
 		if got := LagThreshold(judged(c.o), c.c); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
@@ -109,7 +109,7 @@ func (handedToy) LagThreshold(t model.Thresholds, _ model.ClusterFacts) uint64 {
 func TestHandedRulesJudgeTheirEngine(t *testing.T) {
 	obs := healthy()
 	obs.Cluster.Engine = "toy"
-	o := Options{Rules: map[model.Engine]model.VerdictRules{"toy": handedToy{}}}
+	o := model.VerdictOptions{Rules: map[model.Engine]model.VerdictRules{"toy": handedToy{}}}
 	d, v, a := EvaluateAll(obs, now, o)
 	if a.LeaderMember != obs.Members[0].Name || a.Tolerance != 0 {
 		t.Errorf("analysis %+v", a)
@@ -132,7 +132,7 @@ func TestHandedRulesJudgeTheirEngine(t *testing.T) {
 		t.Errorf("LagThreshold %d, want the handed rules' %d", thr, DefaultLagThreshold+1)
 	}
 	// Without the rules handed in, the same cluster is engine_unsupported.
-	if v := Compute(obs, now, Options{}); !slices.Contains(codesOf(v), model.ReasonEngineUnsupported) {
+	if v := Compute(obs, now, model.VerdictOptions{}); !slices.Contains(codesOf(v), model.ReasonEngineUnsupported) {
 		t.Errorf("without rules: %v", codesOf(v))
 	}
 }
@@ -163,7 +163,7 @@ func (silentRules) LagThreshold(t model.Thresholds, _ model.ClusterFacts) uint64
 // cluster no member of which was asked is never failover-ready, even when
 // its rules add no reason of their own (the http engine's, unprobed).
 func TestUnprobedIsNeverFailoverReady(t *testing.T) {
-	o := Options{Rules: map[model.Engine]model.VerdictRules{"toy": silentRules{}}}
+	o := model.VerdictOptions{Rules: map[model.Engine]model.VerdictRules{"toy": silentRules{}}}
 	obs := healthy()
 	obs.Cluster.Engine = "toy"
 	if v := Compute(obs, now, o); !v.FailoverReady || len(v.Reasons) != 0 {

@@ -9,8 +9,8 @@ import "github.com/hactl-dev/hactl/model"
 // it judged them itself (Judgement.DisruptionJudged).
 type handedRules struct{ r model.VerdictRules }
 
-func (h handedRules) threshold(o Options, c model.ClusterFacts) uint64 {
-	return h.r.LagThreshold(o.thresholds(), c)
+func (h handedRules) threshold(o model.VerdictOptions, c model.ClusterFacts) uint64 {
+	return h.r.LagThreshold(thresholds(o), c)
 }
 
 func (h handedRules) analyze(s *state) {
@@ -20,7 +20,7 @@ func (h handedRules) analyze(s *state) {
 		PodPhases:       make([]model.Phase, len(s.views)),
 		LagThreshold:    h.threshold(s.opts, s.obs.Cluster),
 		BootstrapWindow: s.opts.BootstrapWindow,
-		Thresholds:      s.opts.thresholds(),
+		Thresholds:      thresholds(s.opts),
 	}
 	for i, v := range s.views {
 		if ph, ok := podPhase(v); ok {

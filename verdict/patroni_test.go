@@ -102,7 +102,7 @@ var pgRows = []row{
 	{
 		name: "patroni --wal-lag-threshold overrides maximum_lag_on_failover", control: true, fail: true,
 		mutate: func(o *model.Observation) { pg(o, 1).ReplayedLocation = i64(pgFrontier - 6_700_000) },
-		opts:   Options{WALLagThreshold: 64 << 20},
+		opts:   model.VerdictOptions{WALLagThreshold: 64 << 20},
 	},
 	{
 		name: "patroni both replicas lagging: no candidate", control: true, fail: false,

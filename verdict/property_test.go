@@ -97,9 +97,9 @@ func TestInvariantsOnRandomObservations(t *testing.T) {
 	codes := model.AllReasonCodes()
 	for i := range 5000 {
 		obs := randomObservation(r)
-		d, v := Evaluate(obs, now, judged(Options{}))
-		a := Analyze(obs, now, judged(Options{}))
-		if d2, v2, a2 := EvaluateAll(obs, now, judged(Options{})); !reflect.DeepEqual(d2, d) || !reflect.DeepEqual(v2, v) || !reflect.DeepEqual(a2, a) {
+		d, v := Evaluate(obs, now, judged(model.VerdictOptions{}))
+		a := Analyze(obs, now, judged(model.VerdictOptions{}))
+		if d2, v2, a2 := EvaluateAll(obs, now, judged(model.VerdictOptions{})); !reflect.DeepEqual(d2, d) || !reflect.DeepEqual(v2, v) || !reflect.DeepEqual(a2, a) {
 			t.Fatalf("#%d: EvaluateAll differs from Evaluate and Analyze:\n%+v\n%+v\n%+v\nagainst\n%+v\n%+v\n%+v", i, d2, v2, a2, d, v, a)
 		}
 

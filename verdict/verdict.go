@@ -10,7 +10,7 @@ import (
 
 // Evaluate derives phases and lag (see Derive) and computes the verdict
 // (see Compute) in one pass.
-func Evaluate(obs model.Observation, now time.Time, opts Options) (model.Observation, model.Verdict) {
+func Evaluate(obs model.Observation, now time.Time, opts model.VerdictOptions) (model.Observation, model.Verdict) {
 	s := analyze(obs, now, opts)
 	return s.obs, s.verdict()
 }
@@ -18,7 +18,7 @@ func Evaluate(obs model.Observation, now time.Time, opts Options) (model.Observa
 // EvaluateAll is Evaluate and Analyze in one pass: the derived
 // observation, the verdict, and the cluster-wide facts it was built on
 // (what Analyze returns), for callers that show all three.
-func EvaluateAll(obs model.Observation, now time.Time, opts Options) (model.Observation, model.Verdict, Analysis) {
+func EvaluateAll(obs model.Observation, now time.Time, opts model.VerdictOptions) (model.Observation, model.Verdict, model.Analysis) {
 	s := analyze(obs, now, opts)
 	a := s.a // as Analyze returns it: taken before the verdict reads s
 	return s.obs, s.verdict(), a
@@ -30,7 +30,7 @@ func EvaluateAll(obs model.Observation, now time.Time, opts Options) (model.Obse
 // FailoverReady when, in addition, no reason of ImpactFailover was found.
 // The impact of each code is model.ReasonCode.Impact. Reasons are sorted
 // by impact (most severe first), then code, then member, then detail.
-func Compute(obs model.Observation, now time.Time, opts Options) model.Verdict {
+func Compute(obs model.Observation, now time.Time, opts model.VerdictOptions) model.Verdict {
 	return analyze(obs, now, opts).verdict()
 }
 

@@ -125,7 +125,7 @@ func setPeers(o *model.Observation, ps []model.Peer) {
 type row struct {
 	name    string
 	mutate  func(o *model.Observation)
-	opts    Options
+	opts    model.VerdictOptions
 	control bool
 	fail    bool
 	// codes is the exact set of reasons: "code" for cluster-wide ones,
@@ -165,7 +165,7 @@ var rows = []row{
 	{
 		name:   "observation fresh under a longer StaleAfter",
 		mutate: func(o *model.Observation) { o.At = now.Add(-45 * time.Second) },
-		opts:   Options{StaleAfter: time.Minute}, control: true, fail: true,
+		opts:   model.VerdictOptions{StaleAfter: time.Minute}, control: true, fail: true,
 	},
 	{
 		name:   "observation without a time",
@@ -443,7 +443,7 @@ var rows = []row{
 		mutate: func(o *model.Observation) {
 			eng(o, 1).ServingCerts = []model.CertFacts{{Subject: "CN=etcd-1", Port: 2379, NotAfter: now.Add(10 * 24 * time.Hour), Verified: true}}
 		},
-		opts:    Options{CertWarn: 7 * 24 * time.Hour},
+		opts:    model.VerdictOptions{CertWarn: 7 * 24 * time.Hour},
 		control: true, fail: true,
 		codes: []string{},
 	},
@@ -613,7 +613,7 @@ var rows = []row{
 	{
 		name:    "follower within a larger threshold",
 		mutate:  func(o *model.Observation) { eng(o, 2).RaftApplied = 3000 },
-		opts:    Options{LagThreshold: 5000},
+		opts:    model.VerdictOptions{LagThreshold: 5000},
 		control: true, fail: true,
 	},
 	{
@@ -868,7 +868,7 @@ func TestReasonsSortedByImpactThenCodeThenMember(t *testing.T) {
 	eng(&obs, 2).Version = "3.5.21"
 	unreachable(&obs, 1, model.ProbeFailureTimeout)
 	unreachable(&obs, 2, model.ProbeFailureTimeout)
-	v := Compute(obs, now, judged(Options{}))
+	v := Compute(obs, now, judged(model.VerdictOptions{}))
 	if len(v.Reasons) < 4 {
 		t.Fatalf("want several reasons, got %v", v.Reasons)
 	}
@@ -890,9 +890,9 @@ func TestDeterministic(t *testing.T) {
 	seed000(&obs, 2, otherID)
 	eng(&obs, 1).Version = "3.5.21"
 	obs.Members[1].Pod.Node = "kwok-node-0"
-	first := Compute(obs, now, judged(Options{}))
+	first := Compute(obs, now, judged(model.VerdictOptions{}))
 	for range 50 {
-		if v := Compute(obs, now, judged(Options{})); !slices.Equal(v.Reasons, first.Reasons) {
+		if v := Compute(obs, now, judged(model.VerdictOptions{})); !slices.Equal(v.Reasons, first.Reasons) {
 			t.Fatalf("verdict changed between runs:\n%v\n%v", first.Reasons, v.Reasons)
 		}
 	}
@@ -901,7 +901,7 @@ func TestDeterministic(t *testing.T) {
 func TestDeriveLeavesInputAlone(t *testing.T) {
 	obs := healthy()
 	obs.Members[0].Phase = model.PhaseCatchingUp
-	d := Derive(obs, now, judged(Options{}))
+	d := Derive(obs, now, judged(model.VerdictOptions{}))
 	if obs.Members[0].Phase != model.PhaseCatchingUp || obs.Members[1].Lag != nil {
 		t.Errorf("Derive changed its input")
 	}
@@ -911,14 +911,14 @@ func TestDeriveLeavesInputAlone(t *testing.T) {
 }
 
 func TestEmptyVerdictHasNonNilReasons(t *testing.T) {
-	if v := Compute(healthy(), now, judged(Options{})); v.Reasons == nil || len(v.Reasons) != 0 {
+	if v := Compute(healthy(), now, judged(model.VerdictOptions{})); v.Reasons == nil || len(v.Reasons) != 0 {
 		t.Errorf("healthy verdict reasons = %#v, want empty non-nil", v.Reasons)
 	}
 }
 
 func TestAnalyze(t *testing.T) {
 	obs := healthy()
-	a := Analyze(obs, now, judged(Options{}))
+	a := Analyze(obs, now, judged(model.VerdictOptions{}))
 	if a.Voters != 3 || !a.VotersFromMemberList || a.Quorum != 2 || a.Tolerance != 1 || a.AnsweringVoters != 3 {
 		t.Errorf("quorum arithmetic: %+v", a)
 	}
@@ -928,7 +928,7 @@ func TestAnalyze(t *testing.T) {
 
 	obs.EngineProbed = false
 	obs.Cluster.Replicas = 5
-	a = Analyze(obs, now, judged(Options{}))
+	a = Analyze(obs, now, judged(model.VerdictOptions{}))
 	if a.Voters != 5 || a.VotersFromMemberList || a.Quorum != 3 || a.Frontier != nil {
 		t.Errorf("without probes voters come from replicas: %+v", a)
 	}
@@ -939,7 +939,7 @@ func TestDefaultOptions(t *testing.T) {
 	if o.LagThreshold != 1000 || o.StaleAfter != 30*time.Second || o.BootstrapWindow != 10*time.Minute {
 		t.Errorf("defaults: %+v", o)
 	}
-	if !reflect.DeepEqual((Options{}).withDefaults(), o) {
-		t.Errorf("zero Options do not mean defaults")
+	if !reflect.DeepEqual(withDefaults(model.VerdictOptions{}), o) {
+		t.Errorf("zero model.VerdictOptions do not mean defaults")
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/internal/poll"
@@ -84,12 +83,12 @@ func TestReseedReplica(t *testing.T) {
 	prim, reps := primary(t)
 	row := writeRow(t, prim, "reseed")
 	target := reps[0]
-	d, res, err, took := run(t, classify.Intent{Action: model.ActionReseed, Member: target})
+	d, res, err, took := run(t, model.Intent{Action: model.ActionReseed, Member: target})
 	if err != nil {
 		t.Fatalf("reseed %s: %v", target, err)
 	}
 	t.Logf("reseed of %s (plan %v) done in %s", target, stepKinds(d), took.Round(100*time.Millisecond))
-	if res.Final.Verb != classify.VerbDone || !hasOutcome(res, model.StepReinitialize, model.OutcomeDone) || !hasOutcome(res, model.StepAwaitRebuild, model.OutcomeDone) {
+	if res.Final.Verb != model.VerbDone || !hasOutcome(res, model.StepReinitialize, model.OutcomeDone) || !hasOutcome(res, model.StepAwaitRebuild, model.OutcomeDone) {
 		t.Errorf("final %s, receipts %v", res.Final.Verb, receiptKinds(res))
 	}
 	assertRowEverywhere(t, row)
@@ -110,12 +109,12 @@ func TestReplaceReplica(t *testing.T) {
 	row := writeRow(t, prim, "replace")
 	target := reps[1]
 	old := podUID(t, target)
-	d, res, err, took := run(t, classify.Intent{Action: model.ActionReplace, Member: target})
+	d, res, err, took := run(t, model.Intent{Action: model.ActionReplace, Member: target})
 	if err != nil {
 		t.Fatalf("replace %s: %v", target, err)
 	}
 	t.Logf("replace of %s (plan %v) done in %s", target, stepKinds(d), took.Round(100*time.Millisecond))
-	if res.Final.Verb != classify.VerbDone || podUID(t, target) == old {
+	if res.Final.Verb != model.VerbDone || podUID(t, target) == old {
 		t.Errorf("final %s, pod uid %s (was %s)", res.Final.Verb, podUID(t, target), old)
 	}
 	assertRowEverywhere(t, row)
@@ -129,7 +128,7 @@ func TestSwitchover(t *testing.T) {
 	waitFailoverReady(t)
 	prim, _ := primary(t)
 	row := writeRow(t, prim, "switchover")
-	d, res, err, took := run(t, classify.Intent{Action: model.ActionSwitchover})
+	d, res, err, took := run(t, model.Intent{Action: model.ActionSwitchover})
 	if err != nil {
 		t.Fatalf("switchover: %v", err)
 	}
@@ -152,7 +151,7 @@ func TestSwitchoverReplyLost(t *testing.T) {
 	prim, reps := primary(t)
 	x := executor()
 	x.Members = &hookOps{MemberOps: realOps(), lostReply: true}
-	d := decide(t, x, classify.Intent{Action: model.ActionSwitchover, Member: reps[0]})
+	d := decide(t, x, model.Intent{Action: model.ActionSwitchover, Member: reps[0]})
 	res, err := x.Execute(context.Background(), d, actions.ExecOptions{OnReceipt: func(r model.Receipt) { t.Logf("  %s %s: %s", r.Step, r.Outcome, r.Detail) }})
 	if err != nil {
 		t.Fatalf("switchover with a lost reply: %v", err)
@@ -176,7 +175,7 @@ func TestSwitchoverPrimaryChangedUnderTheAction(t *testing.T) {
 	prim, reps := primary(t)
 	want, other := reps[0], reps[1]
 	x := executor()
-	d := decide(t, x, classify.Intent{Action: model.ActionSwitchover, Member: want})
+	d := decide(t, x, model.Intent{Action: model.ActionSwitchover, Member: want})
 	x.Members = &hookOps{MemberOps: realOps(), before: func(context.Context) { switchDirectly(t, prim, other) }}
 	res, err := x.Execute(context.Background(), d, actions.ExecOptions{OnReceipt: func(r model.Receipt) { t.Logf("  %s %s: %s", r.Step, r.Outcome, r.Detail) }})
 	var fc *actions.FenceConflictError
@@ -205,7 +204,7 @@ func TestSwitchoverPrimaryChangedBeforeTheLock(t *testing.T) {
 	waitFailoverReady(t)
 	prim, reps := primary(t)
 	x := executor()
-	d := decide(t, x, classify.Intent{Action: model.ActionSwitchover, Member: reps[0]})
+	d := decide(t, x, model.Intent{Action: model.ActionSwitchover, Member: reps[0]})
 	switchDirectly(t, prim, reps[1])
 	waitFailoverReady(t)
 	res, err := x.Execute(context.Background(), d, actions.ExecOptions{})
@@ -226,8 +225,8 @@ func TestRefusals(t *testing.T) {
 	prim, reps := primary(t)
 	x := executor()
 	for _, a := range []model.Action{model.ActionReseed, model.ActionReplace} {
-		d := decide(t, x, classify.Intent{Action: a, Member: prim})
-		if d.Verb != classify.VerbRefuse || !d.Blocked(classify.CodeTargetIsPrimary) || d.Blockers[0].Override != classify.FlagSwitchoverFirst {
+		d := decide(t, x, model.Intent{Action: a, Member: prim})
+		if d.Verb != model.VerbRefuse || !d.Blocked(model.CodeTargetIsPrimary) || d.Blockers[0].Override != model.FlagSwitchoverFirst {
 			t.Errorf("%s of the primary: %s %+v", a, d.Verb, d.Blockers)
 		}
 		if _, err := x.Execute(context.Background(), d, actions.ExecOptions{}); !errors.Is(err, actions.ErrRefused) {
@@ -250,8 +249,8 @@ func TestRefusals(t *testing.T) {
 		}
 		waitFailoverReady(t)
 	}()
-	d := decide(t, x, classify.Intent{Action: model.ActionSwitchover})
-	if d.Verb != classify.VerbRefuse || !d.Blocked(classify.CodeNoSwitchoverCandidate) {
+	d := decide(t, x, model.Intent{Action: model.ActionSwitchover})
+	if d.Verb != model.VerbRefuse || !d.Blocked(model.CodeNoSwitchoverCandidate) {
 		t.Errorf("switchover with both replicas frozen: %s %+v", d.Verb, d.Blockers)
 	}
 	if _, err := x.Execute(ctx, d, actions.ExecOptions{}); !errors.Is(err, actions.ErrRefused) {
@@ -262,7 +261,7 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-func stepKinds(d classify.Decision) []model.StepKind {
+func stepKinds(d model.Decision) []model.StepKind {
 	var out []model.StepKind
 	for _, s := range d.Steps {
 		out = append(out, s.Kind)
@@ -286,7 +285,7 @@ func TestReseedPrimarySwitchingOverFirst(t *testing.T) {
 	waitFailoverReady(t)
 	prim, _ := primary(t)
 	row := writeRow(t, prim, "reseed-primary")
-	d, res, err, took := run(t, classify.Intent{Action: model.ActionReseed, Member: prim, Options: classify.Options{SwitchoverFirst: true}})
+	d, res, err, took := run(t, model.Intent{Action: model.ActionReseed, Member: prim, Options: model.ActionOptions{SwitchoverFirst: true}})
 	if err != nil {
 		t.Fatalf("reseed of the primary %s with --switchover-first: %v", prim, err)
 	}
@@ -313,7 +312,7 @@ func TestReseedResumesFromTheLedger(t *testing.T) {
 	row := writeRow(t, prim, "resume")
 	target := reps[0]
 	x := executor()
-	d := decide(t, x, classify.Intent{Action: model.ActionReseed, Member: target})
+	d := decide(t, x, model.Intent{Action: model.ActionReseed, Member: target})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	first, err := x.Execute(ctx, d, actions.ExecOptions{OnReceipt: func(r model.Receipt) {
@@ -325,7 +324,7 @@ func TestReseedResumesFromTheLedger(t *testing.T) {
 		t.Fatalf("first run: %v, receipts %v: want it stopped after the reinitialize", err, receiptKinds(first))
 	}
 	x2 := executor()
-	d2 := decide(t, x2, classify.Intent{Action: model.ActionReseed, Member: target})
+	d2 := decide(t, x2, model.Intent{Action: model.ActionReseed, Member: target})
 	if d2.Resume != first.EntryID || slices.Contains(stepKinds(d2), model.StepReinitialize) {
 		t.Fatalf("rerun decision: resume %q (want %s), steps %v: want only waits", d2.Resume, first.EntryID, stepKinds(d2))
 	}

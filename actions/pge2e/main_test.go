@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/e2esuite"
 	"github.com/hactl-dev/hactl/internal/poll"
@@ -152,7 +151,7 @@ func assertRowEverywhere(t *testing.T, v string) {
 }
 
 // decide classifies in for the cluster.
-func decide(t *testing.T, x *actions.Executor, in classify.Intent) classify.Decision {
+func decide(t *testing.T, x *actions.Executor, in model.Intent) model.Decision {
 	t.Helper()
 	d, _, _, err := x.Decide(context.Background(), namespace, cluster, in)
 	if err != nil {
@@ -163,7 +162,7 @@ func decide(t *testing.T, x *actions.Executor, in classify.Intent) classify.Deci
 
 // run decides in and executes it, returning the result, the error and
 // how long the execution took.
-func run(t *testing.T, in classify.Intent) (classify.Decision, actions.Result, error, time.Duration) {
+func run(t *testing.T, in model.Intent) (model.Decision, actions.Result, error, time.Duration) {
 	t.Helper()
 	x := executor()
 	d := decide(t, x, in)

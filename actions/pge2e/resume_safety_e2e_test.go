@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/actions"
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
@@ -84,7 +83,7 @@ func TestReplaceResumeNeverDeletesAPromotedMember(t *testing.T) {
 	pvcName := "pgdata-" + target
 
 	x := executor()
-	d := decide(t, x, classify.Intent{Action: model.ActionReplace, Member: target})
+	d := decide(t, x, model.Intent{Action: model.ActionReplace, Member: target})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	first, err := x.Execute(ctx, d, actions.ExecOptions{OnReceipt: func(r model.Receipt) {
@@ -104,9 +103,9 @@ func TestReplaceResumeNeverDeletesAPromotedMember(t *testing.T) {
 	row2 := writeRow(t, target, "after-failover")
 
 	x2 := executor()
-	d2 := decide(t, x2, classify.Intent{Action: model.ActionReplace, Member: target})
+	d2 := decide(t, x2, model.Intent{Action: model.ActionReplace, Member: target})
 	t.Logf("rerun decision: %s, blockers %+v, steps %v", d2.Verb, d2.Blockers, stepKinds(d2))
-	if d2.Verb != classify.VerbRefuse || !d2.Blocked(classify.CodeTargetPromoted) || d2.Resume != "" && d2.Resume != first.EntryID {
+	if d2.Verb != model.VerbRefuse || !d2.Blocked(model.CodeTargetPromoted) || d2.Resume != "" && d2.Resume != first.EntryID {
 		t.Errorf("rerun after %s was promoted: %s %+v (resume %q): want refused with target_promoted", target, d2.Verb, d2.Blockers, d2.Resume)
 	}
 	if _, err := x2.Execute(context.Background(), d2, actions.ExecOptions{}); !errors.Is(err, actions.ErrRefused) {
@@ -128,8 +127,8 @@ func TestReplaceResumeNeverDeletesAPromotedMember(t *testing.T) {
 	// With --switchover-first the rerun hands over first, then finishes
 	// the replace of the member as a replica.
 	x3 := executor()
-	d3 := decide(t, x3, classify.Intent{Action: model.ActionReplace, Member: target, Options: classify.Options{SwitchoverFirst: true}})
-	if d3.Verb != classify.VerbProceed || len(d3.Steps) == 0 || d3.Steps[0].Kind != model.StepSwitchover || d3.Steps[0].From != target {
+	d3 := decide(t, x3, model.Intent{Action: model.ActionReplace, Member: target, Options: model.ActionOptions{SwitchoverFirst: true}})
+	if d3.Verb != model.VerbProceed || len(d3.Steps) == 0 || d3.Steps[0].Kind != model.StepSwitchover || d3.Steps[0].From != target {
 		t.Fatalf("rerun with --switchover-first: %s %v %+v: want a switchover from %s first", d3.Verb, stepKinds(d3), d3.Blockers, target)
 	}
 	res, err := x3.Execute(context.Background(), d3, actions.ExecOptions{OnReceipt: func(r model.Receipt) { t.Logf("  third run: %s %s: %s", r.Step, r.Outcome, r.Detail) }})
@@ -159,7 +158,7 @@ func TestSwitchoverDoneWhenTheOldPrimaryCannotRejoin(t *testing.T) {
 	ctx := context.Background()
 	x := executor()
 	x.WaitTimeout = 90 * time.Second
-	d := decide(t, x, classify.Intent{Action: model.ActionSwitchover, Member: reps[0]})
+	d := decide(t, x, model.Intent{Action: model.ActionSwitchover, Member: reps[0]})
 	frozen := false
 	x.Members = &hookOps{MemberOps: realOps(), after: func() {
 		if err := s.SB.Break(ctx, namespace+"/"+prim, fault.Pause); err != nil {
@@ -180,13 +179,13 @@ func TestSwitchoverDoneWhenTheOldPrimaryCannotRejoin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("switchover whose old primary froze after the hand-over: %v (receipts %v)", err, receiptKinds(res))
 	}
-	if res.Final.Verb != classify.VerbDone || res.Final.Leader != reps[0] || !slices.ContainsFunc(res.Final.Notes, func(n classify.Note) bool { return n.Code == classify.CodeRejoinPending && n.Member == prim }) {
+	if res.Final.Verb != model.VerbDone || res.Final.Leader != reps[0] || !slices.ContainsFunc(res.Final.Notes, func(n model.Note) bool { return n.Code == model.CodeRejoinPending && n.Member == prim }) {
 		t.Errorf("final %s leader %s notes %+v: want done, %s primary, rejoin_pending for %s", res.Final.Verb, res.Final.Leader, res.Final.Notes, reps[0], prim)
 	}
 	// Nothing is left in progress: another action decides without
 	// action_in_progress.
-	d2 := decide(t, executor(), classify.Intent{Action: model.ActionReseed, Member: prim})
-	if d2.Blocked(classify.CodeActionInProgress) {
+	d2 := decide(t, executor(), model.Intent{Action: model.ActionReseed, Member: prim})
+	if d2.Blocked(model.CodeActionInProgress) {
 		t.Errorf("a reseed of %s after the switchover: %+v", prim, d2.Blockers)
 	}
 	if p, _ := roles(t); len(p) != 1 || p[0] != reps[0] {

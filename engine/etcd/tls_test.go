@@ -289,7 +289,7 @@ func TestProbeReadsTheServingCertificate(t *testing.T) {
 			if expired && f.Failure != model.ProbeFailureCredentials {
 				t.Errorf("failure %q (%s), want credentials", f.Failure, f.Err)
 			}
-			v := verdict.Compute(oneMember(f), time.Now(), verdict.Options{})
+			v := verdict.Compute(oneMember(f), time.Now(), model.VerdictOptions{})
 			found := false
 			for _, r := range v.Reasons {
 				found = found || (r.Code == c.want && r.Member == "etcd-tls" && strings.Contains(r.Detail, c.notAfter.UTC().Format(time.RFC3339)))
@@ -338,7 +338,7 @@ func TestProbeReadsThePeerPortsCertificate(t *testing.T) {
 		t.Error("the peer port was never dialled")
 	}
 	ports := map[string]bool{}
-	for _, r := range verdict.Compute(oneMember(f), time.Now(), verdict.Options{}).Reasons {
+	for _, r := range verdict.Compute(oneMember(f), time.Now(), model.VerdictOptions{}).Reasons {
 		if r.Code == model.ReasonCertExpiring {
 			ports[strings.Fields(strings.TrimPrefix(r.Detail, "the serving certificate on port "))[0]] = true
 		}

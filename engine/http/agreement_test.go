@@ -30,7 +30,7 @@ const ns = "hactl-test"
 type side struct {
 	obs model.Observation
 	v   model.Verdict
-	a   verdict.Analysis
+	a   model.Analysis
 }
 
 // read probes every member with eng and judges the result.
@@ -53,7 +53,7 @@ func read(t *testing.T, c *etcdcluster.Cluster, eng engine.Engine, config map[st
 	for i := range facts {
 		obs.Members[i].Engine = &facts[i]
 	}
-	o := verdict.Options{Rules: engine.VerdictRules(map[model.Engine]engine.Engine{eng.Name(): eng})}
+	o := model.VerdictOptions{Rules: engine.VerdictRules(map[model.Engine]engine.Engine{eng.Name(): eng})}
 	d, v, a := verdict.EvaluateAll(obs, time.Now(), o)
 	return side{d, v, a}
 }
