@@ -35,11 +35,6 @@ import (
 // only verified facts (identities, the member list, phases derived from
 // engine answers) can lead to a delete.
 func Classify(obs model.Observation, in model.Intent, now time.Time) model.Decision {
-	return classifyWith(engines, obs, in, now)
-}
-
-// classifyWith is Classify with the engine rules taken from registry.
-func classifyWith(registry map[model.Engine]engineRules, obs model.Observation, in model.Intent, now time.Time) model.Decision {
 	o := withDefaults(in.Options)
 	derived, v, a := verdict.EvaluateAll(obs, now, o.Verdict)
 	c := &classifier{
@@ -64,7 +59,7 @@ func classifyWith(registry map[model.Engine]engineRules, obs model.Observation, 
 		DecidedAt:  now,
 		Leader:     c.a.LeaderMember,
 	}
-	c.rules = c.engineGate(registry)
+	c.rules = c.engineGate()
 	c.common()
 	c.plan()
 	c.finish()
@@ -94,15 +89,15 @@ type classifier struct {
 	done bool
 }
 
-func (c *classifier) block(code model.Code, member, override, format string, args ...any) {
+func (c *classifier) Block(code model.Code, member, override, format string, args ...any) {
 	c.d.Blockers = append(c.d.Blockers, model.Blocker{Code: code, Member: member, Detail: fmt.Sprintf(format, args...), Override: override})
 }
 
-func (c *classifier) note(code model.Code, member, format string, args ...any) {
+func (c *classifier) Note(code model.Code, member, format string, args ...any) {
 	c.d.Notes = append(c.d.Notes, model.Note{Code: code, Member: member, Detail: fmt.Sprintf(format, args...)})
 }
 
-func (c *classifier) step(s model.Step) {
+func (c *classifier) Step(s model.Step) {
 	s.Phase = s.Kind.PhaseOf()
 	c.d.Steps = append(c.d.Steps, s)
 }
@@ -119,11 +114,11 @@ func (c *classifier) plan() {
 	case model.ActionSwitchover:
 		c.rules.switchover(c)
 	default:
-		c.block(model.CodeEngineUnsupported, "", "", "hactl knows no action %q (known: replace, reseed, seed, restore, switchover)", c.in.Action)
+		c.Block(model.CodeEngineUnsupported, "", "", "hactl knows no action %q (known: replace, reseed, seed, restore, switchover)", c.in.Action)
 	}
 }
 
-func (c *classifier) member(name string) *model.Member {
+func (c *classifier) Member(name string) *model.Member {
 	for i := range c.obs.Members {
 		if c.obs.Members[i].Name == name {
 			return &c.obs.Members[i]
@@ -132,7 +127,7 @@ func (c *classifier) member(name string) *model.Member {
 	return nil
 }
 
-func (c *classifier) memberNames() string {
+func (c *classifier) MemberNames() string {
 	var n []string
 	for _, m := range c.obs.Members {
 		n = append(n, m.Name)
@@ -140,12 +135,19 @@ func (c *classifier) memberNames() string {
 	return strings.Join(n, ", ")
 }
 
-func orName(n, def string) string {
-	if n == "" {
-		return def
-	}
-	return n
-}
+// The classifier is the model.Plan an engine's rules plan with.
+var _ model.Plan = (*classifier)(nil)
+
+func (c *classifier) Observation() *model.Observation  { return &c.obs }
+func (c *classifier) Analysis() *model.Analysis        { return &c.a }
+func (c *classifier) Intent() model.Intent             { return c.in }
+func (c *classifier) Options() model.ActionOptions     { return c.o }
+func (c *classifier) Now() time.Time                   { return c.now }
+func (c *classifier) Decision() *model.Decision        { return &c.d }
+func (c *classifier) Resume() *model.LedgerEntry       { return c.resume }
+func (c *classifier) Superseded() []*model.LedgerEntry { return c.superseded }
+func (c *classifier) Done()                            { c.done = true }
+func (c *classifier) LagThreshold() uint64             { return verdict.LagThreshold(c.o.Verdict, c.obs.Cluster) }
 
 // finish sets the verb, the phase and the fences.
 func (c *classifier) finish() {

@@ -50,54 +50,81 @@ type engineRules interface {
 	ready(d model.Decision) string
 }
 
-// engines maps each engine hactl acts on to its rules.
-var engines = map[model.Engine]engineRules{
-	model.EngineEtcd:    etcdRules{},
-	model.EnginePatroni: patroniRules{},
+// rulesOf are the rules of engine e among the verdict rules r handed in:
+// its own ClassifyRules, the recreate rules for an engine hactl reads and
+// judges but sends nothing (whose rules are only VerdictRules), or nil
+// when no rules for e were handed in.
+func rulesOf(r map[model.Engine]model.VerdictRules, e model.Engine) engineRules {
+	v, ok := r[e]
+	switch {
+	case !ok || v == nil:
+		return nil
+	case isClassify(v):
+		return handed{v.(model.ClassifyRules)}
+	}
+	return recreateRules{v}
+}
+
+func isClassify(v model.VerdictRules) bool {
+	_, ok := v.(model.ClassifyRules)
+	return ok
 }
 
 // ReadyMeaning says what the replaced or reseeded member of done decision
 // d being ready means, in its engine's words ("a healthy voter again",
-// "streaming from the primary …").
+// "streaming from the primary …"), as the rules d was decided with say.
 func ReadyMeaning(d model.Decision) string {
-	if r, ok := engines[d.Cluster.Engine]; ok {
+	if r := rulesOf(d.Intent.Options.Verdict.Rules, d.Cluster.Engine); r != nil {
 		return r.ready(d)
 	}
-	// Only an engine whose rules are handed in gets this far.
-	return recreateRules{}.ready(d)
+	return noRules{}.ready(d)
 }
 
-// engineGate picks the rules of the cluster's engine from registry, the
-// recreate rules for an engine whose verdict rules are handed in, or
-// refuses the cluster and returns noRules.
-func (c *classifier) engineGate(registry map[model.Engine]engineRules) engineRules {
+// engineGate picks the rules of the cluster's engine from those handed
+// in with the verdict's options, or refuses the cluster and returns
+// noRules.
+func (c *classifier) engineGate() engineRules {
 	cl := c.obs.Cluster
-	if r, ok := registry[cl.Engine]; ok {
-		if c.o.Verdict.Rules[cl.Engine] == nil {
-			// Its members' phases and lags are then unknown: no plan
-			// may rest on that.
-			c.block(model.CodeEngineUnsupported, "", "", "hactl was handed no verdict rules for %s clusters, so it cannot judge %s/%s's members (a build without the %[1]s engine)", cl.Engine, cl.Namespace, cl.Name)
-			return noRules{}
-		}
+	if r := rulesOf(c.o.Verdict.Rules, cl.Engine); r != nil {
 		return r
 	}
-	if r, judged := c.o.Verdict.Rules[cl.Engine]; judged {
-		// hactl reads and judges the engine's members (its own package
-		// holds the rules) but sends them nothing.
-		return recreateRules{r}
+	if engineNames(c.o.Verdict.Rules) == "" {
+		c.Block(model.CodeEngineUnsupported, "", "", "hactl was handed no engine's rules, so it can neither judge nor act on %s/%s (a build without engines)", cl.Namespace, cl.Name)
+		return noRules{}
 	}
-	c.block(model.CodeEngineUnsupported, "", "", "hactl acts on %s clusters only; %s/%s runs %q (diagnose with status)", engineNames(registry), cl.Namespace, cl.Name, cl.Engine)
+	c.Block(model.CodeEngineUnsupported, "", "", "hactl acts on %s clusters only; %s/%s runs %q (diagnose with status)", engineNames(c.o.Verdict.Rules), cl.Namespace, cl.Name, cl.Engine)
 	return noRules{}
 }
 
-// engineNames lists the engines of registry, sorted.
-func engineNames(registry map[model.Engine]engineRules) string {
+// engineNames lists the engines of r, sorted.
+func engineNames(r map[model.Engine]model.VerdictRules) string {
 	var names []string
-	for e := range registry {
-		names = append(names, e.String())
+	for e, v := range r {
+		if v != nil {
+			names = append(names, e.String())
+		}
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
+}
+
+// handed are the ClassifyRules an engine keeps in its own package.
+type handed struct{ r model.ClassifyRules }
+
+func (h handed) replace(c *classifier)    { h.r.PlanReplace(c) }
+func (h handed) seed(c *classifier)       { h.r.PlanSeed(c) }
+func (h handed) restore(c *classifier)    { h.r.PlanRestore(c) }
+func (h handed) switchover(c *classifier) { h.r.PlanSwitchover(c) }
+func (h handed) ready(d model.Decision) string {
+	return h.r.ReadyMeaning(d)
+}
+
+func (h handed) holdsRecorded(c *classifier, e *model.LedgerEntry) bool {
+	return h.r.HoldsRecorded(c, e)
+}
+
+func (h handed) staleWait(c *classifier, e *model.LedgerEntry, finished bool) string {
+	return h.r.StaleWait(c, e, finished)
 }
 
 // noRules stand for an engine hactl has no rules for: they plan nothing,

@@ -16,50 +16,60 @@ const engineToy model.Engine = "toy"
 // toyRules are the rules of a test engine, built from the common helpers
 // only: a replace deletes the target's volume and pod and waits for the
 // StatefulSet to recreate it; toy-0 leads and is replaced only with
-// --move-leader. holds is what holdsRecorded answers.
-type toyRules struct{ holds bool }
+// --move-leader. holds is what HoldsRecorded answers. Its clusters are
+// judged by the verdict rules it embeds (etcd's, handed in by judgedToy).
+type toyRules struct {
+	model.VerdictRules
+	holds bool
+}
 
-func (toyRules) replace(c *classifier) {
-	m := c.member(c.in.Member)
+func (toyRules) PlanReplace(c model.Plan) {
+	in := c.Intent()
+	m := c.Member(in.Member)
 	if m == nil {
-		c.block(model.CodeMemberNotFound, c.in.Member, "", "no member %q (members: %s)", c.in.Member, c.memberNames())
+		c.Block(model.CodeMemberNotFound, in.Member, "", "no member %q (members: %s)", in.Member, c.MemberNames())
 		return
 	}
 	if m.Pod != nil && m.Pod.DeletionMarked {
-		c.awaitForeignDelete(m.Name, m.Pod)
+		c.AwaitForeignDelete(m.Name, m.Pod)
 		return
 	}
-	if c.observeNeverStarted(m.Name, m.Pod) {
+	if c.ObserveNeverStarted(m.Name, m.Pod) {
 		return
 	}
-	if m.Name == "toy-0" && !c.o.MoveLeader {
-		c.block(model.CodeTargetIsLeader, m.Name, model.FlagMoveLeader, "%s leads", m.Name)
+	if m.Name == "toy-0" && !c.Options().MoveLeader {
+		c.Block(model.CodeTargetIsLeader, m.Name, model.FlagMoveLeader, "%s leads", m.Name)
 	}
-	c.deleteBoth(m, m.PVC, true)
-	c.step(model.Step{Kind: model.StepAwaitPodRecreated, Member: m.Name, Detail: "wait for " + m.Name})
+	c.DeleteBoth(m, m.PVC, true)
+	c.Step(model.Step{Kind: model.StepAwaitPodRecreated, Member: m.Name, Detail: "wait for " + m.Name})
 }
 
-func (toyRules) seed(c *classifier) {
-	c.block(model.CodeNoSeedSource, "", "", "toy clusters have no seed source")
+func (toyRules) PlanSeed(c model.Plan) {
+	c.Block(model.CodeNoSeedSource, "", "", "toy clusters have no seed source")
 }
 
-func (toyRules) restore(c *classifier) {
-	c.block(model.CodeRestoreUnsupported, "", "", "toy clusters are not restored")
+func (toyRules) PlanRestore(c model.Plan) {
+	c.Block(model.CodeRestoreUnsupported, "", "", "toy clusters are not restored")
 }
 
-func (toyRules) switchover(c *classifier) {
-	c.block(model.CodeActionUnsupported, "", "", "toy clusters have no switchover")
+func (toyRules) PlanSwitchover(c model.Plan) {
+	c.Block(model.CodeActionUnsupported, "", "", "toy clusters have no switchover")
 }
 
-func (r toyRules) holdsRecorded(*classifier, *model.LedgerEntry) bool { return r.holds }
+func (r toyRules) HoldsRecorded(model.Plan, *model.LedgerEntry) bool { return r.holds }
 
-func (toyRules) staleWait(*classifier, *model.LedgerEntry, bool) string { return "" }
+func (toyRules) StaleWait(model.Plan, *model.LedgerEntry, bool) string { return "" }
 
-func (toyRules) ready(model.Decision) string { return "toy-ready" }
+func (toyRules) ReadyMeaning(model.Decision) string { return "toy-ready" }
 
-// toyRegistry holds the toy engine's rules and no others.
-func toyRegistry(r toyRules) map[model.Engine]engineRules {
-	return map[model.Engine]engineRules{engineToy: r}
+// judgedToy is Classify with the rules of the engines hactl ships and
+// the toy engine's r handed in, the toy's clusters (etcd's facts under
+// another name) judged by etcd's verdict rules.
+func judgedToy(r toyRules, obs model.Observation, in model.Intent, now time.Time) model.Decision {
+	in = judgedIntent(in)
+	r.VerdictRules = in.Options.Verdict.Rules[model.EngineEtcd]
+	in.Options.Verdict.Rules[engineToy] = r
+	return Classify(obs, in, now)
 }
 
 // toyObs is a 3-member toy cluster. Nothing in it satisfies etcd's rules
@@ -107,7 +117,7 @@ func blockerCodes(d model.Decision) []model.Code {
 // cluster's engine, and derives the verb, phase and fences from their
 // plan (finish) whatever the engine.
 func TestEngineRulesPlan(t *testing.T) {
-	d := judgedClassifyWith(toyRegistry(toyRules{}), toyObs(), toyReplace, now)
+	d := judgedToy(toyRules{}, toyObs(), toyReplace, now)
 	if d.Verb != model.VerbProceed || len(d.Blockers) > 0 || !slices.Equal(kinds(d), toyPlan) {
 		t.Fatalf("verb %s, blockers %v, steps %v:\n%s", d.Verb, blockerCodes(d), kinds(d), strings.Join(Describe(d), "\n"))
 	}
@@ -115,7 +125,7 @@ func TestEngineRulesPlan(t *testing.T) {
 		t.Errorf("phase %s, fences %+v", d.Phase, d.Fences)
 	}
 	for action, want := range map[model.Action]model.Code{model.ActionSeed: model.CodeNoSeedSource, model.ActionRestore: model.CodeRestoreUnsupported, "explode": model.CodeEngineUnsupported} {
-		d := judgedClassifyWith(toyRegistry(toyRules{}), toyObs(), model.Intent{Action: action}, now)
+		d := judgedToy(toyRules{}, toyObs(), model.Intent{Action: action}, now)
 		if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{want}) {
 			t.Errorf("%s: verb %s, blockers %v, want refuse %s", action, d.Verb, blockerCodes(d), want)
 		}
@@ -183,7 +193,7 @@ func TestCommonGatesApplyToEveryEngine(t *testing.T) {
 			if r.mutate != nil {
 				r.mutate(&obs)
 			}
-			d := judgedClassifyWith(toyRegistry(r.rules), obs, r.intent, now)
+			d := judgedToy(r.rules, obs, r.intent, now)
 			if d.Verb != r.verb || !slices.Equal(blockerCodes(d), append([]model.Code{}, r.codes...)) {
 				t.Errorf("verb %s, blockers %v; want %s, %v\n%s", d.Verb, blockerCodes(d), r.verb, r.codes, strings.Join(Describe(d), "\n"))
 			}
@@ -245,7 +255,7 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 				t.Errorf("%s: verb %s, blockers %v, flow %s, steps %v\n%s", name, d.Verb, blockerCodes(d), d.Flow, kinds(d), strings.Join(Describe(d), "\n"))
 				continue
 			}
-			if want := fmt.Sprintf("hactl acts on etcd, patroni clusters only; db/etcd runs %q (diagnose with status)", engine); d.Blockers[0].Detail != want {
+			if want := fmt.Sprintf("hactl acts on etcd, http, patroni clusters only; db/etcd runs %q (diagnose with status)", engine); d.Blockers[0].Detail != want {
 				t.Errorf("%s: detail %q, want %q", name, d.Blockers[0].Detail, want)
 			}
 		}
@@ -259,28 +269,34 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 	}
 	// The registry decides: without etcd's entry an etcd cluster is
 	// refused the same way, and the refusal names the engines there are.
-	d := classifyWith(toyRegistry(toyRules{}), healthy(), replace1, now)
+	in := replace1
+	in.Options.Verdict.Rules = map[model.Engine]model.VerdictRules{engineToy: toyRules{VerdictRules: judgedIntent(replace1).Options.Verdict.Rules[model.EngineEtcd]}}
+	d := Classify(healthy(), in, now)
 	if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{model.CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "acts on toy clusters only") {
 		t.Errorf("etcd without rules: verb %s, blockers %+v", d.Verb, d.Blockers)
 	}
 }
 
-// An engine whose classify rules are here but whose verdict rules were
-// not handed in is refused: its members' phases and lags would be
-// unknown, and no plan may rest on that.
-func TestEngineWithoutVerdictRulesIsRefused(t *testing.T) {
+// A face that hands in no rules gets every cluster refused: its members'
+// phases and lags would be unknown, and no plan may rest on that.
+func TestNoRulesHandedInIsRefused(t *testing.T) {
 	for _, obs := range []model.Observation{healthy(), pgHealthy()} {
-		d := Classify(obs, model.Intent{Action: model.ActionReplace, Member: obs.Members[1].Name}, now)
-		if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{model.CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "no verdict rules") {
-			t.Errorf("%s without verdict rules: verb %s, blockers %+v", obs.Cluster.Engine, d.Verb, d.Blockers)
+		// None at all, and an entry for the engine without rules.
+		for _, rules := range []map[model.Engine]model.VerdictRules{nil, {obs.Cluster.Engine: nil}} {
+			in := model.Intent{Action: model.ActionReplace, Member: obs.Members[1].Name}
+			in.Options.Verdict.Rules = rules
+			d := Classify(obs, in, now)
+			if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{model.CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "was handed no engine's rules") {
+				t.Errorf("%s with rules %v: verb %s, blockers %+v", obs.Cluster.Engine, rules, d.Verb, d.Blockers)
+			}
 		}
 	}
 }
 
 // TestEtcdIsRegistered: etcd clusters are planned by etcd's rules.
 func TestEtcdIsRegistered(t *testing.T) {
-	if _, ok := engines[model.EngineEtcd].(etcdRules); !ok {
-		t.Fatalf("engines[%s] = %T, want etcdRules", model.EngineEtcd, engines[model.EngineEtcd])
+	if r := judgedIntent(replace1).Options.Verdict.Rules[model.EngineEtcd]; !isClassify(r) {
+		t.Fatalf("etcd's rules %T plan no actions (model.ClassifyRules)", r)
 	}
 	if d := judgedClassify(healthy(), replace1, now); d.Verb != model.VerbProceed || !slices.Equal(kinds(d), fullPlan) {
 		t.Errorf("verb %s, steps %v, want the learner flow", d.Verb, kinds(d))
@@ -295,6 +311,7 @@ func TestReadyMeaningByEngine(t *testing.T) {
 		"http":              "answering, ready and within the lag threshold of the frontier of the leader pg-0",
 	} {
 		d := model.Decision{Cluster: model.ClusterRef{Engine: eng}, Leader: "pg-0"}
+		d.Intent = judgedIntent(d.Intent)
 		if got := ReadyMeaning(d); got != want {
 			t.Errorf("%s: %q, want %q", eng, got, want)
 		}

@@ -16,17 +16,6 @@ func judgedClassify(obs model.Observation, in model.Intent, now time.Time) model
 	return Classify(obs, judgedIntent(in), now)
 }
 
-// judgedClassifyWith is classifyWith with those rules handed in, and the
-// toy engine's clusters (etcd's facts under another name) judged by
-// etcd's verdict rules.
-func judgedClassifyWith(registry map[model.Engine]engineRules, obs model.Observation, in model.Intent, now time.Time) model.Decision {
-	in = judgedIntent(in)
-	if _, ok := in.Options.Verdict.Rules[engineToy]; !ok {
-		in.Options.Verdict.Rules[engineToy] = in.Options.Verdict.Rules[model.EngineEtcd]
-	}
-	return classifyWith(registry, obs, in, now)
-}
-
 func judgedIntent(in model.Intent) model.Intent {
 	rules := engine.VerdictRules(registry.Engines())
 	maps.Copy(rules, in.Options.Verdict.Rules)

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -43,7 +44,7 @@ func Describe(d model.Decision) []string {
 			if mf.IsLearner {
 				kind = "learner"
 			}
-			add("  etcd member %s (%s %s, peer %s) of cluster %s", mf.ID, kind, orName(mf.Name, "unnamed"), strings.Join(mf.PeerURLs, ","), mf.ClusterID)
+			add("  etcd member %s (%s %s, peer %s) of cluster %s", mf.ID, kind, cmp.Or(mf.Name, "unnamed"), strings.Join(mf.PeerURLs, ","), mf.ClusterID)
 		}
 		for _, f := range d.Fences {
 			add("  %s %s/%s uid=%s resourceVersion=%s", f.Kind, f.Namespace, f.Name, f.UID, f.ResourceVersion)

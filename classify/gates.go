@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -20,9 +21,9 @@ func (c *classifier) common() {
 func (c *classifier) freshnessGate() {
 	switch age := c.now.Sub(c.obs.At); {
 	case c.obs.At.IsZero():
-		c.block(model.CodeObservationStale, "", "", "the observation carries no time; observe again")
+		c.Block(model.CodeObservationStale, "", "", "the observation carries no time; observe again")
 	case age > c.o.MaxAge:
-		c.block(model.CodeObservationStale, "", "", "the observation is %s old, older than %s; observe again", age.Round(time.Second), c.o.MaxAge)
+		c.Block(model.CodeObservationStale, "", "", "the observation is %s old, older than %s; observe again", age.Round(time.Second), c.o.MaxAge)
 	}
 }
 
@@ -34,7 +35,7 @@ func (c *classifier) lockGate() {
 		return
 	}
 	if l.Held(c.now) {
-		c.block(model.CodeLockHeld, "", "", "another hactl action holds lease %s: holder %s, acquired %s, renewed %s ago, lease %s; wait for it to finish",
+		c.Block(model.CodeLockHeld, "", "", "another hactl action holds lease %s: holder %s, acquired %s, renewed %s ago, lease %s; wait for it to finish",
 			l.Name, l.Holder, l.AcquiredAt.UTC().Format(time.RFC3339), c.now.Sub(l.RenewedAt).Round(time.Second), l.Duration)
 		return
 	}
@@ -42,7 +43,7 @@ func (c *classifier) lockGate() {
 	if l.HolderGone {
 		why = "its process no longer runs"
 	}
-	c.note(model.CodeLockStale, "", "lease %s names holder %s, which is stale: %s; it will be taken over and the takeover recorded", l.Name, l.Holder, why)
+	c.Note(model.CodeLockStale, "", "lease %s names holder %s, which is stale: %s; it will be taken over and the takeover recorded", l.Name, l.Holder, why)
 }
 
 // ledgerGate walks the in-progress ledger entries: the newest resumable
@@ -58,7 +59,7 @@ func (c *classifier) ledgerGate() {
 		if e.Action == c.in.Action && e.Member == c.in.Member {
 			if why := c.notResumable(e); why != "" {
 				c.supersede(e)
-				c.note(model.CodeSuperseding, e.Member, "%s ledger entry %s (phase %s) will be marked superseded: %s", e.Action, e.ID, e.Phase, why)
+				c.Note(model.CodeSuperseding, e.Member, "%s ledger entry %s (phase %s) will be marked superseded: %s", e.Action, e.ID, e.Phase, why)
 				continue
 			}
 			if c.resume == nil || e.StartedAt.After(c.resume.StartedAt) {
@@ -68,20 +69,20 @@ func (c *classifier) ledgerGate() {
 		}
 		if c.o.Supersede {
 			c.supersede(e)
-			c.note(model.CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded", e.Action, e.Member, e.ID, e.Phase)
+			c.Note(model.CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded", e.Action, e.Member, e.ID, e.Phase)
 			continue
 		}
 		if why := c.rules.staleWait(c, e, true); why != "" && !c.lockedByOther() {
 			c.supersede(e)
-			c.note(model.CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded: %s", e.Action, orName(e.Member, "the cluster"), e.ID, e.Phase, why)
+			c.Note(model.CodeSuperseding, e.Member, "%s of %s (ledger entry %s, phase %s) will be marked superseded: %s", e.Action, cmp.Or(e.Member, "the cluster"), e.ID, e.Phase, why)
 			continue
 		}
-		c.block(model.CodeActionInProgress, e.Member, model.FlagSupersede, "%s of %s is recorded in progress (ledger entry %s, phase %s, by %s); finish it by running the same command again",
+		c.Block(model.CodeActionInProgress, e.Member, model.FlagSupersede, "%s of %s is recorded in progress (ledger entry %s, phase %s, by %s); finish it by running the same command again",
 			e.Action, e.Member, e.ID, e.Phase, e.Holder)
 	}
 	if c.resume != nil {
 		c.d.Resume = c.resume.ID
-		c.note(model.CodeResuming, c.resume.Member, "continuing ledger entry %s (phase %s), started %s by %s", c.resume.ID, c.resume.Phase,
+		c.Note(model.CodeResuming, c.resume.Member, "continuing ledger entry %s (phase %s), started %s by %s", c.resume.ID, c.resume.Phase,
 			c.resume.StartedAt.UTC().Format(time.RFC3339), c.resume.Holder)
 	}
 }
@@ -118,7 +119,7 @@ func (c *classifier) notResumable(e *model.LedgerEntry) string {
 		return c.rules.staleWait(c, e, false)
 	case model.ActionSeed:
 		if e.Generation != c.o.Generation {
-			return fmt.Sprintf("it seeds generation %s, this seed generation %s: a new seed that passes every gate", orName(e.Generation, "(none)"), orName(c.o.Generation, "(none)"))
+			return fmt.Sprintf("it seeds generation %s, this seed generation %s: a new seed that passes every gate", cmp.Or(e.Generation, "(none)"), cmp.Or(c.o.Generation, "(none)"))
 		}
 	}
 	return ""
@@ -130,11 +131,11 @@ func (c *classifier) restoreNotResumable(e *model.LedgerEntry) string {
 	src := c.o.Source
 	switch {
 	case e.Generation != c.o.Generation:
-		return fmt.Sprintf("it restores generation %s, this restore generation %s: a new restore that passes every gate", orName(e.Generation, "(none)"), orName(c.o.Generation, "(none)"))
+		return fmt.Sprintf("it restores generation %s, this restore generation %s: a new restore that passes every gate", cmp.Or(e.Generation, "(none)"), cmp.Or(c.o.Generation, "(none)"))
 	case src == nil:
 		return ""
 	case e.Digest != "" && e.Digest != src.Digest:
-		return fmt.Sprintf("it restores generation %s with digest %s, the store now holds digest %s: a new restore that passes every gate", e.Generation, orName(e.Digest, "(not recorded)"), orName(src.Digest, "(none)"))
+		return fmt.Sprintf("it restores generation %s with digest %s, the store now holds digest %s: a new restore that passes every gate", e.Generation, cmp.Or(e.Digest, "(not recorded)"), cmp.Or(src.Digest, "(none)"))
 	case e.FromClusterID != "" && e.FromClusterID != src.ClusterID:
 		return fmt.Sprintf("it restores generation %s of cluster %s, the store's is of cluster %s: a new restore that passes every gate", e.Generation, e.FromClusterID, src.ClusterID)
 	}
@@ -152,7 +153,7 @@ func (c *classifier) replaceNotResumable(e *model.LedgerEntry) string {
 		return ""
 	}
 	r := e.Replaced
-	if m := c.member(e.Member); m != nil {
+	if m := c.Member(e.Member); m != nil {
 		if r.PodUID != "" && m.Pod != nil && m.Pod.UID == r.PodUID {
 			return ""
 		}
@@ -161,5 +162,5 @@ func (c *classifier) replaceNotResumable(e *model.LedgerEntry) string {
 		}
 	}
 	return fmt.Sprintf("it was last updated %s ago and the member, pod and volume it recorded (member %s, pod uid %s, volume uid %s) are all gone: it is stale",
-		c.now.Sub(e.UpdatedAt).Round(time.Second), orName(r.MemberID, "-"), orName(r.PodUID, "-"), orName(r.PVCUID, "-"))
+		c.now.Sub(e.UpdatedAt).Round(time.Second), cmp.Or(r.MemberID, "-"), cmp.Or(r.PodUID, "-"), cmp.Or(r.PVCUID, "-"))
 }

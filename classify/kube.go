@@ -13,20 +13,20 @@ import (
 
 // awaitForeignDelete turns the decision into await: the target's pod is
 // being deleted, not by this action.
-func (c *classifier) awaitForeignDelete(member string, pod *model.PodFacts) {
+func (c *classifier) AwaitForeignDelete(member string, pod *model.PodFacts) {
 	c.verb = model.VerbAwait
-	c.block(model.CodePodTerminating, member, "", "pod %s is being deleted (not by this action): hactl waits for it to disappear, then decides again", pod.Name)
+	c.Block(model.CodePodTerminating, member, "", "pod %s is being deleted (not by this action): hactl waits for it to disappear, then decides again", pod.Name)
 }
 
 // observeNeverStarted turns a fresh decision into observe, and reports
 // so, when the target's pod never started and was created from the
 // StatefulSet's current template: a recreated pod would wait the same way.
-func (c *classifier) observeNeverStarted(member string, pod *model.PodFacts) bool {
+func (c *classifier) ObserveNeverStarted(member string, pod *model.PodFacts) bool {
 	if c.resume != nil || pod == nil || !neverStarted(pod) || !revisionMatches(pod, c.obs.Cluster) {
 		return false
 	}
 	c.verb = model.VerbObserve
-	c.block(model.CodePodNeverStarted, member, "", "pod %s has never started and was created from the StatefulSet's current template: deleting it would not help (a recreated pod would wait the same way); hactl only observes it", pod.Name)
+	c.Block(model.CodePodNeverStarted, member, "", "pod %s has never started and was created from the StatefulSet's current template: deleting it would not help (a recreated pod would wait the same way); hactl only observes it", pod.Name)
 	return true
 }
 
@@ -42,31 +42,31 @@ func revisionMatches(p *model.PodFacts, cl model.ClusterFacts) bool {
 	return p.Revision == "" || cl.UpdateRevision == "" || p.Revision == cl.UpdateRevision
 }
 
-func (c *classifier) deletePVC(member string, pvc *model.PVCFacts) {
+func (c *classifier) DeletePVC(member string, pvc *model.PVCFacts) {
 	f := model.Fence{Kind: "PersistentVolumeClaim", Namespace: c.obs.Cluster.Namespace, Name: pvc.Name, UID: pvc.UID,
 		ResourceVersion: pvc.ResourceVersion, Fingerprint: pvc.Fingerprint}
-	c.step(model.Step{Kind: model.StepDeletePVC, Member: member, Fence: &f,
+	c.Step(model.Step{Kind: model.StepDeletePVC, Member: member, Fence: &f,
 		Detail: fmt.Sprintf("delete PersistentVolumeClaim %s (uid %s, resourceVersion %s); it goes once its pod is gone", pvc.Name, pvc.UID, pvc.ResourceVersion)})
 }
 
 // deleteBoth deletes the volume (first, so the StatefulSet cannot bring
 // the pod back on it) and the pod, then waits for the pod to go.
-func (c *classifier) deleteBoth(m *model.Member, pvc *model.PVCFacts, pvcOrig bool) {
+func (c *classifier) DeleteBoth(m *model.Member, pvc *model.PVCFacts, pvcOrig bool) {
 	if pvc != nil && pvcOrig && !pvc.DeletionMarked {
-		c.deletePVC(m.Name, pvc)
+		c.DeletePVC(m.Name, pvc)
 	}
 	if p := m.Pod; p != nil {
 		f := model.Fence{Kind: "Pod", Namespace: c.obs.Cluster.Namespace, Name: p.Name, UID: p.UID,
 			ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint, Role: p.RoleLabel}
-		c.step(model.Step{Kind: model.StepDeletePod, Member: m.Name, Fence: &f,
+		c.Step(model.Step{Kind: model.StepDeletePod, Member: m.Name, Fence: &f,
 			Detail: fmt.Sprintf("delete pod %s (uid %s, resourceVersion %s)", p.Name, p.UID, p.ResourceVersion)})
-		c.step(model.Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", p.Name)})
+		c.Step(model.Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", p.Name)})
 	}
 }
 
 // replacedOf is what a replace of m replaces: recorded by the resumed
 // entry, or m's pod and volume now.
-func (c *classifier) replacedOf(m *model.Member) model.Replaced {
+func (c *classifier) ReplacedOf(m *model.Member) model.Replaced {
 	if c.resume != nil {
 		return c.resume.Replaced
 	}
@@ -82,23 +82,10 @@ func (c *classifier) replacedOf(m *model.Member) model.Replaced {
 
 // recreatedThen appends the wait for the StatefulSet to recreate pod name
 // with a new volume (how says what fills it), then await's.
-func (c *classifier) recreatedThen(name, how string, await func(string)) {
-	c.step(model.Step{Kind: model.StepAwaitPodRecreated, Member: name,
+func (c *classifier) RecreatedThen(name, how string, await func(string)) {
+	c.Step(model.Step{Kind: model.StepAwaitPodRecreated, Member: name,
 		Detail: fmt.Sprintf("wait for the StatefulSet to recreate pod %s with a new volume (%s)", name, how)})
 	await(name)
-}
-
-// rebuilt is how an engine whose members rebuild themselves on a new
-// volume waits for one, in its own terms.
-type rebuilt struct {
-	// leader names the leader (the primary) the rebuilt member follows.
-	leader func() string
-	// caughtUp reports whether m answers rebuilt and caught up.
-	caughtUp func(m *model.Member) bool
-	// await plans the wait until member name is caught up; recreated
-	// plans the waits after its pod was deleted (the pod recreated,
-	// then await).
-	await, recreated func(name string)
 }
 
 // recreateResume plans a resumed replace by delete-and-recreate once its
@@ -106,7 +93,7 @@ type rebuilt struct {
 // original: it never names an object already deleted, and deletes a
 // volume the recreated pod came back on. It reports whether it planned
 // (false: nothing was deleted yet, plan afresh).
-func (c *classifier) recreateResume(m *model.Member, w rebuilt) bool {
+func (c *classifier) RecreateResume(m *model.Member, w model.Rebuilt) bool {
 	e := c.resume
 	if e == nil {
 		return false
@@ -114,65 +101,47 @@ func (c *classifier) recreateResume(m *model.Member, w rebuilt) bool {
 	r := e.Replaced
 	podOrig := m.Pod != nil && m.Pod.UID == r.PodUID
 	pvcOrig := m.PVC != nil && r.PVCUID != "" && m.PVC.UID == r.PVCUID
-	deleted := hasReceipt(e, model.StepDeletePVC) || hasReceipt(e, model.StepDeletePod)
+	deleted := e.HasReceipt(model.StepDeletePVC) || e.HasReceipt(model.StepDeletePod)
 	if !deleted && podOrig && (pvcOrig || m.PVC == nil) {
 		return false
 	}
-	c.d.Leader = w.leader()
+	c.d.Leader = w.Leader()
 	switch {
 	case podOrig:
 		// The original pod is still there (maybe going).
 		if pvcOrig && !m.PVC.DeletionMarked {
-			c.deletePVC(m.Name, m.PVC)
+			c.DeletePVC(m.Name, m.PVC)
 		}
 		if m.Pod.DeletionMarked {
-			c.step(model.Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Name)})
+			c.Step(model.Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Name)})
 		} else {
-			c.deleteBoth(m, nil, false)
+			c.DeleteBoth(m, nil, false)
 		}
-		w.recreated(m.Name)
+		w.Recreated(m.Name)
 	case m.Pod == nil:
 		if pvcOrig && !m.PVC.DeletionMarked {
-			c.deletePVC(m.Name, m.PVC)
+			c.DeletePVC(m.Name, m.PVC)
 		}
-		w.recreated(m.Name)
+		w.Recreated(m.Name)
 	case pvcOrig && !m.PVC.DeletionMarked:
 		// A new pod came back on the old volume: that volume must go.
-		c.deleteBoth(m, m.PVC, true)
-		w.recreated(m.Name)
+		c.DeleteBoth(m, m.PVC, true)
+		w.Recreated(m.Name)
 	case pvcOrig:
 		// The old volume is still going: the member on it is not the
 		// rebuilt one yet, whatever it answers.
-		w.recreated(m.Name)
-	case w.caughtUp(m):
+		w.Recreated(m.Name)
+	case w.CaughtUp(m):
 		c.done = true
 	default:
-		w.await(m.Name)
+		w.Await(m.Name)
 	}
 	return true
 }
 
-// memberName is the name of the StatefulSet's pod with ordinal i.
-func memberName(cluster string, i int) string { return fmt.Sprintf("%s-%d", cluster, i) }
-
-// restorePodFence fences the delete of restore pod p as observed.
-func restorePodFence(cl model.ClusterFacts, p model.RestorePodFacts) *model.Fence {
-	return &model.Fence{Kind: "Pod", Namespace: cl.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint}
-}
-
-// hasReceipt reports whether ledger entry e records step k as done.
-func hasReceipt(e *model.LedgerEntry, k model.StepKind) bool {
-	for _, r := range e.Receipts {
-		if r.Step == k && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready) {
-			return true
-		}
-	}
-	return false
-}
-
 // probeFailures summarises why members did not answer (the engine's
 // errors name hosts and steps, never credentials).
-func (c *classifier) probeFailures() string {
+func (c *classifier) ProbeFailures() string {
 	var parts []string
 	for _, m := range c.obs.Members {
 		e := m.Engine

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -338,7 +339,7 @@ func patroniRows() []row {
 		pgRow(row{name: "patroni resume: reinitialize answered long ago, streaming: rebuilt", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				r := done(model.StepReinitialize)
-				r.At = now.Add(-RebuildSeenAfter - time.Second)
+				r.At = now.Add(-patroni.RebuildSeenAfter - time.Second)
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r)}
 			}, verb: model.VerbDone, noSteps: true}),
 		pgRow(row{name: "patroni resume: reinitialize sent, rebuilding", intent: pgReseed1,
@@ -363,7 +364,7 @@ func patroniRows() []row {
 		pgRow(row{name: "patroni resume: answered long ago, streaming, but PostgreSQL never restarted: not rebuilt", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				r := done(model.StepReinitialize)
-				r.At, r.Since = now.Add(-RebuildSeenAfter-time.Minute), "2026-12-01 18:46:53.4+00:00"
+				r.At, r.Since = now.Add(-patroni.RebuildSeenAfter-time.Minute), "2026-12-01 18:46:53.4+00:00"
 				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionReseed, "pg-1", r, done(model.StepAwaitRebuild))}
 				pgf(o, 1).PostmasterStart = r.Since
 			}, verb: model.VerbProceed, steps: []model.StepKind{model.StepAwaitRebuild, model.StepAwaitStreaming}}),
@@ -530,7 +531,7 @@ func patroniRows() []row {
 			}}),
 		pgRow(row{name: "patroni resume: switchover answered long ago, the old primary leads again: stale, a new switchover through every gate", intent: pgSwitch,
 			mutate: func(o *model.Observation) {
-				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0", At: now.Add(-SwitchoverSettleAfter - time.Minute)})}
+				o.Ledger = []model.LedgerEntry{pgEntry(model.ActionSwitchover, "", model.Receipt{Step: model.StepSwitchover, Outcome: model.OutcomeDone, MemberID: "pg-1", From: "pg-0", At: now.Add(-patroni.SwitchoverSettleAfter - time.Minute)})}
 			}, verb: model.VerbProceed, steps: switchPlan, notes: []model.Code{model.CodeSuperseding},
 			check: func(t *testing.T, d model.Decision) {
 				if d.Resume != "" || len(d.Supersedes) != 1 {
@@ -569,8 +570,8 @@ func patroniRows() []row {
 // TestPatroniIsRegistered: Patroni clusters are planned by Patroni's
 // rules.
 func TestPatroniIsRegistered(t *testing.T) {
-	if _, ok := engines[model.EnginePatroni].(patroniRules); !ok {
-		t.Fatalf("engines[%s] = %T, want patroniRules", model.EnginePatroni, engines[model.EnginePatroni])
+	if r := judgedIntent(model.Intent{}).Options.Verdict.Rules[model.EnginePatroni]; !isClassify(r) {
+		t.Fatalf("Patroni's rules %T plan no actions (model.ClassifyRules)", r)
 	}
 }
 
@@ -642,7 +643,7 @@ func checkPatroni(t *testing.T, name string, obs model.Observation, in model.Int
 	assertFencesObserved(t, obs, d)
 	writable := 0
 	for i := range obs.Members {
-		if p := pg(&obs.Members[i]); p.Writable() && p.State == "running" {
+		if p := pgOf(&obs.Members[i]); p.Writable() && p.State == "running" {
 			writable++
 		}
 	}
@@ -660,8 +661,7 @@ func checkPatroni(t *testing.T, name string, obs model.Observation, in model.Int
 			if s.From != "pg-0" {
 				fail("switchover from %s, the observed primary is pg-0", s.From)
 			}
-			c := patroni{&classifier{obs: verdictObs(obs), o: withDefaults(in.Options)}}
-			if why := c.candidateWhyNot(c.member(s.MemberID), c.member("pg-0")); why != "" {
+			if why := noCandidate(verdictObs(obs), s.MemberID, "pg-0"); why != "" {
 				fail("switchover to %s, which is no candidate: %s", s.MemberID, why)
 			}
 		case model.StepReinitialize, model.StepDeletePod, model.StepDeletePVC:
@@ -754,4 +754,48 @@ func TestPatroniResumeNeverActsOnThePrimary(t *testing.T) {
 		}
 	}
 	t.Logf("%d resumed decisions", n)
+}
+
+// pgOf is what member m's Patroni answered, nil when it did not.
+func pgOf(m *model.Member) *model.PatroniFacts {
+	if m == nil || m.Engine == nil || !m.Engine.Reachable {
+		return nil
+	}
+	return m.Engine.Patroni
+}
+
+// noCandidate says why member name of obs (phases derived) could not
+// take over from primary, judged from the facts alone: it must answer as
+// a replica in the member phase (caught up) without nofailover, from a
+// ready pod, streaming from primary as primary itself reports.
+func noCandidate(obs model.Observation, name, primary string) string {
+	var prim *model.PatroniFacts
+	for i := range obs.Members {
+		if obs.Members[i].Name == primary {
+			prim = pgOf(&obs.Members[i])
+		}
+	}
+	for i := range obs.Members {
+		m := &obs.Members[i]
+		if m.Name != name {
+			continue
+		}
+		switch p := pgOf(m); {
+		case p == nil:
+			return "it does not answer"
+		case p.Writable():
+			return "it is writable"
+		case p.NoFailover:
+			return "it is tagged nofailover"
+		case m.Phase != model.PhaseMember:
+			return "its phase is " + m.Phase.String()
+		case m.Pod == nil || !m.Pod.Ready:
+			return "its pod is not ready"
+		}
+		if _, ok := prim.Streaming(name); !ok {
+			return "the primary does not list it as streaming"
+		}
+		return ""
+	}
+	return "no such member"
 }

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -51,7 +52,7 @@ func (recreateRules) switchover(c *classifier) {
 // recorded name is the replacement a resume waits for (the recorded pod
 // and volume are checked by replaceNotResumable).
 func (recreateRules) holdsRecorded(c *classifier, e *model.LedgerEntry) bool {
-	m := c.member(e.Member)
+	m := c.Member(e.Member)
 	return m != nil && m.Engine != nil && m.Engine.Reachable
 }
 
@@ -70,7 +71,7 @@ func (recreateRules) ready(d model.Decision) string {
 // it (why says what to do instead).
 func (c *classifier) unsupported(why string) {
 	cl := c.obs.Cluster
-	c.block(model.CodeActionUnsupported, c.in.Member, "", "hactl has no fenced %s for %s clusters (%s/%s runs %q): %s; status and explain read it as for any engine",
+	c.Block(model.CodeActionUnsupported, c.in.Member, "", "hactl has no fenced %s for %s clusters (%s/%s runs %q): %s; status and explain read it as for any engine",
 		c.in.Action, cl.Engine, cl.Namespace, cl.Name, cl.Engine, why)
 }
 
@@ -90,27 +91,27 @@ func (c recreate) replace() {
 		c.unsupported(why)
 		return
 	}
-	m := c.member(name)
+	m := c.Member(name)
 	if m == nil {
-		c.block(model.CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", cl.Namespace, cl.Name, name, c.memberNames())
+		c.Block(model.CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", cl.Namespace, cl.Name, name, c.MemberNames())
 		return
 	}
 	if m.Ordinal >= cl.Replicas {
-		c.block(model.CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, cl.Replicas)
+		c.Block(model.CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, cl.Replicas)
 	}
 	if cl.Shape == model.ShapeOperatorOwned {
-		c.block(model.CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator", orName(cl.Template.OperatorOwner, "an operator"))
+		c.Block(model.CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator", cmp.Or(cl.Template.OperatorOwner, "an operator"))
 	}
-	c.d.Replaced = c.replacedOf(m)
-	w := rebuilt{leader: func() string { return c.a.LeaderMember }, caughtUp: c.caughtUp, await: c.awaitCaughtUp, recreated: c.recreated}
-	if c.recreateResume(m, w) {
+	c.d.Replaced = c.ReplacedOf(m)
+	w := model.Rebuilt{Leader: func() string { return c.a.LeaderMember }, CaughtUp: c.caughtUp, Await: c.awaitCaughtUp, Recreated: c.recreated}
+	if c.RecreateResume(m, w) {
 		// A resume is measured against one agreed leader of the same
 		// cluster, other than the member (never "done" on a rebuilt
 		// member that leads, or answers for a cluster of its own); the
 		// take-down gates hold while the resumed plan still takes the
 		// member down.
 		ok := c.agreed() && c.notLeader(m, true)
-		if ok && mutates(c.d.Steps) {
+		if ok && c.d.Mutates() {
 			ok = c.takeDown(m)
 		}
 		if !ok {
@@ -119,13 +120,13 @@ func (c recreate) replace() {
 		return
 	}
 	if pod := m.Pod; pod != nil && pod.DeletionMarked {
-		c.awaitForeignDelete(name, pod)
+		c.AwaitForeignDelete(name, pod)
 		return
 	}
-	if c.observeNeverStarted(name, m.Pod) || !c.gates(m) {
+	if c.ObserveNeverStarted(name, m.Pod) || !c.gates(m) {
 		return
 	}
-	c.deleteBoth(m, m.PVC, m.PVC != nil)
+	c.DeleteBoth(m, m.PVC, m.PVC != nil)
 	c.recreated(name)
 }
 
@@ -142,7 +143,7 @@ func (c recreate) gates(m *model.Member) bool {
 // recorded), lack a quorum, or agree on no leader.
 func (c recreate) agreed() bool {
 	if !c.obs.EngineProbed {
-		c.block(model.CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
+		c.Block(model.CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
 		return false
 	}
 	answered := false
@@ -150,25 +151,25 @@ func (c recreate) agreed() bool {
 		answered = answered || (x.Engine != nil && x.Engine.Reachable)
 	}
 	if !answered {
-		c.block(model.CodeClusterUnreachable, "", "", "no member answered%s", c.probeFailures())
+		c.Block(model.CodeClusterUnreachable, "", "", "no member answered%s", c.ProbeFailures())
 		return false
 	}
 	ok := true
 	known := c.obs.Cluster.KnownClusterID
 	switch {
 	case c.a.ClusterIDs > 1:
-		c.block(model.CodeClusterIDSplit, "", "", "the members answer with %d different cluster IDs: repair the split first", c.a.ClusterIDs)
+		c.Block(model.CodeClusterIDSplit, "", "", "the members answer with %d different cluster IDs: repair the split first", c.a.ClusterIDs)
 		ok = false
 	case known != "" && c.a.ClusterID != "" && c.a.ClusterID != known:
-		c.block(model.CodeClusterIDSplit, "", "", "the members answer for cluster %s, but %s was recorded for this cluster: a member that formed a cluster of its own is no rebuilt member", c.a.ClusterID, known)
+		c.Block(model.CodeClusterIDSplit, "", "", "the members answer for cluster %s, but %s was recorded for this cluster: a member that formed a cluster of its own is no rebuilt member", c.a.ClusterID, known)
 		ok = false
 	}
 	if r := c.reason(model.ReasonQuorumUnavailable); r != nil {
-		c.block(model.CodeLeaderUnknown, "", "", "the cluster has no quorum (%s): hactl acts only on a cluster whose leader it can measure against", r.Detail)
+		c.Block(model.CodeLeaderUnknown, "", "", "the cluster has no quorum (%s): hactl acts only on a cluster whose leader it can measure against", r.Detail)
 		return false
 	}
 	if c.a.LeaderMember == "" {
-		c.block(model.CodeLeaderUnknown, "", "", "the members agree on no leader (%s): hactl replaces a member only while a leader it can measure the rebuilt member against is known", c.leaderReasons())
+		c.Block(model.CodeLeaderUnknown, "", "", "the members agree on no leader (%s): hactl replaces a member only while a leader it can measure the rebuilt member against is known", c.leaderReasons())
 		return false
 	}
 	c.d.Leader = c.a.LeaderMember
@@ -183,9 +184,9 @@ func (c recreate) notLeader(m *model.Member, rebuilt bool) bool {
 	case c.a.LeaderMember != m.Name:
 		return true
 	case rebuilt:
-		c.block(model.CodeTargetIsLeader, m.Name, "", "%s leads now: its replace began (ledger entry %s) but a rebuilt member that leads cannot be measured against a leader's frontier; check that it holds the cluster's data, or run with --supersede to drop the entry", m.Name, c.resume.ID)
+		c.Block(model.CodeTargetIsLeader, m.Name, "", "%s leads now: its replace began (ledger entry %s) but a rebuilt member that leads cannot be measured against a leader's frontier; check that it holds the cluster's data, or run with --supersede to drop the entry", m.Name, c.resume.ID)
 	default:
-		c.block(model.CodeTargetIsLeader, m.Name, "", "%s is the leader: hactl cannot hand leadership over in a cluster of engine %s; move it with the store's own tools, then replace %s", m.Name, c.obs.Cluster.Engine, m.Name)
+		c.Block(model.CodeTargetIsLeader, m.Name, "", "%s is the leader: hactl cannot hand leadership over in a cluster of engine %s; move it with the store's own tools, then replace %s", m.Name, c.obs.Cluster.Engine, m.Name)
 	}
 	return false
 }
@@ -195,7 +196,7 @@ func (c recreate) notLeader(m *model.Member, rebuilt bool) bool {
 func (c recreate) takeDown(m *model.Member) bool {
 	ok := true
 	if r := c.reason(model.ReasonMaintenancePaused); r != nil {
-		c.block(model.CodeMaintenancePaused, "", "", "the cluster says it is paused (%s): a paused store may not rebuild a member on an empty volume; resume it first", r.Detail)
+		c.Block(model.CodeMaintenancePaused, "", "", "the cluster says it is paused (%s): a paused store may not rebuild a member on an empty volume; resume it first", r.Detail)
 		ok = false
 	}
 	var healthy, not []string
@@ -209,8 +210,8 @@ func (c recreate) takeDown(m *model.Member) bool {
 		}
 	}
 	if len(healthy) < c.a.Quorum {
-		c.block(model.CodeQuorumWouldBreak, m.Name, "", "while %s rebuilds, %d caught-up member(s) would remain (%s) and the cluster needs %d; repair the others first (%s)",
-			m.Name, len(healthy), orName(strings.Join(healthy, ", "), "none"), c.a.Quorum, orName(strings.Join(not, "; "), "no other member"))
+		c.Block(model.CodeQuorumWouldBreak, m.Name, "", "while %s rebuilds, %d caught-up member(s) would remain (%s) and the cluster needs %d; repair the others first (%s)",
+			m.Name, len(healthy), cmp.Or(strings.Join(healthy, ", "), "none"), c.a.Quorum, cmp.Or(strings.Join(not, "; "), "no other member"))
 		ok = false
 	}
 	return ok
@@ -235,7 +236,7 @@ func (c recreate) leaderReasons() string {
 			why = append(why, fmt.Sprintf("%s: %s", r.Code, r.Detail))
 		}
 	}
-	return orName(strings.Join(why, "; "), "no member answers as the leader")
+	return cmp.Or(strings.Join(why, "; "), "no member answers as the leader")
 }
 
 func (c recreate) threshold() uint64 {
@@ -260,11 +261,11 @@ func (c recreate) caughtUp(m *model.Member) bool {
 }
 
 func (c recreate) awaitCaughtUp(name string) {
-	c.step(model.Step{Kind: model.StepAwaitCaughtUp, Member: name, MemberID: name,
+	c.Step(model.Step{Kind: model.StepAwaitCaughtUp, Member: name, MemberID: name,
 		Detail: fmt.Sprintf("wait until %s answers, its pod ready, with its lag behind the leader's frontier known and within %d", name, c.threshold())})
 }
 
 // recreated appends the steps after the pod was deleted.
 func (c recreate) recreated(name string) {
-	c.recreatedThen(name, "the member copies its data from its peers", c.awaitCaughtUp)
+	c.RecreatedThen(name, "the member copies its data from its peers", c.awaitCaughtUp)
 }

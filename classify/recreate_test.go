@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ type recreatable struct {
 
 func (r recreatable) Judge(in model.JudgeInput) model.Judgement {
 	n := len(in.Observation.Members)
-	j := model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Formed: true, ClusterID: orName(r.clusterID, "c1"), ClusterIDs: max(r.ids, 1),
+	j := model.Judgement{Phases: make([]model.Phase, n), Lags: make([]*int64, n), Formed: true, ClusterID: cmp.Or(r.clusterID, "c1"), ClusterIDs: max(r.ids, 1),
 		Voters: n, Quorum: r.quorum, Tolerance: n - r.quorum, LeaderMember: r.leader, LeaderID: r.leader, Reasons: r.reasons}
 	for i, m := range in.Observation.Members {
 		j.Phases[i] = model.PhaseMember

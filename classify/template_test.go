@@ -1,67 +1,11 @@
 package classify
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/hactl-dev/hactl/model"
 )
-
-func TestParseInitialCluster(t *testing.T) {
-	cases := []struct {
-		in      string
-		want    []model.InitialClusterEntry
-		wantErr bool
-	}{
-		{"", nil, false},
-		{"a=http://a:2380", []model.InitialClusterEntry{{Name: "a", PeerURL: "http://a:2380"}}, false},
-		{"a=http://a:2380, b=https://b.svc:2380", []model.InitialClusterEntry{{Name: "a", PeerURL: "http://a:2380"}, {Name: "b", PeerURL: "https://b.svc:2380"}}, false},
-		{"a=http://a:2380,a=http://a2:2380", []model.InitialClusterEntry{{Name: "a", PeerURL: "http://a:2380"}, {Name: "a", PeerURL: "http://a2:2380"}}, false},
-		{"a", nil, true},
-		{"=http://a:2380", nil, true},
-		{"a=", nil, true},
-		{"a=a:2380", nil, true},
-		{"a=http://a:2380,", nil, true},
-		{"a=http://[::1", nil, true},
-	}
-	for _, c := range cases {
-		got, err := ParseInitialCluster(c.in)
-		if (err != nil) != c.wantErr {
-			t.Errorf("%q: err = %v, want error %v", c.in, err, c.wantErr)
-			continue
-		}
-		if err != nil && !errors.Is(err, ErrInitialCluster) {
-			t.Errorf("%q: error %v is not ErrInitialCluster", c.in, err)
-		}
-		if len(got) != len(c.want) {
-			t.Errorf("%q: got %v, want %v", c.in, got, c.want)
-			continue
-		}
-		for i := range got {
-			if got[i] != c.want[i] {
-				t.Errorf("%q: got %v, want %v", c.in, got, c.want)
-			}
-		}
-	}
-}
-
-func FuzzParseInitialCluster(f *testing.F) {
-	for _, s := range []string{"a=http://a:2380", "a=http://a:2380,b=http://b:2380", "x", "a==b", ",,", "a=http://%zz"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		es, err := ParseInitialCluster(s)
-		if err != nil {
-			return
-		}
-		for _, e := range es {
-			if e.Name == "" || e.PeerURL == "" || strings.Contains(e.Name, ",") {
-				t.Fatalf("%q parsed into bad entry %+v", s, e)
-			}
-		}
-	})
-}
 
 func TestDescribeShowsFencesQuorumAndOverrides(t *testing.T) {
 	d := judgedClassify(healthy(), replace1, now)

@@ -387,3 +387,13 @@ func (d Decision) OnlyLockHeld() bool {
 		return true
 	}()
 }
+
+// Mutates reports whether any step of the plan changes something.
+func (d Decision) Mutates() bool {
+	for _, s := range d.Steps {
+		if s.Kind.Mutates() {
+			return true
+		}
+	}
+	return false
+}

@@ -16,8 +16,7 @@ import (
 // status document's members from the engine's facts, and print the
 // member table. The rest of status names no engine: it asks the cluster's
 // engineStatus (statusOf), and an engine keeps its part in its own files
-// (etcd: etcd*.go, Patroni: patroni.go), as the classifier keeps its
-// rules.
+// (etcd: etcd*.go, Patroni: patroni.go).
 type engineStatus interface {
 	// template decodes the engine container's facts from sts's pod
 	// template.

@@ -1,6 +1,7 @@
-package classify
+package etcd
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,18 +29,18 @@ type etcdTarget struct {
 
 // membership plans replace and reseed.
 func (c etcd) membership() {
-	name := c.in.Member
-	m := c.member(name)
+	name := c.Intent().Member
+	m := c.Member(name)
 	if m == nil {
-		c.block(model.CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, name, c.memberNames())
+		c.Block(model.CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.Observation().Cluster.Namespace, c.Observation().Cluster.Name, name, c.MemberNames())
 		return
 	}
 	c.targetGates(m)
-	c.d.Flow = c.flow()
+	c.Decision().Flow = c.flow()
 	if !c.engineGates(name) || c.clonedMemberID(m) {
 		return
 	}
-	if c.d.Flow == model.FlowNone {
+	if c.Decision().Flow == model.FlowNone {
 		c.quorumMath(m, nil)
 		return
 	}
@@ -55,8 +56,8 @@ func (c etcd) membership() {
 		c.replaceListed(t)
 		return
 	}
-	if c.resume == nil {
-		c.note(model.CodeMemberRemoved, name, "%s is not in the member list: it was removed already; its volume and pod are replaced", name)
+	if c.Resume() == nil {
+		c.Note(model.CodeMemberRemoved, name, "%s is not in the member list: it was removed already; its volume and pod are replaced", name)
 	}
 	if m.Pod == nil || t.podOrig {
 		c.replaceUnlisted(t)
@@ -68,11 +69,11 @@ func (c etcd) membership() {
 // targetGates refuses a target the StatefulSet would not recreate, and a
 // reseed from a generation.
 func (c etcd) targetGates(m *model.Member) {
-	if m.Ordinal >= c.obs.Cluster.Replicas {
-		c.block(model.CodeMemberNotWanted, m.Name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", m.Name, m.Ordinal, c.obs.Cluster.Replicas)
+	if m.Ordinal >= c.Observation().Cluster.Replicas {
+		c.Block(model.CodeMemberNotWanted, m.Name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", m.Name, m.Ordinal, c.Observation().Cluster.Replicas)
 	}
-	if c.in.Action == model.ActionReseed && c.o.Generation != "" {
-		c.block(model.CodeGenerationUnsupported, m.Name, "", "reseeding etcd from seed generation %q is not supported yet; reseed without a generation rebuilds the member from its peers", c.o.Generation)
+	if c.Intent().Action == model.ActionReseed && c.Options().Generation != "" {
+		c.Block(model.CodeGenerationUnsupported, m.Name, "", "reseeding etcd from seed generation %q is not supported yet; reseed without a generation rebuilds the member from its peers", c.Options().Generation)
 	}
 }
 
@@ -87,7 +88,7 @@ func (c etcd) clonedMemberID(m *model.Member) bool {
 	if len(cl) <= 1 {
 		return false
 	}
-	c.block(model.CodeMemberIDDuplicate, m.Name, "", "%s answer with one member ID %s: one of them runs on a copy of another member's data (a cloned volume), and hactl cannot tell which one the member list means. Stop the copy by hand (delete its pod and volume), then run this again",
+	c.Block(model.CodeMemberIDDuplicate, m.Name, "", "%s answer with one member ID %s: one of them runs on a copy of another member's data (a cloned volume), and hactl cannot tell which one the member list means. Stop the copy by hand (delete its pod and volume), then run this again",
 		strings.Join(cl, " and "), e.MemberID)
 	return true
 }
@@ -97,7 +98,7 @@ func (c etcd) clonedMemberID(m *model.Member) bool {
 // the decision; nil (with a blocker) when its peer URLs are unknown.
 func (c etcd) locate(m *model.Member) *etcdTarget {
 	name := m.Name
-	tmpl := templateURLs(c.obs.Cluster.Template.InitialCluster)
+	tmpl := templateURLs(c.Observation().Cluster.Template.InitialCluster)
 	t := &etcdTarget{m: m}
 	t.cur, t.replaced = c.current(m, tmpl)
 	switch {
@@ -109,17 +110,17 @@ func (c etcd) locate(m *model.Member) *etcdTarget {
 		t.peerURLs = tmpl[name]
 	}
 	if len(t.peerURLs) == 0 {
-		c.block(model.CodePeerURLUnknown, name, "", "%s is not in the member list and the template names no peer URL for it: hactl cannot tell what the replacement would advertise", name)
+		c.Block(model.CodePeerURLUnknown, name, "", "%s is not in the member list and the template names no peer URL for it: hactl cannot tell what the replacement would advertise", name)
 		return nil
 	}
-	c.d.PeerURLs = slices.Clone(t.peerURLs)
+	c.Decision().PeerURLs = slices.Clone(t.peerURLs)
 	curID := ""
 	if t.cur != nil {
 		curID = t.cur.ID
 	}
 	t.next = c.peerByURLs(t.peerURLs, name, curID)
 	pod, pvc := m.Pod, m.PVC
-	if c.resume == nil {
+	if c.Resume() == nil {
 		t.replaced = model.Replaced{PeerURLs: slices.Clone(t.peerURLs)}
 		if pod != nil {
 			t.replaced.PodUID = pod.UID
@@ -131,10 +132,10 @@ func (c etcd) locate(m *model.Member) *etcdTarget {
 			t.replaced.MemberID = t.cur.ID
 		}
 	}
-	c.d.Replaced = t.replaced
+	c.Decision().Replaced = t.replaced
 	origPresent := t.cur != nil
-	t.podOrig = pod != nil && (origPresent || c.resume == nil || pod.UID == t.replaced.PodUID)
-	t.pvcOrig = pvc != nil && (origPresent || c.resume == nil || pvc.UID == t.replaced.PVCUID)
+	t.podOrig = pod != nil && (origPresent || c.Resume() == nil || pod.UID == t.replaced.PodUID)
+	t.pvcOrig = pvc != nil && (origPresent || c.Resume() == nil || pvc.UID == t.replaced.PVCUID)
 	return t
 }
 
@@ -144,7 +145,7 @@ func (c etcd) locate(m *model.Member) *etcdTarget {
 // the template's peer URL for it. It also returns what the resumed entry
 // recorded as replaced (zero when fresh).
 func (c etcd) current(m *model.Member, tmpl map[string][]string) (*model.Peer, model.Replaced) {
-	if r := c.resume; r != nil {
+	if r := c.Resume(); r != nil {
 		if r.Replaced.MemberID != "" {
 			return c.peerByID(r.Replaced.MemberID), r.Replaced
 		}
@@ -168,14 +169,14 @@ func (c etcd) current(m *model.Member, tmpl map[string][]string) (*model.Peer, m
 func (c etcd) podGates(t *etcdTarget) bool {
 	m := t.m
 	if pod := m.Pod; pod != nil && pod.DeletionMarked {
-		if c.resume != nil && t.podOrig && t.cur == nil {
+		if c.Resume() != nil && t.podOrig && t.cur == nil {
 			c.afterDelete(m, t.next, t.peerURLs, m.PVC, t.pvcOrig, true)
 			return true
 		}
-		c.awaitForeignDelete(m.Name, pod)
+		c.AwaitForeignDelete(m.Name, pod)
 		return true
 	}
-	return c.observeNeverStarted(m.Name, m.Pod)
+	return c.ObserveNeverStarted(m.Name, m.Pod)
 }
 
 // replaceListed plans from a target the member list still holds: remove
@@ -186,17 +187,17 @@ func (c etcd) replaceListed(t *etcdTarget) {
 	if !cur.IsLearner {
 		c.leaderGate(m, cur)
 	}
-	c.step(model.Step{Kind: model.StepRemoveMember, Member: name, MemberID: cur.ID, PeerURLs: cur.PeerURLs,
-		Detail: fmt.Sprintf("remove member %s (%s, %s) from the cluster", cur.ID, orName(cur.Name, name), strings.Join(cur.PeerURLs, ","))})
-	c.d.MemberFence = &model.MemberFence{ID: cur.ID, Name: cur.Name, PeerURLs: slices.Clone(cur.PeerURLs), ClusterID: c.a.ClusterID, IsLearner: cur.IsLearner}
-	if c.d.Flow == model.FlowLearner {
+	c.Step(model.Step{Kind: model.StepRemoveMember, Member: name, MemberID: cur.ID, PeerURLs: cur.PeerURLs,
+		Detail: fmt.Sprintf("remove member %s (%s, %s) from the cluster", cur.ID, cmp.Or(cur.Name, name), strings.Join(cur.PeerURLs, ","))})
+	c.Decision().MemberFence = &model.MemberFence{ID: cur.ID, Name: cur.Name, PeerURLs: slices.Clone(cur.PeerURLs), ClusterID: c.Analysis().ClusterID, IsLearner: cur.IsLearner}
+	if c.Decision().Flow == model.FlowLearner {
 		if t.next != nil {
-			c.block(model.CodeUnexpectedMember, name, "", "member %s already holds %s's peer URL %s while %s is still listed", t.next.ID, name, strings.Join(t.next.PeerURLs, ","), cur.ID)
+			c.Block(model.CodeUnexpectedMember, name, "", "member %s already holds %s's peer URL %s while %s is still listed", t.next.ID, name, strings.Join(t.next.PeerURLs, ","), cur.ID)
 			return
 		}
 		c.addLearner(name, t.peerURLs, cur.ID)
 	}
-	c.deleteBoth(m, m.PVC, t.pvcOrig)
+	c.DeleteBoth(m, m.PVC, t.pvcOrig)
 	c.recreate(name, t.peerURLs)
 	c.templateGate(name, t.peerURLs, cur, t.next)
 }
@@ -205,19 +206,19 @@ func (c etcd) replaceListed(t *etcdTarget) {
 // whose original pod still runs, or is gone.
 func (c etcd) replaceUnlisted(t *etcdTarget) {
 	m, next, name := t.m, t.next, t.m.Name
-	if c.d.Flow == model.FlowLearner {
+	if c.Decision().Flow == model.FlowLearner {
 		switch {
 		case next == nil:
 			c.addLearner(name, t.peerURLs, "")
 		case !next.IsLearner && m.Pod != nil:
-			c.block(model.CodeUnexpectedMember, name, "", "voter %s already holds %s's peer URL while the old pod %s still runs", next.ID, name, m.Pod.Name)
+			c.Block(model.CodeUnexpectedMember, name, "", "voter %s already holds %s's peer URL while the old pod %s still runs", next.ID, name, m.Pod.Name)
 			return
 		}
 	}
 	if m.Pod == nil {
 		c.afterDelete(m, next, t.peerURLs, m.PVC, t.pvcOrig, false)
 	} else {
-		c.deleteBoth(m, m.PVC, t.pvcOrig)
+		c.DeleteBoth(m, m.PVC, t.pvcOrig)
 		c.recreate(name, t.peerURLs)
 	}
 	c.templateGate(name, t.peerURLs, nil, next)
@@ -228,10 +229,10 @@ func (c etcd) replaceUnlisted(t *etcdTarget) {
 func (c etcd) rejoin(t *etcdTarget) {
 	m, pvc, name := t.m, t.m.PVC, t.m.Name
 	if pvc != nil && pvc.UID == t.replaced.PVCUID && !pvc.DeletionMarked {
-		if c.d.Flow == model.FlowLearner && t.next == nil {
+		if c.Decision().Flow == model.FlowLearner && t.next == nil {
 			c.addLearner(name, t.peerURLs, "")
 		}
-		c.deleteBoth(m, pvc, true)
+		c.DeleteBoth(m, pvc, true)
 		c.recreate(name, t.peerURLs)
 		c.templateGate(name, t.peerURLs, nil, t.next)
 		return
@@ -242,35 +243,35 @@ func (c etcd) rejoin(t *etcdTarget) {
 // afterDelete plans from a pod that is gone (or going): the old volume is
 // deleted if it still stands, then the member comes back.
 func (c etcd) afterDelete(m *model.Member, next *model.Peer, peerURLs []string, pvc *model.PVCFacts, pvcOrig, podGoing bool) {
-	if c.d.Flow == model.FlowLearner && next == nil && !slices.ContainsFunc(c.d.Steps, func(s model.Step) bool { return s.Kind == model.StepAddLearner }) {
+	if c.Decision().Flow == model.FlowLearner && next == nil && !slices.ContainsFunc(c.Decision().Steps, func(s model.Step) bool { return s.Kind == model.StepAddLearner }) {
 		c.addLearner(m.Name, peerURLs, "")
 	}
 	if pvc != nil && pvcOrig && !pvc.DeletionMarked {
-		c.deletePVC(m.Name, pvc)
+		c.DeletePVC(m.Name, pvc)
 	}
 	if podGoing {
-		c.step(model.Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Pod.Name)})
+		c.Step(model.Step{Kind: model.StepAwaitPodGone, Member: m.Name, Detail: fmt.Sprintf("wait until pod %s is gone", m.Pod.Name)})
 	}
 	c.recreate(m.Name, peerURLs)
 }
 
 func (c etcd) addLearner(name string, peerURLs []string, removedID string) {
 	var others []string
-	for _, p := range c.a.MemberList {
+	for _, p := range c.Analysis().MemberList {
 		if p.IsLearner && p.ID != removedID && !anyURLMatches(peerURLs, p, c.evidence(name)) {
-			others = append(others, fmt.Sprintf("%s (%s)", orName(p.Name, p.ID), strings.Join(p.PeerURLs, ",")))
+			others = append(others, fmt.Sprintf("%s (%s)", cmp.Or(p.Name, p.ID), strings.Join(p.PeerURLs, ",")))
 		}
 	}
 	if len(others) > 0 {
-		c.block(model.CodeLearnerPending, name, "", "the cluster already has a learner: %s; etcd takes one learner at a time: let it finish (or remove it) first", strings.Join(others, ", "))
+		c.Block(model.CodeLearnerPending, name, "", "the cluster already has a learner: %s; etcd takes one learner at a time: let it finish (or remove it) first", strings.Join(others, ", "))
 	}
-	c.step(model.Step{Kind: model.StepAddLearner, Member: name, PeerURLs: slices.Clone(peerURLs),
+	c.Step(model.Step{Kind: model.StepAddLearner, Member: name, PeerURLs: slices.Clone(peerURLs),
 		Detail: fmt.Sprintf("add a learner with peer URL %s (before the pod returns, so it is accepted on its first start)", strings.Join(peerURLs, ","))})
 }
 
 // recreate appends the steps from "pod gone" to the end.
 func (c etcd) recreate(name string, peerURLs []string) {
-	c.step(model.Step{Kind: model.StepAwaitPodRecreated, Member: name,
+	c.Step(model.Step{Kind: model.StepAwaitPodRecreated, Member: name,
 		Detail: fmt.Sprintf("wait for the StatefulSet to recreate pod %s with a new volume", name)})
 	c.tail(name, peerURLs, false, false)
 }
@@ -280,21 +281,21 @@ func (c etcd) tail(name string, peerURLs []string, started, caughtUp bool) {
 	urls := strings.Join(peerURLs, ",")
 	if !started {
 		what := "as a learner"
-		if c.d.Flow == model.FlowDelegate {
+		if c.Decision().Flow == model.FlowDelegate {
 			what = "and register itself"
 		}
-		c.step(model.Step{Kind: model.StepAwaitMemberStarted, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.Step(model.Step{Kind: model.StepAwaitMemberStarted, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("wait until %s starts %s (peer URL %s)", name, what, urls)})
 	}
-	if c.d.Flow == model.FlowLearner {
+	if c.Decision().Flow == model.FlowLearner {
 		if !caughtUp {
-			c.step(model.Step{Kind: model.StepAwaitCaughtUp, Member: name,
-				Detail: fmt.Sprintf("wait until %s's lag against the leader's frontier is at most %d entries", name, c.o.Verdict.LagThreshold)})
+			c.Step(model.Step{Kind: model.StepAwaitCaughtUp, Member: name,
+				Detail: fmt.Sprintf("wait until %s's lag against the leader's frontier is at most %d entries", name, c.Options().Verdict.LagThreshold)})
 		}
-		c.step(model.Step{Kind: model.StepPromoteLearner, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.Step(model.Step{Kind: model.StepPromoteLearner, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("promote the learner %s to a voting member", name)})
 	}
-	c.step(model.Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
+	c.Step(model.Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
 		Detail: fmt.Sprintf("wait until %s votes, is within the lag threshold and its pod is ready", name)})
 }
 
@@ -305,18 +306,18 @@ func (c etcd) joinSteps(m *model.Member, next *model.Peer, peerURLs []string) {
 	healthy := answered && !next.IsLearner && m.Phase == model.PhaseMember && m.Pod.Ready
 	switch {
 	case healthy:
-		c.done = true
+		c.Done()
 		return
-	case c.d.Flow == model.FlowLearner && next == nil:
+	case c.Decision().Flow == model.FlowLearner && next == nil:
 		c.addLearner(name, peerURLs, "")
 		c.tail(name, peerURLs, false, false)
-	case c.d.Flow == model.FlowLearner && next.IsLearner:
+	case c.Decision().Flow == model.FlowLearner && next.IsLearner:
 		if answered {
-			lagOK := m.Lag != nil && uint64(*m.Lag) <= c.o.Verdict.LagThreshold
+			lagOK := m.Lag != nil && uint64(*m.Lag) <= c.Options().Verdict.LagThreshold
 			c.tail(name, peerURLs, true, lagOK)
-			for i := range c.d.Steps {
-				if c.d.Steps[i].Kind == model.StepPromoteLearner {
-					c.d.Steps[i].MemberID = next.ID
+			for i := range c.Decision().Steps {
+				if c.Decision().Steps[i].Kind == model.StepPromoteLearner {
+					c.Decision().Steps[i].MemberID = next.ID
 				}
 			}
 		} else {
@@ -324,12 +325,12 @@ func (c etcd) joinSteps(m *model.Member, next *model.Peer, peerURLs []string) {
 		}
 	case answered:
 		// A voter with the peer URL answers but is not healthy yet.
-		c.step(model.Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.Step(model.Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("wait until %s votes, is within the lag threshold and its pod is ready", name)})
 	default:
-		c.step(model.Step{Kind: model.StepAwaitMemberStarted, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.Step(model.Step{Kind: model.StepAwaitMemberStarted, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("wait until %s starts and joins (peer URL %s)", name, strings.Join(peerURLs, ","))})
-		c.step(model.Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
+		c.Step(model.Step{Kind: model.StepAwaitVoterReady, Member: name, PeerURLs: slices.Clone(peerURLs),
 			Detail: fmt.Sprintf("wait until %s votes, is within the lag threshold and its pod is ready", name)})
 	}
 }
@@ -338,11 +339,11 @@ func (c etcd) joinSteps(m *model.Member, next *model.Peer, peerURLs []string) {
 // back into the cluster (learner flow only: the delegate flow's
 // entrypoint rewrites its own --initial-cluster).
 func (c etcd) templateGate(name string, peerURLs []string, cur, next *model.Peer) {
-	if c.d.Flow != model.FlowLearner {
+	if c.Decision().Flow != model.FlowLearner {
 		return
 	}
 	var after []model.Peer
-	for _, p := range c.a.MemberList {
+	for _, p := range c.Analysis().MemberList {
 		if (cur != nil && p.ID == cur.ID) || (next != nil && p.ID == next.ID) {
 			continue
 		}
@@ -353,11 +354,11 @@ func (c etcd) templateGate(name string, peerURLs []string, cur, next *model.Peer
 		t.ID = next.ID
 	}
 	after = append(after, t)
-	if ok, detail := checkTemplate(c.obs.Cluster.Template, after, c.evidence); !ok {
+	if ok, detail := checkTemplate(c.Observation().Cluster.Template, after, c.evidence); !ok {
 		code := model.CodeTemplateMismatch
-		if !c.obs.Cluster.Template.InitialClusterDecoded {
+		if !c.Observation().Cluster.Template.InitialClusterDecoded {
 			code = model.CodeTemplateUnverified
 		}
-		c.block(code, name, "", "%s", detail)
+		c.Block(code, name, "", "%s", detail)
 	}
 }

@@ -1,4 +1,4 @@
-package classify
+package etcd
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 // threshold of a real frontier, with ready, undeleted pods... as derived.
 func (c etcd) healthyVoters() []*model.Member {
 	var out []*model.Member
-	for i := range c.obs.Members {
-		m := &c.obs.Members[i]
+	for i := range c.Observation().Members {
+		m := &c.Observation().Members[i]
 		if m.Phase != model.PhaseMember || m.Pod == nil || m.Pod.DeletionMarked || m.Engine == nil {
 			continue
 		}
@@ -27,7 +27,7 @@ func (c etcd) healthyVoters() []*model.Member {
 
 // quorumMath fills Decision.Quorum; cur is the target's member entry.
 func (c etcd) quorumMath(m *model.Member, cur *model.Peer) {
-	q := model.Quorum{Voters: c.a.Voters, Quorum: c.a.Quorum, HealthyVoters: []string{}, OK: true}
+	q := model.Quorum{Voters: c.Analysis().Voters, Quorum: c.Analysis().Quorum, HealthyVoters: []string{}, OK: true}
 	for _, h := range c.healthyVoters() {
 		q.HealthyVoters = append(q.HealthyVoters, h.Name)
 		if h.Name != m.Name {
@@ -35,8 +35,8 @@ func (c etcd) quorumMath(m *model.Member, cur *model.Peer) {
 		}
 	}
 	q.TargetVotes = cur != nil && !cur.IsLearner
-	for i := range c.obs.Members {
-		v := &c.obs.Members[i]
+	for i := range c.Observation().Members {
+		v := &c.Observation().Members[i]
 		if v.Lag == nil || v.Engine == nil {
 			continue
 		}
@@ -48,22 +48,22 @@ func (c etcd) quorumMath(m *model.Member, cur *model.Peer) {
 		}
 		q.Lags[v.Name] = *v.Lag
 	}
-	c.d.Quorum = q
+	c.Decision().Quorum = q
 }
 
 // leaderGate checks quorum and leadership before a voter is removed.
 func (c etcd) leaderGate(m *model.Member, cur *model.Peer) {
-	q := &c.d.Quorum
+	q := &c.Decision().Quorum
 	q.Checked = true
 	q.OK = q.HealthyWithout >= q.Quorum
 	if !q.OK {
 		c.quorumBlock(m)
 	}
-	if cur.ID != c.a.LeaderID || c.a.LeaderID == "" {
+	if cur.ID != c.Analysis().LeaderID || c.Analysis().LeaderID == "" {
 		return
 	}
-	if !c.o.MoveLeader {
-		c.block(model.CodeTargetIsLeader, m.Name, model.FlagMoveLeader, "%s (member %s) leads the cluster; removing the leader forces an election", m.Name, cur.ID)
+	if !c.Options().MoveLeader {
+		c.Block(model.CodeTargetIsLeader, m.Name, model.FlagMoveLeader, "%s (member %s) leads the cluster; removing the leader forces an election", m.Name, cur.ID)
 		return
 	}
 	c.moveLeader(m)
@@ -71,13 +71,13 @@ func (c etcd) leaderGate(m *model.Member, cur *model.Peer) {
 
 // quorumBlock refuses removing m, naming the voters that are not healthy.
 func (c etcd) quorumBlock(m *model.Member) {
-	q := c.d.Quorum
+	q := c.Decision().Quorum
 	var not []string
 	healthy := map[string]bool{}
 	for _, n := range q.HealthyVoters {
 		healthy[n] = true
 	}
-	for _, x := range c.obs.Members {
+	for _, x := range c.Observation().Members {
 		if x.Name != m.Name && !healthy[x.Name] {
 			not = append(not, fmt.Sprintf("%s (%s)", x.Name, x.Phase))
 		}
@@ -87,7 +87,7 @@ func (c etcd) quorumBlock(m *model.Member) {
 	if len(not) > 0 {
 		detail += "; not healthy: " + strings.Join(not, ", ")
 	}
-	c.block(model.CodeQuorumWouldBreak, m.Name, "", "%s; repair the unhealthy members first", detail)
+	c.Block(model.CodeQuorumWouldBreak, m.Name, "", "%s; repair the unhealthy members first", detail)
 }
 
 // moveLeader plans moving leadership from m, which leads, to the least
@@ -98,22 +98,15 @@ func (c etcd) moveLeader(m *model.Member) {
 		if h.Name == m.Name {
 			continue
 		}
-		if best == nil || lagOf(h) < lagOf(best) || (lagOf(h) == lagOf(best) && h.Ordinal < best.Ordinal) {
+		if best == nil || h.SortLag() < best.SortLag() || (h.SortLag() == best.SortLag() && h.Ordinal < best.Ordinal) {
 			best = h
 		}
 	}
 	if best == nil {
-		c.block(model.CodeNoLeaderCandidate, m.Name, "", "%s leads and no other healthy voter can take over leadership", m.Name)
+		c.Block(model.CodeNoLeaderCandidate, m.Name, "", "%s leads and no other healthy voter can take over leadership", m.Name)
 		return
 	}
-	c.note(model.CodeLeaderMove, m.Name, "%s leads: leadership moves to %s (member %s) first", m.Name, best.Name, best.Engine.MemberID)
-	c.step(model.Step{Kind: model.StepMoveLeader, Member: best.Name, MemberID: best.Engine.MemberID,
+	c.Note(model.CodeLeaderMove, m.Name, "%s leads: leadership moves to %s (member %s) first", m.Name, best.Name, best.Engine.MemberID)
+	c.Step(model.Step{Kind: model.StepMoveLeader, Member: best.Name, MemberID: best.Engine.MemberID,
 		Detail: fmt.Sprintf("move leadership from %s to %s (member %s)", m.Name, best.Name, best.Engine.MemberID)})
-}
-
-func lagOf(m *model.Member) int64 {
-	if m.Lag == nil {
-		return 1 << 62
-	}
-	return *m.Lag
 }

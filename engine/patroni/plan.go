@@ -1,18 +1,19 @@
-package classify
+package patroni
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
-// patroniRules are Patroni's rules. A Patroni cluster has no membership
-// to edit: a member is a pod running Patroni, which bootstraps from the
-// primary by itself on an empty volume. The repairs are Patroni's own:
+// Rules plan actions on Patroni clusters (model.ClassifyRules). A
+// Patroni cluster has no membership to edit: a member is a pod running
+// Patroni, which bootstraps from the primary by itself on an empty
+// volume. The repairs are Patroni's own:
 //
 //   - reseed: POST /reinitialize on a replica (the member wipes its data
 //     and copies it again from the primary), then wait until it streams
@@ -28,29 +29,29 @@ import (
 //
 // Every action needs exactly one writable primary, agreed by the leader
 // lock; reseed and replace of the primary need --switchover-first. They
-// live in the patroni*.go files.
-type patroniRules struct{}
+// live in plan.go.
+var _ model.ClassifyRules = Rules{}
 
-func (patroniRules) replace(c *classifier)    { patroni{c}.replace() }
-func (patroniRules) switchover(c *classifier) { patroni{c}.switchover() }
+func (Rules) PlanReplace(c model.Plan)    { planning(c).replace() }
+func (Rules) PlanSwitchover(c model.Plan) { planning(c).switchover() }
 
-func (patroniRules) ready(d model.Decision) string {
+func (Rules) ReadyMeaning(d model.Decision) string {
 	return "streaming from the primary " + d.Leader + " within the lag threshold"
 }
 
-func (patroniRules) seed(c *classifier) {
-	c.block(model.CodeActionUnsupported, c.in.Member, "", "seed generations of Patroni clusters are not supported yet (Patroni copies replicas from the primary by itself)")
+func (Rules) PlanSeed(c model.Plan) {
+	c.Block(model.CodeActionUnsupported, c.Intent().Member, "", "seed generations of Patroni clusters are not supported yet (Patroni copies replicas from the primary by itself)")
 }
 
-func (patroniRules) restore(c *classifier) {
-	c.block(model.CodeActionUnsupported, c.in.Member, "", "restore of Patroni clusters is not supported yet")
+func (Rules) PlanRestore(c model.Plan) {
+	c.Block(model.CodeActionUnsupported, c.Intent().Member, "", "restore of Patroni clusters is not supported yet")
 }
 
 // holdsRecorded: a Patroni member is its pod; the recorded pod and volume
 // are checked by replaceNotResumable itself. A member that answers under
 // the recorded name is the replacement a resume waits for.
-func (patroniRules) holdsRecorded(c *classifier, e *model.LedgerEntry) bool {
-	m := c.member(e.Member)
+func (Rules) HoldsRecorded(c model.Plan, e *model.LedgerEntry) bool {
+	m := c.Member(e.Member)
 	return m != nil && m.Engine != nil && m.Engine.Reachable && m.Engine.Patroni != nil
 }
 
@@ -67,11 +68,11 @@ const SwitchoverSettleAfter = 2 * time.Minute
 // answered, or when nothing of it was answered and nobody touched it
 // for StaleEntryAfter; with finished, a switchover that has happened
 // counts too. An entry of this very process is left to its own waits.
-func (patroniRules) staleWait(c *classifier, e *model.LedgerEntry, finished bool) string {
-	if e.Action != model.ActionSwitchover || (e.Holder != "" && e.Holder == c.o.LockHolder) {
+func (Rules) StaleWait(p model.Plan, e *model.LedgerEntry, finished bool) string {
+	c := planning(p)
+	if e.Action != model.ActionSwitchover || (e.Holder != "" && e.Holder == c.Options().LockHolder) {
 		return ""
 	}
-	x := patroni{c}
 	var rec *model.Receipt
 	for i := range e.Receipts {
 		r := &e.Receipts[i]
@@ -79,15 +80,15 @@ func (patroniRules) staleWait(c *classifier, e *model.LedgerEntry, finished bool
 			rec = r
 		}
 	}
-	prim := x.lockedPrimary()
-	age := c.now.Sub(e.UpdatedAt)
+	prim := c.lockedPrimary()
+	age := c.Now().Sub(e.UpdatedAt)
 	switch {
 	case rec != nil && prim != nil && prim.Name != rec.From && finished:
 		return fmt.Sprintf("its switchover from %s has happened (%s is the primary holding the leader lock)", rec.From, prim.Name)
-	case rec != nil && prim != nil && prim.Name == rec.From && !rec.At.IsZero() && c.now.Sub(rec.At) > SwitchoverSettleAfter:
+	case rec != nil && prim != nil && prim.Name == rec.From && !rec.At.IsZero() && c.Now().Sub(rec.At) > SwitchoverSettleAfter:
 		return fmt.Sprintf("Patroni answered its switchover from %s to %s %s ago, yet %s is the primary holding the leader lock again: it can no longer complete, it is stale",
-			rec.From, rec.MemberID, c.now.Sub(rec.At).Round(time.Second), rec.From)
-	case !e.UpdatedAt.IsZero() && age > c.o.StaleEntryAfter:
+			rec.From, rec.MemberID, c.Now().Sub(rec.At).Round(time.Second), rec.From)
+	case !e.UpdatedAt.IsZero() && age > c.Options().StaleEntryAfter:
 		return fmt.Sprintf("it was last updated %s ago and its switchover has not completed: it is stale", age.Round(time.Second))
 	}
 	return ""
@@ -95,7 +96,9 @@ func (patroniRules) staleWait(c *classifier, e *model.LedgerEntry, finished bool
 
 // patroni is a decision on a Patroni cluster: the classifier with
 // Patroni's rules and helpers.
-type patroni struct{ *classifier }
+type patroni struct{ model.Plan }
+
+func planning(p model.Plan) patroni { return patroni{p} }
 
 // pg is what member m's Patroni reported, nil when it did not answer.
 func pg(m *model.Member) *model.PatroniFacts {
@@ -107,15 +110,13 @@ func pg(m *model.Member) *model.PatroniFacts {
 
 // threshold is the replay lag in bytes a replica may have and count as
 // caught up.
-func (c patroni) threshold() uint64 {
-	return verdict.LagThreshold(c.o.Verdict, c.obs.Cluster)
-}
+func (c patroni) threshold() uint64 { return c.LagThreshold() }
 
 // primaries are the members that answer as a running, writable primary.
 func (c patroni) primaries() []*model.Member {
 	var out []*model.Member
-	for i := range c.obs.Members {
-		m := &c.obs.Members[i]
+	for i := range c.Observation().Members {
+		m := &c.Observation().Members[i]
 		if p := pg(m); p.Writable() && p.State == "running" {
 			out = append(out, m)
 		}
@@ -137,25 +138,25 @@ func (c patroni) primary() *model.Member {
 // writable primary agreed by the leader lock. It returns the primary, nil
 // when refused.
 func (c patroni) gates(target string) *model.Member {
-	if !c.obs.EngineProbed {
-		c.block(model.CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
+	if !c.Observation().EngineProbed {
+		c.Block(model.CodeNotProbed, "", "", "the members were not probed (--no-probe?): hactl acts only on what the members themselves say")
 		return nil
 	}
 	answered := false
-	for i := range c.obs.Members {
-		answered = answered || pg(&c.obs.Members[i]) != nil
+	for i := range c.Observation().Members {
+		answered = answered || pg(&c.Observation().Members[i]) != nil
 	}
 	if !answered {
-		c.block(model.CodeClusterUnreachable, "", "", "no member's Patroni answered%s", c.probeFailures())
+		c.Block(model.CodeClusterUnreachable, "", "", "no member's Patroni answered%s", c.ProbeFailures())
 		return nil
 	}
 	c.systemIDGate(target)
-	if cl := c.obs.Cluster.Patroni; cl != nil && cl.FailoverPending {
-		c.block(model.CodeActionInProgress, "", "", "a switchover or failover is pending in ConfigMap %s-failover (someone else asked Patroni for one): wait until Patroni has carried it out or it is cancelled (patronictl flush %s switchover)", cl.Scope, cl.Scope)
+	if cl := c.Observation().Cluster.Patroni; cl != nil && cl.FailoverPending {
+		c.Block(model.CodeActionInProgress, "", "", "a switchover or failover is pending in ConfigMap %s-failover (someone else asked Patroni for one): wait until Patroni has carried it out or it is cancelled (patronictl flush %s switchover)", cl.Scope, cl.Scope)
 	}
 	prim := c.primary()
 	var why []string
-	for _, r := range c.d.Verdict {
+	for _, r := range c.Decision().Verdict {
 		switch r.Code {
 		case model.ReasonPrimarySplit, model.ReasonPrimaryMissing, model.ReasonLeaderLockStale, model.ReasonLeaderMismatch, model.ReasonLeaderLockUnknown:
 			why = append(why, fmt.Sprintf("%s: %s", r.Code, r.Detail))
@@ -164,25 +165,25 @@ func (c patroni) gates(target string) *model.Member {
 	if prim == nil && len(why) == 0 {
 		why = append(why, fmt.Sprintf("%d members answer as a running writable primary", len(c.primaries())))
 	}
-	if cl := c.obs.Cluster.Patroni; prim != nil && cl != nil && cl.ObjectsErr == "" && cl.LockFound && cl.LockHolder != prim.Name && len(why) == 0 {
+	if cl := c.Observation().Cluster.Patroni; prim != nil && cl != nil && cl.ObjectsErr == "" && cl.LockFound && cl.LockHolder != prim.Name && len(why) == 0 {
 		why = append(why, fmt.Sprintf("the leader lock names %q, %s answers as the primary", cl.LockHolder, prim.Name))
 	}
 	if len(why) > 0 {
-		c.block(model.CodePrimaryUnknown, "", "", "there is not exactly one writable primary agreed by the leader lock (%s): hactl acts only on a cluster whose primary is known; wait for Patroni to settle, or repair that first", strings.Join(why, "; "))
+		c.Block(model.CodePrimaryUnknown, "", "", "there is not exactly one writable primary agreed by the leader lock (%s): hactl acts only on a cluster whose primary is known; wait for Patroni to settle, or repair that first", strings.Join(why, "; "))
 		return nil
 	}
-	c.d.Leader = prim.Name
+	c.Decision().Leader = prim.Name
 	return prim
 }
 
 // paused reports whether the cluster is in maintenance mode: its
 // dynamic configuration says pause, or a member reports it.
 func (c patroni) paused() bool {
-	if cl := c.obs.Cluster.Patroni; cl != nil && cl.Paused {
+	if cl := c.Observation().Cluster.Patroni; cl != nil && cl.Paused {
 		return true
 	}
-	for i := range c.obs.Members {
-		if p := pg(&c.obs.Members[i]); p != nil && p.Paused {
+	for i := range c.Observation().Members {
+		if p := pg(&c.Observation().Members[i]); p != nil && p.Paused {
 			return true
 		}
 	}
@@ -198,11 +199,11 @@ func (c patroni) pauseGate() bool {
 	if !c.paused() {
 		return true
 	}
-	scope := c.obs.Cluster.Name
-	if cl := c.obs.Cluster.Patroni; cl != nil && cl.Scope != "" {
+	scope := c.Observation().Cluster.Name
+	if cl := c.Observation().Cluster.Patroni; cl != nil && cl.Scope != "" {
 		scope = cl.Scope
 	}
-	c.block(model.CodeMaintenancePaused, "", "", "the cluster is in maintenance mode (pause): Patroni neither fails over nor bootstraps a member on an empty data directory, and hactl relies on it for every action; resume it first (patronictl resume %s) or repair by hand", scope)
+	c.Block(model.CodeMaintenancePaused, "", "", "the cluster is in maintenance mode (pause): Patroni neither fails over nor bootstraps a member on an empty data directory, and hactl relies on it for every action; resume it first (patronictl resume %s) or repair by hand", scope)
 	return false
 }
 
@@ -210,14 +211,14 @@ func (c patroni) pauseGate() bool {
 // than the cluster's, target excepted.
 func (c patroni) systemIDGate(target string) {
 	var others []string
-	for i := range c.obs.Members {
-		m := &c.obs.Members[i]
-		if p := pg(m); p != nil && p.SystemID != "" && c.a.ClusterID != "" && p.SystemID != c.a.ClusterID && m.Name != target {
+	for i := range c.Observation().Members {
+		m := &c.Observation().Members[i]
+		if p := pg(m); p != nil && p.SystemID != "" && c.Analysis().ClusterID != "" && p.SystemID != c.Analysis().ClusterID && m.Name != target {
 			others = append(others, fmt.Sprintf("%s answers for %s", m.Name, p.SystemID))
 		}
 	}
 	if len(others) > 0 {
-		c.block(model.CodeClusterIDSplit, "", "", "members answer for more than one PostgreSQL system identifier (the cluster's is %s; %s): resolve that first", c.a.ClusterID, strings.Join(others, "; "))
+		c.Block(model.CodeClusterIDSplit, "", "", "members answer for more than one PostgreSQL system identifier (the cluster's is %s; %s): resolve that first", c.Analysis().ClusterID, strings.Join(others, "; "))
 	}
 }
 
@@ -275,7 +276,7 @@ func (c patroni) isSync(m, prim *model.Member) bool {
 	if p := pg(m); p != nil && p.SyncStandby {
 		return true
 	}
-	if cl := c.obs.Cluster.Patroni; cl != nil && cl.SyncStandby == m.Name {
+	if cl := c.Observation().Cluster.Patroni; cl != nil && cl.SyncStandby == m.Name {
 		return true
 	}
 	r, ok := pg(prim).Streaming(m.Name)
@@ -289,13 +290,13 @@ func (c patroni) isSync(m, prim *model.Member) bool {
 // nil when there is none.
 func (c patroni) candidate(prim *model.Member, named, exclude string) *model.Member {
 	if named != "" {
-		m := c.member(named)
+		m := c.Member(named)
 		if m == nil {
-			c.block(model.CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, named, c.memberNames())
+			c.Block(model.CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.Observation().Cluster.Namespace, c.Observation().Cluster.Name, named, c.MemberNames())
 			return nil
 		}
 		if why := c.candidateWhyNot(m, prim); why != "" {
-			c.block(model.CodeNoSwitchoverCandidate, named, "", "%s cannot take over from the primary %s: %s", named, prim.Name, why)
+			c.Block(model.CodeNoSwitchoverCandidate, named, "", "%s cannot take over from the primary %s: %s", named, prim.Name, why)
 			return nil
 		}
 		return m
@@ -306,10 +307,10 @@ func (c patroni) candidate(prim *model.Member, named, exclude string) *model.Mem
 		if len(not) > 0 {
 			detail += " (" + strings.Join(not, "; ") + ")"
 		}
-		c.block(model.CodeNoSwitchoverCandidate, "", "", "%s", detail)
+		c.Block(model.CodeNoSwitchoverCandidate, "", "", "%s", detail)
 		return nil
 	}
-	return c.member(ok[0])
+	return c.Member(ok[0])
 }
 
 // candidates are the members other than prim and exclude that could
@@ -318,8 +319,8 @@ func (c patroni) candidate(prim *model.Member, named, exclude string) *model.Mem
 // why each other one could not.
 func (c patroni) candidates(prim *model.Member, exclude string) (ok, not []string) {
 	var ms []*model.Member
-	for i := range c.obs.Members {
-		m := &c.obs.Members[i]
+	for i := range c.Observation().Members {
+		m := &c.Observation().Members[i]
 		if m.Name == prim.Name || m.Name == exclude {
 			continue
 		}
@@ -329,14 +330,14 @@ func (c patroni) candidates(prim *model.Member, exclude string) (ok, not []strin
 		}
 		ms = append(ms, m)
 	}
-	syncMode := c.obs.Cluster.Patroni != nil && c.obs.Cluster.Patroni.SynchronousMode
+	syncMode := c.Observation().Cluster.Patroni != nil && c.Observation().Cluster.Patroni.SynchronousMode
 	sort.SliceStable(ms, func(i, j int) bool {
 		a, b := ms[i], ms[j]
 		if syncMode && c.isSync(a, prim) != c.isSync(b, prim) {
 			return c.isSync(a, prim)
 		}
-		if lagOf(a) != lagOf(b) {
-			return lagOf(a) < lagOf(b)
+		if a.SortLag() != b.SortLag() {
+			return a.SortLag() < b.SortLag()
 		}
 		return a.Ordinal < b.Ordinal
 	})
@@ -348,13 +349,13 @@ func (c patroni) candidates(prim *model.Member, exclude string) (ok, not []strin
 
 // switchoverSteps plans handing the primary role from prim to cand.
 func (c patroni) switchoverSteps(prim, cand *model.Member) {
-	c.step(model.Step{Kind: model.StepSwitchover, Member: cand.Name, MemberID: cand.Name, From: prim.Name,
+	c.Step(model.Step{Kind: model.StepSwitchover, Member: cand.Name, MemberID: cand.Name, From: prim.Name,
 		Detail: fmt.Sprintf("switch over from the primary %s to %s (POST /switchover to %s; Patroni refuses it if %s no longer leads)", prim.Name, cand.Name, prim.Name, prim.Name)})
 	c.awaitSwitchover(prim.Name, cand.Name)
 }
 
 func (c patroni) awaitSwitchover(from, to string) {
-	c.step(model.Step{Kind: model.StepAwaitSwitchover, Member: to, MemberID: to, From: from,
+	c.Step(model.Step{Kind: model.StepAwaitSwitchover, Member: to, MemberID: to, From: from,
 		Detail: fmt.Sprintf("wait until %s answers as the one writable primary holding the leader lock (%s rejoins as a replica by itself)", to, from)})
 }
 
@@ -365,7 +366,7 @@ func (c patroni) lockedPrimary() *model.Member {
 	if prim == nil {
 		return nil
 	}
-	if cl := c.obs.Cluster.Patroni; cl != nil && cl.ObjectsErr == "" && (!cl.LockFound || cl.LockHolder != prim.Name || cl.LockStale(c.now)) {
+	if cl := c.Observation().Cluster.Patroni; cl != nil && cl.ObjectsErr == "" && (!cl.LockFound || cl.LockHolder != prim.Name || cl.LockStale(c.Now())) {
 		return nil
 	}
 	return prim
@@ -384,7 +385,7 @@ func (c patroni) switchedOver(from string) bool {
 // member than to, and how the old primary stands.
 func (c patroni) switchoverNotes(from, to string) {
 	if prim := c.primary(); prim != nil && prim.Name != to {
-		c.note(model.CodeSwitchoverOther, prim.Name, "Patroni made %s the primary, not %s as asked: the switchover from %s is done", prim.Name, to, from)
+		c.Note(model.CodeSwitchoverOther, prim.Name, "Patroni made %s the primary, not %s as asked: the switchover from %s is done", prim.Name, to, from)
 	}
 	c.rejoinNote(from)
 }
@@ -415,7 +416,7 @@ func (c patroni) justStarted(m *model.Member) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	age := c.now.Sub(start)
+	age := c.Now().Sub(start)
 	if age < -startSkew {
 		return 0, false
 	}
@@ -439,7 +440,7 @@ func (c patroni) demoting(m *model.Member) bool {
 // rejoinNote reports the old primary from when it is not a running
 // replica streaming from the primary.
 func (c patroni) rejoinNote(from string) {
-	m := c.member(from)
+	m := c.Member(from)
 	if m == nil {
 		return
 	}
@@ -458,19 +459,19 @@ func (c patroni) rejoinNote(from string) {
 		}
 	}
 	if why != "" {
-		c.note(model.CodeRejoinPending, from, "%s, the old primary, has not rejoined as a streaming replica yet (%s): Patroni rejoins it by itself (pg_rewind or a fresh copy); if it stays so, reseed it", from, why)
+		c.Note(model.CodeRejoinPending, from, "%s, the old primary, has not rejoined as a streaming replica yet (%s): Patroni rejoins it by itself (pg_rewind or a fresh copy); if it stays so, reseed it", from, why)
 	}
 }
 
 // recordedSwitchover is the switchover the resumed entry sent (its
 // receipt done, already or unanswered), nil when none.
 func (c patroni) recordedSwitchover() *model.Receipt {
-	if c.resume == nil {
+	if c.Resume() == nil {
 		return nil
 	}
 	var out *model.Receipt
-	for i := range c.resume.Receipts {
-		r := &c.resume.Receipts[i]
+	for i := range c.Resume().Receipts {
+		r := &c.Resume().Receipts[i]
 		if r.Step == model.StepSwitchover && r.DryRun == "" && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready || r.Outcome == model.OutcomeUnknown || r.Outcome == model.OutcomeSending) {
 			out = r
 		}
@@ -478,15 +479,15 @@ func (c patroni) recordedSwitchover() *model.Receipt {
 	return out
 }
 
-// switchover plans the switchover action: c.in.Member names the
+// switchover plans the switchover action: c.Intent().Member names the
 // candidate (--to), or is empty to let the rules choose.
 func (c patroni) switchover() {
 	if rec := c.recordedSwitchover(); rec != nil && rec.MemberID != "" && rec.From != "" {
 		// Resume: the request was sent; judge by the members' answers.
 		if c.switchedOver(rec.From) {
 			c.switchoverNotes(rec.From, rec.MemberID)
-			c.d.Leader = c.primary().Name
-			c.done = true
+			c.Decision().Leader = c.primary().Name
+			c.Done()
 			return
 		}
 		if prim := c.primary(); prim != nil && prim.Name == rec.From && !c.awaitingSent(rec) {
@@ -508,9 +509,9 @@ func (c patroni) awaitingSent(rec *model.Receipt) bool {
 }
 
 func (c patroni) freshSwitchover() {
-	named := c.in.Member
-	if named != "" && c.member(named) == nil {
-		c.block(model.CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, named, c.memberNames())
+	named := c.Intent().Member
+	if named != "" && c.Member(named) == nil {
+		c.Block(model.CodeMemberNotFound, named, "", "%s/%s has no member %q (members: %s)", c.Observation().Cluster.Namespace, c.Observation().Cluster.Name, named, c.MemberNames())
 		return
 	}
 	prim := c.gates("")
@@ -518,7 +519,7 @@ func (c patroni) freshSwitchover() {
 		return
 	}
 	if named == prim.Name {
-		c.done = true // already the primary: nothing to do
+		c.Done() // already the primary: nothing to do
 		return
 	}
 	cand := c.candidate(prim, named, "")
@@ -528,16 +529,16 @@ func (c patroni) freshSwitchover() {
 	c.switchoverSteps(prim, cand)
 }
 
-// replace plans replace and reseed of c.in.Member.
+// replace plans replace and reseed of c.Intent().Member.
 func (c patroni) replace() {
-	name := c.in.Member
+	name := c.Intent().Member
 	m := c.replaceTarget(name)
 	if m == nil {
 		return
 	}
 	handedOver := false
 	var resumePrim *model.Member
-	if c.resume != nil {
+	if c.Resume() != nil {
 		// A resume passes the same gates as a fresh decision: whatever
 		// the entry recorded, the member is never deleted, reinitialized
 		// or replaced while it is the primary.
@@ -545,7 +546,7 @@ func (c patroni) replace() {
 		if resumePrim == nil {
 			return
 		}
-		if resumePrim.Name == name && !c.o.SwitchoverFirst {
+		if resumePrim.Name == name && !c.Options().SwitchoverFirst {
 			c.promoted(m)
 			return
 		}
@@ -557,22 +558,22 @@ func (c patroni) replace() {
 			handedOver = true
 		}
 	}
-	if (c.in.Action == model.ActionReplace && c.replaceResume(m)) || (c.in.Action == model.ActionReseed && c.reseedResume(m)) {
+	if (c.Intent().Action == model.ActionReplace && c.replaceResume(m)) || (c.Intent().Action == model.ActionReseed && c.reseedResume(m)) {
 		// The pause and risk gates hold while the resumed plan still
 		// takes the member down; its waits and its end are never
 		// refused by them (the member rebuilt is a candidate again).
-		if !handedOver && mutates(c.d.Steps) {
+		if !handedOver && c.Decision().Mutates() {
 			if ok := c.pauseGate(); !c.riskGates(m, resumePrim, false) || !ok {
-				c.d.Steps = c.d.Steps[:0]
+				c.Decision().Steps = c.Decision().Steps[:0]
 			}
 		}
 		return
 	}
 	if pod := m.Pod; pod != nil && pod.DeletionMarked {
-		c.awaitForeignDelete(name, pod)
+		c.AwaitForeignDelete(name, pod)
 		return
 	}
-	if c.observeNeverStarted(name, m.Pod) {
+	if c.ObserveNeverStarted(name, m.Pod) {
 		return
 	}
 	prim := c.gates(name)
@@ -585,8 +586,8 @@ func (c patroni) replace() {
 	switch {
 	case handedOver:
 	case prim.Name == name:
-		if !c.o.SwitchoverFirst {
-			c.block(model.CodeTargetIsPrimary, name, model.FlagSwitchoverFirst, "%s is the primary: %s it would stop the cluster's writes", name, map[model.Action]string{model.ActionReseed: "reinitializing", model.ActionReplace: "replacing"}[c.in.Action])
+		if !c.Options().SwitchoverFirst {
+			c.Block(model.CodeTargetIsPrimary, name, model.FlagSwitchoverFirst, "%s is the primary: %s it would stop the cluster's writes", name, map[model.Action]string{model.ActionReseed: "reinitializing", model.ActionReplace: "replacing"}[c.Intent().Action])
 			return
 		}
 		if !c.riskGates(m, prim, true) {
@@ -606,11 +607,11 @@ func (c patroni) replace() {
 			c.awaitSwitchover(name, rec.MemberID)
 		}
 	}
-	if c.in.Action == model.ActionReseed {
+	if c.Intent().Action == model.ActionReseed {
 		c.planReinitialize(m, prim)
 		return
 	}
-	c.deleteBoth(m, m.PVC, m.PVC != nil)
+	c.DeleteBoth(m, m.PVC, m.PVC != nil)
 	c.recreated(name)
 }
 
@@ -618,21 +619,21 @@ func (c patroni) replace() {
 // refusals that need nothing but the member and the template; nil when
 // there is no such member.
 func (c patroni) replaceTarget(name string) *model.Member {
-	m := c.member(name)
+	m := c.Member(name)
 	if m == nil {
-		c.block(model.CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.obs.Cluster.Namespace, c.obs.Cluster.Name, name, c.memberNames())
+		c.Block(model.CodeMemberNotFound, name, "", "%s/%s has no member %q (members: %s)", c.Observation().Cluster.Namespace, c.Observation().Cluster.Name, name, c.MemberNames())
 		return nil
 	}
-	if m.Ordinal >= c.obs.Cluster.Replicas {
-		c.block(model.CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, c.obs.Cluster.Replicas)
+	if m.Ordinal >= c.Observation().Cluster.Replicas {
+		c.Block(model.CodeMemberNotWanted, name, "", "%s has ordinal %d but the StatefulSet wants %d replicas: it would not be recreated", name, m.Ordinal, c.Observation().Cluster.Replicas)
 	}
-	if c.in.Action == model.ActionReseed && c.o.Generation != "" {
-		c.block(model.CodeGenerationUnsupported, name, "", "reseeding a Patroni member from seed generation %q is not supported; reseed without a generation copies the data from the primary", c.o.Generation)
+	if c.Intent().Action == model.ActionReseed && c.Options().Generation != "" {
+		c.Block(model.CodeGenerationUnsupported, name, "", "reseeding a Patroni member from seed generation %q is not supported; reseed without a generation copies the data from the primary", c.Options().Generation)
 	}
-	if t := c.obs.Cluster.Template; c.in.Action == model.ActionReplace && c.obs.Cluster.Shape == model.ShapeOperatorOwned {
-		c.block(model.CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", orName(t.OperatorOwner, "an operator"))
+	if t := c.Observation().Cluster.Template; c.Intent().Action == model.ActionReplace && c.Observation().Cluster.Shape == model.ShapeOperatorOwned {
+		c.Block(model.CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", cmp.Or(t.OperatorOwner, "an operator"))
 	}
-	c.d.Replaced = c.replacedOf(m)
+	c.Decision().Replaced = c.ReplacedOf(m)
 	return m
 }
 
@@ -641,11 +642,11 @@ func (c patroni) replaceTarget(name string) *model.Member {
 func (c patroni) planReinitialize(m, prim *model.Member) {
 	name := m.Name
 	if pg(m) == nil && prim.Name != name {
-		c.block(model.CodeMemberUnreachable, name, "", "%s's Patroni did not answer: a reinitialize is sent to the member itself; replace it instead", name)
+		c.Block(model.CodeMemberUnreachable, name, "", "%s's Patroni did not answer: a reinitialize is sent to the member itself; replace it instead", name)
 		return
 	}
 	if age, recent := c.justStarted(m); recent {
-		c.step(model.Step{Kind: model.StepAwaitSettled, Member: name, MemberID: name,
+		c.Step(model.Step{Kind: model.StepAwaitSettled, Member: name, MemberID: name,
 			Detail: fmt.Sprintf("wait until %s's PostgreSQL has run %s since it started (it started %s ago): Patroni does not carry out a reinitialize sent while it is still starting", name, PatroniSettleAfterStart, age.Round(100*time.Millisecond))})
 	}
 	c.reinitialize(m)
@@ -659,7 +660,7 @@ func (c patroni) handOver(prim *model.Member, name string) bool {
 	if cand == nil {
 		return false
 	}
-	c.note(model.CodeSwitchoverFirst, name, "%s is the primary: it hands over to %s first", name, cand.Name)
+	c.Note(model.CodeSwitchoverFirst, name, "%s is the primary: it hands over to %s first", name, cand.Name)
 	c.switchoverSteps(prim, cand)
 	return true
 }
@@ -669,12 +670,12 @@ func (c patroni) handOver(prim *model.Member, name string) bool {
 // entry's own switchover has not happened yet). --switchover-first hands
 // the primary role over first instead.
 func (c patroni) promoted(m *model.Member) {
-	e := c.resume
+	e := c.Resume()
 	tl := ""
 	if p := pg(m); p != nil && p.Timeline > 0 {
 		tl = fmt.Sprintf(" on timeline %d", p.Timeline)
 	}
-	c.block(model.CodeTargetPromoted, m.Name, model.FlagSwitchoverFirst, "%s is the primary now%s, holding the leader lock: Patroni promoted it after %s ledger entry %s began (phase %s, started %s); a resume never deletes, reinitializes or replaces the primary. Rerun with --switchover-first to hand the primary role to a healthy replica first, or --supersede to drop the entry",
+	c.Block(model.CodeTargetPromoted, m.Name, model.FlagSwitchoverFirst, "%s is the primary now%s, holding the leader lock: Patroni promoted it after %s ledger entry %s began (phase %s, started %s); a resume never deletes, reinitializes or replaces the primary. Rerun with --switchover-first to hand the primary role to a healthy replica first, or --supersede to drop the entry",
 		m.Name, tl, e.Action, e.ID, e.Phase, e.StartedAt.UTC().Format(time.RFC3339))
 }
 
@@ -686,7 +687,7 @@ func (c patroni) promoted(m *model.Member) {
 // goes on.
 func (c patroni) riskGates(m, prim *model.Member, handingOver bool) bool {
 	ok := true
-	if !c.o.AcceptNoFailover {
+	if !c.Options().AcceptNoFailover {
 		// The candidates left while m rebuilds: those that can take over
 		// now, less m and, when m hands over first, the one that becomes
 		// the primary (with none, the hand-over itself is refused).
@@ -694,17 +695,17 @@ func (c patroni) riskGates(m, prim *model.Member, handingOver bool) bool {
 		losing := c.candidateWhyNot(m, prim) == ""
 		switch {
 		case handingOver && len(capable) == 1:
-			c.block(model.CodeLastFailoverReplica, m.Name, model.FlagAcceptNoFailover, "%s hands the primary role to %s first: while %s rebuilds, no other member could take over from %s, and losing it would leave no member to fail over to (%s)",
-				m.Name, capable[0], m.Name, capable[0], orName(strings.Join(not, "; "), "no other replica"))
+			c.Block(model.CodeLastFailoverReplica, m.Name, model.FlagAcceptNoFailover, "%s hands the primary role to %s first: while %s rebuilds, no other member could take over from %s, and losing it would leave no member to fail over to (%s)",
+				m.Name, capable[0], m.Name, capable[0], cmp.Or(strings.Join(not, "; "), "no other replica"))
 			ok = false
 		case !handingOver && losing && len(capable) == 0:
-			c.block(model.CodeLastFailoverReplica, m.Name, model.FlagAcceptNoFailover, "%s is the last member that could take over from the primary %s: while it rebuilds, losing the primary would leave no member to fail over to (%s)",
-				m.Name, prim.Name, orName(strings.Join(not, "; "), "no other replica"))
+			c.Block(model.CodeLastFailoverReplica, m.Name, model.FlagAcceptNoFailover, "%s is the last member that could take over from the primary %s: while it rebuilds, losing the primary would leave no member to fail over to (%s)",
+				m.Name, prim.Name, cmp.Or(strings.Join(not, "; "), "no other replica"))
 			ok = false
 		}
 	}
-	if cl := c.obs.Cluster.Patroni; !c.o.AcceptWriteStall && cl != nil && cl.SynchronousModeStrict && m.Name != prim.Name && c.isSync(m, prim) {
-		c.block(model.CodeSyncStandbyStrict, m.Name, model.FlagAcceptWriteStall, "%s is the synchronous standby and synchronous_mode_strict is on: while it rebuilds, the primary %s commits no writes until another replica becomes synchronous", m.Name, prim.Name)
+	if cl := c.Observation().Cluster.Patroni; !c.Options().AcceptWriteStall && cl != nil && cl.SynchronousModeStrict && m.Name != prim.Name && c.isSync(m, prim) {
+		c.Block(model.CodeSyncStandbyStrict, m.Name, model.FlagAcceptWriteStall, "%s is the synchronous standby and synchronous_mode_strict is on: while it rebuilds, the primary %s commits no writes until another replica becomes synchronous", m.Name, prim.Name)
 		ok = false
 	}
 	return ok
@@ -714,27 +715,27 @@ func (c patroni) riskGates(m, prim *model.Member, handingOver bool) bool {
 func (c patroni) reinitialize(m *model.Member) {
 	var f *model.Fence
 	if p := m.Pod; p != nil {
-		f = &model.Fence{Kind: "Pod", Namespace: c.obs.Cluster.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint, Role: p.RoleLabel}
+		f = &model.Fence{Kind: "Pod", Namespace: c.Observation().Cluster.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion, Fingerprint: p.Fingerprint, Role: p.RoleLabel}
 	}
 	since := ""
 	if p := pg(m); p != nil {
 		since = p.PostmasterStart
 	}
-	c.step(model.Step{Kind: model.StepReinitialize, Member: m.Name, MemberID: m.Name, Fence: f, Since: since,
+	c.Step(model.Step{Kind: model.StepReinitialize, Member: m.Name, MemberID: m.Name, Fence: f, Since: since,
 		Detail: fmt.Sprintf("reinitialize %s: it throws its data away and copies it again from the primary (POST /reinitialize to %s)", m.Name, m.Name)})
-	c.step(model.Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
+	c.Step(model.Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
 		Detail: fmt.Sprintf("wait until %s is seen rebuilding (no longer streaming)", m.Name)})
 	c.awaitStreaming(m.Name)
 }
 
 func (c patroni) awaitStreaming(name string) {
-	c.step(model.Step{Kind: model.StepAwaitStreaming, Member: name, MemberID: name,
+	c.Step(model.Step{Kind: model.StepAwaitStreaming, Member: name, MemberID: name,
 		Detail: fmt.Sprintf("wait until %s streams from the primary with its replay within %d bytes of the primary's WAL position and its pod is ready", name, c.threshold())})
 }
 
 // recreated appends the steps after the pod was deleted.
 func (c patroni) recreated(name string) {
-	c.recreatedThen(name, "Patroni copies the data from the primary", c.awaitStreaming)
+	c.RecreatedThen(name, "Patroni copies the data from the primary", c.awaitStreaming)
 }
 
 // streamingNow reports whether m streams from the one primary within the
@@ -766,7 +767,7 @@ func lastReceiptAt(e *model.LedgerEntry, k model.StepKind) time.Time {
 // answered (done, or already in progress): it only waits. It reports
 // whether it planned.
 func (c patroni) reseedResume(m *model.Member) bool {
-	e := c.resume
+	e := c.Resume()
 	if e == nil {
 		return false
 	}
@@ -780,7 +781,7 @@ func (c patroni) reseedResume(m *model.Member) bool {
 	}
 	known := since != "" && now != ""
 	restarted := known && now != since
-	if !hasReceipt(e, model.StepReinitialize) {
+	if !e.HasReceipt(model.StepReinitialize) {
 		// Only a reinitialize the member answered counts: after a
 		// request sent without an answer, a restart may be anything (a
 		// crash, Patroni restarting PostgreSQL), so the reinitialize is
@@ -788,31 +789,31 @@ func (c patroni) reseedResume(m *model.Member) bool {
 		return false
 	}
 	if known {
-		c.d.Leader = c.primaryName()
+		c.Decision().Leader = c.primaryName()
 		switch {
 		case restarted && c.streamingNow(m):
-			c.done = true
+			c.Done()
 		case restarted:
 			c.awaitStreaming(m.Name)
 		default:
-			c.step(model.Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
+			c.Step(model.Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
 				Detail: fmt.Sprintf("wait until %s's PostgreSQL restarts (it started %s before the reinitialize)", m.Name, since)})
 			c.awaitStreaming(m.Name)
 		}
 		return true
 	}
-	rebuilding := hasReceipt(e, model.StepAwaitRebuild) || c.now.Sub(lastReceiptAt(e, model.StepReinitialize)) > RebuildSeenAfter
+	rebuilding := e.HasReceipt(model.StepAwaitRebuild) || c.Now().Sub(lastReceiptAt(e, model.StepReinitialize)) > RebuildSeenAfter
 	switch {
 	case rebuilding && c.streamingNow(m):
-		c.d.Leader = c.primaryName()
-		c.done = true
+		c.Decision().Leader = c.primaryName()
+		c.Done()
 	case rebuilding || !c.streamingNow(m):
 		// Seen rebuilding (now, or by an earlier wait): streaming is next.
-		c.d.Leader = c.primaryName()
+		c.Decision().Leader = c.primaryName()
 		c.awaitStreaming(m.Name)
 	default:
-		c.d.Leader = c.primaryName()
-		c.step(model.Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
+		c.Decision().Leader = c.primaryName()
+		c.Step(model.Step{Kind: model.StepAwaitRebuild, Member: m.Name, MemberID: m.Name,
 			Detail: fmt.Sprintf("wait until %s is seen rebuilding (no longer streaming)", m.Name)})
 		c.awaitStreaming(m.Name)
 	}
@@ -833,26 +834,16 @@ func reinitSince(e *model.LedgerEntry) string {
 	return since
 }
 
-// mutates reports whether any of steps changes something.
-func mutates(steps []model.Step) bool {
-	for _, s := range steps {
-		if s.Kind.Mutates() {
-			return true
-		}
-	}
-	return false
-}
-
 func (c patroni) primaryName() string {
 	if p := c.primary(); p != nil {
 		return p.Name
 	}
-	return c.a.LeaderMember
+	return c.Analysis().LeaderMember
 }
 
 // replaceResume plans a resumed replace once its first delete was
 // recorded or its pod or volume is no longer the original (see
 // recreateResume). It reports whether it planned.
 func (c patroni) replaceResume(m *model.Member) bool {
-	return c.recreateResume(m, rebuilt{leader: c.primaryName, caughtUp: c.streamingNow, await: c.awaitStreaming, recreated: c.recreated})
+	return c.RecreateResume(m, model.Rebuilt{Leader: c.primaryName, CaughtUp: c.streamingNow, Await: c.awaitStreaming, Recreated: c.recreated})
 }

@@ -1,6 +1,7 @@
-package classify
+package etcd
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -23,16 +24,16 @@ import (
 // stops and recreates them, the volumes are kept, and each agent keeps the
 // previous data directory beside the restored one.
 func (c etcd) restore() {
-	c.d.Flow = model.FlowRestore
-	if c.in.Member != "" {
-		c.block(model.CodeRestoreUnsupported, c.in.Member, "", "restore acts on every member of the cluster at once; name no member (to rebuild one member, use reseed or replace)")
+	c.Decision().Flow = model.FlowRestore
+	if c.Intent().Member != "" {
+		c.Block(model.CodeRestoreUnsupported, c.Intent().Member, "", "restore acts on every member of the cluster at once; name no member (to rebuild one member, use reseed or replace)")
 		return
 	}
 	c.restoreShapeGates()
 	replicas := c.restoreReplicas()
-	c.d.Replicas = replicas
+	c.Decision().Replicas = replicas
 	if replicas <= 0 {
-		c.block(model.CodeRestoreUnsupported, "", "", "the StatefulSet wants 0 replicas and no restore in progress records how many to restore: scale it to the cluster's size first")
+		c.Block(model.CodeRestoreUnsupported, "", "", "the StatefulSet wants 0 replicas and no restore in progress records how many to restore: scale it to the cluster's size first")
 		return
 	}
 	peers := c.restoreTemplateGates(replicas)
@@ -42,7 +43,7 @@ func (c etcd) restore() {
 	// afresh: the world may have moved on since, the members may have
 	// their quorum back.
 	changed := c.restoreChanged()
-	if src := c.o.Source; len(changed) == 0 && src != nil {
+	if src := c.Options().Source; len(changed) == 0 && src != nil {
 		c.restoreForeignGate(src)
 		c.restoreQuorumGate()
 		c.restoreDiscardNotes(src)
@@ -58,7 +59,7 @@ func (c etcd) restore() {
 // replicas than the entry recorded; a restore pod of the entry, or of
 // no action, exists).
 func (c etcd) restoreChanged() []string {
-	e := c.resume
+	e := c.Resume()
 	if e == nil {
 		return nil
 	}
@@ -89,7 +90,7 @@ func (c etcd) restoreChanged() []string {
 			out = append(out, what)
 		}
 	}
-	cl := c.obs.Cluster
+	cl := c.Observation().Cluster
 	if cl.Replicas < e.Replicas {
 		out = append(out, fmt.Sprintf("StatefulSet %s wants %d of the %d replicas recorded", cl.Name, cl.Replicas, e.Replicas))
 	}
@@ -105,13 +106,13 @@ func (c etcd) restoreChanged() []string {
 // the cluster discards, and refuses (unless --force) to scale down
 // members that hold quorum again.
 func (c etcd) restoreResumeGate(changed []string) {
-	src := c.o.Source
+	src := c.Options().Source
 	if src == nil {
 		return
 	}
-	c.note(model.CodeWritesDiscarded, "", "ledger entry %s already changed the cluster (%s): the rest of the restore replaces every member's data with revision %d of generation %s; every write after it is gone",
-		c.resume.ID, strings.Join(changed, "; "), src.Revision, src.Generation)
-	if c.obs.Cluster.Replicas > 0 {
+	c.Note(model.CodeWritesDiscarded, "", "ledger entry %s already changed the cluster (%s): the rest of the restore replaces every member's data with revision %d of generation %s; every write after it is gone",
+		c.Resume().ID, strings.Join(changed, "; "), src.Revision, src.Generation)
+	if c.Observation().Cluster.Replicas > 0 {
 		c.restoreQuorumGate()
 	}
 }
@@ -119,19 +120,19 @@ func (c etcd) restoreResumeGate(changed []string) {
 // restoreShapeGates refuses the shapes and pod management policies a
 // restore cannot work with.
 func (c etcd) restoreShapeGates() {
-	cl := c.obs.Cluster
+	cl := c.Observation().Cluster
 	switch cl.Shape {
 	case model.ShapeStaticExisting, model.ShapeStaticNew:
 	case model.ShapeSelfRegistering:
-		c.block(model.CodeRestoreUnsupported, "", "", "the entrypoint registers its own member with `etcdctl member add` on start: it would add restored members again as new, empty ones; restore such a cluster with its chart's own snapshot procedure")
+		c.Block(model.CodeRestoreUnsupported, "", "", "the entrypoint registers its own member with `etcdctl member add` on start: it would add restored members again as new, empty ones; restore such a cluster with its chart's own snapshot procedure")
 	case model.ShapeOperatorOwned:
 		c.flow()
 	default:
-		c.block(model.CodeShapeUnknown, "", "", "hactl does not recognise how this template bootstraps: restoring alongside it is unsafe; hactl only diagnoses it")
+		c.Block(model.CodeShapeUnknown, "", "", "hactl does not recognise how this template bootstraps: restoring alongside it is unsafe; hactl only diagnoses it")
 	}
 	if cl.PodManagementPolicy != "Parallel" {
-		c.block(model.CodeRestoreUnsupported, "", "", "podManagementPolicy is %s: the StatefulSet creates member N+1 only once member N is ready, and a restored member is ready only with a quorum, so the restored members would never all start. "+
-			"podManagementPolicy cannot be changed in place: recreate the StatefulSet with podManagementPolicy: Parallel (kubectl delete statefulset --cascade=orphan, then apply it again) and run this again", orName(cl.PodManagementPolicy, "unset"))
+		c.Block(model.CodeRestoreUnsupported, "", "", "podManagementPolicy is %s: the StatefulSet creates member N+1 only once member N is ready, and a restored member is ready only with a quorum, so the restored members would never all start. "+
+			"podManagementPolicy cannot be changed in place: recreate the StatefulSet with podManagementPolicy: Parallel (kubectl delete statefulset --cascade=orphan, then apply it again) and run this again", cmp.Or(cl.PodManagementPolicy, "unset"))
 	}
 }
 
@@ -139,11 +140,11 @@ func (c etcd) restoreShapeGates() {
 // to: what the resumed restore recorded, the StatefulSet's, or what a
 // restore superseded while the StatefulSet stood scaled to zero recorded.
 func (c etcd) restoreReplicas() int {
-	replicas := c.obs.Cluster.Replicas
-	if c.resume != nil && c.resume.Replicas > 0 {
-		replicas = c.resume.Replicas
+	replicas := c.Observation().Cluster.Replicas
+	if c.Resume() != nil && c.Resume().Replicas > 0 {
+		replicas = c.Resume().Replicas
 	}
-	for _, e := range c.superseded {
+	for _, e := range c.Superseded() {
 		if replicas <= 0 && e.Action == model.ActionRestore && e.Replicas > 0 {
 			replicas = e.Replicas
 		}
@@ -155,7 +156,7 @@ func (c etcd) restoreReplicas() int {
 // member's peer URL and a data directory a restore can replace, and
 // returns the peer URLs by member name.
 func (c etcd) restoreTemplateGates(replicas int) map[string]string {
-	cl := c.obs.Cluster
+	cl := c.Observation().Cluster
 	t := cl.Template
 	peers := map[string]string{}
 	for _, e := range t.InitialCluster {
@@ -163,23 +164,23 @@ func (c etcd) restoreTemplateGates(replicas int) map[string]string {
 	}
 	var missing []string
 	for i := range replicas {
-		if peers[memberName(cl.Name, i)] == "" {
-			missing = append(missing, memberName(cl.Name, i))
+		if peers[model.OrdinalName(cl.Name, i)] == "" {
+			missing = append(missing, model.OrdinalName(cl.Name, i))
 		}
 	}
 	switch {
 	case !t.InitialClusterDecoded || len(t.InitialCluster) == 0:
-		c.block(model.CodeTemplateUnverified, "", "", "the template's --initial-cluster (ETCD_INITIAL_CLUSTER) is not a literal list of members: the restored members' peer URLs cannot be known")
+		c.Block(model.CodeTemplateUnverified, "", "", "the template's --initial-cluster (ETCD_INITIAL_CLUSTER) is not a literal list of members: the restored members' peer URLs cannot be known")
 	case len(missing) > 0:
-		c.block(model.CodeTemplateUnverified, "", "", "the template's --initial-cluster does not name %s: every one of the %d members needs a peer URL to be restored", strings.Join(missing, ", "), replicas)
+		c.Block(model.CodeTemplateUnverified, "", "", "the template's --initial-cluster does not name %s: every one of the %d members needs a peer URL to be restored", strings.Join(missing, ", "), replicas)
 	}
 	switch {
 	case t.DataDir == "":
-		c.block(model.CodeTemplateUnverified, "", "", "the engine container sets no literal --data-dir (ETCD_DATA_DIR): the directory to restore into is unknown")
+		c.Block(model.CodeTemplateUnverified, "", "", "the engine container sets no literal --data-dir (ETCD_DATA_DIR): the directory to restore into is unknown")
 	case t.DataVolume == "":
-		c.block(model.CodeTemplateUnverified, "", "", "--data-dir %s is not on a volume claim template: a restore would not outlive the restore pod", t.DataDir)
+		c.Block(model.CodeTemplateUnverified, "", "", "--data-dir %s is not on a volume claim template: a restore would not outlive the restore pod", t.DataDir)
 	case t.DataDir == t.DataMount:
-		c.block(model.CodeTemplateUnverified, "", "", "--data-dir %s is the mount point of volume %s: the restore activates the new directory by renaming it, which a mount point cannot be; point --data-dir at a directory inside the volume (e.g. %s/data)", t.DataDir, t.DataVolume, t.DataMount)
+		c.Block(model.CodeTemplateUnverified, "", "", "--data-dir %s is the mount point of volume %s: the restore activates the new directory by renaming it, which a mount point cannot be; point --data-dir at a directory inside the volume (e.g. %s/data)", t.DataDir, t.DataVolume, t.DataMount)
 	}
 	return peers
 }
@@ -187,32 +188,32 @@ func (c etcd) restoreTemplateGates(replicas int) map[string]string {
 // restoreSourceGates checks that the generation was named, read and
 // verified, and holds this engine's data.
 func (c etcd) restoreSourceGates() {
-	cl, src := c.obs.Cluster, c.o.Source
+	cl, src := c.Observation().Cluster, c.Options().Source
 	switch {
-	case c.o.Generation == "":
-		c.block(model.CodeGenerationUnverified, "", "", "no generation named: restore needs --generation")
-	case c.o.SeedStore == "":
-		c.block(model.CodeSeedStoreMissing, "", "", "no seed store is configured: the generation cannot be read")
-	case src == nil || src.Generation != c.o.Generation:
-		c.block(model.CodeGenerationUnverified, "", "", "generation %s was not read and verified from the store", c.o.Generation)
+	case c.Options().Generation == "":
+		c.Block(model.CodeGenerationUnverified, "", "", "no generation named: restore needs --generation")
+	case c.Options().SeedStore == "":
+		c.Block(model.CodeSeedStoreMissing, "", "", "no seed store is configured: the generation cannot be read")
+	case src == nil || src.Generation != c.Options().Generation:
+		c.Block(model.CodeGenerationUnverified, "", "", "generation %s was not read and verified from the store", c.Options().Generation)
 	case src.Engine != cl.Engine:
-		c.block(model.CodeGenerationForeign, "", "", "generation %s holds %s data; %s/%s runs %s", src.Generation, src.Engine, cl.Namespace, cl.Name, cl.Engine)
+		c.Block(model.CodeGenerationForeign, "", "", "generation %s holds %s data; %s/%s runs %s", src.Generation, src.Engine, cl.Namespace, cl.Name, cl.Engine)
 	}
 }
 
 // restoreForeignGate refuses (unless --force) a generation taken from
 // another cluster than the one its members answer for, or hactl recorded.
 func (c etcd) restoreForeignGate(src *model.GenerationFacts) {
-	cl := c.obs.Cluster
-	ref, how := c.a.ClusterID, "its members answer for"
+	cl := c.Observation().Cluster
+	ref, how := c.Analysis().ClusterID, "its members answer for"
 	if ref == "" {
 		ref, how = cl.KnownClusterID, "hactl recorded"
 	}
 	switch {
-	case ref != "" && src.ClusterID != ref && c.o.Force:
-		c.note(model.CodeWritesDiscarded, "", "generation %s was taken from cluster %s, not %s (which %s): restoring it anyway (--force)", src.Generation, src.ClusterID, ref, how)
+	case ref != "" && src.ClusterID != ref && c.Options().Force:
+		c.Note(model.CodeWritesDiscarded, "", "generation %s was taken from cluster %s, not %s (which %s): restoring it anyway (--force)", src.Generation, src.ClusterID, ref, how)
 	case ref != "" && src.ClusterID != ref:
-		c.block(model.CodeGenerationForeign, "", model.FlagForce, "generation %s was taken from cluster %s, but %s/%s is cluster %s (%s): restoring it would replace this cluster's data with another's. "+
+		c.Block(model.CodeGenerationForeign, "", model.FlagForce, "generation %s was taken from cluster %s, but %s/%s is cluster %s (%s): restoring it would replace this cluster's data with another's. "+
 			"Override only if %s is an earlier incarnation of this cluster (restored since)", src.Generation, src.ClusterID, cl.Namespace, cl.Name, ref, how, src.ClusterID)
 	}
 }
@@ -221,57 +222,57 @@ func (c etcd) restoreForeignGate(src *model.GenerationFacts) {
 // restore a cluster that has quorum.
 func (c etcd) restoreQuorumGate() {
 	healthy := c.healthyVoters()
-	voters := c.a.Voters
+	voters := c.Analysis().Voters
 	quorum := voters/2 + 1
-	c.d.Quorum = model.Quorum{Voters: voters, Quorum: quorum, HealthyWithout: len(healthy)}
+	c.Decision().Quorum = model.Quorum{Voters: voters, Quorum: quorum, HealthyWithout: len(healthy)}
 	for _, h := range healthy {
-		c.d.Quorum.HealthyVoters = append(c.d.Quorum.HealthyVoters, h.Name)
+		c.Decision().Quorum.HealthyVoters = append(c.Decision().Quorum.HealthyVoters, h.Name)
 	}
-	if c.a.LeaderID == "" || voters <= 0 || len(healthy) < quorum {
+	if c.Analysis().LeaderID == "" || voters <= 0 || len(healthy) < quorum {
 		return
 	}
-	if c.o.Force {
-		c.note(model.CodeWritesDiscarded, "", "the cluster has quorum (%d of %d voters healthy) and is restored anyway (--force)", len(healthy), voters)
+	if c.Options().Force {
+		c.Note(model.CodeWritesDiscarded, "", "the cluster has quorum (%d of %d voters healthy) and is restored anyway (--force)", len(healthy), voters)
 		return
 	}
-	c.block(model.CodeClusterHasQuorum, "", model.FlagForce, "the cluster has quorum (%d of %d voters healthy, leader %s): a restore stops every member and discards every write after the generation. "+
-		"Repair single members with replace or reseed", len(healthy), voters, c.a.LeaderMember)
+	c.Block(model.CodeClusterHasQuorum, "", model.FlagForce, "the cluster has quorum (%d of %d voters healthy, leader %s): a restore stops every member and discards every write after the generation. "+
+		"Repair single members with replace or reseed", len(healthy), voters, c.Analysis().LeaderMember)
 }
 
 // restoreDiscardNotes says which writes the restore discards.
 func (c etcd) restoreDiscardNotes(src *model.GenerationFacts) {
-	if f := c.a.Frontier; f != nil && src.Revision > 0 {
-		c.note(model.CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone (members last reported applied index %d)", src.Revision, src.Generation, *f)
+	if f := c.Analysis().Frontier; f != nil && src.Revision > 0 {
+		c.Note(model.CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone (members last reported applied index %d)", src.Revision, src.Generation, *f)
 	} else if src.Revision > 0 {
-		c.note(model.CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone", src.Revision, src.Generation)
+		c.Note(model.CodeWritesDiscarded, "", "the cluster is restored to revision %d of generation %s: every write after it is gone", src.Revision, src.Generation)
 	}
 }
 
 // restorePlan derives the restore's steps from the observed world;
 // changed is what the resumed restore changed (restoreChanged).
 func (c etcd) restorePlan(replicas int, peers map[string]string, changed []string) {
-	cl := c.obs.Cluster
+	cl := c.Observation().Cluster
 	stsFence := &model.Fence{Kind: "StatefulSet", Namespace: cl.Namespace, Name: cl.Name, UID: cl.UID,
 		ResourceVersion: cl.ResourceVersion, Fingerprint: cl.Fingerprint}
 	ours := c.restorePods()
 	succeeded, failed := c.restoreOutcomes(replicas, ours)
 	if len(failed) > 0 {
-		c.block(model.CodeRestoreFailed, "", "", "restore pods failed (the data directories they did not reach are unchanged): %s. Fix the cause, delete the failed pods (kubectl delete pod -l %s=%s), then run this again to resume",
+		c.Block(model.CodeRestoreFailed, "", "", "restore pods failed (the data directories they did not reach are unchanged): %s. Fix the cause, delete the failed pods (kubectl delete pod -l %s=%s), then run this again to resume",
 			strings.Join(failed, "; "), "hactl.dev/restore-of", cl.Name)
 		return
 	}
 	// Once every restore pod succeeded, or the ledger shows a step after
 	// them, the restore is past the point of no return: never scale down
 	// again (the restore pods are deleted one by one at the end).
-	restored := c.resume != nil && (succeeded == replicas || hasReceipt(c.resume, model.StepScaleUp) ||
-		hasReceipt(c.resume, model.StepAwaitRestored) || hasReceipt(c.resume, model.StepDeleteRestorePod))
+	restored := c.Resume() != nil && (succeeded == replicas || c.Resume().HasReceipt(model.StepScaleUp) ||
+		c.Resume().HasReceipt(model.StepAwaitRestored) || c.Resume().HasReceipt(model.StepDeleteRestorePod))
 	// The restore pods are deleted only after the restored cluster was
 	// seen healthy: with none left, a receipt of either says it is over.
-	cleanedUp := c.resume != nil && len(ours) == 0 &&
-		(hasReceipt(c.resume, model.StepAwaitRestored) || hasReceipt(c.resume, model.StepDeleteRestorePod))
+	cleanedUp := c.Resume() != nil && len(ours) == 0 &&
+		(c.Resume().HasReceipt(model.StepAwaitRestored) || c.Resume().HasReceipt(model.StepDeleteRestorePod))
 	switch {
 	case cleanedUp:
-		c.done = true
+		c.Done()
 	case restored:
 		c.afterRestore(replicas, ours, stsFence)
 	default:
@@ -286,20 +287,20 @@ func (c etcd) restorePlan(replicas int, peers map[string]string, changed []strin
 // action is recorded) and of this generation, by member; others are
 // leftovers, planned for deletion.
 func (c etcd) restorePods() map[string]model.RestorePodFacts {
-	cl := c.obs.Cluster
+	cl := c.Observation().Cluster
 	action := ""
-	if c.resume != nil {
-		action = c.resume.ID
+	if c.Resume() != nil {
+		action = c.Resume().ID
 	}
 	ours := map[string]model.RestorePodFacts{}
 	for _, p := range cl.RestorePods {
-		if p.Generation == c.o.Generation && (action == "" || p.Action == action) && !p.DeletionMarked {
+		if p.Generation == c.Options().Generation && (action == "" || p.Action == action) && !p.DeletionMarked {
 			ours[p.Member] = p
 			continue
 		}
 		if !p.DeletionMarked {
-			c.step(model.Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p),
-				Detail: fmt.Sprintf("delete leftover restore pod %s (generation %s, %s)", p.Name, orName(p.Generation, "unknown"), orName(p.Phase, "no phase"))})
+			c.Step(model.Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: p.Fence(cl),
+				Detail: fmt.Sprintf("delete leftover restore pod %s (generation %s, %s)", p.Name, cmp.Or(p.Generation, "unknown"), cmp.Or(p.Phase, "no phase"))})
 		}
 	}
 	return ours
@@ -309,13 +310,13 @@ func (c etcd) restorePods() map[string]model.RestorePodFacts {
 // those that failed.
 func (c etcd) restoreOutcomes(replicas int, ours map[string]model.RestorePodFacts) (succeeded int, failed []string) {
 	for i := range replicas {
-		p, ok := ours[memberName(c.obs.Cluster.Name, i)]
+		p, ok := ours[model.OrdinalName(c.Observation().Cluster.Name, i)]
 		switch {
 		case !ok:
 		case p.Phase == "Succeeded":
 			succeeded++
 		case p.Phase == "Failed":
-			failed = append(failed, fmt.Sprintf("%s: %s", p.Name, orName(p.Message, "failed")))
+			failed = append(failed, fmt.Sprintf("%s: %s", p.Name, cmp.Or(p.Message, "failed")))
 		}
 	}
 	return succeeded, failed
@@ -324,14 +325,14 @@ func (c etcd) restoreOutcomes(replicas int, ours map[string]model.RestorePodFact
 // afterRestore plans from restored data directories: scale back (if not
 // yet), wait for the restored cluster, delete the restore pods.
 func (c etcd) afterRestore(replicas int, ours map[string]model.RestorePodFacts, stsFence *model.Fence) {
-	cl := c.obs.Cluster
+	cl := c.Observation().Cluster
 	if cl.Replicas == 0 {
-		c.step(model.Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
+		c.Step(model.Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
 	}
 	if cl.Replicas != 0 && c.restoredHealthy(replicas) {
 		c.deleteRestorePods(replicas, ours)
-		if len(c.d.Steps) == 0 {
-			c.done = true
+		if len(c.Decision().Steps) == 0 {
+			c.Done()
 		}
 		return
 	}
@@ -343,54 +344,54 @@ func (c etcd) afterRestore(replicas int, ours map[string]model.RestorePodFacts, 
 // scale to zero, run the restore pods not running yet, scale back, wait
 // for the restored cluster, delete the restore pods.
 func (c etcd) restoreSteps(replicas int, peers map[string]string, ours map[string]model.RestorePodFacts, stsFence *model.Fence) {
-	cl := c.obs.Cluster
+	cl := c.Observation().Cluster
 	podsLeft := 0
-	for _, m := range c.obs.Members {
+	for _, m := range c.Observation().Members {
 		if m.Pod != nil {
 			podsLeft++
 		}
 	}
 	if cl.Replicas > 0 {
-		c.step(model.Step{Kind: model.StepScaleDown, Fence: stsFence, Detail: fmt.Sprintf("scale StatefulSet %s from %d to 0 replicas: every member stops; volumes are kept", cl.Name, cl.Replicas)})
+		c.Step(model.Step{Kind: model.StepScaleDown, Fence: stsFence, Detail: fmt.Sprintf("scale StatefulSet %s from %d to 0 replicas: every member stops; volumes are kept", cl.Name, cl.Replicas)})
 	}
 	if cl.Replicas > 0 || podsLeft > 0 {
-		c.step(model.Step{Kind: model.StepAwaitMembersStopped, Detail: fmt.Sprintf("wait until none of the %d members' pods is left", replicas)})
+		c.Step(model.Step{Kind: model.StepAwaitMembersStopped, Detail: fmt.Sprintf("wait until none of the %d members' pods is left", replicas)})
 	}
-	gen := c.o.Generation
+	gen := c.Options().Generation
 	for i := range replicas {
-		name := memberName(cl.Name, i)
+		name := model.OrdinalName(cl.Name, i)
 		if _, ok := ours[name]; ok {
 			continue
 		}
-		c.step(model.Step{Kind: model.StepRunRestore, Member: name, PeerURLs: []string{peers[name]},
+		c.Step(model.Step{Kind: model.StepRunRestore, Member: name, PeerURLs: []string{peers[name]},
 			Detail: fmt.Sprintf("run restore pod hactl-restore-%s: verify generation %s and restore it into %s on %s's volume", name, gen, cl.Template.DataDir, name)})
 	}
-	c.step(model.Step{Kind: model.StepAwaitRestore, Detail: fmt.Sprintf("wait until all %d restore pods succeeded", replicas)})
-	c.step(model.Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
+	c.Step(model.Step{Kind: model.StepAwaitRestore, Detail: fmt.Sprintf("wait until all %d restore pods succeeded", replicas)})
+	c.Step(model.Step{Kind: model.StepScaleUp, Fence: stsFence, Replicas: replicas, Detail: fmt.Sprintf("scale StatefulSet %s back to %d replicas: the members start on their restored data", cl.Name, replicas)})
 	c.awaitRestored(replicas)
 	for i := range replicas {
-		name := memberName(cl.Name, i)
-		c.step(model.Step{Kind: model.StepDeleteRestorePod, Member: name, Detail: fmt.Sprintf("delete restore pod hactl-restore-%s", name)})
+		name := model.OrdinalName(cl.Name, i)
+		c.Step(model.Step{Kind: model.StepDeleteRestorePod, Member: name, Detail: fmt.Sprintf("delete restore pod hactl-restore-%s", name)})
 	}
 }
 
 func (c etcd) awaitRestored(replicas int) {
-	c.step(model.Step{Kind: model.StepAwaitRestored, Detail: fmt.Sprintf("wait until all %d members answer as one cluster with a leader, every one a healthy voter", replicas)})
+	c.Step(model.Step{Kind: model.StepAwaitRestored, Detail: fmt.Sprintf("wait until all %d members answer as one cluster with a leader, every one a healthy voter", replicas)})
 }
 
 // restoredHealthy: every wanted member is a healthy voter of one cluster
 // with a leader.
 func (c etcd) restoredHealthy(replicas int) bool {
-	return c.a.LeaderID != "" && c.a.ClusterIDs == 1 && len(c.healthyVoters()) == replicas
+	return c.Analysis().LeaderID != "" && c.Analysis().ClusterIDs == 1 && len(c.healthyVoters()) == replicas
 }
 
 func (c etcd) deleteRestorePods(replicas int, ours map[string]model.RestorePodFacts) {
-	cl := c.obs.Cluster
+	cl := c.Observation().Cluster
 	for i := range replicas {
-		p, ok := ours[memberName(cl.Name, i)]
+		p, ok := ours[model.OrdinalName(cl.Name, i)]
 		if !ok {
 			continue
 		}
-		c.step(model.Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: restorePodFence(cl, p), Detail: fmt.Sprintf("delete restore pod %s (succeeded)", p.Name)})
+		c.Step(model.Step{Kind: model.StepDeleteRestorePod, Member: p.Member, Fence: p.Fence(cl), Detail: fmt.Sprintf("delete restore pod %s (succeeded)", p.Name)})
 	}
 }
