@@ -13,9 +13,11 @@ import (
 )
 
 // countingEngine is an engine handed to the executor in a test: etcd's,
-// counting what the executor asks of it.
+// counting what the executor asks of it. It decodes templates as etcd
+// does (the same engine, as its engine.Decoder).
 type countingEngine struct {
 	engine.Engine
+	engine.Decoder
 	probes, ops *atomic.Int64
 }
 
@@ -45,7 +47,7 @@ func TestExecutorActsThroughTheEnginesItIsHanded(t *testing.T) {
 	target := e.follower()
 	var probes, ops atomic.Int64
 	x := e.executor()
-	x.Observer.Engines = map[model.Engine]engine.Engine{model.EngineEtcd: countingEngine{etcdengine.New(), &probes, &ops}}
+	x.Observer.Engines = map[model.Engine]engine.Engine{model.EngineEtcd: countingEngine{etcdengine.New(), etcdengine.New(), &probes, &ops}}
 	d := e.decide(x, target)
 	if d.Verb != model.VerbProceed {
 		t.Fatalf("decision:\n%v", classify.Describe(d))

@@ -78,7 +78,7 @@ func (s *recordingSource) Read(ctx context.Context, ns string) (*status.Objects,
 func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.Result, status.Warnings, error) {
 	// The cluster's lock and ledger are read by name, whatever their
 	// labels say.
-	src := &recordingSource{inner: status.APISource{Client: o.Client, Cluster: name}}
+	src := &recordingSource{inner: status.APISource{Client: o.Client, Cluster: name, Engines: o.engines()}}
 	so := &status.Observer{
 		Source:       src,
 		Engines:      o.engines(),
@@ -106,7 +106,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 	if sts == nil {
 		return status.Result{}, warn, fmt.Errorf("observing %s/%s: the StatefulSet vanished", namespace, name)
 	}
-	status.DecodeActionFacts(&obs, sts, src.objs)
+	status.DecodeActionFacts(&obs, sts, src.objs, engine.Decoders(o.engines()))
 
 	// The lock and the ledger came with the other objects, in the same
 	// read (before the probes); an action must not decide without them.
@@ -140,12 +140,6 @@ func (o *Observer) Decide(ctx context.Context, namespace, name string, in model.
 	return classify.Classify(res.Observation, in, o.now()), res, warn, nil
 }
 
-// Augment adds to obs what status does not decode and actions need, from
-// the objects the observation was built from (see
-// status.DecodeActionFacts).
-func Augment(obs *model.Observation, sts *appsv1.StatefulSet, objs *status.Objects) {
-	status.DecodeActionFacts(obs, sts, objs)
-}
 
 // Fingerprint digests an object's metadata and spec (see
 // status.Fingerprint).

@@ -359,7 +359,7 @@ func RestorePod(sts *appsv1.StatefulSet, cl model.ClusterFacts, o model.ActionOp
 		return nil, fmt.Errorf("the decision read generation %s but restores %s; not creating %s", src.Generation, o.Generation, RestorePodName(s.Member))
 	}
 	t := cl.Template
-	c := status.ContainerNamed(sts, t.Container)
+	c := containerNamed(sts, t.Container)
 	if c == nil {
 		return nil, fmt.Errorf("StatefulSet %s/%s has no engine container %q", sts.Namespace, sts.Name, t.Container)
 	}
@@ -479,6 +479,18 @@ func (r *run) restorePreflight(ctx context.Context, d model.Decision) error {
 		}
 		if s.Kind == model.StepRunRestore {
 			return nil // one pod is proof enough
+		}
+	}
+	return nil
+}
+
+// containerNamed is sts's template's container called name, nil when
+// none.
+func containerNamed(sts *appsv1.StatefulSet, name string) *corev1.Container {
+	cs := sts.Spec.Template.Spec.Containers
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
 		}
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -29,7 +31,7 @@ func completeClusters(flags *kubeflags.ConfigFlags) func(*cobra.Command, []strin
 		}
 		var out []string
 		for i := range list.Items {
-			if _, ok := status.DetectEngine(&list.Items[i]); ok {
+			if _, ok := status.DetectEngine(&list.Items[i], engine.Decoders(registry.Engines())); ok {
 				out = append(out, list.Items[i].Name)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/internal/portforward"
 	"github.com/hactl-dev/hactl/status"
@@ -174,7 +175,7 @@ func (o *StatusOptions) observeContext(ctx context.Context, name string) context
 			return cr
 		}
 	}
-	cr.results, cr.warn, cr.err = sub.observer(status.APISource{Client: sub.client}).Observe(ctx, ns, o.Name)
+	cr.results, cr.warn, cr.err = sub.observer(status.APISource{Client: sub.client, Engines: registry.Engines()}).Observe(ctx, ns, o.Name)
 	return cr
 }
 

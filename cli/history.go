@@ -101,7 +101,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obs := &status.Observer{Source: status.APISource{Client: o.client}, Engines: registry.Engines(), HolderGone: actions.HolderGone}
+	obs := &status.Observer{Source: status.APISource{Client: o.client, Engines: registry.Engines()}, Engines: registry.Engines(), HolderGone: actions.HolderGone}
 	r, err := observeOne(ctx, obs, o.Namespace, o.Name, o.ErrOut)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/internal/portforward"
@@ -180,7 +181,7 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	objs, err := status.APISource{Client: o.client, Cluster: o.Name}.Read(ctx, o.Namespace)
+	objs, err := status.APISource{Client: o.client, Cluster: o.Name, Engines: registry.Engines()}.Read(ctx, o.Namespace)
 	if err != nil {
 		return err
 	}

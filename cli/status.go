@@ -331,7 +331,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if o.Watch {
 		return o.runWatch(ctx)
 	}
-	results, warn, err := o.observer(status.APISource{Client: o.client}).Observe(ctx, o.Namespace, o.Name)
+	results, warn, err := o.observer(status.APISource{Client: o.client, Engines: registry.Engines()}).Observe(ctx, o.Namespace, o.Name)
 	o.warn(warn)
 	if err != nil {
 		return err

@@ -285,7 +285,7 @@ func (o *TUIOptions) Run(ctx context.Context) error {
 // runView opens the view of one context (s connected to it) until the
 // user quits.
 func (o *TUIOptions) runView(ctx context.Context, s *StatusOptions, contextName string, contextRO bool, logw io.Writer) error {
-	observer := s.observer(status.APISource{Client: s.client})
+	observer := s.observer(status.APISource{Client: s.client, Engines: registry.Engines()})
 	backend := tui.NewKubeBackend(s.client, s.Namespace, *observer)
 	ro, why := o.readOnly(contextName, contextRO)
 	var acts tui.Actions

@@ -130,6 +130,31 @@ func Views(engines map[model.Engine]Engine) map[model.Engine]model.EngineView {
 	return offered(engines, Viewed.View)
 }
 
+// Decoder is offered by an engine whose clusters hactl reads from their
+// workloads: it recognises the engine's container in a pod template and
+// decodes what its flags and environment say. Whoever holds the engines
+// hands them to status (see Decoders); a cluster whose engine offers none
+// is decoded plainly (its first container, nothing engine-specific).
+type Decoder interface {
+	// Recognises reports whether t runs the engine, for a workload that
+	// does not name its engine with the hactl.dev/engine label.
+	Recognises(t model.PodTemplate) bool
+	// Template decodes the engine container's facts from t: what status
+	// shows and the verdict judges with (OperatorOwner and the shape are
+	// status's to fill).
+	Template(t model.PodTemplate) model.TemplateFacts
+	// ActionTemplate adds to tf what only actions need: what a member
+	// recreated from t would boot with (the initial cluster, the data
+	// directory and the volume that holds it).
+	ActionTemplate(t model.PodTemplate, tf *model.TemplateFacts)
+}
+
+// Decoders collects the decoders of the engines that offer one; nil when
+// none does.
+func Decoders(engines map[model.Engine]Engine) map[model.Engine]Decoder {
+	return offered(engines, func(d Decoder) Decoder { return d })
+}
+
 // MemberOps changes an engine's membership through one member (the
 // leader): what the executor calls to remove, add, promote and move.
 // Implementations report "already so" as ErrAlready, "not yet" as

@@ -8,10 +8,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hactl-dev/hactl/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // A restore's one-shot pods carry LabelRestoreOf (the cluster they
@@ -31,8 +33,9 @@ const (
 // built from: the template's --initial-cluster, --initial-cluster-token
 // and data directory, the StatefulSet's update revision, fingerprint and
 // pod management policy, the restore pods, each pod's revision and
-// fingerprint and each volume's deletion mark and fingerprint.
-func DecodeActionFacts(obs *model.Observation, sts *appsv1.StatefulSet, objs *Objects) {
+// fingerprint and each volume's deletion mark and fingerprint. The
+// template's part is the decoder's of the cluster's engine among dec.
+func DecodeActionFacts(obs *model.Observation, sts *appsv1.StatefulSet, objs *Objects, dec map[model.Engine]engine.Decoder) {
 	cl := &obs.Cluster
 	cl.UpdateRevision = sts.Status.UpdateRevision
 	cl.Fingerprint = StatefulSetFingerprint(sts)
@@ -40,7 +43,9 @@ func DecodeActionFacts(obs *model.Observation, sts *appsv1.StatefulSet, objs *Ob
 	if cl.PodManagementPolicy == "" {
 		cl.PodManagementPolicy = string(appsv1.OrderedReadyPodManagement)
 	}
-	decodeTemplateFlags(&cl.Template, sts)
+	if d := dec[cl.Engine]; d != nil {
+		d.ActionTemplate(podTemplate(sts), &cl.Template)
+	}
 	cl.RestorePods = restorePods(sts, objs.Pods)
 	decodeMemberObjects(obs.Members, sts.Namespace, objs, obs.Cluster.Patroni)
 }

@@ -113,7 +113,7 @@ func TestDecodeActionFacts(t *testing.T) {
 		{Name: "etcd-1", Pod: &model.PodFacts{Name: "etcd-1", UID: "p1-old"}},
 	}}
 	obs.Cluster.Template = decodeTemplate(sts)
-	DecodeActionFacts(&obs, sts, objs)
+	DecodeActionFacts(&obs, sts, objs, decoders)
 
 	cl := obs.Cluster
 	if cl.UpdateRevision != "etcd-rev2" || cl.PodManagementPolicy != "OrderedReady" || cl.Fingerprint == "" {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -37,19 +38,6 @@ const (
 
 // maxEvents bounds the events kept per cluster.
 const maxEvents = 10
-
-// DetectEngine says which engine a StatefulSet runs: the hactl.dev/engine
-// label when present, otherwise an etcd container recognised by name, image
-// or command. ok is false for StatefulSets that are not HA clusters.
-func DetectEngine(sts *appsv1.StatefulSet) (model.Engine, bool) {
-	if v := sts.Labels[LabelEngine]; v != "" {
-		return model.Engine(v), true
-	}
-	if _, ok := engineContainer(sts); ok {
-		return model.EngineEtcd, true
-	}
-	return "", false
-}
 
 // decodePod turns a pod into PodFacts.
 func decodePod(p *corev1.Pod, at time.Time) *model.PodFacts {
@@ -161,10 +149,10 @@ func ownedBy(meta metav1.Object, uid string) bool {
 
 // clusters picks the StatefulSets that are HA clusters, sorted by
 // namespace and name.
-func clusters(objs *Objects) []*appsv1.StatefulSet {
+func clusters(objs *Objects, dec map[model.Engine]engine.Decoder) []*appsv1.StatefulSet {
 	var out []*appsv1.StatefulSet
 	for i := range objs.StatefulSets {
-		if _, ok := DetectEngine(&objs.StatefulSets[i]); ok {
+		if _, ok := DetectEngine(&objs.StatefulSets[i], dec); ok {
 			out = append(out, &objs.StatefulSets[i])
 		}
 	}
@@ -279,15 +267,16 @@ func newIndex(o *Objects) *index {
 	return ix
 }
 
-// decodeCluster builds the API-server part of one cluster's observation.
-func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time) model.Observation {
-	eng, _ := DetectEngine(sts)
+// decodeCluster builds the API-server part of one cluster's observation,
+// its template decoded by its engine's decoder among dec.
+func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time, dec map[model.Engine]engine.Decoder) model.Observation {
+	eng, _ := DetectEngine(sts, dec)
 	replicas := 1
 	if sts.Spec.Replicas != nil {
 		replicas = int(*sts.Spec.Replicas)
 	}
 	es := statusOf(eng)
-	tf := es.template(sts)
+	tf := templateOf(dec[eng], podTemplate(sts))
 	obs := model.Observation{
 		At: at,
 		Cluster: model.ClusterFacts{

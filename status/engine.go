@@ -18,9 +18,6 @@ import (
 // engineStatus (statusOf), and an engine keeps its part in its own files
 // (etcd: etcd*.go, Patroni: patroni.go).
 type engineStatus interface {
-	// template decodes the engine container's facts from sts's pod
-	// template.
-	template(sts *appsv1.StatefulSet) model.TemplateFacts
 	// decode completes obs, decoded from the API server's common objects,
 	// with what the engine itself keeps there (its DCS objects, its
 	// shape, its client endpoints).
@@ -59,7 +56,9 @@ func needConfigMaps(sts []appsv1.StatefulSet) bool {
 		if sts[i].Annotations[AnnotationEngineConfig] != "" {
 			return true
 		}
-		if e, ok := DetectEngine(&sts[i]); ok && statusOf(e).configMaps() {
+		// Engines that keep objects in ConfigMaps are found by their
+		// label (Patroni's: docs/contract.md).
+		if e := sts[i].Labels[LabelEngine]; e != "" && statusOf(model.Engine(e)).configMaps() {
 			return true
 		}
 	}
@@ -70,14 +69,6 @@ func needConfigMaps(sts []appsv1.StatefulSet) bool {
 // engine container is the template's first, the members' generic facts
 // are printed, nothing engine-specific is read.
 type plainStatus struct{}
-
-func (plainStatus) template(sts *appsv1.StatefulSet) model.TemplateFacts {
-	t := model.TemplateFacts{OperatorOwner: operatorOwner(sts)}
-	if cs := sts.Spec.Template.Spec.Containers; len(cs) > 0 {
-		t.Container, t.Image = cs[0].Name, cs[0].Image
-	}
-	return t
-}
 
 func (plainStatus) decode(*appsv1.StatefulSet, *index, *model.Observation) {}
 func (plainStatus) configMaps() bool                                       { return false }
@@ -100,16 +91,6 @@ func (plainStatus) row(m MemberStatus, o TableOptions) []string {
 		return row
 	}
 	return append(row, pvcCell(m), probeCell(m))
-}
-
-// operatorOwner is sts's controlling owner ("Kind/name"), "" when none.
-func operatorOwner(sts *appsv1.StatefulSet) string {
-	for _, o := range sts.OwnerReferences {
-		if o.Controller != nil && *o.Controller {
-			return o.Kind + "/" + o.Name
-		}
-	}
-	return ""
 }
 
 // positionsStatus prints a cluster whose engine was probed but keeps its

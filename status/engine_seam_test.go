@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -22,8 +23,22 @@ import (
 // decoding, the document and the table need.
 type toyStatus struct{}
 
-func (toyStatus) template(sts *appsv1.StatefulSet) model.TemplateFacts {
+// toyDecoder is the toy engine's decoder: it recognises its image.
+type toyDecoder struct{}
+
+func (toyDecoder) Recognises(t model.PodTemplate) bool {
+	return len(t.Containers) > 0 && model.ImageBase(t.Containers[0].Image) == "kv"
+}
+func (toyDecoder) Template(model.PodTemplate) model.TemplateFacts {
 	return model.TemplateFacts{Container: "toy", ClientPort: 7777}
+}
+func (toyDecoder) ActionTemplate(_ model.PodTemplate, t *model.TemplateFacts) { t.DataDir = "/toy" }
+
+// withToy are the shipped engines' decoders and the toy's.
+func withToy() map[model.Engine]engine.Decoder {
+	d := maps.Clone(decoders)
+	d["toy"] = toyDecoder{}
+	return d
 }
 func (toyStatus) decode(_ *appsv1.StatefulSet, _ *index, obs *model.Observation) {
 	obs.Cluster.Shape = model.ShapeOperatorOwned
@@ -51,7 +66,7 @@ func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 	engineStatuses["toy"] = toyStatus{}
 	defer delete(engineStatuses, "toy")
 	sts := toyStatefulSet("toy")
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow)
+	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, withToy())
 	if obs.Cluster.Template.ClientPort != 7777 || obs.Cluster.Shape != model.ShapeOperatorOwned || obs.Cluster.Patroni != nil {
 		t.Errorf("toy decode: template %+v, shape %s, patroni %v", obs.Cluster.Template, obs.Cluster.Shape, obs.Cluster.Patroni)
 	}
@@ -76,7 +91,7 @@ func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 // engine has, no other engine's.
 func TestUnknownEngineTableIsPlain(t *testing.T) {
 	sts := toyStatefulSet("redis")
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow)
+	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, decoders)
 	if obs.Cluster.Template.Container != "kv" || obs.Cluster.Template.ClientPort != 0 {
 		t.Errorf("plain template %+v, want the first container and no engine's port", obs.Cluster.Template)
 	}
@@ -102,11 +117,11 @@ func TestEngineConfigAndPositionsTable(t *testing.T) {
 		t.Fatal("a StatefulSet naming its engine's ConfigMap needs ConfigMaps read")
 	}
 	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv-mapping"}, Data: map[string]string{"port": "8080"}}
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMaps: []corev1.ConfigMap{cm}}), goldenNow)
+	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMaps: []corev1.ConfigMap{cm}}), goldenNow, decoders)
 	if obs.Cluster.EngineConfig["port"] != "8080" || obs.Cluster.EngineConfigErr != "" {
 		t.Errorf("engine config %v, error %q", obs.Cluster.EngineConfig, obs.Cluster.EngineConfigErr)
 	}
-	missing := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow)
+	missing := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, decoders)
 	if missing.Cluster.EngineConfig != nil || !strings.Contains(missing.Cluster.EngineConfigErr, `ConfigMap "kv-mapping" named by annotation hactl.dev/engine-config does not exist`) {
 		t.Errorf("missing ConfigMap: config %v, error %q", missing.Cluster.EngineConfig, missing.Cluster.EngineConfigErr)
 	}
@@ -146,7 +161,7 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 		svc("kv-0-external", map[string]string{"app": "kv", "statefulset.kubernetes.io/pod-name": "kv-0"}),
 		svc("leaders", map[string]string{"role": "leader"}),
 	}}
-	obs := decodeCluster(sts, newIndex(objs), goldenNow)
+	obs := decodeCluster(sts, newIndex(objs), goldenNow, decoders)
 	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
 		t.Errorf("client endpoints %+v, want Service kv", obs.ClientEndpoints)
 	}
@@ -154,12 +169,12 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 	// primary Service selects cluster-name and role) counts too.
 	sts.Spec.Template.Labels = map[string]string{"app": "kv", "cluster": "kv"}
 	objs.StatefulSets = []appsv1.StatefulSet{*sts}
-	obs = decodeCluster(sts, newIndex(objs), goldenNow)
+	obs = decodeCluster(sts, newIndex(objs), goldenNow, decoders)
 	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
 		t.Errorf("client endpoints %+v, want Service kv (selecting a subset of the template's labels and a role)", obs.ClientEndpoints)
 	}
 	objs.Services = objs.Services[2:]
-	if obs := decodeCluster(sts, newIndex(objs), goldenNow); obs.ClientEndpoints != nil {
+	if obs := decodeCluster(sts, newIndex(objs), goldenNow, decoders); obs.ClientEndpoints != nil {
 		t.Errorf("client endpoints %+v from a Service per pod or across clusters", obs.ClientEndpoints)
 	}
 }
@@ -230,5 +245,29 @@ func TestObserverHandsAJudgedEnginesRulesAndSettings(t *testing.T) {
 		}
 	default:
 		t.Error("the member was not probed")
+	}
+}
+
+// An engine's decoder finds its clusters without the hactl.dev/engine
+// label, and what actions need of its template is its decoder's too; a
+// StatefulSet no decoder recognises is no cluster.
+func TestDecoderFindsItsClustersWithoutALabel(t *testing.T) {
+	sts := toyStatefulSet("")
+	delete(sts.Labels, LabelEngine)
+	if e, ok := DetectEngine(sts, withToy()); !ok || e != "toy" {
+		t.Fatalf("detected %q, %v; want the toy engine", e, ok)
+	}
+	if e, ok := DetectEngine(sts, decoders); ok {
+		t.Errorf("detected %q without the toy's decoder", e)
+	}
+	sts.Labels = map[string]string{LabelEngine: "etcd"}
+	if e, _ := DetectEngine(sts, withToy()); e != model.EngineEtcd {
+		t.Errorf("the label says etcd, detected %q", e)
+	}
+	sts.Labels = nil
+	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, withToy())
+	DecodeActionFacts(&obs, sts, &Objects{StatefulSets: []appsv1.StatefulSet{*sts}}, withToy())
+	if obs.Cluster.Engine != "toy" || obs.Cluster.Template.ClientPort != 7777 || obs.Cluster.Template.DataDir != "/toy" {
+		t.Errorf("engine %q, template %+v", obs.Cluster.Engine, obs.Cluster.Template)
 	}
 }

@@ -3,6 +3,8 @@ package status
 import (
 	"maps"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/model"
@@ -16,4 +18,18 @@ func judged(o model.VerdictOptions) model.VerdictOptions {
 	maps.Copy(rules, o.Rules)
 	o.Rules = rules
 	return o
+}
+
+// decoders are the decoders of the engines hactl ships, as the faces
+// hand them.
+var decoders = engine.Decoders(registry.Engines())
+
+// decodeTemplate is sts's template as etcd's decoder reads it.
+func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
+	return templateOf(decoders[model.EngineEtcd], podTemplate(sts))
+}
+
+// decodeTemplateFlags adds what etcd's decoder reads for actions.
+func decodeTemplateFlags(t *model.TemplateFacts, sts *appsv1.StatefulSet) {
+	decoders[model.EngineEtcd].ActionTemplate(podTemplate(sts), t)
 }

@@ -11,12 +11,10 @@ import (
 	"github.com/hactl-dev/hactl/model"
 )
 
-// etcdStatus is etcd's part of status: its template's flags
-// (etcd_template.go), raft facts in the document, and the member table's
+// etcdStatus is etcd's part of status: raft facts in the document, and the member table's
 // raft columns (with -o wide: term, index, applied index, database size).
 type etcdStatus struct{}
 
-func (etcdStatus) template(sts *appsv1.StatefulSet) model.TemplateFacts   { return decodeTemplate(sts) }
 func (etcdStatus) decode(*appsv1.StatefulSet, *index, *model.Observation) {}
 func (etcdStatus) configMaps() bool                                       { return false }
 func (etcdStatus) member(*MemberStatus, *model.EngineFacts)               {}

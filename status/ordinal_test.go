@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/model"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,7 +40,7 @@ func TestDecodeOddOrdinals(t *testing.T) {
 	var names []string
 	go func() {
 		defer close(done)
-		obs := decodeCluster(&sts, newIndex(objs), time.Now())
+		obs := decodeCluster(&sts, newIndex(objs), time.Now(), decoders)
 		for _, m := range obs.Members {
 			names = append(names, m.Name)
 			if m.Name == "etcd-1" && m.Pod != nil {
@@ -92,7 +95,7 @@ func TestObservationTimeIsItsStart(t *testing.T) {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.16-0"}}}}}}
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	calls := 0
-	o := &Observer{Source: staticSource{&Objects{StatefulSets: []appsv1.StatefulSet{sts}}}, Verdict: judged(model.VerdictOptions{}),
+	o := &Observer{Source: staticSource{&Objects{StatefulSets: []appsv1.StatefulSet{sts}}}, Engines: registry.Engines(), Verdict: judged(model.VerdictOptions{}),
 		Now: func() time.Time { calls++; return start.Add(time.Duration(calls-1) * 10 * time.Second) }}
 	res, _, err := o.Observe(context.Background(), "db", "")
 	if err != nil || len(res) != 1 {
@@ -106,12 +109,14 @@ func TestObservationTimeIsItsStart(t *testing.T) {
 // gatedEngine answers a probe of any pod but slow at once, and of slow
 // only once released is closed (or after 10 s).
 type gatedEngine struct {
+	// Engine decodes as etcd does: the clusters are found by their
+	// containers, without a label.
+	etcdengine.Engine
 	slow     string
 	released chan struct{}
 	waited   atomic.Bool // slow's probe gave up waiting
 }
 
-func (*gatedEngine) Name() model.Engine                           { return model.EngineEtcd }
 func (*gatedEngine) Members(engine.ProbeOptions) engine.MemberOps { return nil }
 func (e *gatedEngine) Probe(_ context.Context, ts []engine.Target, _ engine.ProbeOptions) []model.EngineFacts {
 	if ts[0].Pod == e.slow {

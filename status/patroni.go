@@ -2,14 +2,11 @@ package status
 
 import (
 	"encoding/json"
-	"net"
-	"path"
 	"strconv"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/hactl-dev/hactl/internal/format"
@@ -22,99 +19,21 @@ import (
 // configuration and the cluster's system identifier), <scope>-sync and
 // <scope>-failover, the pods' role label, and the primary's Service.
 
-// PatroniRESTPort is Patroni's default REST API port.
-const PatroniRESTPort = 8008
-
-// patroniContainer finds the container running Patroni: one whose
-// command or image names patroni or spilo, or that sets PATRONI_*
-// variables.
-func patroniContainer(sts *appsv1.StatefulSet) (*corev1.Container, bool) {
-	cs := sts.Spec.Template.Spec.Containers
-	for i := range cs {
-		c := &cs[i]
-		base := imageBase(c.Image)
-		if c.Name == "patroni" || base == "patroni" || base == "spilo" || strings.HasPrefix(base, "spilo-") {
-			return c, true
-		}
-		if len(c.Command) > 0 && path.Base(c.Command[0]) == "patroni" {
-			return c, true
-		}
-		for _, e := range c.Env {
-			if strings.HasPrefix(e.Name, "PATRONI_") {
-				return c, true
-			}
-		}
-	}
-	return nil, false
-}
-
-func imageBase(image string) string {
-	repo := image
-	if i := strings.IndexAny(repo, "@"); i >= 0 {
-		repo = repo[:i]
-	}
-	base := path.Base(repo)
-	if i := strings.Index(base, ":"); i >= 0 {
-		base = base[:i]
-	}
-	return base
-}
-
-// literalEnv is the literal value of the container's variable name ("",
-// false when it is unset or comes from a reference).
-func literalEnv(c *corev1.Container, name string) (string, bool) {
-	for _, e := range c.Env {
-		if e.Name == name && e.ValueFrom == nil {
-			return e.Value, true
-		}
-	}
-	return "", false
-}
-
-// decodePatroniTemplate is decodeTemplate for a Patroni StatefulSet: the
-// container, its image, and the REST port members are dialled on.
-func decodePatroniTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
-	t := model.TemplateFacts{ClientPort: PatroniRESTPort}
-	t.OperatorOwner = operatorOwner(sts)
-	c, ok := patroniContainer(sts)
-	if !ok {
-		return t
-	}
-	t.Container, t.Image = c.Name, c.Image
-	if v, ok := literalEnv(c, "PATRONI_RESTAPI_LISTEN"); ok {
-		if _, port, err := net.SplitHostPort(v); err == nil {
-			if n, err := strconv.Atoi(port); err == nil && n > 0 {
-				t.ClientPort = n
-			}
-		}
-	}
-	for _, p := range c.Ports {
-		switch p.Name {
-		case "patroni", "restapi", "api", "rest":
-			t.ClientPort = int(p.ContainerPort)
-		}
-	}
-	if v, ok := literalEnv(c, "PATRONI_POSTGRESQL_DATA_DIR"); ok {
-		t.DataDir = v
-	}
-	return t
-}
-
-// decodePatroniCluster reads the Patroni objects of sts's cluster.
-func decodePatroniCluster(sts *appsv1.StatefulSet, ix *index) *model.PatroniClusterFacts {
-	f := &model.PatroniClusterFacts{Scope: sts.Name, RoleLabel: "role", RESTPort: PatroniRESTPort}
+// decodePatroniCluster reads the Patroni objects of sts's cluster, whose
+// template's facts (decoded by Patroni's decoder) are tf.
+func decodePatroniCluster(sts *appsv1.StatefulSet, ix *index, tf model.TemplateFacts) *model.PatroniClusterFacts {
+	f := &model.PatroniClusterFacts{Scope: sts.Name, RoleLabel: "role", RESTPort: tf.ClientPort}
 	if v := sts.Spec.Template.Labels["cluster-name"]; v != "" {
 		f.Scope = v
 	}
-	if c, ok := patroniContainer(sts); ok {
-		if v, ok := literalEnv(c, "PATRONI_SCOPE"); ok && v != "" {
+	if c := podTemplate(sts).Container(tf.Container); c != nil {
+		if v, ok := c.Literal("PATRONI_SCOPE"); ok && v != "" {
 			f.Scope = v
 		}
-		if v, ok := literalEnv(c, "PATRONI_KUBERNETES_ROLE_LABEL"); ok && v != "" {
+		if v, ok := c.Literal("PATRONI_KUBERNETES_ROLE_LABEL"); ok && v != "" {
 			f.RoleLabel = v
 		}
 	}
-	f.RESTPort = decodePatroniTemplate(sts).ClientPort
 	if ix.configMapsErr != nil {
 		f.ObjectsErr = ix.configMapsErr.Error()
 		return f
@@ -270,15 +189,10 @@ func patroniPrimaryEndpoints(sts *appsv1.StatefulSet, ix *index, roleLabel strin
 	return nil
 }
 
-// patroniStatus is Patroni's part of status: its template (the REST
-// port, the data directory), the leader lock and configuration it keeps
+// patroniStatus is Patroni's part of status: the leader lock and configuration it keeps
 // in ConfigMaps, the primary's endpoints, Patroni's own roles in the
 // document, and the member table's PostgreSQL columns.
 type patroniStatus struct{}
-
-func (patroniStatus) template(sts *appsv1.StatefulSet) model.TemplateFacts {
-	return decodePatroniTemplate(sts)
-}
 
 func (patroniStatus) decode(sts *appsv1.StatefulSet, ix *index, obs *model.Observation) {
 	// A Patroni member on an empty volume bootstraps itself from the
@@ -287,7 +201,7 @@ func (patroniStatus) decode(sts *appsv1.StatefulSet, ix *index, obs *model.Obser
 	if obs.Cluster.Template.OperatorOwner != "" {
 		obs.Cluster.Shape = model.ShapeOperatorOwned
 	}
-	obs.Cluster.Patroni = decodePatroniCluster(sts, ix)
+	obs.Cluster.Patroni = decodePatroniCluster(sts, ix, obs.Cluster.Template)
 	patroniRoleLabels(obs, ix)
 	obs.ClientEndpoints = patroniPrimaryEndpoints(sts, ix, obs.Cluster.Patroni.RoleLabel)
 }

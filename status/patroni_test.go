@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -226,7 +227,7 @@ func TestPatroniFromTheAPIServer(t *testing.T) {
 	})
 	t.Run("without configmaps the lock is unknown, not absent", func(t *testing.T) {
 		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
-		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(model.VerdictOptions{})}
+		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg), Engines: registry.Engines()}, Engines: registry.Engines(), Verdict: judged(model.VerdictOptions{})}
 		rs, warn, err := o.Observe(context.Background(), ns, "pgstale")
 		if err != nil {
 			t.Fatal(err)

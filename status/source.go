@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // Objects is one read of everything status needs in a namespace ("" for
@@ -68,6 +71,12 @@ type APISource struct {
 	// Lease and ledger ConfigMap are read by name (hactl-NAME), whatever
 	// their labels, instead of listed (what an action decides with).
 	Cluster string
+	// Engines are the engines whose clusters are found without the
+	// hactl.dev/engine label, by their decoders (engine.Decoder). Only
+	// where hactl's lock Leases and ledgers cannot be listed does the read
+	// need them: it then reads those of each cluster by name, and without
+	// Engines of every StatefulSet.
+	Engines map[model.Engine]engine.Engine
 }
 
 // named are the StatefulSets of sts called name.
@@ -118,10 +127,10 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	}
 	wg.Go(func() {
 		if s.Cluster != "" {
-			readActionObjectsByName(ctx, c, named(o.StatefulSets, s.Cluster)).put(o)
+			readActionObjectsByName(ctx, c, named(o.StatefulSets, s.Cluster), s.Engines).put(o)
 			return
 		}
-		readActionObjects(ctx, c, ns, o.StatefulSets).put(o)
+		readActionObjects(ctx, c, ns, o.StatefulSets, s.Engines).put(o)
 	})
 	wg.Wait()
 	for _, l := range []struct {
@@ -174,7 +183,7 @@ func (a actionObjects) put(o *Objects) {
 // namespace ns ("" for all), by their label, both at once. Where a list
 // is forbidden (the actions' role grants get on the objects it names, not
 // list), each cluster's objects are read by name (byName).
-func readActionObjects(ctx context.Context, c kubernetes.Interface, ns string, sts []appsv1.StatefulSet) actionObjects {
+func readActionObjects(ctx context.Context, c kubernetes.Interface, ns string, sts []appsv1.StatefulSet, engines map[model.Engine]engine.Engine) actionObjects {
 	lo := metav1.ListOptions{LabelSelector: LabelCluster}
 	var out actionObjects
 	var lerr, derr error
@@ -206,24 +215,26 @@ func readActionObjects(ctx context.Context, c kubernetes.Interface, ns string, s
 	}
 	// One of them may not be listed: read both by name, cluster by
 	// cluster (the names do not depend on any label).
-	return readActionObjectsByName(ctx, c, sts)
+	return readActionObjectsByName(ctx, c, sts, engines)
 }
 
 // byNameParallel bounds the GETs readActionObjectsByName has in flight.
 const byNameParallel = 8
 
-// readActionObjectsByName reads, for each HA cluster of sts, its lock
-// Lease and its ledger ConfigMap by name (hactl-NAME), a few at once. One
-// missing is none; one that cannot be read leaves that cluster's lock and
-// ledger unknown (unread), not the others'.
-func readActionObjectsByName(ctx context.Context, c kubernetes.Interface, sts []appsv1.StatefulSet) actionObjects {
+// readActionObjectsByName reads, for each HA cluster of sts (found by
+// engines' decoders, or each of sts without engines), its lock Lease and
+// its ledger ConfigMap by name (hactl-NAME), a few at once. One missing is
+// none; one that cannot be read leaves that cluster's lock and ledger
+// unknown (unread), not the others'.
+func readActionObjectsByName(ctx context.Context, c kubernetes.Interface, sts []appsv1.StatefulSet, engines map[model.Engine]engine.Engine) actionObjects {
+	dec := engine.Decoders(engines)
 	var out actionObjects
 	var mu sync.Mutex
 	sem := make(chan struct{}, byNameParallel)
 	var wg sync.WaitGroup
 	for i := range sts {
 		s := &sts[i]
-		if _, ok := DetectEngine(s); !ok {
+		if _, ok := DetectEngine(s, dec); !ok && engines != nil {
 			continue
 		}
 		wg.Go(func() {

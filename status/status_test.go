@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) { testenv.Main(m, controlplane.Options{}, &cp) }
 
 func observe(t *testing.T, c kubernetes.Interface, ns, name string, vopts model.VerdictOptions) []Result {
 	t.Helper()
-	o := &Observer{Source: APISource{Client: c}, Secrets: SecretsFrom(c), Verdict: judged(vopts)}
+	o := &Observer{Source: APISource{Client: c, Engines: registry.Engines()}, Engines: registry.Engines(), Secrets: SecretsFrom(c), Verdict: judged(vopts)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rs, _, err := o.Observe(ctx, ns, name)
@@ -153,7 +154,7 @@ func TestVerdictOnRealAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("unknown cluster names those that exist", func(t *testing.T) {
-		o := &Observer{Source: APISource{Client: admin}, Verdict: judged(model.VerdictOptions{})}
+		o := &Observer{Source: APISource{Client: admin, Engines: registry.Engines()}, Engines: registry.Engines(), Verdict: judged(model.VerdictOptions{})}
 		_, _, err := o.Observe(context.Background(), ns, "nope")
 		var nf *NotFoundError
 		if !errors.As(err, &nf) || !errors.Is(err, ErrClusterNotFound) {
@@ -216,7 +217,7 @@ func TestRestrictedUser(t *testing.T) {
 		rules = append(rules, statusRules[0])
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list"}})
 		_, cfg := testenv.RestrictedUser(t, cp, ns, rules)
-		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(model.VerdictOptions{})}
+		o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg), Engines: registry.Engines()}, Engines: registry.Engines(), Verdict: judged(model.VerdictOptions{})}
 		_, _, err := o.Observe(context.Background(), ns, "")
 		if !errors.Is(err, ErrForbidden) {
 			t.Fatalf("err = %v, want ErrForbidden", err)
@@ -378,7 +379,7 @@ func TestActionObjectsReadByNameWhereListIsForbidden(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{LockName("a")}, Verbs: []string{"get"}},
 	)
 	_, cfg := testenv.RestrictedUser(t, cp, ns, rules)
-	o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg)}, Verdict: judged(model.VerdictOptions{})}
+	o := &Observer{Source: APISource{Client: testenv.Clientset(t, cfg), Engines: registry.Engines()}, Engines: registry.Engines(), Verdict: judged(model.VerdictOptions{})}
 	rs, warn, err := o.Observe(ctx, ns, "")
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("observe: %v (%d clusters)", err, len(rs))

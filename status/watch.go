@@ -381,7 +381,7 @@ func allSynced(synced []cache.InformerSynced) bool {
 // explain surfaces the real reason a sync failed (RBAC, connectivity) with
 // one list call, falling back to err.
 func (w *Watcher) explain(ctx context.Context, err error) error {
-	if _, lerr := (APISource{Client: w.client}).Read(ctx, w.namespace); lerr != nil {
+	if _, lerr := (APISource{Client: w.client, Engines: w.opts.Observer.Engines}).Read(ctx, w.namespace); lerr != nil {
 		return lerr
 	}
 	return err
@@ -480,7 +480,7 @@ func (w *Watcher) ObserveDirect(ctx context.Context, name string, probe bool) ([
 	defer w.answeredOnce.Do(func() { close(w.answered) })
 	defer done()
 	o := w.opts.Observer
-	o.Source = listedSource{Source: APISource{Client: w.client}, listed: done}
+	o.Source = listedSource{Source: APISource{Client: w.client, Engines: o.Engines}, listed: done}
 	// Its own connections, closed after it: it may overlap a watch
 	// round, whose kept clients it must neither replace nor retire.
 	o.Conns = nil
@@ -581,7 +581,7 @@ func (w *Watcher) actions(ctx context.Context, ns string, objs *Objects, probe b
 	if ok && !probe {
 		return last
 	}
-	a := readActionObjects(ctx, w.client, ns, objs.StatefulSets)
+	a := readActionObjects(ctx, w.client, ns, objs.StatefulSets, w.opts.Observer.Engines)
 	w.mu.Lock()
 	w.lastActions, w.haveActions = a, true
 	w.mu.Unlock()

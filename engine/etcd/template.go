@@ -1,4 +1,4 @@
-package status
+package etcd
 
 import (
 	"path"
@@ -6,22 +6,29 @@ import (
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-
+	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
 )
 
-// This file decodes the pod template: which container runs the engine and
-// what its flags and environment say. Every template flag hactl reads is
+// This file decodes the pod template: which container runs etcd and what
+// its flags and environment say. Every template flag hactl reads is
 // decoded here, for status's views and for the facts actions need.
 
+var _ engine.Decoder = Engine{}
+
+// Recognises implements engine.Decoder: a container called etcd, running
+// the etcd image or the etcd binary.
+func (Engine) Recognises(t model.PodTemplate) bool {
+	_, ok := engineContainer(t)
+	return ok
+}
+
 // engineContainer finds the etcd container of a pod template.
-func engineContainer(sts *appsv1.StatefulSet) (*corev1.Container, bool) {
-	cs := sts.Spec.Template.Spec.Containers
+func engineContainer(t model.PodTemplate) (*model.Container, bool) {
+	cs := t.Containers
 	for i := range cs {
 		c := &cs[i]
-		if c.Name == "etcd" || imageIsEtcd(c.Image) {
+		if c.Name == "etcd" || model.ImageBase(c.Image) == "etcd" {
 			return c, true
 		}
 		if len(c.Command) > 0 && path.Base(c.Command[0]) == "etcd" {
@@ -30,8 +37,6 @@ func engineContainer(sts *appsv1.StatefulSet) (*corev1.Container, bool) {
 	}
 	return nil, false
 }
-
-func imageIsEtcd(image string) bool { return imageBase(image) == "etcd" }
 
 // flagPattern matches the command-line flag --name with its value,
 // written --name=value or --name value and optionally quoted; the value
@@ -54,32 +59,30 @@ var (
 	reShell  = regexp.MustCompile(`(^|/)(ba|da|a)?sh$`)
 )
 
-// decodeTemplate extracts the bootstrap-relevant facts of the template.
-func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
+// Template implements engine.Decoder: the bootstrap-relevant facts of
+// the template.
+func (Engine) Template(pt model.PodTemplate) model.TemplateFacts {
 	t := model.TemplateFacts{ClientPort: 2379}
-	t.OperatorOwner = operatorOwner(sts)
-	c, ok := engineContainer(sts)
+	c, ok := engineContainer(pt)
 	if !ok {
-		cs := sts.Spec.Template.Spec.Containers
-		if len(cs) == 0 {
+		if len(pt.Containers) == 0 {
 			return t
 		}
-		c = &cs[0]
+		c = &pt.Containers[0]
 	}
 	t.Container = c.Name
 	t.Image = c.Image
 	for _, p := range c.Ports {
 		if p.Name == "client" {
-			t.ClientPort = int(p.ContainerPort)
+			t.ClientPort = p.Port
 		}
 	}
-	for _, p := range peerTLSPorts(c, sts.Namespace) {
+	for _, p := range peerTLSPorts(c, pt.Namespace) {
 		if p != t.ClientPort {
 			t.CertPorts = append(t.CertPorts, p)
 		}
 	}
-	argv := append(append([]string(nil), c.Command...), c.Args...)
-	text := strings.Join(argv, " ")
+	text := strings.Join(c.Argv(), " ")
 	if len(c.Command) > 0 && reShell.MatchString(c.Command[0]) {
 		t.ShellWrapper = true
 	} else if len(c.Command) == 0 && len(c.Args) > 0 && strings.HasSuffix(c.Args[0], ".sh") {
@@ -114,12 +117,10 @@ func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
 			}
 		}
 	}
-	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
-		if strings.Contains(strings.Join(c.Lifecycle.PreStop.Exec.Command, " "), "etcdctl") {
-			t.PreStopCallsEngineCLI = true
-		}
+	if strings.Contains(strings.Join(c.PreStop, " "), "etcdctl") {
+		t.PreStopCallsEngineCLI = true
 	}
-	for _, o := range sts.Spec.Template.Spec.Containers {
+	for _, o := range pt.Containers {
 		n := strings.ToLower(o.Name + " " + o.Image)
 		if o.Name != c.Name && (strings.Contains(n, "backup") || strings.Contains(n, "restore")) {
 			t.BackupSidecar = true
@@ -128,44 +129,41 @@ func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
 	return t
 }
 
-// ContainerNamed is the template's container called name, or else its
-// first container whose image is etcd; nil when there is neither.
-func ContainerNamed(sts *appsv1.StatefulSet, name string) *corev1.Container {
-	cs := sts.Spec.Template.Spec.Containers
-	for i := range cs {
-		if cs[i].Name == name {
-			return &cs[i]
-		}
+// ContainerNamed is t's container called name, or else its first
+// container whose image is etcd; nil when there is neither.
+func ContainerNamed(t model.PodTemplate, name string) *model.Container {
+	if c := t.Container(name); c != nil {
+		return c
 	}
-	for i := range cs {
-		if path.Base(strings.Split(cs[i].Image, ":")[0]) == "etcd" {
-			return &cs[i]
+	for i := range t.Containers {
+		if model.ImageBase(t.Containers[i].Image) == "etcd" {
+			return &t.Containers[i]
 		}
 	}
 	return nil
 }
 
-// decodeTemplateFlags adds to t what a member recreated from the template
-// would boot with: the engine container's --initial-cluster, its
-// --initial-cluster-token, and its --data-dir with the volume claim
+// ActionTemplate implements engine.Decoder: what a member recreated from
+// the template would boot with, the engine container's --initial-cluster,
+// its --initial-cluster-token, and its --data-dir with the volume claim
 // template that holds it.
-func decodeTemplateFlags(t *model.TemplateFacts, sts *appsv1.StatefulSet) {
-	c := ContainerNamed(sts, t.Container)
+func (Engine) ActionTemplate(pt model.PodTemplate, t *model.TemplateFacts) {
+	c := ContainerNamed(pt, t.Container)
 	if c == nil {
 		return
 	}
-	t.InitialCluster, t.InitialClusterDecoded = initialCluster(c, sts.Namespace)
-	t.InitialClusterToken = flagOrEnv(c, reClusterToken, "ETCD_INITIAL_CLUSTER_TOKEN", sts.Namespace)
-	if d := flagOrEnv(c, reDataDir, "ETCD_DATA_DIR", sts.Namespace); d != "" && !reVarRef.MatchString(d) && path.IsAbs(d) {
+	t.InitialCluster, t.InitialClusterDecoded = initialCluster(c, pt.Namespace)
+	t.InitialClusterToken = flagOrEnv(c, reClusterToken, "ETCD_INITIAL_CLUSTER_TOKEN", pt.Namespace)
+	if d := flagOrEnv(c, reDataDir, "ETCD_DATA_DIR", pt.Namespace); d != "" && !reVarRef.MatchString(d) && path.IsAbs(d) {
 		t.DataDir = path.Clean(d)
-		t.DataVolume, t.DataMount = dataVolume(sts, c, t.DataDir)
+		t.DataVolume, t.DataMount = dataVolume(pt, c, t.DataDir)
 	}
 }
 
 // peerTLSPorts is the port of the container's https peer URL
 // (--listen-peer-urls, else --initial-advertise-peer-urls, or their
 // ETCD_ variables), none when its peers speak plain http.
-func peerTLSPorts(c *corev1.Container, namespace string) []int {
+func peerTLSPorts(c *model.Container, namespace string) []int {
 	raw := flagOrEnv(c, reListenPeer, "ETCD_LISTEN_PEER_URLS", namespace)
 	if raw == "" {
 		raw = flagOrEnv(c, reAdvertisePeer, "ETCD_INITIAL_ADVERTISE_PEER_URLS", namespace)
@@ -202,7 +200,7 @@ var (
 // and to the pod's namespace. A value that does not parse, or still holds
 // a reference, counts as decoded but empty: the classifier then refuses
 // with the reason.
-func initialCluster(c *corev1.Container, namespace string) ([]model.InitialClusterEntry, bool) {
+func initialCluster(c *model.Container, namespace string) ([]model.InitialClusterEntry, bool) {
 	raw := flagOrEnv(c, reInitialCluster, "ETCD_INITIAL_CLUSTER", namespace)
 	if raw == "" || reVarRef.MatchString(raw) {
 		return nil, true
@@ -218,19 +216,18 @@ func initialCluster(c *corev1.Container, namespace string) ([]model.InitialClust
 // command and args) or else of its environment variable env, with $(VAR)
 // references resolved to literal env values and to the pod's namespace;
 // "" when neither is set.
-func flagOrEnv(c *corev1.Container, re *regexp.Regexp, env, namespace string) string {
+func flagOrEnv(c *model.Container, re *regexp.Regexp, env, namespace string) string {
 	vars := map[string]string{}
 	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+		switch e.Ref {
+		case model.EnvRefNamespace:
 			vars[e.Name] = namespace
-		case e.ValueFrom == nil:
+		case "":
 			vars[e.Name] = e.Value
 		}
 	}
 	raw := ""
-	argv := strings.Join(append(append([]string(nil), c.Command...), c.Args...), " ")
-	if m := re.FindStringSubmatch(argv); m != nil {
+	if m := re.FindStringSubmatch(strings.Join(c.Argv(), " ")); m != nil {
 		raw = m[1]
 	} else if v, ok := vars[env]; ok {
 		raw = v
@@ -245,13 +242,13 @@ func flagOrEnv(c *corev1.Container, re *regexp.Regexp, env, namespace string) st
 
 // dataVolume finds the volume claim template whose mount in c holds dir:
 // the longest mount path that is dir or one of its parents.
-func dataVolume(sts *appsv1.StatefulSet, c *corev1.Container, dir string) (claim, mount string) {
+func dataVolume(t model.PodTemplate, c *model.Container, dir string) (claim, mount string) {
 	claims := map[string]bool{}
-	for _, t := range sts.Spec.VolumeClaimTemplates {
-		claims[t.Name] = true
+	for _, n := range t.Claims {
+		claims[n] = true
 	}
-	for _, m := range c.VolumeMounts {
-		mp := path.Clean(m.MountPath)
+	for _, m := range c.Mounts {
+		mp := path.Clean(m.Path)
 		if !claims[m.Name] || m.SubPath != "" || (dir != mp && !strings.HasPrefix(dir, mp+"/")) {
 			continue
 		}
