@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -52,7 +49,7 @@ func TestHTTPEngineAgreesWithTheNativeEngines(t *testing.T) {
 		}
 		seen++
 		t.Run(c.Scenario, func(t *testing.T) {
-			cm, relabel := asHTTP(t, c.Namespace, c.Name, native)
+			cm, relabel := s.AsHTTP(t, c.Namespace, c.Name, native)
 			ctx := context.Background()
 			restore := func() { relabel(false) }
 
@@ -97,42 +94,6 @@ func TestHTTPEngineAgreesWithTheNativeEngines(t *testing.T) {
 	if seen != len(agreementScenarios) {
 		t.Errorf("%d of the %d agreement scenarios are in this sandbox", seen, len(agreementScenarios))
 	}
-}
-
-// asHTTP creates the shipped mapping of the native engine's members as
-// ConfigMap <name>-http-mapping and returns it, and relabel: on labels the
-// StatefulSet hactl.dev/engine=http naming the mapping, off puts its own
-// label back and drops the annotation. When t ends, the label is put back
-// and the mapping deleted.
-func asHTTP(t *testing.T, ns, name, native string) (*corev1.ConfigMap, func(on bool)) {
-	t.Helper()
-	ctx := context.Background()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-http-mapping"}, Data: fixtures.HTTPMapping(t, native)}
-	if _, err := s.KC.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.KC.CoreV1().ConfigMaps(ns).Delete(ctx, cm.Name, metav1.DeleteOptions{}) })
-	sts, err := s.KC.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	label, labelled := sts.Labels[status.LabelEngine]
-	relabel := func(on bool) {
-		t.Helper()
-		lv, av := "null", "null"
-		switch {
-		case on:
-			lv, av = strconv.Quote("http"), strconv.Quote(cm.Name)
-		case labelled:
-			lv = strconv.Quote(label)
-		}
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`, status.LabelEngine, lv, status.AnnotationEngineConfig, av)
-		if _, err := s.KC.AppsV1().StatefulSets(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatalf("relabelling %s: %v", name, err)
-		}
-	}
-	t.Cleanup(func() { relabel(false) })
-	return cm, relabel
 }
 
 // disagree says where the two readings differ (nil when they agree).

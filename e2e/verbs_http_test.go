@@ -27,7 +27,7 @@ func TestHTTPReplaceRecreatesAMember(t *testing.T) {
 	skipShort(t)
 	name, ns := cluster(t, "pg-healthy")
 	ctx := context.Background()
-	_, relabel := asHTTP(t, ns, name, "patroni")
+	_, relabel := s.AsHTTP(t, ns, name, "patroni")
 	relabel(true)
 	var cs status.ClusterStatus
 	statusOf := func() int {
