@@ -6,7 +6,9 @@
 // Patroni frozen on the primary (SIGSTOP), PostgreSQL crashed, a hactl
 // process SIGKILLed and rerun or frozen past its lease, the primary role
 // moved under an interrupted action by another operator, API requests
-// delayed by a proxy.
+// delayed by a proxy. One kind of round reads the same cluster through the
+// http engine (the shipped Patroni mapping, replace: recreate) and races
+// its replaces the same way.
 //
 // After every round it checks, from observations of its own (each
 // member's own PostgreSQL read with psql, each member's /patroni document

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
+	"github.com/hactl-dev/hactl/status"
 )
 
 const (
@@ -156,6 +158,7 @@ func roundKinds() []roundKind {
 		{"promoted-target", promotedTarget},
 		{"frozen-takeover", frozenTakeover},
 		{"killed-switchover", killedSwitchover},
+		{"http-replaces", httpReplaces},
 	}
 }
 
@@ -866,4 +869,53 @@ func promotedTarget(r *round) {
 		return
 	}
 	r.switchDirectly(prim, target)
+}
+
+// httpKillPoints are the progress lines of a replace through the http
+// engine after which a process may be SIGKILLed.
+var httpKillPoints = []model.StepKind{
+	model.StepAcquireLock, model.StepVerifyFences, model.StepDeletePVC, model.StepDeletePod,
+	model.StepAwaitPodGone, model.StepAwaitPodRecreated, model.StepAwaitCaughtUp,
+}
+
+// httpReplaces: the round reads the cluster through the http engine
+// with the shipped Patroni mapping (replace: recreate), whose leader is
+// the primary: a replace of each replica, a replace of the primary and
+// the apply of a replace plan saved before, at once; a process is
+// SIGKILLed after a random step, or the primary's Patroni freezes for
+// 3 s. Replacing the primary is refused whatever happens (the checks see
+// from the audit log that no pod or volume of the primary was deleted).
+// What the round left in progress is finished through the http engine,
+// as an operator would, before the cluster is read natively again.
+func httpReplaces(r *round) {
+	t := r.T
+	prim, reps := roles(t)
+	_, relabel := s.AsHTTP(t, namespace, cluster, "patroni")
+	relabel(true)
+	defer relabel(false)
+	poll.Until(t, 2*time.Minute, cluster+" failover-ready through the http engine", func() error {
+		res := s.Hactl(t, "status", cluster, "-o", "json")
+		var cs status.ClusterStatus
+		if err := json.Unmarshal([]byte(res.Stdout), &cs); err != nil || res.Code != 0 || cs.Engine != "http" {
+			return fmt.Errorf("exit %d, engine %q: %s", res.Code, cs.Engine, e2esuite.LastLine(res.Stderr))
+		}
+		return nil
+	}, poll.Every(time.Second))
+	plan := r.plan("replace", "replace", cluster, reps[r.Rng.IntN(2)])
+	cmds := [][]string{
+		{"replace-replica-a", "replace", cluster, reps[0], "--yes"},
+		{"replace-replica-b", "replace", cluster, reps[1], "--yes"},
+		{"replace-primary", "replace", cluster, prim, "--yes"},
+		{"apply-replace", "apply", "-f", plan, "--yes"},
+	}
+	r.launchShuffled(cmds, 300*time.Millisecond)
+	if r.Rng.IntN(2) == 0 {
+		r.KillAt(3*time.Minute, httpKillPoints[r.Rng.IntN(len(httpKillPoints))])
+	} else if r.Break(prim, fault.FreezePatroni, "(the primary) for 3s") {
+		time.Sleep(3 * time.Second)
+		r.Break(prim, fault.Resume, "")
+	}
+	// The primary's replace never says done: 0 is not allowed.
+	r.wait(map[string][]int{"replace-replica": {0, 1, 5, 6, 7}, "replace-primary": {1, 5, 6, 7}, "apply": {0, 1, 5, 6, 7}})
+	r.settle()
 }
