@@ -140,7 +140,6 @@ func (o *Observer) Decide(ctx context.Context, namespace, name string, in model.
 	return classify.Classify(res.Observation, in, o.now()), res, warn, nil
 }
 
-
 // Fingerprint digests an object's metadata and spec (see
 // status.Fingerprint).
 func Fingerprint(meta *metav1.ObjectMeta, spec any) string { return status.Fingerprint(meta, spec) }
