@@ -17,6 +17,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/hactl-dev/hactl/model"
 )
 
 // PodEnv is what the runner knows about a pod when it starts one of its
@@ -167,7 +169,7 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 
 	argv := append([]string(nil), c.Command...)
 	if len(argv) == 0 {
-		ep, ok := imageEntrypoints[imageBase(c.Image)]
+		ep, ok := imageEntrypoints[model.ImageBase(c.Image)]
 		if !ok {
 			return l, fmt.Errorf("container %s: image %q has no known entrypoint and the spec sets no command: %w", c.Name, c.Image, ErrUnsupported)
 		}
@@ -352,18 +354,6 @@ func Substitute(pe PodEnv, c *corev1.Container, in []string) ([]string, error) {
 		out[i] = s.apply(v, false)
 	}
 	return out, nil
-}
-
-func imageBase(image string) string {
-	repo := image
-	if i := strings.IndexByte(repo, '@'); i >= 0 {
-		repo = repo[:i]
-	}
-	base := path.Base(repo)
-	if i := strings.IndexByte(base, ':'); i >= 0 {
-		base = base[:i]
-	}
-	return base
 }
 
 // lookPath finds name as a container runtime would, except that an
