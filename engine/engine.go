@@ -155,6 +155,22 @@ func Decoders(engines map[model.Engine]Engine) map[model.Engine]Decoder {
 	return offered(engines, func(d Decoder) Decoder { return d })
 }
 
+// Keeper is offered by an engine that keeps state of its own in the API
+// server beside its members (Patroni's DCS in ConfigMaps). Whoever holds
+// the engines hands them to status (see Keepers), which lists ConfigMaps
+// only when a cluster of such an engine is present.
+type Keeper interface {
+	// Keep decodes what cluster c, whose pod template is t, keeps in
+	// objs into c, and says which pod label carries each member's role.
+	Keep(t model.PodTemplate, objs model.APIObjects, c *model.ClusterFacts) model.Kept
+}
+
+// Keepers collects the keepers of the engines that offer one; nil when
+// none does.
+func Keepers(engines map[model.Engine]Engine) map[model.Engine]Keeper {
+	return offered(engines, func(k Keeper) Keeper { return k })
+}
+
 // MemberOps changes an engine's membership through one member (the
 // leader): what the executor calls to remove, add, promote and move.
 // Implementations report "already so" as ErrAlready, "not yet" as

@@ -102,3 +102,25 @@ func ImageBase(image string) string {
 	}
 	return base
 }
+
+// APIObjects are the objects of a cluster's namespace an engine's keeper
+// reads beside its workload (engine.Keeper): what the engine itself keeps
+// in the API server.
+type APIObjects interface {
+	// ConfigMap is the annotations of ConfigMap name; ok is false when
+	// there is none.
+	ConfigMap(name string) (annotations map[string]string, ok bool)
+	// Err says why the ConfigMaps could not be read, nil when they were.
+	Err() error
+}
+
+// Kept is what an engine's keeper says of a cluster's pods beside its own
+// facts.
+type Kept struct {
+	// RoleLabel is the pod label each member writes its role into, ""
+	// when none; PrimaryRoles are its values that mean the primary: a
+	// Service selecting the cluster's pods with one of them is the
+	// cluster's client endpoint.
+	RoleLabel    string
+	PrimaryRoles []string
+}

@@ -268,15 +268,17 @@ func newIndex(o *Objects) *index {
 }
 
 // decodeCluster builds the API-server part of one cluster's observation,
-// its template decoded by its engine's decoder among dec.
-func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time, dec map[model.Engine]engine.Decoder) model.Observation {
+// its template decoded by its engine's decoder and what the engine keeps
+// in the API server by its keeper, among p.
+func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time, p engineParts) model.Observation {
+	dec := p.decoders
 	eng, _ := DetectEngine(sts, dec)
 	replicas := 1
 	if sts.Spec.Replicas != nil {
 		replicas = int(*sts.Spec.Replicas)
 	}
-	es := statusOf(eng)
-	tf := templateOf(dec[eng], podTemplate(sts))
+	pt := podTemplate(sts)
+	tf := templateOf(dec[eng], pt)
 	obs := model.Observation{
 		At: at,
 		Cluster: model.ClusterFacts{
@@ -299,7 +301,13 @@ func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time, dec map[mod
 	}
 	obs.ClientEndpoints = clientEndpoints(sts, ix, podLabels)
 	decodeEngineConfig(sts, ix, &obs.Cluster)
-	es.decode(sts, ix, &obs)
+	if k := p.keepers[eng]; k != nil {
+		kept := k.Keep(pt, namespaceObjects{ix: ix, ns: sts.Namespace}, &obs.Cluster)
+		roleLabels(&obs, ix, kept.RoleLabel)
+		if kept.RoleLabel != "" {
+			obs.ClientEndpoints = primaryEndpoints(sts, ix, kept)
+		}
+	}
 	obs.Events = clusterEvents(sts, ix, obs.Members)
 	return obs
 }
@@ -514,4 +522,61 @@ func decodePDB(pdb *policyv1.PodDisruptionBudget, replicas int) *model.PDBFacts 
 		f.MaxUnavailable = resolve(pdb.Spec.MaxUnavailable, true)
 	}
 	return f
+}
+
+// namespaceObjects are a namespace's objects as an engine's keeper reads
+// them (model.APIObjects).
+type namespaceObjects struct {
+	ix *index
+	ns string
+}
+
+func (o namespaceObjects) ConfigMap(name string) (map[string]string, bool) {
+	cm, ok := o.ix.configMaps[o.ns+"/"+name]
+	if !ok {
+		return nil, false
+	}
+	return cm.Annotations, true
+}
+
+func (o namespaceObjects) Err() error { return o.ix.configMapsErr }
+
+// roleLabels fills each member pod's role, read from its label label.
+func roleLabels(obs *model.Observation, ix *index, label string) {
+	if label == "" {
+		return
+	}
+	for i := range obs.Members {
+		m := &obs.Members[i]
+		if m.Pod == nil {
+			continue
+		}
+		if p, ok := ix.podByName[obs.Cluster.Namespace+"/"+m.Pod.Name]; ok {
+			m.Pod.RoleLabel = p.Labels[label]
+		}
+	}
+}
+
+// primaryEndpoints finds the primary's Service: a Service whose selector
+// picks the cluster's pods labelled with one of the primary's roles
+// (kept.PrimaryRoles under kept.RoleLabel); its ready endpoints name the
+// pods behind it.
+func primaryEndpoints(sts *appsv1.StatefulSet, ix *index, kept model.Kept) *model.EndpointFacts {
+	podLabels := labels.Set{}
+	for k, v := range sts.Spec.Template.Labels {
+		podLabels[k] = v
+	}
+	for _, s := range ix.svcs[sts.Namespace] {
+		svc := s.svc
+		role := svc.Spec.Selector[kept.RoleLabel]
+		if !slices.Contains(kept.PrimaryRoles, role) {
+			continue
+		}
+		podLabels[kept.RoleLabel] = role
+		if !s.sel.Matches(podLabels) {
+			continue
+		}
+		return serviceEndpoints(svc, ix)
+	}
+	return nil
 }

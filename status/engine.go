@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/format"
 
 	"github.com/hactl-dev/hactl/model"
@@ -18,13 +19,6 @@ import (
 // engineStatus (statusOf), and an engine keeps its part in its own files
 // (etcd: etcd*.go, Patroni: patroni.go).
 type engineStatus interface {
-	// decode completes obs, decoded from the API server's common objects,
-	// with what the engine itself keeps there (its DCS objects, its
-	// shape, its client endpoints).
-	decode(sts *appsv1.StatefulSet, ix *index, obs *model.Observation)
-	// configMaps reports whether decode reads ConfigMaps (they are listed
-	// and watched only then).
-	configMaps() bool
 	// member fills the document's member ms from the engine's facts e
 	// (beside the facts every engine reports).
 	member(ms *MemberStatus, e *model.EngineFacts)
@@ -50,15 +44,16 @@ func statusOf(e model.Engine) engineStatus {
 }
 
 // needConfigMaps reports whether any of sts needs ConfigMaps read: its
-// engine reads them, or it names one with AnnotationEngineConfig.
-func needConfigMaps(sts []appsv1.StatefulSet) bool {
+// engine, named by its label, keeps objects in them (one of keepers), or
+// it names one with AnnotationEngineConfig.
+func needConfigMaps(sts []appsv1.StatefulSet, keepers map[model.Engine]engine.Keeper) bool {
 	for i := range sts {
 		if sts[i].Annotations[AnnotationEngineConfig] != "" {
 			return true
 		}
 		// Engines that keep objects in ConfigMaps are found by their
 		// label (Patroni's: docs/contract.md).
-		if e := sts[i].Labels[LabelEngine]; e != "" && statusOf(model.Engine(e)).configMaps() {
+		if e := sts[i].Labels[LabelEngine]; e != "" && keepers[model.Engine(e)] != nil {
 			return true
 		}
 	}
@@ -70,9 +65,7 @@ func needConfigMaps(sts []appsv1.StatefulSet) bool {
 // are printed, nothing engine-specific is read.
 type plainStatus struct{}
 
-func (plainStatus) decode(*appsv1.StatefulSet, *index, *model.Observation) {}
-func (plainStatus) configMaps() bool                                       { return false }
-func (plainStatus) member(*MemberStatus, *model.EngineFacts)               {}
+func (plainStatus) member(*MemberStatus, *model.EngineFacts) {}
 
 func (plainStatus) columns(o TableOptions) []string {
 	cols := []string{"ORD", "POD", "NODE", "PHASE", "READY", "VERSION", "RESTARTS", "AGE", "REASONS"}

@@ -40,10 +40,23 @@ func withToy() map[model.Engine]engine.Decoder {
 	d["toy"] = toyDecoder{}
 	return d
 }
-func (toyStatus) decode(_ *appsv1.StatefulSet, _ *index, obs *model.Observation) {
-	obs.Cluster.Shape = model.ShapeOperatorOwned
+
+// toyKeeper is the toy engine's keeper: its clusters are operator-owned
+// and need ConfigMaps read.
+type toyKeeper struct{}
+
+func (toyKeeper) Keep(_ model.PodTemplate, _ model.APIObjects, c *model.ClusterFacts) model.Kept {
+	c.Shape = model.ShapeOperatorOwned
+	return model.Kept{}
 }
-func (toyStatus) configMaps() bool { return true }
+
+// toyParts are the shipped engines' parts and the toy's.
+func toyParts() engineParts {
+	k := maps.Clone(parts.keepers)
+	k["toy"] = toyKeeper{}
+	return engineParts{decoders: withToy(), keepers: k}
+}
+
 func (toyStatus) member(ms *MemberStatus, e *model.EngineFacts) {
 	ms.Role = "toy-" + e.MemberID
 }
@@ -66,11 +79,11 @@ func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 	engineStatuses["toy"] = toyStatus{}
 	defer delete(engineStatuses, "toy")
 	sts := toyStatefulSet("toy")
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, withToy())
+	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, toyParts())
 	if obs.Cluster.Template.ClientPort != 7777 || obs.Cluster.Shape != model.ShapeOperatorOwned || obs.Cluster.Patroni != nil {
 		t.Errorf("toy decode: template %+v, shape %s, patroni %v", obs.Cluster.Template, obs.Cluster.Shape, obs.Cluster.Patroni)
 	}
-	if !needConfigMaps([]appsv1.StatefulSet{*sts}) || needConfigMaps([]appsv1.StatefulSet{*toyStatefulSet("etcd")}) {
+	if !needConfigMaps([]appsv1.StatefulSet{*sts}, toyParts().keepers) || needConfigMaps([]appsv1.StatefulSet{*toyStatefulSet("etcd")}, toyParts().keepers) {
 		t.Error("ConfigMaps are needed for exactly the engines that say so")
 	}
 	obs.Members = []model.Member{{Name: "kv-0", Engine: &model.EngineFacts{Reachable: true, MemberID: "m0"}}}
@@ -91,7 +104,7 @@ func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 // engine has, no other engine's.
 func TestUnknownEngineTableIsPlain(t *testing.T) {
 	sts := toyStatefulSet("redis")
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, decoders)
+	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, parts)
 	if obs.Cluster.Template.Container != "kv" || obs.Cluster.Template.ClientPort != 0 {
 		t.Errorf("plain template %+v, want the first container and no engine's port", obs.Cluster.Template)
 	}
@@ -113,15 +126,15 @@ func TestUnknownEngineTableIsPlain(t *testing.T) {
 func TestEngineConfigAndPositionsTable(t *testing.T) {
 	sts := toyStatefulSet("http")
 	sts.Annotations = map[string]string{AnnotationEngineConfig: "kv-mapping"}
-	if !needConfigMaps([]appsv1.StatefulSet{*sts}) {
+	if !needConfigMaps([]appsv1.StatefulSet{*sts}, nil) {
 		t.Fatal("a StatefulSet naming its engine's ConfigMap needs ConfigMaps read")
 	}
 	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv-mapping"}, Data: map[string]string{"port": "8080"}}
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMaps: []corev1.ConfigMap{cm}}), goldenNow, decoders)
+	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMaps: []corev1.ConfigMap{cm}}), goldenNow, parts)
 	if obs.Cluster.EngineConfig["port"] != "8080" || obs.Cluster.EngineConfigErr != "" {
 		t.Errorf("engine config %v, error %q", obs.Cluster.EngineConfig, obs.Cluster.EngineConfigErr)
 	}
-	missing := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, decoders)
+	missing := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, parts)
 	if missing.Cluster.EngineConfig != nil || !strings.Contains(missing.Cluster.EngineConfigErr, `ConfigMap "kv-mapping" named by annotation hactl.dev/engine-config does not exist`) {
 		t.Errorf("missing ConfigMap: config %v, error %q", missing.Cluster.EngineConfig, missing.Cluster.EngineConfigErr)
 	}
@@ -161,7 +174,7 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 		svc("kv-0-external", map[string]string{"app": "kv", "statefulset.kubernetes.io/pod-name": "kv-0"}),
 		svc("leaders", map[string]string{"role": "leader"}),
 	}}
-	obs := decodeCluster(sts, newIndex(objs), goldenNow, decoders)
+	obs := decodeCluster(sts, newIndex(objs), goldenNow, parts)
 	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
 		t.Errorf("client endpoints %+v, want Service kv", obs.ClientEndpoints)
 	}
@@ -169,12 +182,12 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 	// primary Service selects cluster-name and role) counts too.
 	sts.Spec.Template.Labels = map[string]string{"app": "kv", "cluster": "kv"}
 	objs.StatefulSets = []appsv1.StatefulSet{*sts}
-	obs = decodeCluster(sts, newIndex(objs), goldenNow, decoders)
+	obs = decodeCluster(sts, newIndex(objs), goldenNow, parts)
 	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
 		t.Errorf("client endpoints %+v, want Service kv (selecting a subset of the template's labels and a role)", obs.ClientEndpoints)
 	}
 	objs.Services = objs.Services[2:]
-	if obs := decodeCluster(sts, newIndex(objs), goldenNow, decoders); obs.ClientEndpoints != nil {
+	if obs := decodeCluster(sts, newIndex(objs), goldenNow, parts); obs.ClientEndpoints != nil {
 		t.Errorf("client endpoints %+v from a Service per pod or across clusters", obs.ClientEndpoints)
 	}
 }
@@ -265,7 +278,7 @@ func TestDecoderFindsItsClustersWithoutALabel(t *testing.T) {
 		t.Errorf("the label says etcd, detected %q", e)
 	}
 	sts.Labels = nil
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, withToy())
+	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, toyParts())
 	DecodeActionFacts(&obs, sts, &Objects{StatefulSets: []appsv1.StatefulSet{*sts}}, withToy())
 	if obs.Cluster.Engine != "toy" || obs.Cluster.Template.ClientPort != 7777 || obs.Cluster.Template.DataDir != "/toy" {
 		t.Errorf("engine %q, template %+v", obs.Cluster.Engine, obs.Cluster.Template)

@@ -20,9 +20,12 @@ func judged(o model.VerdictOptions) model.VerdictOptions {
 	return o
 }
 
-// decoders are the decoders of the engines hactl ships, as the faces
-// hand them.
-var decoders = engine.Decoders(registry.Engines())
+// parts and decoders are the parts of the engines hactl ships, as the
+// faces hand them.
+var (
+	parts    = partsOf(registry.Engines())
+	decoders = parts.decoders
+)
 
 // decodeTemplate is sts's template as etcd's decoder reads it.
 func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {

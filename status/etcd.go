@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-
 	"github.com/hactl-dev/hactl/internal/format"
 
 	"github.com/hactl-dev/hactl/model"
@@ -15,9 +13,7 @@ import (
 // raft columns (with -o wide: term, index, applied index, database size).
 type etcdStatus struct{}
 
-func (etcdStatus) decode(*appsv1.StatefulSet, *index, *model.Observation) {}
-func (etcdStatus) configMaps() bool                                       { return false }
-func (etcdStatus) member(*MemberStatus, *model.EngineFacts)               {}
+func (etcdStatus) member(*MemberStatus, *model.EngineFacts) {}
 
 func (etcdStatus) columns(o TableOptions) []string {
 	cols := []string{"ORD", "POD", "NODE", "ROLE", "MEMBER ID", "PHASE", "READY", "LAG", "VERSION", "RESTARTS", "AGE", "REASONS"}

@@ -93,8 +93,8 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	if objs.ActionsErr != nil {
 		warn = append(warn, fmt.Sprintf("hactl's action locks and ledgers not read (actions not shown): %v", objs.ActionsErr))
 	}
-	dec := engine.Decoders(o.Engines)
-	all := clusters(objs, dec)
+	parts := partsOf(o.Engines)
+	all := clusters(objs, parts.decoders)
 	if o.Selector != nil && !o.Selector.Empty() {
 		all = slices.DeleteFunc(all, func(s *appsv1.StatefulSet) bool { return !o.Selector.Matches(labels.Set(s.Labels)) })
 	}
@@ -115,7 +115,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	ix := newIndex(objs)
 	obs := make([]model.Observation, len(picked))
 	for i, s := range picked {
-		obs[i] = decodeCluster(s, ix, now, dec)
+		obs[i] = decodeCluster(s, ix, now, parts)
 		if err := objs.ActionsUnread[s.Namespace+"/"+s.Name]; err != nil {
 			warn = append(warn, fmt.Sprintf("%s/%s: actions not shown: %v", s.Namespace, s.Name, err))
 			continue

@@ -93,3 +93,15 @@ func templateOf(d engine.Decoder, t model.PodTemplate) model.TemplateFacts {
 	tf.OperatorOwner = t.Owner
 	return tf
 }
+
+// engineParts are what status asks of the engines it was handed: their
+// decoders and keepers, by engine.
+type engineParts struct {
+	decoders map[model.Engine]engine.Decoder
+	keepers  map[model.Engine]engine.Keeper
+}
+
+// partsOf are the parts of engines.
+func partsOf(engines map[model.Engine]engine.Engine) engineParts {
+	return engineParts{decoders: engine.Decoders(engines), keepers: engine.Keepers(engines)}
+}

@@ -106,7 +106,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	// The other lists do not depend on each other: all at once, so the
 	// read takes about two round trips, not seven or eight. The first error in
 	// the order below is the one reported, whatever order they end in.
-	patroni := needConfigMaps(o.StatefulSets)
+	patroni := needConfigMaps(o.StatefulSets, engine.Keepers(s.Engines))
 	var pods *corev1.PodList
 	var pvcs *corev1.PersistentVolumeClaimList
 	var pdbs *policyv1.PodDisruptionBudgetList
@@ -277,6 +277,9 @@ func readActionObjectsByName(ctx context.Context, c kubernetes.Interface, sts []
 // Watcher's reads add them from their own watches.
 type CacheSource struct {
 	Factory informers.SharedInformerFactory
+	// Engines are the engines whose keepers say which clusters need
+	// ConfigMaps (engine.Keeper).
+	Engines map[model.Engine]engine.Engine
 }
 
 // NewCacheSource registers the informers status needs on f. Start the
@@ -328,7 +331,7 @@ func (s CacheSource) Read(_ context.Context, ns string) (*Objects, error) {
 	o.EndpointSlices = values(eps)
 	evs, _ := f.Core().V1().Events().Lister().Events(ns).List(all)
 	o.Events = values(evs)
-	if needConfigMaps(o.StatefulSets) {
+	if needConfigMaps(o.StatefulSets, engine.Keepers(s.Engines)) {
 		if !f.Core().V1().ConfigMaps().Informer().HasSynced() {
 			o.ConfigMapsErr = errors.New("the ConfigMaps watch has not synced yet")
 			return o, nil

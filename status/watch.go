@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // ErrCacheSync is returned by Watcher.Start when the watch caches did not
@@ -148,7 +149,7 @@ func NewWatcher(client kubernetes.Interface, namespace string, opts WatchOptions
 		namespace:  namespace,
 		opts:       opts,
 		factory:    f,
-		source:     NewCacheSource(f),
+		source:     withEngines(NewCacheSource(f), opts.Observer.Engines),
 		events:     f.Core().V1().Events().Informer(),
 		configMaps: f.Core().V1().ConfigMaps().Informer(),
 		changes:    make(chan struct{}, 1),
@@ -597,4 +598,10 @@ func (w *Watcher) actionsWatched() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.leasesErr == nil && w.ledgersErr == nil
+}
+
+// withEngines is s with the engines whose keepers it consults.
+func withEngines(s CacheSource, engines map[model.Engine]engine.Engine) CacheSource {
+	s.Engines = engines
+	return s
 }
