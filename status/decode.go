@@ -1,6 +1,7 @@
 package status
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -179,7 +180,8 @@ type index struct {
 	pdbs      map[string][]selectingPDB
 	svcs      map[string][]selectingService
 	slices    map[string][]*discoveryv1.EndpointSlice // ns/service
-	// configMaps are read only when a Patroni cluster is present.
+	// configMaps are read only when a cluster needs them (see
+	// needConfigMaps).
 	configMaps map[string]*corev1.ConfigMap // ns/name
 	// configMapsErr says why they were not read.
 	configMapsErr error
@@ -213,7 +215,7 @@ func newIndex(o *Objects) *index {
 		pvcs: map[string]*corev1.PersistentVolumeClaim{},
 		pdbs: map[string][]selectingPDB{}, svcs: map[string][]selectingService{},
 		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
-		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: o.ConfigMapsErr,
+		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: configMapsErr(o),
 		leases: map[string]*coordinationv1.Lease{}, ledgers: map[string]*corev1.ConfigMap{},
 	}
 	for i := range o.Leases {
@@ -522,6 +524,17 @@ func decodePDB(pdb *policyv1.PodDisruptionBudget, replicas int) *model.PDBFacts 
 		f.MaxUnavailable = resolve(pdb.Spec.MaxUnavailable, true)
 	}
 	return f
+}
+
+// configMapsErr says why o holds no ConfigMaps to read, nil when it does:
+// the source's error, or that the source read none (a source handed no
+// engines does not know who needs them). A keeper then reports its
+// objects unknown, never absent.
+func configMapsErr(o *Objects) error {
+	if o.ConfigMapsErr != nil || o.ConfigMapsRead || len(o.ConfigMaps) > 0 {
+		return o.ConfigMapsErr
+	}
+	return errors.New("ConfigMaps were not read with the other objects")
 }
 
 // namespaceObjects are a namespace's objects as an engine's keeper reads

@@ -12,12 +12,12 @@ import (
 	"github.com/hactl-dev/hactl/model"
 )
 
-// engineStatus is what observing and printing do differently per engine:
-// decode the engine's part of a cluster from the API server, fill the
-// status document's members from the engine's facts, and print the
-// member table. The rest of status names no engine: it asks the cluster's
-// engineStatus (statusOf), and an engine keeps its part in its own files
-// (etcd: etcd*.go, Patroni: patroni.go).
+// engineStatus is what printing does differently per engine: fill the
+// status document's members from the engine's facts, and print the member
+// table. The rest of status names no engine: it asks the cluster's
+// engineStatus (statusOf), and an engine keeps its part in its own file
+// (etcd: etcd.go, Patroni: patroni.go). Decoding is the engines' own
+// (engine.Decoder, engine.Keeper).
 type engineStatus interface {
 	// member fills the document's member ms from the engine's facts e
 	// (beside the facts every engine reports).

@@ -134,7 +134,7 @@ func TestEngineConfigAndPositionsTable(t *testing.T) {
 	if obs.Cluster.EngineConfig["port"] != "8080" || obs.Cluster.EngineConfigErr != "" {
 		t.Errorf("engine config %v, error %q", obs.Cluster.EngineConfig, obs.Cluster.EngineConfigErr)
 	}
-	missing := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, parts)
+	missing := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMapsRead: true}), goldenNow, parts)
 	if missing.Cluster.EngineConfig != nil || !strings.Contains(missing.Cluster.EngineConfigErr, `ConfigMap "kv-mapping" named by annotation hactl.dev/engine-config does not exist`) {
 		t.Errorf("missing ConfigMap: config %v, error %q", missing.Cluster.EngineConfig, missing.Cluster.EngineConfigErr)
 	}
@@ -282,5 +282,25 @@ func TestDecoderFindsItsClustersWithoutALabel(t *testing.T) {
 	DecodeActionFacts(&obs, sts, &Objects{StatefulSets: []appsv1.StatefulSet{*sts}}, withToy())
 	if obs.Cluster.Engine != "toy" || obs.Cluster.Template.ClientPort != 7777 || obs.Cluster.Template.DataDir != "/toy" {
 		t.Errorf("engine %q, template %+v", obs.Cluster.Engine, obs.Cluster.Template)
+	}
+}
+
+// A keeper whose objects the read did not fetch (a source handed no
+// engines, an observer handed Patroni) reports them unknown, not absent:
+// no leader lock is never concluded from ConfigMaps nobody read.
+func TestUnreadConfigMapsAreUnknownNotAbsent(t *testing.T) {
+	sts := toyStatefulSet("patroni")
+	for _, c := range []struct {
+		objs   Objects
+		unread bool
+	}{
+		{Objects{StatefulSets: []appsv1.StatefulSet{*sts}}, true},
+		{Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMapsRead: true}, false},
+	} {
+		obs := decodeCluster(sts, newIndex(&c.objs), goldenNow, parts)
+		p := obs.Cluster.Patroni
+		if p == nil || (p.ObjectsErr != "") != c.unread || p.LockFound {
+			t.Errorf("read %v: Patroni facts %+v", c.objs.ConfigMapsRead, p)
+		}
 	}
 }

@@ -34,12 +34,15 @@ type Objects struct {
 	// EventsErr is set when events could not be read; events are
 	// optional, everything else is required.
 	EventsErr error
-	// ConfigMaps hold Patroni's leader lock and configuration; they are
-	// listed only when a Patroni cluster is present. ConfigMapsErr is set
-	// when they could not be read (the verdict then cannot judge the
+	// ConfigMaps hold what engines keep beside their members (Patroni's
+	// leader lock and configuration, engine.Keeper) and the engines'
+	// settings (AnnotationEngineConfig); they are listed only when a
+	// cluster needs them. ConfigMapsRead says they were; ConfigMapsErr
+	// is set when they could not be (the verdict then cannot judge the
 	// lock).
-	ConfigMaps    []corev1.ConfigMap
-	ConfigMapsErr error
+	ConfigMaps     []corev1.ConfigMap
+	ConfigMapsRead bool
+	ConfigMapsErr  error
 	// Leases and Ledgers are hactl's own lock Leases and ledger
 	// ConfigMaps (labelled LabelCluster), listed by that label, or read
 	// one per cluster (GET hactl-NAME) where the list is forbidden.
@@ -106,7 +109,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	// The other lists do not depend on each other: all at once, so the
 	// read takes about two round trips, not seven or eight. The first error in
 	// the order below is the one reported, whatever order they end in.
-	patroni := needConfigMaps(o.StatefulSets, engine.Keepers(s.Engines))
+	readCMs := needConfigMaps(o.StatefulSets, engine.Keepers(s.Engines))
 	var pods *corev1.PodList
 	var pvcs *corev1.PersistentVolumeClaimList
 	var pdbs *policyv1.PodDisruptionBudgetList
@@ -122,7 +125,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	wg.Go(func() { svcs, svcsErr = c.CoreV1().Services(ns).List(ctx, lo) })
 	wg.Go(func() { eps, epsErr = c.DiscoveryV1().EndpointSlices(ns).List(ctx, lo) })
 	wg.Go(func() { evs, evsErr = c.CoreV1().Events(ns).List(ctx, lo) })
-	if patroni {
+	if readCMs {
 		wg.Go(func() { cms, cmsErr = c.CoreV1().ConfigMaps(ns).List(ctx, lo) })
 	}
 	wg.Go(func() {
@@ -154,11 +157,11 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	} else {
 		o.Events = evs.Items
 	}
-	if patroni {
+	if readCMs {
 		if cmsErr != nil {
 			o.ConfigMapsErr = explainAPIError(cmsErr, "list", "configmaps", ns)
 		} else {
-			o.ConfigMaps = cms.Items
+			o.ConfigMaps, o.ConfigMapsRead = cms.Items, true
 		}
 	}
 	return o, nil
@@ -337,7 +340,7 @@ func (s CacheSource) Read(_ context.Context, ns string) (*Objects, error) {
 			return o, nil
 		}
 		cms, _ := f.Core().V1().ConfigMaps().Lister().ConfigMaps(ns).List(all)
-		o.ConfigMaps = values(cms)
+		o.ConfigMaps, o.ConfigMapsRead = values(cms), true
 	}
 	return o, nil
 }

@@ -68,7 +68,8 @@ type Watcher struct {
 	factory   informers.SharedInformerFactory
 	source    CacheSource
 	events    cache.SharedIndexInformer
-	// configMaps hold Patroni's leader locks: optional, like events.
+	// configMaps hold what engines keep beside their members (Patroni's
+	// leader locks) and the engines' settings: optional, like events.
 	configMaps cache.SharedIndexInformer
 	// hactl watches hactl's own lock Leases and ledger ConfigMaps (by
 	// their label): optional too. Until they synced (or when they may
@@ -91,8 +92,9 @@ type Watcher struct {
 	requiredErr                    error
 	requiredErrAt, requiredErrPrev time.Time
 	// cmErr is the ConfigMaps watch's last failure. It is not reported
-	// on Errors: only Patroni clusters need ConfigMaps, and their
-	// observations say it (the lock is then unknown).
+	// on Errors: only the clusters of engines that keep objects in
+	// ConfigMaps need them, and their observations say it (the lock is
+	// then unknown).
 	cmErr error
 	// leasesErr and ledgersErr are the last failures of the watches of
 	// hactl's own objects (not reported on Errors: reads then ask the
