@@ -6,7 +6,7 @@ import "time"
 // own package (engine/http): package verdict runs the checks every engine
 // shares (freshness, pods, client endpoints, disruption budget, node
 // spread) and asks the cluster's rules for the rest. They are handed to
-// the verdict, never fetched by it (verdict.Options.Rules).
+// the verdict, never fetched by it (VerdictOptions.Rules).
 type VerdictRules interface {
 	// Judge derives each member's phase and lag, the cluster-wide picture
 	// and the engine's own reasons from in. It is pure: it reads in and

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestDetectShape(t *testing.T) {
+func TestTemplateShape(t *testing.T) {
 	base := TemplateFacts{InitialClusterState: "existing", InitialClusterStateFrom: "arg", ClientPort: 2379}
 	cases := []struct {
 		name   string
