@@ -52,3 +52,12 @@ type ViewColumn struct {
 type Votes struct {
 	Voters, Quorum, Tolerance, Answering int
 }
+
+// TableView is an engine's part of status's member table, which an
+// EngineView may offer: its columns between NODE and PHASE, and with
+// -o wide those between PVC and PROBE, with one member's cells for each
+// (as many). The lag column reads in the view's LagText.
+type TableView interface {
+	TableColumns() (narrow, wide []string)
+	TableCells(m Member) (narrow, wide []string)
+}

@@ -46,6 +46,10 @@ type ClusterStatus struct {
 	// Patroni is what the API server holds for a Patroni cluster: the
 	// leader lock, the dynamic configuration, the sync standby.
 	Patroni *model.PatroniClusterFacts `json:"patroni,omitempty"`
+
+	// table is how the members read in the human table, in its engine's
+	// words (ToAPI; not part of the schema).
+	table *memberTable
 }
 
 // ActionStatus is one hactl action (replace, reseed, seed) as its ledger
@@ -236,6 +240,9 @@ func ToAPI(r Result) *ClusterStatus {
 	}
 	for _, m := range o.Members {
 		ms := MemberStatus{Name: m.Name, Ordinal: m.Ordinal, Phase: m.Phase.String(), Role: m.Engine.Role().String(), Lag: m.Lag, Reasons: byMember[m.Name]}
+		if r.View != nil {
+			ms.Role = r.View.Role(m)
+		}
 		if p := m.Pod; p != nil {
 			t := p.CreatedAt.UTC()
 			ms.Pod, ms.PodUID, ms.Node, ms.Ready, ms.Restarts, ms.CreatedAt = p.Name, p.UID, p.Node, p.Ready, p.Restarts, &t
@@ -256,12 +263,12 @@ func ToAPI(r Result) *ClusterStatus {
 			for _, a := range e.Alarms {
 				ms.Alarms = appendUnique(ms.Alarms, a.Type)
 			}
-			ms.Document, ms.ServingCerts, ms.ProbeSeconds = e.Document, e.ServingCerts, e.Took.Seconds()
-			statusOf(o.Cluster.Engine).member(&ms, e)
+			ms.Patroni, ms.Document, ms.ServingCerts, ms.ProbeSeconds = e.Patroni, e.Document, e.ServingCerts, e.Took.Seconds()
 		}
 		cs.Members = append(cs.Members, ms)
 	}
 	cs.ClusterID, cs.Leader = r.Analysis.ClusterID, r.Analysis.LeaderMember
+	cs.table = buildTable(r)
 	return cs
 }
 

@@ -1,9 +1,6 @@
 package status
 
 import (
-	"strconv"
-	"strings"
-
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/hactl-dev/hactl/engine"
@@ -11,37 +8,6 @@ import (
 
 	"github.com/hactl-dev/hactl/model"
 )
-
-// engineStatus is what printing does differently per engine: fill the
-// status document's members from the engine's facts, and print the member
-// table. The rest of status names no engine: it asks the cluster's
-// engineStatus (statusOf), and an engine keeps its part in its own file
-// (etcd: etcd.go, Patroni: patroni.go). Decoding is the engines' own
-// (engine.Decoder, engine.Keeper).
-type engineStatus interface {
-	// member fills the document's member ms from the engine's facts e
-	// (beside the facts every engine reports).
-	member(ms *MemberStatus, e *model.EngineFacts)
-	// columns are the table's member columns under o, and row is one
-	// member's cells.
-	columns(o TableOptions) []string
-	row(m MemberStatus, o TableOptions) []string
-}
-
-// engineStatuses maps each engine to its part; statusOf falls back to
-// plainStatus.
-var engineStatuses = map[model.Engine]engineStatus{
-	model.EngineEtcd:    etcdStatus{},
-	model.EnginePatroni: patroniStatus{},
-}
-
-// statusOf is engine e's part.
-func statusOf(e model.Engine) engineStatus {
-	if s, ok := engineStatuses[e]; ok {
-		return s
-	}
-	return plainStatus{}
-}
 
 // needConfigMaps reports whether any of sts needs ConfigMaps read: its
 // engine, named by its label, keeps objects in them (one of keepers), or
@@ -60,65 +26,69 @@ func needConfigMaps(sts []appsv1.StatefulSet, keepers map[model.Engine]engine.Ke
 	return false
 }
 
-// plainStatus is the part of an engine hactl has no rules for: the
-// engine container is the template's first, the members' generic facts
-// are printed, nothing engine-specific is read.
-type plainStatus struct{}
-
-func (plainStatus) member(*MemberStatus, *model.EngineFacts) {}
-
-func (plainStatus) columns(o TableOptions) []string {
-	cols := []string{"ORD", "POD", "NODE", "PHASE", "READY", "VERSION", "RESTARTS", "AGE", "REASONS"}
-	if o.Wide {
-		cols = append(cols, "PVC", "PROBE")
-	}
-	return cols
+// memberTable is how a cluster's members read in the table: the
+// engine's columns (narrow between NODE and PHASE, wide between PVC and
+// PROBE), whether a LAG column follows READY, and each member's cells in
+// the same order as the document's members. ToAPI builds it from the
+// cluster's view (Result.View); a document built otherwise prints the
+// members' generic facts only.
+type memberTable struct {
+	narrow, wide []string
+	lag          bool
+	rows         []memberCells
 }
 
-func (plainStatus) row(m MemberStatus, o TableOptions) []string {
-	row := []string{
-		strconv.Itoa(m.Ordinal), format.Dash(m.Pod), format.Dash(m.Node), m.Phase, strconv.FormatBool(m.Ready),
-		format.Dash(m.Version), strconv.Itoa(m.Restarts), format.Age(ptrTime(m.CreatedAt), o.Now), format.Dash(strings.Join(m.Reasons, ",")),
-	}
-	if !o.Wide {
-		return row
-	}
-	return append(row, pvcCell(m), probeCell(m))
+// memberCells are one member's engine cells under a memberTable.
+type memberCells struct {
+	narrow, wide []string
+	lag          string
 }
 
-// positionsStatus prints a cluster whose engine was probed but keeps its
-// rules and presentation in its own package (engine/http): each member's
-// role, identity and lag in the engine's positions, and with -o wide its
-// term, frontier and applied position.
-type positionsStatus struct{ plainStatus }
-
-func (positionsStatus) columns(o TableOptions) []string {
-	cols := []string{"ORD", "POD", "NODE", "ROLE", "MEMBER ID", "PHASE", "READY", "LAG", "VERSION", "RESTARTS", "AGE", "REASONS"}
-	if o.Wide {
-		cols = append(cols, "PVC", "CLUSTER ID", "TERM", "FRONTIER", "APPLIED", "PROBE")
+// tableOf is the table part of r's cluster: its engine's TableView; for
+// an engine with none whose members were probed, positions; else none
+// (the members' generic facts alone).
+func tableOf(r Result) (model.TableView, func(*int64) string) {
+	if tv, ok := r.View.(model.TableView); ok {
+		return tv, r.View.LagText
 	}
-	return cols
-}
-
-func (positionsStatus) row(m MemberStatus, o TableOptions) []string {
-	row := memberRow(m, TableOptions{Now: o.Now})
-	if !o.Wide {
-		return row
-	}
-	return append(row, pvcCell(m), format.Dash(m.ClusterID), num(m.RaftTerm), num(m.RaftIndex), num(m.RaftAppliedIndex), probeCell(m))
-}
-
-// tableOf is the part that prints cs: its engine's, or for an engine
-// with no part here whose members were probed, positionsStatus.
-func tableOf(cs *ClusterStatus) engineStatus {
-	es := statusOf(model.Engine(cs.Engine))
-	if _, plain := es.(plainStatus); !plain {
-		return es
-	}
-	for _, m := range cs.Members {
-		if m.Reachable != nil {
-			return positionsStatus{}
+	for _, m := range r.Observation.Members {
+		if m.Engine != nil {
+			return positions{}, format.Lag
 		}
 	}
-	return es
+	return nil, nil
+}
+
+// buildTable is r's memberTable, nil when its engine shows no columns.
+func buildTable(r Result) *memberTable {
+	tv, lag := tableOf(r)
+	if tv == nil {
+		return nil
+	}
+	t := &memberTable{lag: true}
+	t.narrow, t.wide = tv.TableColumns()
+	for _, m := range r.Observation.Members {
+		n, w := tv.TableCells(m)
+		t.rows = append(t.rows, memberCells{narrow: n, wide: w, lag: lag(m.Lag)})
+	}
+	return t
+}
+
+// positions shows a cluster whose engine was probed but offers no
+// TableView (engine/http): each member's role, identity and lag in the
+// engine's positions, and with -o wide its term, frontier and applied
+// position.
+type positions struct{}
+
+func (positions) TableColumns() (narrow, wide []string) {
+	return []string{"ROLE", "MEMBER ID"}, []string{"CLUSTER ID", "TERM", "FRONTIER", "APPLIED"}
+}
+
+func (positions) TableCells(m model.Member) (narrow, wide []string) {
+	e := m.Engine
+	if e == nil {
+		e = &model.EngineFacts{}
+	}
+	return []string{m.Engine.Role().String(), format.Dash(e.MemberID)},
+		[]string{format.Dash(e.ClusterID), format.Count(e.RaftTerm), format.Count(e.RaftIndex), format.Count(e.RaftApplied)}
 }

@@ -19,10 +19,6 @@ import (
 	"github.com/hactl-dev/hactl/model"
 )
 
-// toyStatus is an engine's part of status in a test: the seam is all
-// decoding, the document and the table need.
-type toyStatus struct{}
-
 // toyDecoder is the toy engine's decoder: it recognises its image.
 type toyDecoder struct{}
 
@@ -57,12 +53,17 @@ func toyParts() engineParts {
 	return engineParts{decoders: withToy(), keepers: k}
 }
 
-func (toyStatus) member(ms *MemberStatus, e *model.EngineFacts) {
-	ms.Role = "toy-" + e.MemberID
+// toyView is the toy engine's view: its roles, its lag unit and its
+// table columns (a view's other parts are the live view's).
+type toyView struct{ model.EngineView }
+
+func (toyView) Role(m model.Member) string { return "toy-" + m.Engine.MemberID }
+func (toyView) LagText(l *int64) string    { return "toy-lag" }
+func (toyView) TableColumns() (narrow, wide []string) {
+	return []string{"TOY", "ROLE"}, []string{"TOYWIDE"}
 }
-func (toyStatus) columns(TableOptions) []string { return []string{"TOY", "ROLE"} }
-func (toyStatus) row(m MemberStatus, _ TableOptions) []string {
-	return []string{"toy:" + m.Name, m.Role}
+func (v toyView) TableCells(m model.Member) (narrow, wide []string) {
+	return []string{"toy:" + m.Name, v.Role(m)}, []string{"wide:" + m.Name}
 }
 
 func toyStatefulSet(engine string) *appsv1.StatefulSet {
@@ -76,8 +77,6 @@ func toyStatefulSet(engine string) *appsv1.StatefulSet {
 // alone: a toy engine's template, shape, ConfigMaps need, member role and
 // table, and no other engine's.
 func TestToyEngineThroughTheStatusSeam(t *testing.T) {
-	engineStatuses["toy"] = toyStatus{}
-	defer delete(engineStatuses, "toy")
 	sts := toyStatefulSet("toy")
 	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, toyParts())
 	if obs.Cluster.Template.ClientPort != 7777 || obs.Cluster.Shape != model.ShapeOperatorOwned || obs.Cluster.Patroni != nil {
@@ -87,16 +86,23 @@ func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 		t.Error("ConfigMaps are needed for exactly the engines that say so")
 	}
 	obs.Members = []model.Member{{Name: "kv-0", Engine: &model.EngineFacts{Reachable: true, MemberID: "m0"}}}
-	cs := ToAPI(Evaluate(obs, goldenNow, judged(model.VerdictOptions{})))
+	r := Evaluate(obs, goldenNow, judged(model.VerdictOptions{}))
+	r.View = toyView{}
+	cs := ToAPI(r)
 	if cs.Members[0].Role != "toy-m0" {
 		t.Errorf("toy member role %q", cs.Members[0].Role)
 	}
 	var b bytes.Buffer
-	if err := PrintTable(&b, []*ClusterStatus{cs}, TableOptions{Now: goldenNow}); err != nil {
+	if err := PrintTable(&b, []*ClusterStatus{cs}, TableOptions{Now: goldenNow, Wide: true}); err != nil {
 		t.Fatal(err)
 	}
-	if out := b.String(); !strings.Contains(out, "TOY") || !strings.Contains(out, "toy:kv-0") || strings.Contains(out, "MEMBER ID") {
-		t.Errorf("toy table:\n%s", out)
+	lines := strings.Split(b.String(), "\n")
+	head, row := strings.Join(strings.Fields(lines[1]), " "), strings.Join(strings.Fields(lines[2]), " ")
+	if want := "ORD POD NODE TOY ROLE PHASE READY LAG VERSION RESTARTS AGE REASONS PVC TOYWIDE PROBE"; head != want {
+		t.Errorf("toy table's columns\n%s\nwant\n%s", head, want)
+	}
+	if want := "0 - - toy:kv-0 toy-m0 absent false toy-lag - 0 - pod_missing - wide:kv-0 ok"; row != want {
+		t.Errorf("toy table's row\n%s\nwant\n%s", row, want)
 	}
 }
 
@@ -109,7 +115,7 @@ func TestUnknownEngineTableIsPlain(t *testing.T) {
 		t.Errorf("plain template %+v, want the first container and no engine's port", obs.Cluster.Template)
 	}
 	var b bytes.Buffer
-	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, judged(model.VerdictOptions{})))}, TableOptions{Now: goldenNow}); err != nil {
+	if err := PrintTable(&b, []*ClusterStatus{ToAPI(evaluated(obs, goldenNow))}, TableOptions{Now: goldenNow}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -141,7 +147,7 @@ func TestEngineConfigAndPositionsTable(t *testing.T) {
 	obs.EngineProbed = true
 	obs.Members = []model.Member{{Name: "kv-0", Engine: &model.EngineFacts{Reachable: true, MemberID: "m0", LeaderID: "m0", RaftTerm: 3, RaftIndex: 42, RaftApplied: 41}}}
 	var b bytes.Buffer
-	if err := PrintTable(&b, []*ClusterStatus{ToAPI(Evaluate(obs, goldenNow, judged(model.VerdictOptions{})))}, TableOptions{Now: goldenNow, Wide: true}); err != nil {
+	if err := PrintTable(&b, []*ClusterStatus{ToAPI(evaluated(obs, goldenNow))}, TableOptions{Now: goldenNow, Wide: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

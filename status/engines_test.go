@@ -2,6 +2,7 @@ package status
 
 import (
 	"maps"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 
@@ -18,6 +19,14 @@ func judged(o model.VerdictOptions) model.VerdictOptions {
 	maps.Copy(rules, o.Rules)
 	o.Rules = rules
 	return o
+}
+
+// evaluated is obs evaluated under the shipped engines' rules and shown
+// through its engine's view, as an Observer hands it back.
+func evaluated(obs model.Observation, now time.Time) Result {
+	r := Evaluate(obs, now, judged(model.VerdictOptions{}))
+	r.View = engine.Views(registry.Engines())[obs.Cluster.Engine]
+	return r
 }
 
 // parts and decoders are the parts of the engines hactl ships, as the

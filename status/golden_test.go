@@ -60,7 +60,7 @@ func goldenResults() []Result {
 	bad.Members[2].Engine.LeaderID = bad.Members[1].Engine.MemberID
 	var out []Result
 	for _, o := range []model.Observation{healthy, bad} {
-		out = append(out, Evaluate(o, goldenNow, judged(model.VerdictOptions{})))
+		out = append(out, evaluated(o, goldenNow))
 	}
 	return out
 }

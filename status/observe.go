@@ -69,6 +69,10 @@ type Result struct {
 	// Analysis holds the cluster-wide facts the verdict was built on
 	// (reference cluster ID, leader, quorum arithmetic).
 	Analysis model.Analysis
+	// View is how the cluster's engine shows it (its roles, lag unit and
+	// table columns): nil for an engine that offers none, whose members
+	// print in hactl's generic terms.
+	View model.EngineView
 }
 
 // Warnings are non-fatal problems met while observing (events not
@@ -127,12 +131,14 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	}
 	out := make([]Result, len(obs))
 	vo := o.VerdictOptions()
+	views := engine.Views(o.Engines)
 	// A probed cluster is evaluated as soon as its own members have
 	// answered, while other clusters' probes are still out: the verdicts
 	// cost no time after the last answer but the last cluster's. One
 	// that is not probed is evaluated as the probes are being sent.
 	warn = append(warn, o.probe(ctx, obs, func(i int) {
 		out[i] = Evaluate(obs[i], o.now(), vo)
+		out[i].View = views[obs[i].Cluster.Engine]
 	})...)
 	return out, warn, nil
 }

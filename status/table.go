@@ -63,15 +63,13 @@ func printCluster(w io.Writer, cs *ClusterStatus, o TableOptions) error {
 		return err
 	}
 	tw := printers.GetNewTabWriter(w)
-	es := tableOf(cs)
-	cols, row := es.columns(o), es.row
 	if !o.NoHeaders {
-		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+		fmt.Fprintln(tw, strings.Join(columns(cs.table, o), "\t"))
 	}
-	for _, m := range cs.Members {
+	for i, m := range cs.Members {
 		// What members say reaches a terminal as text, never as
 		// control sequences (kubectl's rule for printed objects).
-		cells := row(m, o)
+		cells := row(cs.table, i, m, o)
 		for i, c := range cells {
 			cells[i] = printers.EscapeTerminal(c)
 		}
@@ -144,6 +142,41 @@ func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string)
 	return out
 }
 
+// columns are the member table's headers: hactl's own, with the
+// engine's (t) between NODE and PHASE, LAG after READY, and with -o wide
+// the engine's between PVC and PROBE.
+func columns(t *memberTable, o TableOptions) []string {
+	if t == nil {
+		t = &memberTable{}
+	}
+	cols := append(append([]string{"ORD", "POD", "NODE"}, t.narrow...), "PHASE", "READY")
+	if t.lag {
+		cols = append(cols, "LAG")
+	}
+	cols = append(cols, "VERSION", "RESTARTS", "AGE", "REASONS")
+	if o.Wide {
+		cols = append(append(append(cols, "PVC"), t.wide...), "PROBE")
+	}
+	return cols
+}
+
+// row is member i's cells (m) under columns.
+func row(t *memberTable, i int, m MemberStatus, o TableOptions) []string {
+	var c memberCells
+	if t != nil && i < len(t.rows) {
+		c = t.rows[i]
+	}
+	cells := append(append([]string{strconv.Itoa(m.Ordinal), format.Dash(m.Pod), format.Dash(m.Node)}, c.narrow...), m.Phase, strconv.FormatBool(m.Ready))
+	if t != nil && t.lag {
+		cells = append(cells, c.lag)
+	}
+	cells = append(cells, format.Dash(m.Version), strconv.Itoa(m.Restarts), format.Age(ptrTime(m.CreatedAt), o.Now), format.Dash(strings.Join(m.Reasons, ",")))
+	if o.Wide {
+		cells = append(append(append(cells, pvcCell(m)), c.wide...), probeCell(m))
+	}
+	return cells
+}
+
 func pvcCell(m MemberStatus) string {
 	if m.PVC == "" {
 		return "-"
@@ -159,13 +192,6 @@ func probeCell(m MemberStatus) string {
 		return m.ProbeError
 	}
 	return "ok"
-}
-
-func num(n uint64) string {
-	if n == 0 {
-		return "-"
-	}
-	return strconv.FormatUint(n, 10)
 }
 
 // ptrTime is *t, the zero time for nil.

@@ -67,3 +67,21 @@ func learnerLine(m model.Member, thr uint64, trend string) string {
 	}
 	return s
 }
+
+var _ model.TableView = View{}
+
+// TableColumns: raft roles and member IDs; with -o wide the cluster ID,
+// term, index, applied index and database size.
+func (View) TableColumns() (narrow, wide []string) {
+	return []string{"ROLE", "MEMBER ID"}, []string{"CLUSTER ID", "TERM", "INDEX", "APPLIED", "DB SIZE"}
+}
+
+// TableCells are m's cells under TableColumns.
+func (v View) TableCells(m model.Member) (narrow, wide []string) {
+	e := m.Engine
+	if e == nil {
+		e = &model.EngineFacts{}
+	}
+	return []string{v.Role(m), format.Dash(e.MemberID)},
+		[]string{format.Dash(e.ClusterID), format.Count(e.RaftTerm), format.Count(e.RaftIndex), format.Count(e.RaftApplied), format.Size(e.DBSize)}
+}

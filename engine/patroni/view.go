@@ -141,3 +141,32 @@ func replicationLines(obs model.Observation) []string {
 	}
 	return out
 }
+
+var _ model.TableView = View{}
+
+// TableColumns: Patroni's role, the state PostgreSQL reported and its
+// timeline; with -o wide the system identifier and the WAL positions
+// (written, received, replayed).
+func (View) TableColumns() (narrow, wide []string) {
+	return []string{"ROLE", "STATE", "TL"}, []string{"SYSTEM ID", "WAL", "RECEIVED", "REPLAYED"}
+}
+
+// TableCells are m's cells under TableColumns.
+func (v View) TableCells(m model.Member) (narrow, wide []string) {
+	e := m.Engine
+	if e == nil {
+		e = &model.EngineFacts{}
+	}
+	p := e.Patroni
+	if p == nil {
+		p = &model.PatroniFacts{}
+	}
+	pos := func(l *int64) string {
+		if l == nil {
+			return "-"
+		}
+		return strconv.FormatInt(*l, 10)
+	}
+	return []string{v.Role(m), format.Dash(p.State), format.Count(uint64(max(p.Timeline, 0)))},
+		[]string{format.Dash(e.ClusterID), pos(p.WALLocation), pos(p.ReceivedLocation), pos(p.ReplayedLocation)}
+}

@@ -28,12 +28,16 @@ func TestEveryEngineHandsItsVerdictRules(t *testing.T) {
 
 // etcd and Patroni hand their views: without one their clusters would
 // read plainly in the live view (generic roles, lag in "positions", no
-// Patroni columns or replication section), and nothing would say so.
+// Patroni columns or replication section), and status's table would
+// print them in generic positions, and nothing would say so.
 func TestEtcdAndPatroniHandTheirViews(t *testing.T) {
 	views := engine.Views(Engines())
 	for _, name := range []model.Engine{model.EngineEtcd, model.EnginePatroni} {
 		if views[name] == nil {
 			t.Errorf("engine %q hands no view (engine.Viewed)", name)
+		}
+		if _, ok := views[name].(model.TableView); !ok {
+			t.Errorf("engine %q's view offers status no table (model.TableView)", name)
 		}
 	}
 }

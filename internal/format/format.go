@@ -24,6 +24,14 @@ func Dash(s string) string {
 	return s
 }
 
+// Count is n, or "-" when it is 0 (a term, index or timeline not read).
+func Count(n uint64) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.FormatUint(n, 10)
+}
+
 // Bytes renders n in binary units with one decimal: "512 B", "2.0 MiB",
 // "1.2 GiB", as the verdict's reasons word sizes (model.BytesIEC).
 func Bytes(n int64) string { return model.BytesIEC(n) }
