@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -148,24 +146,6 @@ func ownedBy(meta metav1.Object, uid string) bool {
 	return true // no controller: accept if name and labels match
 }
 
-// clusters picks the StatefulSets that are HA clusters, sorted by
-// namespace and name.
-func clusters(objs *Objects, dec map[model.Engine]engine.Decoder) []*appsv1.StatefulSet {
-	var out []*appsv1.StatefulSet
-	for i := range objs.StatefulSets {
-		if _, ok := DetectEngine(&objs.StatefulSets[i], dec); ok {
-			out = append(out, &objs.StatefulSets[i])
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
-
 // index groups namespace objects once so decoding many clusters stays
 // linear in the number of objects.
 type index struct {
@@ -269,123 +249,62 @@ func newIndex(o *Objects) *index {
 	return ix
 }
 
-// decodeCluster builds the API-server part of one cluster's observation,
-// its template decoded by its engine's decoder and what the engine keeps
-// in the API server by its keeper, among p.
-func decodeCluster(sts *appsv1.StatefulSet, ix *index, at time.Time, p engineParts) model.Observation {
-	dec := p.decoders
-	eng, _ := DetectEngine(sts, dec)
-	replicas := 1
-	if sts.Spec.Replicas != nil {
-		replicas = int(*sts.Spec.Replicas)
-	}
-	pt := podTemplate(sts)
-	tf := templateOf(dec[eng], pt)
+// decodeCluster builds the API-server part of one cluster's observation
+// from the workload its layout found: its members, its template decoded
+// by its engine's decoder, what the engine keeps in the API server by its
+// keeper (among p), its budget, Services and Events.
+func decodeCluster(w workload, ix *index, at time.Time, p engineParts) model.Observation {
+	tf := templateOf(p.decoders[w.engine], w.template)
 	obs := model.Observation{
 		At: at,
 		Cluster: model.ClusterFacts{
-			Namespace: sts.Namespace, Name: sts.Name, Engine: eng,
-			UID: string(sts.UID), ResourceVersion: sts.ResourceVersion,
-			Replicas: replicas, ReadyReplicas: int(sts.Status.ReadyReplicas),
-			CreatedAt: sts.CreationTimestamp.Time, ServiceName: sts.Spec.ServiceName,
+			Namespace: w.owner.Namespace, Name: w.owner.Name, Engine: w.engine,
+			UID: string(w.owner.UID), ResourceVersion: w.owner.ResourceVersion,
+			Replicas: w.replicas, ReadyReplicas: w.ready,
+			CreatedAt: w.owner.CreationTimestamp.Time, ServiceName: w.service,
 			Template: tf, Shape: tf.Shape(),
-			TLSSecret: sts.Annotations[AnnotationTLSSecret], RESTAuthSecret: sts.Annotations[AnnotationRESTAuthSecret], ObservedAt: at,
+			TLSSecret: w.owner.Annotations[AnnotationTLSSecret], RESTAuthSecret: w.owner.Annotations[AnnotationRESTAuthSecret], ObservedAt: at,
 		},
 	}
-	obs.Members = decodeMembers(sts, ix, replicas, at)
-	podLabels := labels.Set(sts.Spec.Template.Labels)
-	for _, p := range ix.pdbs[sts.Namespace] {
-		if p.sel == nil || !p.sel.Matches(podLabels) {
+	obs.Members = w.members(ix, at)
+	for _, p := range ix.pdbs[w.owner.Namespace] {
+		if p.sel == nil || !p.sel.Matches(w.podLabels) {
 			continue
 		}
-		obs.PDB = decodePDB(p.pdb, replicas)
+		obs.PDB = decodePDB(p.pdb, w.replicas)
 		break
 	}
-	obs.ClientEndpoints = clientEndpoints(sts, ix, podLabels)
-	decodeEngineConfig(sts, ix, &obs.Cluster)
-	if k := p.keepers[eng]; k != nil {
-		kept := k.Keep(pt, namespaceObjects{ix: ix, ns: sts.Namespace}, &obs.Cluster)
+	obs.ClientEndpoints = clientEndpoints(w, ix)
+	decodeEngineConfig(w.owner, ix, &obs.Cluster)
+	if k := p.keepers[w.engine]; k != nil {
+		kept := k.Keep(w.template, namespaceObjects{ix: ix, ns: w.owner.Namespace}, &obs.Cluster)
 		roleLabels(&obs, ix, kept.RoleLabel)
 		if kept.RoleLabel != "" {
-			obs.ClientEndpoints = primaryEndpoints(sts, ix, kept)
+			obs.ClientEndpoints = primaryEndpoints(w, ix, kept)
 		}
 	}
-	obs.Events = clusterEvents(sts, ix, obs.Members)
+	obs.Events = clusterEvents(w, ix, obs.Members)
 	return obs
 }
 
-// decodeEngineConfig reads the ConfigMap sts names with
+// decodeEngineConfig reads the ConfigMap owner names with
 // AnnotationEngineConfig into c, or says why it could not.
-func decodeEngineConfig(sts *appsv1.StatefulSet, ix *index, c *model.ClusterFacts) {
-	name := sts.Annotations[AnnotationEngineConfig]
+func decodeEngineConfig(owner *metav1.ObjectMeta, ix *index, c *model.ClusterFacts) {
+	name := owner.Annotations[AnnotationEngineConfig]
 	if name == "" {
 		return
 	}
-	switch cm, ok := ix.configMaps[sts.Namespace+"/"+name]; {
+	switch cm, ok := ix.configMaps[owner.Namespace+"/"+name]; {
 	case ix.configMapsErr != nil:
 		c.EngineConfigErr = fmt.Sprintf("ConfigMap %q (annotation %s) not read: %v", name, AnnotationEngineConfig, ix.configMapsErr)
 	case !ok:
-		c.EngineConfigErr = fmt.Sprintf("ConfigMap %q named by annotation %s does not exist in namespace %q", name, AnnotationEngineConfig, sts.Namespace)
+		c.EngineConfigErr = fmt.Sprintf("ConfigMap %q named by annotation %s does not exist in namespace %q", name, AnnotationEngineConfig, owner.Namespace)
 	default:
 		c.EngineConfig = maps.Clone(cm.Data)
 		if c.EngineConfig == nil {
 			c.EngineConfig = map[string]string{}
 		}
 	}
-}
-
-// decodeMembers lists the members: every ordinal the StatefulSet wants,
-// then each extra pod it owns, with the pod and the data volume claim
-// when they exist.
-func decodeMembers(sts *appsv1.StatefulSet, ix *index, replicas int, at time.Time) []model.Member {
-	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
-	if err != nil || sts.Spec.Selector == nil {
-		sel = labels.SelectorFromSet(sts.Spec.Template.Labels)
-	}
-	byOrdinal := map[int]*corev1.Pod{}
-	var ordinals []int // every wanted ordinal, then each extra pod's
-	for n := 0; n < min(replicas, maxOrdinal); n++ {
-		ordinals = append(ordinals, n)
-	}
-	var extra []int
-	// The pods it controls and those no one controls (ownedBy), not every
-	// pod of the namespace: a read of many clusters stays linear.
-	for _, p := range slices.Concat(ix.owned[sts.Namespace+"/"+string(sts.UID)], ix.orphans[sts.Namespace]) {
-		n, ok := memberOrdinal(sts.Name, p.Name)
-		if !ok || !sel.Matches(labels.Set(p.Labels)) || !ownedBy(p, string(sts.UID)) {
-			continue
-		}
-		byOrdinal[n] = p
-		if n >= replicas {
-			extra = append(extra, n)
-		}
-	}
-	sort.Ints(extra)
-	ordinals = append(ordinals, extra...)
-	claim := ""
-	if len(sts.Spec.VolumeClaimTemplates) > 0 {
-		claim = sts.Spec.VolumeClaimTemplates[0].Name
-		for _, t := range sts.Spec.VolumeClaimTemplates {
-			if t.Name == "data" {
-				claim = t.Name
-			}
-		}
-	}
-	var members []model.Member
-	for _, n := range ordinals {
-		m := model.Member{Name: sts.Name + "-" + strconv.Itoa(n), Ordinal: n}
-		if p, ok := byOrdinal[n]; ok {
-			m.Pod = decodePod(p, at)
-		}
-		if claim != "" {
-			if c, ok := ix.pvcs[sts.Namespace+"/"+claim+"-"+m.Name]; ok {
-				m.PVC = &model.PVCFacts{Name: c.Name, UID: string(c.UID), ResourceVersion: c.ResourceVersion,
-					Phase: string(c.Status.Phase), ObservedAt: at}
-			}
-		}
-		members = append(members, m)
-	}
-	return members
 }
 
 // clientEndpoints are the ready and total endpoints of the first
@@ -400,11 +319,12 @@ func decodeMembers(sts *appsv1.StatefulSet, ix *index, replicas int, at time.Tim
 // (a leader Service with no endpoints is still the one that counts). The
 // labels the StatefulSet controller sets on each pod (its name, index,
 // revision) do not count: a Service per pod is no client Service.
-func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *model.EndpointFacts {
+func clientEndpoints(w workload, ix *index) *model.EndpointFacts {
+	podLabels, name := w.podLabels, w.owner.Name
 	var some []*corev1.Service
-	for _, s := range ix.svcs[sts.Namespace] {
+	for _, s := range ix.svcs[w.owner.Namespace] {
 		svc := s.svc
-		if svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Selector) == 0 || svc.Name == sts.Spec.ServiceName {
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Selector) == 0 || svc.Name == w.service {
 			continue
 		}
 		if s.sel.Matches(podLabels) {
@@ -418,8 +338,8 @@ func clientEndpoints(sts *appsv1.StatefulSet, ix *index, podLabels labels.Set) *
 		return nil
 	}
 	slices.SortFunc(some, func(a, b *corev1.Service) int {
-		if (a.Name == sts.Name) != (b.Name == sts.Name) {
-			if a.Name == sts.Name {
+		if (a.Name == name) != (b.Name == name) {
+			if a.Name == name {
 				return -1
 			}
 			return 1
@@ -471,14 +391,19 @@ func serviceEndpoints(svc *corev1.Service, ix *index) *model.EndpointFacts {
 }
 
 // clusterEvents are the newest events (at most maxEvents) of the
-// StatefulSet, its members' pods and their claims.
-func clusterEvents(sts *appsv1.StatefulSet, ix *index, members []model.Member) []model.EventFacts {
+// workload's owner, its members' pods and their claims.
+func clusterEvents(w workload, ix *index, members []model.Member) []model.EventFacts {
+	ns := w.owner.Namespace
 	var evs []*corev1.Event
-	evs = append(evs, ix.events[sts.Namespace+"/StatefulSet/"+sts.Name]...)
+	evs = append(evs, ix.events[ns+"/"+w.kind+"/"+w.owner.Name]...)
 	for _, m := range members {
-		evs = append(evs, ix.events[sts.Namespace+"/Pod/"+m.Name]...)
+		pod := m.Name
+		if m.Pod != nil {
+			pod = m.Pod.Name
+		}
+		evs = append(evs, ix.events[ns+"/Pod/"+pod]...)
 		if m.PVC != nil {
-			evs = append(evs, ix.events[sts.Namespace+"/PersistentVolumeClaim/"+m.PVC.Name]...)
+			evs = append(evs, ix.events[ns+"/PersistentVolumeClaim/"+m.PVC.Name]...)
 		}
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).After(eventTime(evs[j])) })
@@ -574,12 +499,12 @@ func roleLabels(obs *model.Observation, ix *index, label string) {
 // picks the cluster's pods labelled with one of the primary's roles
 // (kept.PrimaryRoles under kept.RoleLabel); its ready endpoints name the
 // pods behind it.
-func primaryEndpoints(sts *appsv1.StatefulSet, ix *index, kept model.Kept) *model.EndpointFacts {
-	podLabels := labels.Set{}
-	for k, v := range sts.Spec.Template.Labels {
-		podLabels[k] = v
+func primaryEndpoints(w workload, ix *index, kept model.Kept) *model.EndpointFacts {
+	podLabels := maps.Clone(w.podLabels)
+	if podLabels == nil {
+		podLabels = labels.Set{}
 	}
-	for _, s := range ix.svcs[sts.Namespace] {
+	for _, s := range ix.svcs[w.owner.Namespace] {
 		svc := s.svc
 		role := svc.Spec.Selector[kept.RoleLabel]
 		if !slices.Contains(kept.PrimaryRoles, role) {

@@ -78,7 +78,7 @@ func toyStatefulSet(engine string) *appsv1.StatefulSet {
 // table, and no other engine's.
 func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 	sts := toyStatefulSet("toy")
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, toyParts())
+	obs := decodeStatefulSet(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, toyParts())
 	if obs.Cluster.Template.ClientPort != 7777 || obs.Cluster.Shape != model.ShapeOperatorOwned || obs.Cluster.Patroni != nil {
 		t.Errorf("toy decode: template %+v, shape %s, patroni %v", obs.Cluster.Template, obs.Cluster.Shape, obs.Cluster.Patroni)
 	}
@@ -110,7 +110,7 @@ func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 // engine has, no other engine's.
 func TestUnknownEngineTableIsPlain(t *testing.T) {
 	sts := toyStatefulSet("redis")
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, parts)
+	obs := decodeStatefulSet(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, parts)
 	if obs.Cluster.Template.Container != "kv" || obs.Cluster.Template.ClientPort != 0 {
 		t.Errorf("plain template %+v, want the first container and no engine's port", obs.Cluster.Template)
 	}
@@ -136,11 +136,11 @@ func TestEngineConfigAndPositionsTable(t *testing.T) {
 		t.Fatal("a StatefulSet naming its engine's ConfigMap needs ConfigMaps read")
 	}
 	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv-mapping"}, Data: map[string]string{"port": "8080"}}
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMaps: []corev1.ConfigMap{cm}}), goldenNow, parts)
+	obs := decodeStatefulSet(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMaps: []corev1.ConfigMap{cm}}), goldenNow, parts)
 	if obs.Cluster.EngineConfig["port"] != "8080" || obs.Cluster.EngineConfigErr != "" {
 		t.Errorf("engine config %v, error %q", obs.Cluster.EngineConfig, obs.Cluster.EngineConfigErr)
 	}
-	missing := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMapsRead: true}), goldenNow, parts)
+	missing := decodeStatefulSet(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMapsRead: true}), goldenNow, parts)
 	if missing.Cluster.EngineConfig != nil || !strings.Contains(missing.Cluster.EngineConfigErr, `ConfigMap "kv-mapping" named by annotation hactl.dev/engine-config does not exist`) {
 		t.Errorf("missing ConfigMap: config %v, error %q", missing.Cluster.EngineConfig, missing.Cluster.EngineConfigErr)
 	}
@@ -180,7 +180,7 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 		svc("kv-0-external", map[string]string{"app": "kv", "statefulset.kubernetes.io/pod-name": "kv-0"}),
 		svc("leaders", map[string]string{"role": "leader"}),
 	}}
-	obs := decodeCluster(sts, newIndex(objs), goldenNow, parts)
+	obs := decodeStatefulSet(sts, newIndex(objs), goldenNow, parts)
 	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
 		t.Errorf("client endpoints %+v, want Service kv", obs.ClientEndpoints)
 	}
@@ -188,12 +188,12 @@ func TestClientServiceSelectingByRole(t *testing.T) {
 	// primary Service selects cluster-name and role) counts too.
 	sts.Spec.Template.Labels = map[string]string{"app": "kv", "cluster": "kv"}
 	objs.StatefulSets = []appsv1.StatefulSet{*sts}
-	obs = decodeCluster(sts, newIndex(objs), goldenNow, parts)
+	obs = decodeStatefulSet(sts, newIndex(objs), goldenNow, parts)
 	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "kv" {
 		t.Errorf("client endpoints %+v, want Service kv (selecting a subset of the template's labels and a role)", obs.ClientEndpoints)
 	}
 	objs.Services = objs.Services[2:]
-	if obs := decodeCluster(sts, newIndex(objs), goldenNow, parts); obs.ClientEndpoints != nil {
+	if obs := decodeStatefulSet(sts, newIndex(objs), goldenNow, parts); obs.ClientEndpoints != nil {
 		t.Errorf("client endpoints %+v from a Service per pod or across clusters", obs.ClientEndpoints)
 	}
 }
@@ -284,7 +284,7 @@ func TestDecoderFindsItsClustersWithoutALabel(t *testing.T) {
 		t.Errorf("the label says etcd, detected %q", e)
 	}
 	sts.Labels = nil
-	obs := decodeCluster(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, toyParts())
+	obs := decodeStatefulSet(sts, newIndex(&Objects{StatefulSets: []appsv1.StatefulSet{*sts}}), goldenNow, toyParts())
 	DecodeActionFacts(&obs, sts, &Objects{StatefulSets: []appsv1.StatefulSet{*sts}}, withToy())
 	if obs.Cluster.Engine != "toy" || obs.Cluster.Template.ClientPort != 7777 || obs.Cluster.Template.DataDir != "/toy" {
 		t.Errorf("engine %q, template %+v", obs.Cluster.Engine, obs.Cluster.Template)
@@ -303,7 +303,7 @@ func TestUnreadConfigMapsAreUnknownNotAbsent(t *testing.T) {
 		{Objects{StatefulSets: []appsv1.StatefulSet{*sts}}, true},
 		{Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMapsRead: true}, false},
 	} {
-		obs := decodeCluster(sts, newIndex(&c.objs), goldenNow, parts)
+		obs := decodeStatefulSet(sts, newIndex(&c.objs), goldenNow, parts)
 		p := obs.Cluster.Patroni
 		if p == nil || (p.ObjectsErr != "") != c.unread || p.LockFound {
 			t.Errorf("read %v: Patroni facts %+v", c.objs.ConfigMapsRead, p)

@@ -29,6 +29,16 @@ func evaluated(obs model.Observation, now time.Time) Result {
 	return r
 }
 
+// decodeStatefulSet is sts's observation as the StatefulSet layout finds
+// it (a StatefulSet no engine claims is read as the plain engine "").
+func decodeStatefulSet(sts *appsv1.StatefulSet, ix *index, at time.Time, p engineParts) model.Observation {
+	w, ok := statefulSetWorkload(sts, p.decoders)
+	if !ok {
+		w = stsWorkload(sts, "", podTemplate(sts))
+	}
+	return decodeCluster(w, ix, at, p)
+}
+
 // parts and decoders are the parts of the engines hactl ships, as the
 // faces hand them.
 var (

@@ -62,7 +62,7 @@ func TestIndexPicksEachClustersOwnObjects(t *testing.T) {
 		Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.2", Selector: labels("etcd")}})
 
 	ix := newIndex(objs)
-	obs := decodeCluster(&objs.StatefulSets[0], ix, time.Now(), parts)
+	obs := decodeStatefulSet(&objs.StatefulSets[0], ix, time.Now(), parts)
 	var got []string
 	for _, m := range obs.Members {
 		if m.Pod != nil {
@@ -78,7 +78,7 @@ func TestIndexPicksEachClustersOwnObjects(t *testing.T) {
 	if obs.ClientEndpoints == nil || obs.ClientEndpoints.Service != "etcd-client" {
 		t.Errorf("etcd's client Service %+v, want etcd-client", obs.ClientEndpoints)
 	}
-	other := decodeCluster(&objs.StatefulSets[1], ix, time.Now(), parts)
+	other := decodeStatefulSet(&objs.StatefulSets[1], ix, time.Now(), parts)
 	if other.PDB != nil || other.ClientEndpoints != nil {
 		t.Errorf("other has PDB %+v and Service %+v, want none", other.PDB, other.ClientEndpoints)
 	}

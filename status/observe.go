@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,6 +56,9 @@ type Observer struct {
 	// Selector, when set, keeps only the clusters whose StatefulSet's
 	// labels it matches (status -l).
 	Selector labels.Selector
+	// layouts are the member sources clusters are found by
+	// (defaultLayouts when nil).
+	layouts []layout
 	// HolderGone reports whether a lock holder is known to have ended
 	// (a process on this host that no longer runs); nil: never known.
 	HolderGone func(holder string) bool
@@ -98,30 +100,16 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		warn = append(warn, fmt.Sprintf("hactl's action locks and ledgers not read (actions not shown): %v", objs.ActionsErr))
 	}
 	parts := partsOf(o.Engines)
-	all := clusters(objs, parts.decoders)
-	if o.Selector != nil && !o.Selector.Empty() {
-		all = slices.DeleteFunc(all, func(s *appsv1.StatefulSet) bool { return !o.Selector.Matches(labels.Set(s.Labels)) })
-	}
-	var picked = all
-	if name != "" {
-		picked = nil
-		var names []string
-		for _, s := range all {
-			names = append(names, s.Name)
-			if s.Name == name {
-				picked = append(picked, s)
-			}
-		}
-		if len(picked) == 0 {
-			return nil, warn, &NotFoundError{Name: name, Namespace: namespace, Existing: names}
-		}
+	picked, err := o.workloads(objs, parts, namespace, name)
+	if err != nil {
+		return nil, warn, err
 	}
 	ix := newIndex(objs)
 	obs := make([]model.Observation, len(picked))
-	for i, s := range picked {
-		obs[i] = decodeCluster(s, ix, now, parts)
-		if err := objs.ActionsUnread[s.Namespace+"/"+s.Name]; err != nil {
-			warn = append(warn, fmt.Sprintf("%s/%s: actions not shown: %v", s.Namespace, s.Name, err))
+	for i, w := range picked {
+		obs[i] = decodeCluster(w, ix, now, parts)
+		if err := objs.ActionsUnread[w.owner.Namespace+"/"+w.owner.Name]; err != nil {
+			warn = append(warn, fmt.Sprintf("%s/%s: actions not shown: %v", w.owner.Namespace, w.owner.Name, err))
 			continue
 		}
 		warn = append(warn, decodeActions(&obs[i], ix, o.HolderGone)...)
@@ -141,6 +129,39 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		out[i].View = views[obs[i].Cluster.Engine]
 	})...)
 	return out, warn, nil
+}
+
+// workloads are the clusters o's layouts find in objs, kept by o's
+// Selector, sorted; only the one called name when name is set (a
+// *NotFoundError naming the others when there is none).
+func (o *Observer) workloads(objs *Objects, parts engineParts, namespace, name string) ([]workload, error) {
+	layouts := o.layouts
+	if layouts == nil {
+		layouts = defaultLayouts
+	}
+	var all []workload
+	for _, l := range layouts {
+		all = append(all, l.workloads(objs, parts.decoders)...)
+	}
+	sortWorkloads(all)
+	if o.Selector != nil && !o.Selector.Empty() {
+		all = slices.DeleteFunc(all, func(w workload) bool { return !o.Selector.Matches(labels.Set(w.owner.Labels)) })
+	}
+	if name == "" {
+		return all, nil
+	}
+	var picked []workload
+	var names []string
+	for _, w := range all {
+		names = append(names, w.owner.Name)
+		if w.owner.Name == name {
+			picked = append(picked, w)
+		}
+	}
+	if len(picked) == 0 {
+		return nil, &NotFoundError{Name: name, Namespace: namespace, Existing: names}
+	}
+	return picked, nil
 }
 
 // VerdictOptions are o.Verdict with the verdict rules of o's engines that

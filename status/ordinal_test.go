@@ -40,7 +40,7 @@ func TestDecodeOddOrdinals(t *testing.T) {
 	var names []string
 	go func() {
 		defer close(done)
-		obs := decodeCluster(&sts, newIndex(objs), time.Now(), parts)
+		obs := decodeStatefulSet(&sts, newIndex(objs), time.Now(), parts)
 		for _, m := range obs.Members {
 			names = append(names, m.Name)
 			if m.Name == "etcd-1" && m.Pod != nil {

@@ -66,10 +66,16 @@ func DetectEngine(sts *appsv1.StatefulSet, dec map[model.Engine]engine.Decoder) 
 	if v := sts.Labels[LabelEngine]; v != "" {
 		return model.Engine(v), true
 	}
-	if len(dec) == 0 {
-		return "", false
+	return detect(nil, podTemplate(sts), dec)
+}
+
+// detect is the engine of a workload labelled l with pod template t: the
+// hactl.dev/engine label when present, otherwise the engine whose decoder
+// (of dec) recognises t, the first by name when several do.
+func detect(l map[string]string, t model.PodTemplate, dec map[model.Engine]engine.Decoder) (model.Engine, bool) {
+	if v := l[LabelEngine]; v != "" {
+		return model.Engine(v), true
 	}
-	t := podTemplate(sts)
 	var found model.Engine
 	for e, d := range dec {
 		if (found == "" || e < found) && d.Recognises(t) {
