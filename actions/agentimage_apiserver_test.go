@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hactl-dev/hactl/artifact/etcdgen"
 	"github.com/hactl-dev/hactl/engine/registry"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -288,7 +289,7 @@ func TestCapturePodRunReturnsThePodAsItRan(t *testing.T) {
 	imageID := "docker-pullable://ghcr.io/hactl-dev/hactl@sha256:" + strings.Repeat("ef", 32)
 	kubelet := reportImageID(ctx, t, cs, ns.Name, CapturePodName("etcd-0"), imageID, true)
 	r := &run{x: &Executor{Observer: &Observer{Engines: registry.Engines(), Client: cs}}, ns: ns.Name, name: "etcd", lock: lk, o: ExecOptions{DryRun: DryRunNone}}
-	p := &podCapture{r: r, client: cs, pc: etcdSeeder{}, startTO: time.Hour, spec: CapturePodSpec{
+	p := &podCapture{r: r, client: cs, pc: etcdgen.Seeder{}, startTO: time.Hour, spec: CapturePodSpec{
 		Capture:  SeedCapture{Generation: "g1", Member: "etcd-0", Cluster: model.ClusterFacts{Namespace: ns.Name, Name: "etcd", Engine: model.EngineEtcd}},
 		StoreURL: "s3://seeds/etcd", AgentImage: tag, Node: "node-1", Endpoint: "etcd-0.etcd:2379", ActionID: "entry-1",
 	}}

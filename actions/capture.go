@@ -23,6 +23,7 @@ import (
 
 	"github.com/hactl-dev/hactl/agent"
 	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/artifact/seeding"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -94,10 +95,8 @@ func captureSpecHash(c corev1.Container) string {
 func CapturePodName(member string) string { return "hactl-capture-" + member }
 
 // PodCapturer is a Seeder that can capture in a pod: the agent's
-// arguments for one capture.
-type PodCapturer interface {
-	CaptureArgs(c CapturePodSpec) []string
-}
+// arguments for one capture (seeding.PodCapturer).
+type PodCapturer = seeding.PodCapturer
 
 // CapturePodSpec is what a capture pod is built from.
 type CapturePodSpec struct {
@@ -117,6 +116,17 @@ type CapturePodSpec struct {
 	Total    int64
 	Timeout  time.Duration
 	ActionID string
+}
+
+// args are what the engine's PodCapturer builds the pod's arguments
+// from.
+func (spec CapturePodSpec) args() seeding.PodArgs {
+	a := seeding.PodArgs{Capture: spec.Capture, StoreURL: spec.StoreURL, Endpoint: spec.Endpoint, ServerName: spec.ServerName,
+		Total: spec.Total, Timeout: spec.Timeout}
+	if spec.TLS {
+		a.TLSDir = captureTLSDir
+	}
+	return a
 }
 
 // errFallback is a reason the capture pod cannot do the capture: auto
@@ -191,7 +201,7 @@ func CapturePod(sts *appsv1.StatefulSet, spec CapturePodSpec, pc PodCapturer) (*
 		Name:    "capture",
 		Image:   spec.AgentImage,
 		Command: captureCommand(spec.StoreURL),
-		Args:    pc.CaptureArgs(spec),
+		Args:    pc.CaptureArgs(spec.args()),
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hactl-dev/hactl/artifact/etcdgen"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -48,7 +49,7 @@ func TestCapturePodSpec(t *testing.T) {
 			StoreURL: "s3://seeds/etcd?endpoint=https://s3.example", StoreSecret: "store-creds", AgentImage: "example/hactl:1",
 			Node: "node-b", Endpoint: ep, ServerName: sn, TLS: tls, ActionID: "seed-1",
 		}
-		pod, err := CapturePod(sts, spec, etcdSeeder{})
+		pod, err := CapturePod(sts, spec, etcdgen.Seeder{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestCapturePodSpec(t *testing.T) {
 		}
 		for _, store := range []string{"gs://seeds/etcd", "azblob://seeds/etcd"} {
 			spec.StoreURL = store
-			pod, err := CapturePod(sts, spec, etcdSeeder{})
+			pod, err := CapturePod(sts, spec, etcdgen.Seeder{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +98,7 @@ func TestCapturePodSpec(t *testing.T) {
 		}
 	}
 	// No node yet: no pod, a reason to fall back.
-	if _, err := CapturePod(sts, CapturePodSpec{AgentImage: "x", Capture: SeedCapture{Member: "etcd-2"}}, etcdSeeder{}); err == nil {
+	if _, err := CapturePod(sts, CapturePodSpec{AgentImage: "x", Capture: SeedCapture{Member: "etcd-2"}}, etcdgen.Seeder{}); err == nil {
 		t.Fatal("a capture pod without a node")
 	}
 }

@@ -11,7 +11,8 @@
 // UID and resourceVersion preconditions, and on a conflict re-observes and
 // re-decides rather than retrying the delete. Member operations go
 // through the engine's engine.MemberOps; a seed's capture through the
-// engine's Seeder, into the cluster's store (OpenClusterStore).
+// engine's seeding.Seeder (Executor.Seeders, handed in by the faces), into
+// the cluster's store (OpenClusterStore).
 //
 // Because every step is chosen by the classifier from what is observed
 // (and the ledger records what was replaced), running the same action

@@ -53,6 +53,10 @@ type Executor struct {
 	WaitTimeout  time.Duration
 	MaxConflicts int
 	RefuseGrace  time.Duration
+	// Seeders capture and publish the seed generations of each engine's
+	// clusters (the faces hand registry.Seeders()): a seed of an engine
+	// with none is unsupported.
+	Seeders map[model.Engine]Seeder
 	// Plan, when set, is a saved plan being applied (kubectl hactl
 	// apply): the decision made under the lock must not differ from it
 	// (PlanDiff), or the run stops with a *PlanConflictError before

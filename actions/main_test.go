@@ -97,7 +97,7 @@ func (e *env) observer() *actions.Observer {
 }
 
 func (e *env) executor() *actions.Executor {
-	return &actions.Executor{Observer: e.observer(), PollInterval: 100 * time.Millisecond, WaitTimeout: 90 * time.Second,
+	return &actions.Executor{Observer: e.observer(), Seeders: registry.Seeders(), PollInterval: 100 * time.Millisecond, WaitTimeout: 90 * time.Second,
 		LockDuration: 5 * time.Second, RefuseGrace: 20 * time.Second}
 }
 

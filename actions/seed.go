@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/artifact/seeding"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/internal/format"
@@ -51,64 +52,19 @@ type SeedExec struct {
 	StartTimeout time.Duration
 }
 
-// SeedCapture is one capture the executor asks an engine's Seeder for,
-// under the lock, from the member the confirmed plan chose.
-type SeedCapture struct {
-	Store      *artifact.Store
-	Generation string
-	Cluster    model.ClusterFacts
-	// Member, MemberID and ClusterID are the source as decided under the
-	// lock; a member answering as another is refused (a fence conflict).
-	Member, MemberID, ClusterID string
-	Dial                        engine.DialFunc
-	ProbeTimeout                time.Duration
-	Credentials                 *engine.Credentials
-	// Info is recorded in the manifest.
-	Info      artifact.Source
-	CreatedBy string
-	// Progress receives the bytes captured so far; may be nil.
-	Progress func(int64)
-	// OnCaptured is told when the capture is complete and uploaded files
-	// are being checked.
-	OnCaptured func()
-	// BeforePublish is asked right before the manifest is written: an
-	// error (the lock no longer known held) publishes nothing.
-	BeforePublish func() error
-}
+// SeedCapture, SeedOutcome and Seeder are the executor's contract with
+// each engine's seed generations (package seeding); the faces hand an
+// Executor the seeders by engine (Executor.Seeders).
+type (
+	SeedCapture = seeding.Capture
+	SeedOutcome = seeding.Outcome
+	Seeder      = seeding.Seeder
+)
 
-// SeedOutcome is what a Seeder did.
-type SeedOutcome struct {
-	Manifest *artifact.Manifest
-	// Already: the generation was published before for this cluster;
-	// nothing was captured.
-	Already bool
-	Took    time.Duration
-	// Via says how the capture reached the member ("a port-forward").
-	Via string
-}
-
-// Seeder captures and publishes the seed generations of one engine's
-// clusters: the engine's part of a seed, behind the executor's lock,
-// ledger and receipts.
-type Seeder interface {
-	// Published returns generation g's manifest when it is already
-	// published for clusterID (nil, nil when there is none); an error
-	// wrapping artifact.ErrGenerationExists when the name holds another
-	// cluster's generation.
-	Published(ctx context.Context, s *artifact.Store, g, clusterID string) (*artifact.Manifest, error)
-	// Seed captures from c.Member and publishes generation c.Generation.
-	// A source that answers as another member is a *FenceConflictError;
-	// any failure leaves nothing published.
-	Seed(ctx context.Context, c SeedCapture) (SeedOutcome, error)
-}
-
-// seeders are the engines seed generations can be captured from.
-var seeders = map[model.Engine]Seeder{model.EngineEtcd: etcdSeeder{}}
-
-// SeederFor returns engine e's Seeder.
-func SeederFor(e model.Engine) (Seeder, error) {
-	s, ok := seeders[e]
-	if !ok {
+// SeederFor returns engine e's Seeder among those x was handed.
+func (x *Executor) SeederFor(e model.Engine) (Seeder, error) {
+	s, ok := x.Seeders[e]
+	if !ok || s == nil {
 		return nil, fmt.Errorf("%w: seed generations of %s clusters", ErrUnsupported, e)
 	}
 	return s, nil
@@ -177,7 +133,7 @@ func (r *run) seed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	seeder, err := SeederFor(r.last.Observation.Cluster.Engine)
+	seeder, err := r.x.SeederFor(r.last.Observation.Cluster.Engine)
 	if err != nil {
 		return err
 	}
@@ -252,7 +208,7 @@ func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder,
 	c := SeedCapture{
 		Store: store, Generation: r.confirmed.Intent.Options.Generation, Cluster: cl,
 		Member: src.Member, MemberID: src.MemberID, ClusterID: clusterIDOf(r.last),
-		Dial: r.x.Observer.Dial, ProbeTimeout: r.x.Observer.ProbeTimeout, Credentials: creds,
+		Source: target(cl, src.Member), Probe: engine.ProbeOptions{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds},
 		Info:      artifact.Source{Namespace: r.ns, Cluster: r.name, Member: src.Member, UID: r.confirmed.Cluster.UID},
 		CreatedBy: "kubectl-hactl " + buildinfo.Version,
 		Progress: func(n int64) {
@@ -280,6 +236,9 @@ func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder,
 	}
 	if !used {
 		out, err = seeder.Seed(sctx, c)
+		if errors.Is(err, seeding.ErrSourceChanged) {
+			err = &FenceConflictError{Detail: err.Error()}
+		}
 	}
 	if err != nil {
 		step := model.StepCaptureSnapshot

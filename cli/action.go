@@ -282,6 +282,7 @@ func (o *ActionOptions) executor() *actions.Executor {
 	return &actions.Executor{
 		Observer: &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
 			Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold}},
+		Seeders:     registry.Seeders(),
 		WaitTimeout: o.Timeout,
 		// the identity the API requests name in their user agent
 		Identity: actions.ProcessIdentity(),

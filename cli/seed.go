@@ -252,7 +252,7 @@ func (o *SeedOptions) Run(ctx context.Context) error {
 }
 
 func (o *SeedOptions) executor() *actions.Executor {
-	return &actions.Executor{Observer: o.observer(), Identity: o.identity}
+	return &actions.Executor{Observer: o.observer(), Seeders: registry.Seeders(), Identity: o.identity}
 }
 
 func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
@@ -310,7 +310,7 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 // no-op, or the closing of the ledger entry of a seed that published and
 // died before recording it. done says the seed has nothing more to do.
 func (o *SeedOptions) published(ctx context.Context, x *actions.Executor, cs *actions.ClusterStore, d model.Decision, res status.Result, doc *seedDoc) (done bool, err error) {
-	seeder, err := actions.SeederFor(res.Observation.Cluster.Engine)
+	seeder, err := x.SeederFor(res.Observation.Cluster.Engine)
 	if err != nil {
 		// no seeds of this engine: the decision refuses and says why
 		return false, nil

@@ -336,6 +336,7 @@ func (o *TUIOptions) executor(s *StatusOptions) *actions.Executor {
 			ProbeTimeout: s.ProbeTimeout,
 			Verdict:      model.VerdictOptions{LagThreshold: s.LagThreshold, WALLagThreshold: s.WALLagThreshold, CertWarn: s.CertWarn},
 		},
+		Seeders:  registry.Seeders(),
 		Identity: o.identity,
 	}
 }

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/hactl-dev/hactl/internal/buildinfo"
 )
 
 // VersionInfo is what `version -o json` prints.

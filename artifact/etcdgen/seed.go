@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/hactl-dev/hactl/artifact"
+	"github.com/hactl-dev/hactl/artifact/seeding"
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
 // ErrSourceChanged: the member that answered is not the one the decision
-// chose (another member ID or cluster ID behind the same pod).
-var ErrSourceChanged = errors.New("seed source changed since the decision")
+// chose (another member ID or cluster ID behind the same pod); the
+// executor's contract names it (seeding.ErrSourceChanged).
+var ErrSourceChanged = seeding.ErrSourceChanged
 
 // SeedRequest describes one seed: capture from Source, publish as
 // Generation in Store.

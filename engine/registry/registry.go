@@ -1,10 +1,13 @@
 // Package registry lists the engines hactl speaks to, one line per
-// engine. The faces (cli, and the live view through it) hand it to the
-// observers and executors they build; nothing below them fetches it, so a
+// engine, and the seeders of their seed generations. The faces (cli, and
+// the live view through it) hand them to the
+// observers and executors they build; nothing below them fetches them, so a
 // test or another face can observe and act with engines of its own.
 package registry
 
 import (
+	"github.com/hactl-dev/hactl/artifact/etcdgen"
+	"github.com/hactl-dev/hactl/artifact/seeding"
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	httpengine "github.com/hactl-dev/hactl/engine/http"
@@ -25,4 +28,13 @@ func Engines() map[model.Engine]engine.Engine {
 		out[e.Name()] = e
 	}
 	return out
+}
+
+// Seeders capture and publish seed generations, by the engine whose
+// clusters they seed: a new map on every call. An engine with none has
+// no seed generations (its seeds are refused as unsupported).
+func Seeders() map[model.Engine]seeding.Seeder {
+	return map[model.Engine]seeding.Seeder{
+		etcdengine.Engine{}.Name(): etcdgen.Seeder{},
+	}
 }
