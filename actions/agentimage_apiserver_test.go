@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hactl-dev/hactl/artifact/etcdgen"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/engine/registry"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -290,7 +291,7 @@ func TestCapturePodRunReturnsThePodAsItRan(t *testing.T) {
 	kubelet := reportImageID(ctx, t, cs, ns.Name, CapturePodName("etcd-0"), imageID, true)
 	r := &run{x: &Executor{Observer: &Observer{Engines: registry.Engines(), Client: cs}}, ns: ns.Name, name: "etcd", lock: lk, o: ExecOptions{DryRun: DryRunNone}}
 	p := &podCapture{r: r, client: cs, pc: etcdgen.Seeder{}, startTO: time.Hour, spec: CapturePodSpec{
-		Capture:  SeedCapture{Generation: "g1", Member: "etcd-0", Cluster: model.ClusterFacts{Namespace: ns.Name, Name: "etcd", Engine: model.EngineEtcd}},
+		Capture:  SeedCapture{Generation: "g1", Member: "etcd-0", Cluster: model.ClusterFacts{Namespace: ns.Name, Name: "etcd", Engine: etcdengine.Name}},
 		StoreURL: "s3://seeds/etcd", AgentImage: tag, Node: "node-1", Endpoint: "etcd-0.etcd:2379", ActionID: "entry-1",
 	}}
 	_, pod, err := p.run(ctx, sts)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/hactl-dev/hactl/artifact/etcdgen"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -35,7 +36,7 @@ func TestCapturePodSpec(t *testing.T) {
 		}}},
 	}
 	for _, tls := range []bool{false, true} {
-		cl := model.ClusterFacts{Namespace: "db", Name: "etcd", Engine: model.EngineEtcd, ServiceName: "etcd-headless"}
+		cl := model.ClusterFacts{Namespace: "db", Name: "etcd", Engine: etcdengine.Name, ServiceName: "etcd-headless"}
 		if tls {
 			cl.TLSSecret = "etcd-client-tls"
 		}

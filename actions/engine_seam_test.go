@@ -50,7 +50,7 @@ func TestExecutorActsThroughTheEnginesItIsHanded(t *testing.T) {
 	target := e.follower()
 	var probes, ops atomic.Int64
 	x := e.executor()
-	x.Observer.Engines = map[model.Engine]engine.Engine{model.EngineEtcd: countingEngine{etcdengine.New(), etcdengine.New(), &probes, &ops}}
+	x.Observer.Engines = map[model.Engine]engine.Engine{etcdengine.Name: countingEngine{etcdengine.New(), etcdengine.New(), &probes, &ops}}
 	d := e.decide(x, target)
 	if d.Verb != model.VerbProceed {
 		t.Fatalf("decision:\n%v", classify.Describe(d))
@@ -110,7 +110,7 @@ func TestSeedGoesThroughTheSeedersItIsHanded(t *testing.T) {
 
 	toy := toySeeder{asked: make(chan seeding.Capture, 1)}
 	x := e.executor()
-	x.Seeders = map[model.Engine]actions.Seeder{model.EngineEtcd: toy}
+	x.Seeders = map[model.Engine]actions.Seeder{etcdengine.Name: toy}
 	d, _, _, err := x.Decide(ctx, e.ns, "etcd", in)
 	if err != nil || d.Verb != model.VerbProceed {
 		t.Fatalf("decision: %v\n%v", err, classify.Describe(d))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hactl-dev/hactl/actions"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -21,7 +22,7 @@ func planned() model.Decision {
 	return model.Decision{
 		Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-1",
 			Options: model.ActionOptions{LockHolder: "hactl/planner/1/aa"}},
-		Cluster: model.ClusterRef{Namespace: "db", Name: "etcd", UID: "sts-uid", Engine: model.EngineEtcd},
+		Cluster: model.ClusterRef{Namespace: "db", Name: "etcd", UID: "sts-uid", Engine: etcdengine.Name},
 		Shape:   model.ShapeStaticExisting, Flow: model.FlowLearner, Verb: model.VerbProceed,
 		Phase: model.ActionPhaseRemoving,
 		Steps: []model.Step{
@@ -54,7 +55,7 @@ func restorePlanned() model.Decision {
 	d := planned()
 	sts := &model.Fence{Kind: "StatefulSet", Namespace: "db", Name: "etcd", UID: "sts-uid", ResourceVersion: "7", Fingerprint: "fp-sts"}
 	d.Intent = model.Intent{Action: model.ActionRestore, Options: model.ActionOptions{Generation: "g1", SeedStore: "s3://b/etcd", AgentImage: "img:1",
-		Source: &model.GenerationFacts{Generation: "g1", Engine: model.EngineEtcd, ClusterID: "c0", Revision: 42, Digest: "sha256:aaa"}}}
+		Source: &model.GenerationFacts{Generation: "g1", Engine: etcdengine.Name, ClusterID: "c0", Revision: 42, Digest: "sha256:aaa"}}}
 	d.Flow = model.FlowRestore
 	d.Steps = []model.Step{
 		{Kind: model.StepScaleDown, Fence: sts, Detail: "scale down"},

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/engine/registry"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -116,7 +117,7 @@ func TestRestoreRBAC(t *testing.T) {
 	}
 	in := model.Intent{Action: model.ActionRestore, Options: model.ActionOptions{
 		Generation: "g1", SeedStore: "file:///nonexistent", AgentImage: "hactl:test", Force: true,
-		Source: &model.GenerationFacts{Generation: "g1", Engine: model.EngineEtcd, ClusterID: res.Analysis.ClusterID, Revision: 1,
+		Source: &model.GenerationFacts{Generation: "g1", Engine: etcdengine.Name, ClusterID: res.Analysis.ClusterID, Revision: 1,
 			Digest: "sha256:0000000000000000000000000000000000000000000000000000000000000000"}}}
 
 	base := append(append([]rbacv1.PolicyRule(nil), statusRules...),

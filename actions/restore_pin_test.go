@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -26,12 +27,12 @@ func pinFixture() (*appsv1.StatefulSet, model.ClusterFacts, model.ActionOptions,
 			Name: "etcd", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}},
 		}}}}},
 	}
-	cl := model.ClusterFacts{Namespace: "db", Name: "etcd", Engine: model.EngineEtcd, Template: model.TemplateFacts{
+	cl := model.ClusterFacts{Namespace: "db", Name: "etcd", Engine: etcdengine.Name, Template: model.TemplateFacts{
 		Container: "etcd", DataDir: "/var/lib/etcd/data", DataVolume: "data", DataMount: "/var/lib/etcd",
 		InitialCluster: []model.InitialClusterEntry{{Name: "etcd-0", PeerURL: "http://etcd-0.etcd:2380"}},
 	}}
 	o := model.ActionOptions{Generation: "g1", SeedStore: "s3://seeds/etcd", AgentImage: "hactl:test",
-		Source: &model.GenerationFacts{Generation: "g1", Engine: model.EngineEtcd, ClusterID: "cdf818194e3a8c32", Revision: 4000, Digest: pinDigest}}
+		Source: &model.GenerationFacts{Generation: "g1", Engine: etcdengine.Name, ClusterID: "cdf818194e3a8c32", Revision: 4000, Digest: pinDigest}}
 	s := model.Step{Kind: model.StepRunRestore, Member: "etcd-0", PeerURLs: []string{"http://etcd-0.etcd:2380"}}
 	return sts, cl, o, s
 }

@@ -47,7 +47,7 @@ func openFile(t *testing.T) *artifact.Store {
 
 func identity(g string) artifact.Identity {
 	return artifact.Identity{
-		Generation: g, Engine: model.EngineEtcd, EngineVersion: "3.6.0",
+		Generation: g, Engine: model.Engine("etcd"), EngineVersion: "3.6.0",
 		ClusterID: "cdf818194e3a8c32", SourceMemberID: "8e9e05c52164694d",
 		RaftTerm: 3, RaftIndex: 1200, Revision: 1001,
 	}

@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/internal/tmuxtest"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
-	"k8s.io/client-go/kubernetes"
 )
 
 // envCurveCSV names the file BenchmarkCostCurve appends its points to (one
@@ -130,7 +131,7 @@ func BenchmarkCostCurve(b *testing.B) {
 			var calls atomic.Int64
 			obs := &status.Observer{
 				Source: status.APISource{Client: counting(cp.Admin, &calls)}, Dial: dial, ProbeTimeout: 10 * time.Second,
-				Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
+				Engines: map[model.Engine]engine.Engine{etcdengine.Name: etcdengine.New()},
 			}
 			wall := map[string]time.Duration{}
 			rss := map[string]int64{}

@@ -22,6 +22,11 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/fixtures"
@@ -30,10 +35,6 @@ import (
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
 	"github.com/hactl-dev/hactl/sandbox/etcdcluster"
 	"github.com/hactl-dev/hactl/status"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 var cp *controlplane.ControlPlane
@@ -129,7 +130,7 @@ func BenchmarkStatusVsBareList(b *testing.B) {
 	fc := counting(cp.Admin, &floorCalls)
 	obs := &status.Observer{
 		Source: status.APISource{Client: hc}, Dial: dial, ProbeTimeout: 2 * time.Second,
-		Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
+		Engines: map[model.Engine]engine.Engine{etcdengine.Name: etcdengine.New()},
 	}
 	var hactlWall, listWall, floorWall time.Duration
 	b.ResetTimer()

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
@@ -150,7 +151,7 @@ func bigObservation(ns, name string, n int, now time.Time) model.Observation {
 	o := model.Observation{
 		At: now,
 		Cluster: model.ClusterFacts{
-			Namespace: ns, Name: name, Engine: model.EngineEtcd, UID: "sts-" + name, ResourceVersion: "91000",
+			Namespace: ns, Name: name, Engine: etcdengine.Name, UID: "sts-" + name, ResourceVersion: "91000",
 			Replicas: n, ReadyReplicas: n - 1, CreatedAt: now.Add(-30 * 24 * time.Hour), ServiceName: headless,
 			Template: model.TemplateFacts{InitialClusterState: "existing", InitialClusterStateFrom: "arg", ClientPort: 2379,
 				Container: "etcd", Image: "registry.k8s.io/etcd:3.6.16-0", InitialClusterDecoded: true, InitialCluster: initial,

@@ -41,7 +41,7 @@ func BenchmarkWatchRefresh(b *testing.B) {
 	defer conns.Close()
 	observer := func(c *engine.Conns) *status.Observer {
 		return &status.Observer{Source: src, Dial: dial, ProbeTimeout: 2 * time.Second, Conns: c,
-			Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()}}
+			Engines: map[model.Engine]engine.Engine{etcdengine.Name: etcdengine.New()}}
 	}
 	kept, fresh := observer(conns), observer(nil)
 	refresh := func(o *status.Observer) time.Duration {
@@ -101,7 +101,7 @@ func BenchmarkWatchRefresh(b *testing.B) {
 
 	// The cache read alone (no probes): what a refresh adds to the
 	// probe round besides the probes' own machinery.
-	noProbe := &status.Observer{Source: src, Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()}}
+	noProbe := &status.Observer{Source: src, Engines: map[model.Engine]engine.Engine{etcdengine.Name: etcdengine.New()}}
 	var cacheWall time.Duration
 	var keptWall, freshWall, bareWall time.Duration
 	b.ResetTimer()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -381,7 +382,7 @@ func rows() []row {
 		{name: "restore of a cluster with quorum, forced", intent: withOpts(restoreIntent, func(o *model.ActionOptions) { o.Force = true }), mutate: restorable,
 			verb: model.VerbProceed, notes: []model.Code{model.CodeWritesDiscarded}},
 		{name: "restore of another cluster's generation", intent: withOpts(restoreIntent, func(o *model.ActionOptions) {
-			o.Source = &model.GenerationFacts{Generation: genID, Engine: model.EngineEtcd, ClusterID: "0123456789abcdef", Revision: 10}
+			o.Source = &model.GenerationFacts{Generation: genID, Engine: etcdengine.Name, ClusterID: "0123456789abcdef", Revision: 10}
 		}), mutate: lostQuorum, verb: model.VerbRefuse, codes: []model.Code{model.CodeGenerationForeign}},
 		{name: "restore of an unverified generation", intent: withOpts(restoreIntent, func(o *model.ActionOptions) { o.Source = nil }), mutate: lostQuorum,
 			verb: model.VerbRefuse, codes: []model.Code{model.CodeGenerationUnverified}},

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -67,7 +69,7 @@ func (toyRules) ReadyMeaning(model.Decision) string { return "toy-ready" }
 // another name) judged by etcd's verdict rules.
 func judgedToy(r toyRules, obs model.Observation, in model.Intent, now time.Time) model.Decision {
 	in = judgedIntent(in)
-	r.VerdictRules = in.Options.Verdict.Rules[model.EngineEtcd]
+	r.VerdictRules = in.Options.Verdict.Rules[etcdengine.Name]
 	in.Options.Verdict.Rules[engineToy] = r
 	return Classify(obs, in, now)
 }
@@ -270,7 +272,7 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 	// The registry decides: without etcd's entry an etcd cluster is
 	// refused the same way, and the refusal names the engines there are.
 	in := replace1
-	in.Options.Verdict.Rules = map[model.Engine]model.VerdictRules{engineToy: toyRules{VerdictRules: judgedIntent(replace1).Options.Verdict.Rules[model.EngineEtcd]}}
+	in.Options.Verdict.Rules = map[model.Engine]model.VerdictRules{engineToy: toyRules{VerdictRules: judgedIntent(replace1).Options.Verdict.Rules[etcdengine.Name]}}
 	d := Classify(healthy(), in, now)
 	if d.Verb != model.VerbRefuse || !slices.Equal(blockerCodes(d), []model.Code{model.CodeEngineUnsupported}) || !strings.Contains(d.Blockers[0].Detail, "acts on toy clusters only") {
 		t.Errorf("etcd without rules: verb %s, blockers %+v", d.Verb, d.Blockers)
@@ -295,7 +297,7 @@ func TestNoRulesHandedInIsRefused(t *testing.T) {
 
 // TestEtcdIsRegistered: etcd clusters are planned by etcd's rules.
 func TestEtcdIsRegistered(t *testing.T) {
-	if r := judgedIntent(replace1).Options.Verdict.Rules[model.EngineEtcd]; !isClassify(r) {
+	if r := judgedIntent(replace1).Options.Verdict.Rules[etcdengine.Name]; !isClassify(r) {
 		t.Fatalf("etcd's rules %T plan no actions (model.ClassifyRules)", r)
 	}
 	if d := judgedClassify(healthy(), replace1, now); d.Verb != model.VerbProceed || !slices.Equal(kinds(d), fullPlan) {
@@ -306,9 +308,9 @@ func TestEtcdIsRegistered(t *testing.T) {
 // The last receipt says what ready means in the cluster's engine's words.
 func TestReadyMeaningByEngine(t *testing.T) {
 	for eng, want := range map[model.Engine]string{
-		model.EngineEtcd:    "a healthy voter again",
-		model.EnginePatroni: "streaming from the primary pg-0 within the lag threshold",
-		"http":              "answering, ready and within the lag threshold of the frontier of the leader pg-0",
+		etcdengine.Name:    "a healthy voter again",
+		patroniengine.Name: "streaming from the primary pg-0 within the lag threshold",
+		"http":             "answering, ready and within the lag threshold of the frontier of the leader pg-0",
 	} {
 		d := model.Decision{Cluster: model.ClusterRef{Engine: eng}, Leader: "pg-0"}
 		d.Intent = judgedIntent(d.Intent)

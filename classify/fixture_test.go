@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -44,7 +45,7 @@ func healthyN(n int) model.Observation {
 	obs := model.Observation{
 		At: now,
 		Cluster: model.ClusterFacts{
-			Namespace: "db", Name: "etcd", Engine: model.EngineEtcd, UID: "sts-uid", ResourceVersion: "500",
+			Namespace: "db", Name: "etcd", Engine: etcdengine.Name, UID: "sts-uid", ResourceVersion: "500",
 			Replicas: n, ReadyReplicas: n, CreatedAt: now.Add(-72 * time.Hour), ServiceName: "etcd-headless",
 			Template: model.TemplateFacts{
 				InitialClusterState: "existing", InitialClusterStateFrom: "arg", ClientPort: 2379,
@@ -135,7 +136,7 @@ func lostQuorum(obs *model.Observation) {
 const genID = "nightly-1"
 
 var restoreIntent = model.Intent{Action: model.ActionRestore, Options: model.ActionOptions{Generation: genID, SeedStore: "s3://b",
-	Source: &model.GenerationFacts{Generation: genID, Engine: model.EngineEtcd, ClusterID: clusterID, Revision: 4000, Digest: genDigest}}}
+	Source: &model.GenerationFacts{Generation: genID, Engine: etcdengine.Name, ClusterID: clusterID, Revision: 4000, Digest: genDigest}}}
 
 const genDigest = "sha256:6c1f0e6a"
 

@@ -23,7 +23,7 @@ func pgHealthy() model.Observation {
 	obs := model.Observation{
 		At: now,
 		Cluster: model.ClusterFacts{
-			Namespace: "db", Name: "pg", Engine: model.EnginePatroni, UID: "pg-sts-uid", ResourceVersion: "700",
+			Namespace: "db", Name: "pg", Engine: patroni.Name, UID: "pg-sts-uid", ResourceVersion: "700",
 			Replicas: 3, ReadyReplicas: 3, CreatedAt: now.Add(-24 * time.Hour),
 			Template: model.TemplateFacts{ClientPort: 8008}, Shape: model.ShapeSelfRegistering,
 			Patroni: &model.PatroniClusterFacts{
@@ -570,7 +570,7 @@ func patroniRows() []row {
 // TestPatroniIsRegistered: Patroni clusters are planned by Patroni's
 // rules.
 func TestPatroniIsRegistered(t *testing.T) {
-	if r := judgedIntent(model.Intent{}).Options.Verdict.Rules[model.EnginePatroni]; !isClassify(r) {
+	if r := judgedIntent(model.Intent{}).Options.Verdict.Rules[patroni.Name]; !isClassify(r) {
 		t.Fatalf("Patroni's rules %T plan no actions (model.ClassifyRules)", r)
 	}
 }

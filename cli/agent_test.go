@@ -20,6 +20,8 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/storetest"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -33,7 +35,7 @@ func restorePodFixture() (*appsv1.StatefulSet, model.ClusterFacts) {
 			Name: "etcd", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}},
 		}}}}},
 	}
-	cl := model.ClusterFacts{Namespace: "db", Name: "etcd", Engine: model.EngineEtcd, Template: model.TemplateFacts{
+	cl := model.ClusterFacts{Namespace: "db", Name: "etcd", Engine: etcdengine.Name, Template: model.TemplateFacts{
 		Container: "etcd", DataDir: "/var/lib/etcd/data", DataVolume: "data", DataMount: "/var/lib/etcd",
 		InitialCluster: []model.InitialClusterEntry{
 			{Name: "etcd-0", PeerURL: "http://etcd-0.etcd:2380"}, {Name: "etcd-1", PeerURL: "http://etcd-1.etcd:2380"},
@@ -52,7 +54,7 @@ func publishFiles(t *testing.T, s *artifact.Store, g string, revision int64, fil
 	for p, b := range files {
 		bs[p] = []byte(b)
 	}
-	storetest.Publish(t, s, artifact.Identity{Generation: g, Engine: model.EnginePatroni, EngineVersion: "16",
+	storetest.Publish(t, s, artifact.Identity{Generation: g, Engine: patroniengine.Name, EngineVersion: "16",
 		ClusterID: "7348a1f3c2b0de55", SourceMemberID: "etcd-0", RaftTerm: 1, RaftIndex: 10, Revision: revision},
 		artifact.Source{Namespace: "db", Cluster: "etcd", Member: "etcd-0"}, bs)
 	m, err := s.ReadManifest(context.Background(), g)

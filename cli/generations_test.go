@@ -24,6 +24,7 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/storetest"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
@@ -57,7 +58,7 @@ func gcEnv(t *testing.T) (*seedEnv, *artifact.Store) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := up.Publish(ctx, artifact.Identity{Generation: g, Engine: model.EngineEtcd, EngineVersion: "3.6.0", ClusterID: "c1", SourceMemberID: "m1", Revision: int64(10 + i)}); err != nil {
+		if _, err := up.Publish(ctx, artifact.Identity{Generation: g, Engine: etcdengine.Name, EngineVersion: "3.6.0", ClusterID: "c1", SourceMemberID: "m1", Revision: int64(10 + i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -268,7 +269,7 @@ func (e *sharedStore) publish(g, cluster, clusterID string, created time.Time) {
 	if err := w.Close(); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := up.Publish(ctx, artifact.Identity{Generation: g, Engine: model.EngineEtcd, EngineVersion: "3.6.0", ClusterID: clusterID, SourceMemberID: "m1", Revision: created.Unix()}); err != nil {
+	if _, err := up.Publish(ctx, artifact.Identity{Generation: g, Engine: etcdengine.Name, EngineVersion: "3.6.0", ClusterID: clusterID, SourceMemberID: "m1", Revision: created.Unix()}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hactl-dev/hactl/actions"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -28,7 +30,7 @@ func validPlan() *planDoc {
 	d := model.Decision{
 		Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-1",
 			Options: model.ActionOptions{Verdict: model.VerdictOptions{LagThreshold: 1000}}},
-		Cluster: model.ClusterRef{Namespace: "db", Name: "etcd", UID: "sts-uid", Engine: model.EngineEtcd},
+		Cluster: model.ClusterRef{Namespace: "db", Name: "etcd", UID: "sts-uid", Engine: etcdengine.Name},
 		Shape:   model.ShapeStaticExisting, Flow: model.FlowLearner, Verb: model.VerbProceed, Phase: model.ActionPhaseRemoving,
 		Steps: []model.Step{
 			{Kind: model.StepRemoveMember, Member: "etcd-1", MemberID: "m1", Detail: "remove"},
@@ -280,7 +282,7 @@ func switchoverPlan() *planDoc {
 	p.Target.StatefulSet = "pg"
 	d := &p.Decision
 	d.Intent = model.Intent{Action: model.ActionSwitchover, Member: "pg-1", Options: model.ActionOptions{Verdict: model.VerdictOptions{LagThreshold: 1000}}}
-	d.Cluster = model.ClusterRef{Namespace: "db", Name: "pg", UID: "sts-uid", Engine: model.EnginePatroni}
+	d.Cluster = model.ClusterRef{Namespace: "db", Name: "pg", UID: "sts-uid", Engine: patroniengine.Name}
 	d.Flow, d.Phase, d.Leader, d.ClusterID = model.FlowNone, model.ActionPhaseRestoring, "pg-0", ""
 	d.Steps = []model.Step{
 		{Kind: model.StepSwitchover, Member: "pg-1", MemberID: "pg-1", From: "pg-0", Detail: "switch over from pg-0 to pg-1"},

@@ -22,6 +22,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/hactl-dev/hactl/actions"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/internal/testenv"
@@ -440,7 +441,7 @@ func TestWatchPrintsCustomColumnsHeaderOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	round := func(ready int) status.Result {
-		r := status.Result{Observation: model.Observation{Cluster: model.ClusterFacts{Namespace: "db", Name: "kv", Engine: model.EngineEtcd}}}
+		r := status.Result{Observation: model.Observation{Cluster: model.ClusterFacts{Namespace: "db", Name: "kv", Engine: etcdengine.Name}}}
 		for i := 0; i < 3; i++ {
 			r.Observation.Members = append(r.Observation.Members, model.Member{Name: fmt.Sprintf("kv-%d", i), Pod: &model.PodFacts{Ready: i < ready}})
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -70,7 +71,7 @@ func (o *observing) count() int {
 
 func result(name string, failoverReady bool) status.Result {
 	return status.Result{
-		Observation: model.Observation{Cluster: model.ClusterFacts{Name: name, Namespace: "db", Engine: model.EngineEtcd, Replicas: 3}},
+		Observation: model.Observation{Cluster: model.ClusterFacts{Name: name, Namespace: "db", Engine: etcdengine.Name, Replicas: 3}},
 		Verdict:     model.Verdict{ControlReady: true, FailoverReady: failoverReady},
 	}
 }

@@ -5,10 +5,7 @@ package model
 type Engine string
 
 // Engines hactl knows.
-const (
-	EngineEtcd    Engine = "etcd"
-	EnginePatroni Engine = "patroni"
-)
+const ()
 
 func (e Engine) String() string { return string(e) }
 

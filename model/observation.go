@@ -77,6 +77,16 @@ type ClusterFacts struct {
 	// Patroni is what the API server holds for a Patroni cluster (nil for
 	// other engines).
 	Patroni *PatroniClusterFacts `json:"patroni,omitempty"`
+	// SelfWritten is what the engine's members rewrite on their own pods
+	// (Patroni: its role label and its status annotation), filled by the
+	// engine's keeper. A pod's fingerprint leaves it out: otherwise every
+	// fence on a member's pod would read as changed by someone. Nil when
+	// the members write nothing on their pods.
+	SelfWritten *SelfWritten `json:"selfWritten,omitempty"`
+	// Record is the engine's own record of leadership in the API server
+	// (Patroni's timeline history and leader lock), filled by its keeper;
+	// nil for an engine that keeps none.
+	Record *EngineRecord `json:"record,omitempty"`
 	// EngineConfig is the engine's own settings for this cluster: the
 	// data of the ConfigMap the StatefulSet names with the annotation
 	// hactl.dev/engine-config (an http engine's mapping), nil when it
@@ -395,4 +405,39 @@ type Fence struct {
 	// other objects): the fingerprint leaves it out (Patroni rewrites
 	// it), so a promotion since the plan was confirmed is told by it.
 	Role string `json:"role,omitempty"`
+}
+
+// SelfWritten are the pod labels and annotations an engine's members
+// rewrite on their own pods.
+type SelfWritten struct {
+	Labels      []string `json:"labels,omitempty"`
+	Annotations []string `json:"annotations,omitempty"`
+}
+
+// EngineRecord is an engine's own record of leadership in the API server.
+type EngineRecord struct {
+	// Events are its entries, oldest first (a timeline switch, the last
+	// acquisition of the leader lock).
+	Events []RecordEvent `json:"events,omitempty"`
+	// Holder is the member the record names as holding the leader lock
+	// ("" when none or the lock is free); HolderExpires is when that
+	// hold runs out unless renewed (zero: not known).
+	Holder        string    `json:"holder,omitempty"`
+	HolderExpires time.Time `json:"holderExpires,omitempty"`
+}
+
+// HolderStale reports whether the lock's hold has run out at now without
+// renewal.
+func (r *EngineRecord) HolderStale(now time.Time) bool {
+	return r != nil && r.Holder != "" && !r.HolderExpires.IsZero() && now.After(r.HolderExpires)
+}
+
+// RecordEvent is one entry of an engine's record: when, the member it
+// names, what happened (a short word: "timeline-switch", "leader-lock")
+// and its detail in the engine's words.
+type RecordEvent struct {
+	At     time.Time `json:"at"`
+	Member string    `json:"member,omitempty"`
+	Event  string    `json:"event"`
+	Detail string    `json:"detail,omitempty"`
 }

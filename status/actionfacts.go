@@ -47,15 +47,15 @@ func DecodeActionFacts(obs *model.Observation, sts *appsv1.StatefulSet, objs *Ob
 		d.ActionTemplate(podTemplate(sts), &cl.Template)
 	}
 	cl.RestorePods = restorePods(sts, objs.Pods)
-	decodeMemberObjects(obs.Members, sts.Namespace, objs, obs.Cluster.Patroni)
+	decodeMemberObjects(obs.Members, sts.Namespace, objs, obs.Cluster.SelfWritten)
 }
 
 // decodeMemberObjects adds each member's pod revision and fingerprint and
 // its volume's deletion mark and fingerprint, from the very objects
-// (matched by UID) the members were decoded from. pc is the cluster's
-// Patroni facts (nil for other engines): Patroni's own keys stay out of
-// its pods' fingerprints (see PodFingerprint).
-func decodeMemberObjects(members []model.Member, namespace string, objs *Objects, pc *model.PatroniClusterFacts) {
+// (matched by UID) the members were decoded from. sw is what the
+// engine's members rewrite on their own pods (nil for most engines): it
+// stays out of the pods' fingerprints (see PodFingerprint).
+func decodeMemberObjects(members []model.Member, namespace string, objs *Objects, sw *model.SelfWritten) {
 	pods := map[string]*corev1.Pod{}
 	for i := range objs.Pods {
 		if p := &objs.Pods[i]; p.Namespace == namespace {
@@ -74,7 +74,7 @@ func decodeMemberObjects(members []model.Member, namespace string, objs *Objects
 			if p, ok := pods[m.Pod.Name]; ok && string(p.UID) == m.Pod.UID {
 				cp := *m.Pod
 				cp.Revision = p.Labels[appsv1.ControllerRevisionHashLabelKey]
-				cp.Fingerprint = PodFingerprint(p, pc)
+				cp.Fingerprint = PodFingerprint(p, sw)
 				m.Pod = &cp
 			}
 		}
@@ -111,27 +111,22 @@ func Fingerprint(meta *metav1.ObjectMeta, spec any) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// PatroniStatusAnnotation is the pod annotation a Patroni member rewrites
-// with its state on every loop (the Kubernetes DCS's member record).
-const PatroniStatusAnnotation = "status"
-
-// PodFingerprint is the fingerprint of a member's pod. For a Patroni
-// cluster (pc not nil) it leaves out exactly what Patroni itself rewrites
-// on every loop: the annotation "status" and the role label
-// (pc.RoleLabel, "role" when unset). Otherwise every fence on a Patroni
-// pod would read as changed by someone. Other engines' pods are
-// fingerprinted whole.
-func PodFingerprint(p *corev1.Pod, pc *model.PatroniClusterFacts) string {
-	if pc == nil {
+// PodFingerprint is the fingerprint of a member's pod, leaving out
+// exactly what the engine's members rewrite on their own pods (sw, from
+// the engine's keeper: Patroni's role label and status annotation).
+// Otherwise every fence on such a pod would read as changed by someone.
+// Other engines' pods (sw nil) are fingerprinted whole.
+func PodFingerprint(p *corev1.Pod, sw *model.SelfWritten) string {
+	if sw == nil {
 		return Fingerprint(&p.ObjectMeta, p.Spec)
 	}
-	role := pc.RoleLabel
-	if role == "" {
-		role = "role"
-	}
 	meta := p.ObjectMeta
-	meta.Labels = without(p.Labels, role)
-	meta.Annotations = without(p.Annotations, PatroniStatusAnnotation)
+	for _, l := range sw.Labels {
+		meta.Labels = without(meta.Labels, l)
+	}
+	for _, a := range sw.Annotations {
+		meta.Annotations = without(meta.Annotations, a)
+	}
 	return Fingerprint(&meta, p.Spec)
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -280,7 +281,7 @@ func TestDecoderFindsItsClustersWithoutALabel(t *testing.T) {
 		t.Errorf("detected %q without the toy's decoder", e)
 	}
 	sts.Labels = map[string]string{LabelEngine: "etcd"}
-	if e, _ := DetectEngine(sts, withToy()); e != model.EngineEtcd {
+	if e, _ := DetectEngine(sts, withToy()); e != etcdengine.Name {
 		t.Errorf("the label says etcd, detected %q", e)
 	}
 	sts.Labels = nil

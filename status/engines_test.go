@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -48,10 +49,10 @@ var (
 
 // decodeTemplate is sts's template as etcd's decoder reads it.
 func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
-	return templateOf(decoders[model.EngineEtcd], podTemplate(sts))
+	return templateOf(decoders[etcdengine.Name], podTemplate(sts))
 }
 
 // decodeTemplateFlags adds what etcd's decoder reads for actions.
 func decodeTemplateFlags(t *model.TemplateFacts, sts *appsv1.StatefulSet) {
-	decoders[model.EngineEtcd].ActionTemplate(podTemplate(sts), t)
+	decoders[etcdengine.Name].ActionTemplate(podTemplate(sts), t)
 }

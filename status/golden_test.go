@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -25,7 +26,7 @@ func goldenResults() []Result {
 			At:           goldenNow,
 			EngineProbed: true,
 			Cluster: model.ClusterFacts{
-				Namespace: "db", Name: name, Engine: model.EngineEtcd, UID: "uid-" + name, Replicas: 3, ReadyReplicas: 3,
+				Namespace: "db", Name: name, Engine: etcdengine.Name, UID: "uid-" + name, Replicas: 3, ReadyReplicas: 3,
 				CreatedAt: created, ServiceName: name + "-headless", Shape: model.ShapeStaticExisting,
 				Template: model.TemplateFacts{InitialClusterState: "existing", InitialClusterStateFrom: "arg", ClientPort: 2379},
 			},

@@ -21,8 +21,9 @@ import (
 
 // History sources: where a row was read.
 const (
-	// SourceDCS: the engine's own record in the API server (Patroni's
-	// timeline history and leader lock).
+	// SourceDCS: the engine's own record in the API server
+	// (model.ClusterFacts.Record: Patroni's timeline history and leader
+	// lock).
 	SourceDCS = "dcs"
 	// SourceHactl: hactl's ledger (its actions and their receipts).
 	SourceHactl = "hactl"
@@ -79,8 +80,10 @@ func History(r Result, events []model.EventFacts, seen ...LeaderSeen) *ClusterHi
 		TypeMeta: metav1.TypeMeta{APIVersion: SchemaVersion, Kind: "ClusterHistory"},
 		Metadata: StatusMeta{Namespace: cl.Namespace, Name: cl.Name}, Engine: cl.Engine.String(), Rows: []HistoryRow{},
 	}
-	if p := cl.Patroni; p != nil {
-		h.Rows = append(h.Rows, dcsRows(p)...)
+	if rec := cl.Record; rec != nil {
+		for _, e := range rec.Events {
+			h.Rows = append(h.Rows, HistoryRow{At: e.At, Source: SourceDCS, Member: e.Member, Event: e.Event, Detail: e.Detail})
+		}
 	} else {
 		h.Notes = append(h.Notes, fmt.Sprintf("engine %s keeps no leadership history in the API server: the timeline holds hactl's actions, Events and this observation", cl.Engine))
 	}
@@ -108,24 +111,6 @@ func History(r Result, events []model.EventFacts, seen ...LeaderSeen) *ClusterHi
 		x.Member, x.Event, x.Detail = engine.Printable(x.Member), engine.Printable(x.Event), engine.Printable(x.Detail)
 	}
 	return h
-}
-
-// dcsRows are Patroni's timeline switches and its leader lock's last
-// acquisition.
-func dcsRows(p *model.PatroniClusterFacts) []HistoryRow {
-	var out []HistoryRow
-	for _, s := range p.History {
-		d := fmt.Sprintf("timeline %d ended at %s (%s)", s.Timeline, format.LSN(s.LSN), format.Dash(s.Reason))
-		if s.NewLeader != "" {
-			d += "; " + s.NewLeader + " leads timeline " + fmt.Sprint(s.Timeline+1)
-		}
-		out = append(out, HistoryRow{At: s.At, Source: SourceDCS, Member: s.NewLeader, Event: "timeline-switch", Detail: d})
-	}
-	if p.LockFound && !p.LockAcquired.IsZero() {
-		out = append(out, HistoryRow{At: p.LockAcquired, Source: SourceDCS, Member: p.LockHolder, Event: "leader-lock",
-			Detail: fmt.Sprintf("%s took the leader lock (%s-leader; %d transitions so far)", format.Dash(p.LockHolder), p.Scope, p.LockTransitions)})
-	}
-	return out
 }
 
 // ledgerRows are one hactl action: its start, every change it made or
@@ -184,12 +169,12 @@ func observedRow(r Result) *HistoryRow {
 	}
 	leader := r.Analysis.LeaderMember
 	d := leader + " leads"
-	p := o.Cluster.Patroni
+	rec := o.Cluster.Record
 	switch {
-	case !o.EngineProbed && p != nil && p.LockHolder != "":
+	case !o.EngineProbed && rec != nil && rec.Holder != "":
 		// Only the lock was read: who holds it, not who serves.
-		leader, d = p.LockHolder, p.LockHolder+" holds the leader lock"
-		if p.LockStale(o.At) {
+		leader, d = rec.Holder, rec.Holder+" holds the leader lock"
+		if rec.HolderStale(o.At) {
 			d += ", which has expired (nobody renews it)"
 		}
 	case !o.EngineProbed:

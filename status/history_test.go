@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -19,11 +21,13 @@ import (
 func TestHistoryJoinsItsSources(t *testing.T) {
 	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	dcs := &model.PatroniClusterFacts{
+		Scope: "pg", LockFound: true, LockHolder: "pg-1", LockAcquired: at(31), LockTransitions: 1,
+		History: []model.TimelineSwitch{{Timeline: 1, LSN: 0x5000060, Reason: "no recovery target specified", At: at(30), NewLeader: "pg-1"}},
+	}
 	r := Result{Observation: model.Observation{At: at(60),
-		Cluster: model.ClusterFacts{Namespace: "db", Name: "pg", Engine: model.EnginePatroni, Patroni: &model.PatroniClusterFacts{
-			Scope: "pg", LockFound: true, LockHolder: "pg-1", LockAcquired: at(31), LockTransitions: 1,
-			History: []model.TimelineSwitch{{Timeline: 1, LSN: 0x5000060, Reason: "no recovery target specified", At: at(30), NewLeader: "pg-1"}},
-		}},
+		// The record as Patroni's keeper reads it from the DCS.
+		Cluster: model.ClusterFacts{Namespace: "db", Name: "pg", Engine: patroniengine.Name, Patroni: dcs, Record: patroniengine.Record(dcs)},
 		Members: []model.Member{{Name: "pg-0", PVC: &model.PVCFacts{Name: "pgdata-pg-0"}}, {Name: "pg-1"}},
 		Ledger: []model.LedgerEntry{{ID: "switchover.pg-1.x", Action: model.ActionSwitchover, Member: "pg-1", Holder: "hactl/h/1/a",
 			State: model.EntryDone, Phase: model.ActionPhaseReady, StartedAt: at(29), UpdatedAt: at(32), Receipts: []model.Receipt{
@@ -56,7 +60,7 @@ func TestHistoryJoinsItsSources(t *testing.T) {
 	stale := r
 	p := *r.Observation.Cluster.Patroni
 	p.LockRenew, p.LockTTL = at(40), 30*time.Second
-	stale.Observation.Cluster.Patroni = &p
+	stale.Observation.Cluster.Patroni, stale.Observation.Cluster.Record = &p, patroniengine.Record(&p)
 	if d := History(stale, nil).Rows; !strings.Contains(d[len(d)-1].Detail, "which has expired") {
 		t.Errorf("a stale lock: %q", d[len(d)-1].Detail)
 	}
@@ -67,7 +71,7 @@ func TestHistoryJoinsItsSources(t *testing.T) {
 	if out := b.String(); !strings.HasPrefix(out, "TIME (UTC)") || !strings.Contains(out, "2026-12-06 10:30:00  dcs") || !strings.Contains(out, "note: Kubernetes keeps Events for an hour") {
 		t.Errorf("table:\n%s", out)
 	}
-	r.Observation.Cluster.Engine, r.Observation.Cluster.Patroni = model.EngineEtcd, nil
+	r.Observation.Cluster.Engine, r.Observation.Cluster.Patroni, r.Observation.Cluster.Record = etcdengine.Name, nil, nil
 	r.Analysis.LeaderMember = ""
 	h = History(r, nil)
 	if len(h.Notes) != 2 || !strings.Contains(h.Notes[0], "keeps no leadership history") {
@@ -131,7 +135,7 @@ func TestEventsOfTheClusterOnly(t *testing.T) {
 func TestHistoryShowsTheLeaderChangesHactlSaw(t *testing.T) {
 	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	cl := model.ClusterFacts{Namespace: "db", Name: "etcd", Engine: model.EngineEtcd}
+	cl := model.ClusterFacts{Namespace: "db", Name: "etcd", Engine: etcdengine.Name}
 	r := Result{Observation: model.Observation{At: at(60), Cluster: cl, EngineProbed: true,
 		Ledger: []model.LedgerEntry{
 			{ID: "replace.etcd-2.b", Action: model.ActionReplace, Member: "etcd-2", StartedAt: at(20), Receipts: []model.Receipt{

@@ -130,7 +130,7 @@ func TestClustersFromAnotherLayout(t *testing.T) {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.16-0"}}}}}}}
 
 	eng := &raftByPod{leader: "kv-b"}
-	o := &Observer{Source: staticSource{&objs}, Engines: map[model.Engine]engine.Engine{model.EngineEtcd: eng},
+	o := &Observer{Source: staticSource{&objs}, Engines: map[model.Engine]engine.Engine{etcdengine.Name: eng},
 		Dial:    func(context.Context, string, string, int) (net.Conn, error) { return nil, errors.New("not dialled") },
 		Now:     func() time.Time { return goldenNow },
 		layouts: []layout{statefulSets{}, toyLayout{}}}

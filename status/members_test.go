@@ -69,7 +69,7 @@ func realMembers(t *testing.T, name string, replicas int, o etcdcluster.Options)
 		t.Helper()
 		obs := &Observer{
 			Source:       APISource{Client: admin},
-			Engines:      map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
+			Engines:      map[model.Engine]engine.Engine{etcdengine.Name: etcdengine.New()},
 			Dial:         d.dial,
 			ProbeTimeout: timeout,
 		}

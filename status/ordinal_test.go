@@ -147,7 +147,7 @@ func TestClusterEvaluatedOnceItsMembersAnswered(t *testing.T) {
 	var once sync.Once
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	var calls atomic.Int32
-	o := &Observer{Source: staticSource{&objs}, Engines: map[model.Engine]engine.Engine{model.EngineEtcd: eng},
+	o := &Observer{Source: staticSource{&objs}, Engines: map[model.Engine]engine.Engine{etcdengine.Name: eng},
 		Dial: func(context.Context, string, string, int) (net.Conn, error) { return nil, errors.New("not dialled") },
 		Now: func() time.Time {
 			// The first call starts the observation; the next is an

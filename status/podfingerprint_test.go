@@ -24,7 +24,7 @@ func TestPodFingerprintPatroniKeys(t *testing.T) {
 		}
 		return p
 	}
-	pc := &model.PatroniClusterFacts{RoleLabel: "role"}
+	pc := &model.SelfWritten{Labels: []string{"role"}, Annotations: []string{"status"}}
 	base := PodFingerprint(pod(nil), pc)
 	same := map[string]func(*corev1.Pod){
 		"status rewritten":   func(p *corev1.Pod) { p.Annotations["status"] = `{"state":"running","xlog_location":2}` },
@@ -49,7 +49,7 @@ func TestPodFingerprintPatroniKeys(t *testing.T) {
 		}
 	}
 	// Another role label name: that one is Patroni's, "role" is not.
-	other := &model.PatroniClusterFacts{RoleLabel: "spilo-role"}
+	other := &model.SelfWritten{Labels: []string{"spilo-role"}, Annotations: []string{"status"}}
 	if PodFingerprint(pod(func(p *corev1.Pod) { p.Labels["role"] = "master" }), other) == PodFingerprint(pod(nil), other) {
 		t.Error("role label spilo-role: a change of label role was ignored")
 	}

@@ -121,7 +121,7 @@ func TestTLSSecretNeverPrinted(t *testing.T) {
 	run := func() (Result, string) {
 		o := &Observer{
 			Source: APISource{Client: admin}, Secrets: SecretsFrom(admin), Dial: dial, ProbeTimeout: 3 * time.Second,
-			Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()},
+			Engines: map[model.Engine]engine.Engine{etcdengine.Name: etcdengine.New()},
 			Verdict: model.VerdictOptions{CertWarn: certWarn},
 		}
 		rs, warn, err := o.Observe(ctx, ns, "etcd-tls")

@@ -379,7 +379,7 @@ func silentMembers() (Observer, <-chan struct{}) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return Observer{Dial: dial, ProbeTimeout: 10 * time.Minute, Engines: map[model.Engine]engine.Engine{model.EngineEtcd: etcdengine.New()}}, dialing
+	return Observer{Dial: dial, ProbeTimeout: 10 * time.Minute, Engines: map[model.Engine]engine.Engine{etcdengine.Name: etcdengine.New()}}, dialing
 }
 
 // oneMemberCluster creates the fixture cluster name with one member in a

@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -50,7 +51,7 @@ func healthyObs(ns, name string) model.Observation {
 	obs := model.Observation{
 		At: now,
 		Cluster: model.ClusterFacts{
-			Namespace: ns, Name: name, Engine: model.EngineEtcd, UID: "sts-" + name, ResourceVersion: "1000",
+			Namespace: ns, Name: name, Engine: etcdengine.Name, UID: "sts-" + name, ResourceVersion: "1000",
 			Replicas: 3, ReadyReplicas: 3, CreatedAt: now.Add(-24 * time.Hour), ServiceName: name + "-headless",
 			Template: model.TemplateFacts{InitialClusterState: "existing", InitialClusterStateFrom: "arg", ClientPort: 2379,
 				Container: "etcd", Image: "registry.k8s.io/etcd:3.6.16-0", InitialClusterDecoded: true, InitialCluster: initialCluster(name, 3)},

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -17,7 +18,7 @@ func patroniObs(ns, name string) model.Observation {
 	obs := model.Observation{
 		At: now,
 		Cluster: model.ClusterFacts{
-			Namespace: ns, Name: name, Engine: model.EnginePatroni, UID: "sts-" + name,
+			Namespace: ns, Name: name, Engine: patroniengine.Name, UID: "sts-" + name,
 			Replicas: 3, ReadyReplicas: 3, CreatedAt: now.Add(-24 * time.Hour),
 			Template: model.TemplateFacts{ClientPort: 8008, Container: "patroni"}, Shape: model.ShapeSelfRegistering,
 			Patroni: &model.PatroniClusterFacts{Scope: name, RoleLabel: "role", RESTPort: 8008, LockFound: true, LockHolder: name + "-0",

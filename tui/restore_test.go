@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/hactl-dev/hactl/classify"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -63,7 +64,7 @@ func pinnedRestore(obs model.Observation, got *[]Request) func(Request) (model.D
 		*got = append(*got, req)
 		in := req.Intent
 		if in.Action == model.ActionRestore && in.Options.Generation != "" {
-			in.Options.Source = &model.GenerationFacts{Generation: in.Options.Generation, Engine: model.EngineEtcd, ClusterID: testClusterID, Revision: 4900}
+			in.Options.Source = &model.GenerationFacts{Generation: in.Options.Generation, Engine: etcdengine.Name, ClusterID: testClusterID, Revision: 4900}
 			in.Options.SeedStore, in.Options.AgentImage = "file:///seeds/etcd-a", "hactl:test"
 		}
 		in.Options.Verdict = judged(in.Options.Verdict)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
@@ -62,18 +63,18 @@ func reasonDetail(v model.Verdict, c model.ReasonCode) string {
 
 // LagThreshold answers in each engine's unit, from its rules.
 func TestLagThresholdByEngine(t *testing.T) {
-	pgc := model.ClusterFacts{Engine: model.EnginePatroni, Patroni: &model.PatroniClusterFacts{MaximumLagOnFailover: 2048}}
+	pgc := model.ClusterFacts{Engine: patroniengine.Name, Patroni: &model.PatroniClusterFacts{MaximumLagOnFailover: 2048}}
 	for _, c := range []struct {
 		name string
 		o    model.VerdictOptions
 		c    model.ClusterFacts
 		want uint64
 	}{
-		{"etcd default", model.VerdictOptions{}, model.ClusterFacts{Engine: model.EngineEtcd}, DefaultLagThreshold},
-		{"etcd option", model.VerdictOptions{LagThreshold: 5}, model.ClusterFacts{Engine: model.EngineEtcd}, 5},
+		{"etcd default", model.VerdictOptions{}, model.ClusterFacts{Engine: etcdengine.Name}, DefaultLagThreshold},
+		{"etcd option", model.VerdictOptions{LagThreshold: 5}, model.ClusterFacts{Engine: etcdengine.Name}, 5},
 		{"patroni cluster's maximum_lag_on_failover", model.VerdictOptions{LagThreshold: 5}, pgc, 2048},
 		{"patroni option", model.VerdictOptions{WALLagThreshold: 99}, pgc, 99},
-		{"patroni default", model.VerdictOptions{}, model.ClusterFacts{Engine: model.EnginePatroni}, patroniengine.DefaultWALLagThreshold},
+		{"patroni default", model.VerdictOptions{}, model.ClusterFacts{Engine: patroniengine.Name}, patroniengine.DefaultWALLagThreshold},
 		{"no rules", model.VerdictOptions{}, model.ClusterFacts{Engine: "redis"}, DefaultLagThreshold},
 	} {
 		if got := LagThreshold(judged(c.o), c.c); got != c.want {

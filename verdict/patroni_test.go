@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -57,7 +58,7 @@ func pgHealthy() model.Observation {
 	obs := model.Observation{
 		At: now.Add(-2 * time.Second),
 		Cluster: model.ClusterFacts{
-			Namespace: "db", Name: "pg", Engine: model.EnginePatroni, UID: "sts-uid",
+			Namespace: "db", Name: "pg", Engine: patroniengine.Name, UID: "sts-uid",
 			Replicas: 3, ReadyReplicas: 3, CreatedAt: now.Add(-24 * time.Hour),
 			Template: model.TemplateFacts{ClientPort: 8008}, Shape: model.ShapeSelfRegistering,
 			Patroni: &model.PatroniClusterFacts{

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -80,7 +81,7 @@ func healthy() model.Observation {
 	obs := model.Observation{
 		At: now.Add(-2 * time.Second),
 		Cluster: model.ClusterFacts{
-			Namespace: "db", Name: "etcd", Engine: model.EngineEtcd,
+			Namespace: "db", Name: "etcd", Engine: etcdengine.Name,
 			UID: "sts-uid", ResourceVersion: "1000",
 			Replicas: 3, ReadyReplicas: 3,
 			CreatedAt:   now.Add(-24 * time.Hour),

@@ -76,7 +76,7 @@ type Materializer interface {
 // Materializers are the engines whose generations a restore pod can
 // materialize, each from the restore's options.
 var Materializers = map[model.Engine]func(Options) Materializer{
-	model.EngineEtcd: func(o Options) Materializer { return etcdMaterializer{o.Etcd} },
+	etcdrestore.Engine: func(o Options) Materializer { return etcdMaterializer{o.Etcd} },
 }
 
 // Run restores o.Generation into o.DataDir. progress, when set, is told

@@ -6,8 +6,10 @@ import (
 
 	"github.com/hactl-dev/hactl/artifact"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
-	"github.com/hactl-dev/hactl/model"
 )
+
+// Engine is the engine whose generations this package captures.
+const Engine = etcdengine.Name
 
 // SnapshotFile is the name of the snapshot inside an etcd generation.
 const SnapshotFile = "snapshot.db"
@@ -44,7 +46,7 @@ func Capture(ctx context.Context, c Snapshotter, u *artifact.Upload, progress fu
 	}
 	return artifact.Identity{
 		Generation:     u.Generation(),
-		Engine:         model.EngineEtcd,
+		Engine:         Engine,
 		EngineVersion:  version,
 		ClusterID:      info.ClusterID,
 		SourceMemberID: info.MemberID,

@@ -74,7 +74,7 @@ func Existing(ctx context.Context, s *artifact.Store, g, expectClusterID string)
 		// The store did not answer (credentials, network): nothing is
 		// known about the name.
 		return nil, fmt.Errorf("checking whether generation %s is already published: %w", g, err)
-	case m.Identity.Engine != model.EngineEtcd || (expectClusterID != "" && !strings.EqualFold(m.Identity.ClusterID, expectClusterID)):
+	case m.Identity.Engine != Engine || (expectClusterID != "" && !strings.EqualFold(m.Identity.ClusterID, expectClusterID)):
 		return m, fmt.Errorf("%w: %s holds %s cluster %s, this is cluster %s; choose another --generation", artifact.ErrGenerationExists, g, m.Identity.Engine, m.Identity.ClusterID, expectClusterID)
 	}
 	return m, nil

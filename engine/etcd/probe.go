@@ -29,7 +29,11 @@ var _ engine.Engine = Engine{}
 func New() Engine { return Engine{} }
 
 // Name implements engine.Engine.
-func (Engine) Name() model.Engine { return model.EngineEtcd }
+func (Engine) Name() model.Engine { return Name }
+
+// Name is etcd's engine name: the value of the hactl.dev/engine label on
+// its clusters.
+const Name model.Engine = "etcd"
 
 // Probe implements engine.Engine: one client per target, all in parallel,
 // each bounded by o.Timeout. Every client is closed before Probe returns,
@@ -92,7 +96,7 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions, start time
 // keeping) one when there is none. A member that did not answer loses its
 // client: the next round dials afresh, and nothing reconnects meanwhile.
 func probeKept(ctx context.Context, t engine.Target, o engine.ProbeOptions, start time.Time) model.EngineFacts {
-	key := engine.ConnKey(string(model.EngineEtcd), t, o.Credentials)
+	key := engine.ConnKey(string(Name), t, o.Credentials)
 	var c *Client
 	if v, ok := o.Conns.Get(key); ok {
 		c = v.(*Client)

@@ -406,7 +406,7 @@ func TestKeptConnectionSeesARenewedCertificate(t *testing.T) {
 // gave f.
 func oneMember(f model.EngineFacts) model.Observation {
 	return model.Observation{At: time.Now(), EngineProbed: true,
-		Cluster: model.ClusterFacts{Namespace: testNamespace, Name: "etcd", Engine: model.EngineEtcd, Replicas: 1, ReadyReplicas: 1, CreatedAt: time.Now().Add(-time.Hour)},
+		Cluster: model.ClusterFacts{Namespace: testNamespace, Name: "etcd", Engine: etcd.Name, Replicas: 1, ReadyReplicas: 1, CreatedAt: time.Now().Add(-time.Hour)},
 		Members: []model.Member{{Name: "etcd-tls", Engine: &f,
 			Pod: &model.PodFacts{Name: "etcd-tls", Phase: "Running", Started: true, Running: true, Ready: true, EverStarted: true}}}}
 }

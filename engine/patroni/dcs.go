@@ -2,11 +2,13 @@ package patroni
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -30,7 +32,38 @@ func (Engine) Keep(t model.PodTemplate, objs model.APIObjects, c *model.ClusterF
 		c.Shape = model.ShapeOperatorOwned
 	}
 	c.Patroni = decodeCluster(t, objs, c.Name, c.Template)
+	c.SelfWritten = &model.SelfWritten{Labels: []string{c.Patroni.RoleLabel}, Annotations: []string{StatusAnnotation}}
+	c.Record = Record(c.Patroni)
 	return model.Kept{RoleLabel: c.Patroni.RoleLabel, PrimaryRoles: []string{"master", "primary"}}
+}
+
+// StatusAnnotation is the pod annotation a Patroni member rewrites with
+// its state on every loop (the Kubernetes DCS's member record).
+const StatusAnnotation = "status"
+
+// Record is Patroni's record of leadership in the DCS: its timeline
+// switches and the leader lock's last acquisition, and who holds the
+// lock until when.
+func Record(p *model.PatroniClusterFacts) *model.EngineRecord {
+	r := &model.EngineRecord{}
+	for _, s := range p.History {
+		d := fmt.Sprintf("timeline %d ended at %s (%s)", s.Timeline, format.LSN(s.LSN), format.Dash(s.Reason))
+		if s.NewLeader != "" {
+			d += "; " + s.NewLeader + " leads timeline " + fmt.Sprint(s.Timeline+1)
+		}
+		r.Events = append(r.Events, model.RecordEvent{At: s.At, Member: s.NewLeader, Event: "timeline-switch", Detail: d})
+	}
+	if p.LockFound && !p.LockAcquired.IsZero() {
+		r.Events = append(r.Events, model.RecordEvent{At: p.LockAcquired, Member: p.LockHolder, Event: "leader-lock",
+			Detail: fmt.Sprintf("%s took the leader lock (%s-leader; %d transitions so far)", format.Dash(p.LockHolder), p.Scope, p.LockTransitions)})
+	}
+	if p.LockFound && p.LockHolder != "" {
+		r.Holder = p.LockHolder
+		if !p.LockRenew.IsZero() && p.LockTTL > 0 {
+			r.HolderExpires = p.LockRenew.Add(p.LockTTL)
+		}
+	}
+	return r
 }
 
 // decodeCluster reads the Patroni objects of cluster name, whose pod

@@ -2,6 +2,7 @@ package patroni
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,6 +45,11 @@ func TestKeepReadsTheDCS(t *testing.T) {
 		t.Errorf("synchronous %v, maximum lag %d, REST port %d", p.SynchronousMode, p.MaximumLagOnFailover, p.RESTPort)
 	case kept.RoleLabel != "spilo-role" || c.Shape != model.ShapeSelfRegistering:
 		t.Errorf("role label %q, shape %s", kept.RoleLabel, c.Shape)
+	case c.SelfWritten == nil || !slices.Equal(c.SelfWritten.Labels, []string{"spilo-role"}) || !slices.Equal(c.SelfWritten.Annotations, []string{"status"}):
+		// What Patroni rewrites on its pods stays out of their fences.
+		t.Errorf("self-written %+v, want the role label spilo-role and the status annotation", c.SelfWritten)
+	case c.Record == nil || c.Record.Holder != "main-1" || !c.Record.HolderExpires.Equal(p.LockRenew.Add(30*time.Second)):
+		t.Errorf("record %+v, want main-1 holding the lock until its renewal plus ttl", c.Record)
 	}
 	c = model.ClusterFacts{Name: "pg", Template: model.TemplateFacts{OperatorOwner: "postgresql/pg"}}
 	Engine{}.Keep(tpl, objects{err: errors.New("forbidden")}, &c)

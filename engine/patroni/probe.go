@@ -22,7 +22,11 @@ var _ engine.Engine = Engine{}
 func New() engine.Engine { return Engine{} }
 
 // Name implements engine.Engine.
-func (Engine) Name() model.Engine { return model.EnginePatroni }
+func (Engine) Name() model.Engine { return Name }
+
+// Name is Patroni's engine name: the value of the hactl.dev/engine label
+// on its clusters.
+const Name model.Engine = "patroni"
 
 // Probe implements engine.Engine: every target on its own, in parallel,
 // each bounded by o.Timeout (dial included) and ctx.

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/hactl-dev/hactl/engine"
+	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -32,7 +34,7 @@ func TestEveryEngineHandsItsVerdictRules(t *testing.T) {
 // print them in generic positions, and nothing would say so.
 func TestEtcdAndPatroniHandTheirViews(t *testing.T) {
 	views := engine.Views(Engines())
-	for _, name := range []model.Engine{model.EngineEtcd, model.EnginePatroni} {
+	for _, name := range []model.Engine{etcdengine.Name, patroniengine.Name} {
 		if views[name] == nil {
 			t.Errorf("engine %q hands no view (engine.Viewed)", name)
 		}

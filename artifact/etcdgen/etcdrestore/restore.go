@@ -25,8 +25,10 @@ import (
 
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/etcdgen"
-	"github.com/hactl-dev/hactl/model"
 )
+
+// Engine is the engine whose generations this package restores.
+const Engine = etcdgen.Engine
 
 // Restorer turns an etcd generation into the data directory of one
 // member, as `etcdutl snapshot restore` would with the same flags.
@@ -98,7 +100,7 @@ func (r Restorer) logger() *zap.Logger {
 // dst with etcd's restore logic, which checks the snapshot's own SHA-256
 // trailer as well.
 func (r Restorer) Materialize(ctx context.Context, m *artifact.Manifest, src, dst string) error {
-	if m.Identity.Engine != model.EngineEtcd {
+	if m.Identity.Engine != etcdgen.Engine {
 		return fmt.Errorf("generation %s holds %s data, not etcd", m.Identity.Generation, m.Identity.Engine)
 	}
 	if err := r.Validate(); err != nil {
