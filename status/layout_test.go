@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,18 +80,39 @@ func (toyLayout) workloads(objs *Objects, dec map[model.Engine]engine.Decoder) [
 type raftByPod struct {
 	etcdengine.Engine
 	leader string
+	names  []string
+	mu     sync.Mutex
 	asked  []string
+}
+
+// askedOf is who was asked so far.
+func (e *raftByPod) askedOf() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.asked)
 }
 
 func (e *raftByPod) Probe(_ context.Context, ts []engine.Target, _ engine.ProbeOptions) []model.EngineFacts {
 	var out []model.EngineFacts
 	for _, t := range ts {
+		e.mu.Lock()
 		e.asked = append(e.asked, t.Namespace+"/"+t.Pod)
+		e.mu.Unlock()
 		out = append(out, model.EngineFacts{Reachable: true, MemberID: "id-" + t.Pod, ClusterID: "c1", LeaderID: "id-" + e.leader,
 			RaftTerm: 2, RaftIndex: 100, RaftApplied: 100, Version: "3.6.16",
-			Peers: []model.Peer{{ID: "id-kv-a", Name: "kv-a"}, {ID: "id-kv-b", Name: "kv-b"}, {ID: "id-kv-c", Name: "kv-c"}}})
+			Peers: e.peers()})
 	}
 	return out
+}
+
+// peers are the member list every member answers with: the pods named
+// in names, kv-a to kv-c by default.
+func (e *raftByPod) peers() []model.Peer {
+	var ps []model.Peer
+	for _, n := range e.names {
+		ps = append(ps, model.Peer{ID: "id-" + n, Name: n})
+	}
+	return ps
 }
 
 // A cluster whose members no StatefulSet lays out is found, decoded,
@@ -129,7 +151,7 @@ func TestClustersFromAnotherLayout(t *testing.T) {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.16-0"}}}}}}}
 
-	eng := &raftByPod{leader: "kv-b"}
+	eng := &raftByPod{leader: "kv-b", names: []string{"kv-a", "kv-b", "kv-c"}}
 	o := &Observer{Source: staticSource{&objs}, Engines: map[model.Engine]engine.Engine{etcdengine.Name: eng},
 		Dial:    func(context.Context, string, string, int) (net.Conn, error) { return nil, errors.New("not dialled") },
 		Now:     func() time.Time { return goldenNow },
@@ -156,9 +178,10 @@ func TestClustersFromAnotherLayout(t *testing.T) {
 	if !slices.Equal(members, []string{"kv-a", "kv-b", "kv-c"}) {
 		t.Errorf("members %q, want the pods by name", members)
 	}
-	sort.Strings(eng.asked)
-	if !slices.Equal(eng.asked, []string{"db/kv-a", "db/kv-b", "db/kv-c"}) {
-		t.Errorf("probed %q, want each member at its own pod (the StatefulSet's pod does not run)", eng.asked)
+	asked := eng.askedOf()
+	sort.Strings(asked)
+	if !slices.Equal(asked, []string{"db/kv-a", "db/kv-b", "db/kv-c"}) {
+		t.Errorf("probed %q, want each member at its own pod (the StatefulSet's pod does not run)", asked)
 	}
 	if kv.Observation.PDB == nil || kv.Observation.PDB.Name != "kv" {
 		t.Errorf("budget %+v, want kv's, matched by the pods' labels", kv.Observation.PDB)

@@ -59,6 +59,10 @@ type Observer struct {
 	// layouts are the member sources clusters are found by
 	// (defaultLayouts when nil).
 	layouts []layout
+	// memory, when set, keeps each probe's facts, and a read without a
+	// probe (Dial nil) shows the members as they last answered (a
+	// Watcher's rounds).
+	memory *probeMemory
 	// HolderGone reports whether a lock holder is known to have ended
 	// (a process on this host that no longer runs); nil: never known.
 	HolderGone func(holder string) bool
@@ -117,6 +121,9 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		// this old, so its age is never understated.
 		obs[i].At = now
 	}
+	if o.memory != nil && o.Dial == nil {
+		o.memory.graft(obs)
+	}
 	out := make([]Result, len(obs))
 	vo := o.VerdictOptions()
 	views := engine.Views(o.Engines)
@@ -128,6 +135,9 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		out[i] = Evaluate(obs[i], o.now(), vo)
 		out[i].View = views[obs[i].Cluster.Engine]
 	})...)
+	if o.memory != nil && o.Dial != nil {
+		o.memory.remember(obs)
+	}
 	return out, warn, nil
 }
 

@@ -65,6 +65,9 @@ type Watcher struct {
 	client    kubernetes.Interface
 	namespace string
 	opts      WatchOptions
+	// memory is the last probe's facts of each cluster: a read without a
+	// probe shows the members as they last answered.
+	memory probeMemory
 	factory   informers.SharedInformerFactory
 	source    CacheSource
 	events    cache.SharedIndexInformer
@@ -459,10 +462,14 @@ func (w *Watcher) eventsFailure() error {
 
 // Observe reads every cluster in scope from the caches, or only the one
 // called name, and evaluates the verdict. With probe (and a dialer) it
-// also asks every member on its own.
+// also asks every member on its own; without, each member whose pod is
+// the one that last answered a probe (this one's or ObserveDirect's)
+// carries that answer, so watch events are judged at once without
+// dialling anyone, and by the one verdict.
 func (w *Watcher) Observe(ctx context.Context, name string, probe bool) ([]Result, Warnings, error) {
 	o := w.opts.Observer
 	o.Source = watchSource{w: w, probe: probe}
+	o.memory = &w.memory
 	if !probe {
 		o.Dial = nil
 	}
@@ -484,6 +491,7 @@ func (w *Watcher) ObserveDirect(ctx context.Context, name string, probe bool) ([
 	defer done()
 	o := w.opts.Observer
 	o.Source = listedSource{Source: APISource{Client: w.client, Engines: o.Engines}, listed: done}
+	o.memory = &w.memory
 	// Its own connections, closed after it: it may overlap a watch
 	// round, whose kept clients it must neither replace nor retire.
 	o.Conns = nil

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -110,67 +109,6 @@ func (b *KubeBackend) Probes() bool { return b.probes }
 
 // VerdictOptions are the thresholds the backend's verdicts use.
 func (b *KubeBackend) VerdictOptions() model.VerdictOptions { return b.verdict }
-
-// memberKey names one member incarnation: a pod recreated under the same
-// name is a different key, so its old engine facts are never reused.
-type memberKey struct {
-	namespace, cluster, member, podUID string
-}
-
-// probeFacts are the engine facts of the last probe, by member
-// incarnation, and the clusters that probe covered.
-type probeFacts struct {
-	members  map[memberKey]model.EngineFacts
-	clusters map[string]bool
-}
-
-// factsOf collects the engine facts of probed results.
-func factsOf(rs []status.Result) probeFacts {
-	pf := probeFacts{members: map[memberKey]model.EngineFacts{}, clusters: map[string]bool{}}
-	for _, r := range rs {
-		o := r.Observation
-		if !o.EngineProbed {
-			continue
-		}
-		pf.clusters[clusterKey(o.Cluster)] = true
-		for _, m := range o.Members {
-			if m.Pod == nil || m.Engine == nil {
-				continue
-			}
-			pf.members[memberKey{o.Cluster.Namespace, o.Cluster.Name, m.Name, m.Pod.UID}] = *m.Engine
-		}
-	}
-	return pf
-}
-
-// graft puts the last probe's engine facts into results read from the
-// caches alone (matching each member by pod UID) and evaluates them again,
-// so watch events update the view at once without dialling anyone.
-func graft(rs []status.Result, pf probeFacts, opts model.VerdictOptions, now time.Time) []status.Result {
-	out := make([]status.Result, len(rs))
-	for i, r := range rs {
-		o := r.Observation
-		if !pf.clusters[clusterKey(o.Cluster)] {
-			out[i] = r
-			continue
-		}
-		o.EngineProbed = true
-		members := make([]model.Member, len(o.Members))
-		copy(members, o.Members)
-		for j := range members {
-			m := &members[j]
-			if m.Pod == nil {
-				continue
-			}
-			if f, ok := pf.members[memberKey{o.Cluster.Namespace, o.Cluster.Name, m.Name, m.Pod.UID}]; ok {
-				m.Engine = &f
-			}
-		}
-		o.Members = members
-		out[i] = status.Evaluate(o, now, opts)
-	}
-	return out
-}
 
 // clusterKey identifies a cluster across observations.
 func clusterKey(c model.ClusterFacts) string { return c.Namespace + "/" + c.Name }

@@ -15,9 +15,10 @@
 // status.Watcher (the watcher `status --watch` uses) and probes members through
 // status.Observer. Watch events become a stream of messages (a Cmd reads
 // one notification and is issued again), a burst of them becomes one
-// re-read of the caches, grafted with the last probe's engine facts;
-// members are probed every probe interval by a tick. All I/O happens in
-// tea.Cmds; Update and View only compute.
+// re-read of the caches, which the watcher judges with the members' last
+// answers (the view evaluates no verdict of its own); members are probed
+// every probe interval by a tick. All I/O happens in tea.Cmds; Update and
+// View only compute.
 //
 // Actions go through the Actions interface (ExecutorActions wraps the
 // actions executor the CLI verbs use); Generations lists seed generations.

@@ -136,7 +136,7 @@ func newTestModel(t *testing.T, cfg Config, deps Deps, obs ...model.Observation)
 		rs = append(rs, evaluate(o))
 	}
 	m = send(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
-	m = send(t, m, observedMsg{seq: 0, probed: true, results: rs, facts: factsOf(rs), at: now})
+	m = send(t, m, observedMsg{seq: 0, probed: true, results: rs, at: now})
 	return m
 }
 

@@ -44,7 +44,7 @@ func TestGoldenReadiness(t *testing.T) {
 			o.Members[0].Engine.Reachable = false
 		}
 		r := evaluate(o)
-		m = send(t, m, observedMsg{seq: uint64(i), probed: true, results: []status.Result{r}, facts: factsOf([]status.Result{r}), at: now})
+		m = send(t, m, observedMsg{seq: uint64(i), probed: true, results: []status.Result{r}, at: now})
 	}
 	m = press(t, m, "enter", "3")
 	golden(t, m, "readiness")
@@ -136,7 +136,7 @@ func TestGoldenHistory(t *testing.T) {
 	}
 	r2 := evaluate(o2)
 	r2.Observation.At = now.Add(time.Minute)
-	m = send(t, m, observedMsg{seq: 1, probed: true, results: []status.Result{r2}, facts: factsOf([]status.Result{r2}), at: now.Add(time.Minute)})
+	m = send(t, m, observedMsg{seq: 1, probed: true, results: []status.Result{r2}, at: now.Add(time.Minute)})
 	m = press(t, m, "enter", "4", "down", "down")
 	golden(t, m, "history")
 	if !strings.Contains(frame(m), "Pod/etcd-main-2: Stopping container etcd") || strings.Contains(frame(m), "await-pod-gone") {

@@ -34,8 +34,8 @@ type Config struct {
 	ProbeInterval time.Duration
 	// Probes is false when members are not dialled (--no-probe).
 	Probes bool
-	// Verdict are the verdict thresholds (used to re-evaluate after watch
-	// events between probes).
+	// Verdict are the verdict thresholds the backend judges with (the
+	// readiness view marks lags against them).
 	Verdict model.VerdictOptions
 	// Views are how each engine's facts read, by engine (those the faces
 	// hold: engine.Views); a cluster of an engine with none is shown

@@ -551,9 +551,13 @@ func (b *stubBackend) Observe(_ context.Context, probe bool) ([]status.Result, s
 	return b.observe(probe), nil, nil
 }
 
-func TestWatchEventsAreCoalescedAndGrafted(t *testing.T) {
+// A burst of watch events becomes one cache read, whose verdict (the
+// backend's: its watcher judges a read with the members' last answers,
+// status.TestWatcherJudgesWatchEventsWithTheLastProbe) the view shows as
+// it came, probing no one.
+func TestWatchEventsAreCoalesced(t *testing.T) {
 	probed := evaluate(healthyObs("db", "etcd-a"))
-	// From the caches: member 1's pod lost readiness; no engine facts.
+	// From the caches: member 1's pod lost readiness.
 	cached := healthyObs("db", "etcd-a")
 	cached.EngineProbed = false
 	for i := range cached.Members {
@@ -594,9 +598,6 @@ func TestWatchEventsAreCoalescedAndGrafted(t *testing.T) {
 	if r.Verdict.FailoverReady {
 		t.Error("the cache read did not reach the verdict")
 	}
-	if !r.Observation.EngineProbed || r.Observation.Members[0].Engine == nil || r.Analysis.LeaderMember != "etcd-a-0" {
-		t.Errorf("engine facts not grafted: probed %v leader %q", r.Observation.EngineProbed, r.Analysis.LeaderMember)
-	}
 	if b.probes != 1 {
 		t.Errorf("watch events probed members (%d probes)", b.probes)
 	}
@@ -604,56 +605,24 @@ func TestWatchEventsAreCoalescedAndGrafted(t *testing.T) {
 
 var cfgVerdict = judged(Config{}.Verdict)
 
-func TestProbeOvertakenByCacheReadIsGraftedNotShown(t *testing.T) {
+func TestProbeOvertakenByCacheReadIsReadAgainNotShown(t *testing.T) {
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-a"))
 	m.seq, m.appliedSeq = 10, 9
 	cached := evaluate(degradedObs("db", "etcd-a"))
 	// The cache read (seq 9 applied) is newer than a probe with seq 8.
-	nm, _ := m.Update(observedMsg{seq: 8, probed: true, results: []status.Result{cached}, facts: factsOf([]status.Result{cached}), at: now})
+	nm, _ := m.Update(observedMsg{seq: 8, probed: true, results: []status.Result{cached}, at: now})
 	m = nm.(Model)
 	if m.appliedSeq != 9 {
 		t.Errorf("an older probe was applied over a newer read (applied %d)", m.appliedSeq)
 	}
-	if len(m.facts.members) == 0 {
-		t.Error("the older probe's facts were dropped")
+	if !m.refreshing {
+		t.Error("no fresh cache read was asked for: the older probe's answers would not be shown")
 	}
 	// An older cache read is dropped.
 	nm, _ = m.Update(observedMsg{seq: 5, results: nil, at: now})
 	m = nm.(Model)
 	if len(m.results) != 1 {
 		t.Error("an older cache read replaced newer results")
-	}
-}
-
-func TestGraftMatchesPodUID(t *testing.T) {
-	probed := evaluate(healthyObs("db", "etcd-a"))
-	pf := factsOf([]status.Result{probed})
-	cached := healthyObs("db", "etcd-a")
-	cached.EngineProbed = false
-	for i := range cached.Members {
-		cached.Members[i].Engine = nil
-	}
-	cached.Members[2].Pod.UID = "recreated"
-	out := graft([]status.Result{status.Evaluate(cached, now, cfgVerdict)}, pf, cfgVerdict, now)
-	ms := out[0].Observation.Members
-	if ms[0].Engine == nil || ms[1].Engine == nil {
-		t.Fatal("facts of unchanged pods not grafted")
-	}
-	if ms[2].Engine != nil {
-		t.Error("facts of a replaced pod were reused for its successor")
-	}
-	if ms[2].Phase == model.PhaseMember {
-		t.Error("a recreated, unprobed member reads as a member")
-	}
-	// A cluster that was never probed is left alone.
-	other := healthyObs("db", "other")
-	other.EngineProbed = false
-	for i := range other.Members {
-		other.Members[i].Engine = nil
-	}
-	out = graft([]status.Result{status.Evaluate(other, now, cfgVerdict)}, pf, cfgVerdict, now)
-	if out[0].Observation.EngineProbed {
-		t.Error("an unprobed cluster was marked probed")
 	}
 }
 
@@ -806,8 +775,7 @@ func (b *directBackend) ObserveDirect(context.Context) ([]status.Result, status.
 
 // The first screen comes from the direct read while the watches sync: the
 // members show before Start returns and the read schedules nothing of its
-// own. Once the watches synced, a cache read (with the direct read's probe
-// facts grafted) takes over and the first probe round is a probe interval
+// own. Once the watches synced, a cache read takes over and the first probe round is a probe interval
 // later, not at once; a late direct read changes nothing.
 func TestFirstScreenFromTheDirectRead(t *testing.T) {
 	direct := evaluate(healthyObs("db", "etcd-a"))
@@ -898,7 +866,8 @@ func TestSyncFailureReplacesTheDirectRead(t *testing.T) {
 
 // When the watches sync while the direct read is still probing, their
 // first probe round waits for it instead of probing every member a second
-// time at once: the direct read's facts are grafted into a cache read, and
+// time at once: a cache read follows it (carrying its answers: the
+// watcher's, status.TestWatcherJudgesWatchEventsWithTheLastProbe), and
 // the rounds go on at the probe interval. A direct read that fails, or
 // does not answer within a probe interval, no longer holds them back.
 func TestSyncBeforeTheDirectReadWaitsForIt(t *testing.T) {
@@ -931,15 +900,15 @@ func TestSyncBeforeTheDirectReadWaitsForIt(t *testing.T) {
 	if p, r := counts(b); p != 0 || r != 0 {
 		t.Fatalf("the watches synced during the direct read: %d probe rounds, %d cache reads (want none yet)", p, r)
 	}
-	direct := observedMsg{direct: true, probed: true, results: []status.Result{probed}, facts: factsOf([]status.Result{probed}), at: now}
+	direct := observedMsg{direct: true, probed: true, results: []status.Result{probed}, at: now}
 	nm, cmd := m.Update(direct)
 	m = settle(t, nm.(Model), cmd)
 	if p, r := counts(b); p != 0 || r != 1 {
 		t.Fatalf("after the direct read: %d probe rounds, %d cache reads (want 0 and 1)", p, r)
 	}
 	r, _ := m.focused()
-	if r.Observation.Members[2].Pod.Ready || r.Observation.Members[0].Engine == nil || !r.Observation.Members[0].Engine.Reachable {
-		t.Fatalf("the cache read does not carry the direct read's probe facts: %+v", r.Observation.Members[0].Engine)
+	if r.Observation.Members[2].Pod.Ready {
+		t.Fatal("the cache read after the direct read is not shown")
 	}
 	nm, cmd = m.Update(probeTickMsg{})
 	settle(t, nm.(Model), cmd)

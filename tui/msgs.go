@@ -32,8 +32,6 @@ type observedMsg struct {
 	results  []status.Result
 	warnings status.Warnings
 	err      error
-	// facts are the engine facts of this probe (probed only).
-	facts probeFacts
 	// direct: the first read, straight from the API server while the
 	// watches sync (DirectObserver); it schedules the first probe of the
 	// caches only when the watches synced before it answered.

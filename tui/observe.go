@@ -22,9 +22,6 @@ type observations struct {
 	// leaders are the leader changes this view saw, per cluster, for
 	// the history tab.
 	leaders status.LeaderLog
-	// facts are the engine facts of the last probe, grafted into cache
-	// reads.
-	facts probeFacts
 
 	// seq numbers the reads and probes (and the dialogs); appliedSeq is
 	// the read or probe shown.
@@ -52,19 +49,12 @@ func (m *Model) observe(probe bool) tea.Cmd {
 		return nil
 	}
 	m.seq++
-	seq, b, ctx, facts, opts, now := m.seq, m.backend, m.ctx, m.facts, m.cfg.Verdict, m.cfg.Now
+	seq, b, ctx, now := m.seq, m.backend, m.ctx, m.cfg.Now
 	return func() tea.Msg {
+		// A read without a probe comes judged with the members' last
+		// answers (the backend's watcher keeps them): the view shows it.
 		rs, warn, err := b.Observe(ctx, probe)
-		msg := observedMsg{seq: seq, probed: probe, results: rs, warnings: warn, err: err, at: now()}
-		if err != nil {
-			return msg
-		}
-		if probe {
-			msg.facts = factsOf(rs)
-		} else {
-			msg.results = graft(rs, facts, opts, msg.at)
-		}
-		return msg
+		return observedMsg{seq: seq, probed: probe, results: rs, warnings: warn, err: err, at: now()}
 	}
 }
 
@@ -121,11 +111,7 @@ func (m Model) startDirect() <-chan tea.Msg {
 	d.ExpectDirect()
 	go func() {
 		rs, warn, err := d.ObserveDirect(ctx)
-		msg := observedMsg{direct: true, probed: probes, results: rs, warnings: warn, err: err, at: now()}
-		if err == nil && probes {
-			msg.facts = factsOf(rs)
-		}
-		ch <- msg
+		ch <- observedMsg{direct: true, probed: probes, results: rs, warnings: warn, err: err, at: now()}
 	}()
 	return ch
 }
@@ -159,14 +145,13 @@ func (m Model) applyObserved(msg observedMsg) (Model, tea.Cmd) {
 	}
 	m.warnings = msg.warnings
 	if msg.probed {
-		m.facts = msg.facts
 		m.probedAt = msg.at
 		m.history.record(msg.results, msg.at)
 		m.leaders.Add(msg.results)
 		m.dataGen++
 		if msg.seq < m.appliedSeq {
-			// A cache read overtook this probe: graft the new facts into a
-			// fresh read instead of showing older pod data.
+			// A cache read overtook this probe: a fresh read carries its
+			// answers instead of showing older pod data.
 			if !m.refreshing {
 				m.refreshing = true
 				cmds = append(cmds, m.observe(false))
@@ -191,16 +176,15 @@ func (m Model) applyObserved(msg observedMsg) (Model, tea.Cmd) {
 func (m Model) applyDirect(msg observedMsg) (Model, tea.Cmd) {
 	m.directPending = false
 	ok := msg.err == nil
-	graft := false
+	reread := false
 	if ok && msg.probed && m.probedAt.IsZero() {
-		m.facts = msg.facts
 		m.probedAt = msg.at
 		m.history.record(msg.results, msg.at)
 		m.leaders.Add(msg.results)
 		m.dataGen++
 		m.directProbed = true
-		// A cache read on screen gets the facts grafted into a fresh one.
-		graft = m.appliedSeq > 0
+		// A cache read on screen: a fresh one carries these answers.
+		reread = m.appliedSeq > 0
 	}
 	if ok && m.appliedSeq == 0 && !m.loaded && !m.unsynced {
 		m.warnings = msg.warnings
@@ -210,15 +194,15 @@ func (m Model) applyDirect(msg observedMsg) (Model, tea.Cmd) {
 	case m.afterDirect:
 		m.afterDirect = false
 		return m.roundsAfterDirect()
-	case graft:
-		return m, m.regraft()
+	case reread:
+		return m, m.reread()
 	}
 	return m, nil
 }
 
 // roundsAfterDirect starts the watches' probe rounds once they synced and
 // the direct read answered: the first a probe interval after the direct
-// read's probe, its facts grafted into a cache read meanwhile; at once
+// read's probe, a cache read meanwhile carrying its answers; at once
 // when the direct read brought no probe.
 func (m Model) roundsAfterDirect() (Model, tea.Cmd) {
 	if !m.directProbed {
@@ -226,12 +210,12 @@ func (m Model) roundsAfterDirect() (Model, tea.Cmd) {
 		return m, m.observe(true)
 	}
 	m.probing = false
-	return m, tea.Batch(tea.Tick(m.cfg.ProbeInterval, func(time.Time) tea.Msg { return probeTickMsg{} }), m.regraft())
+	return m, tea.Batch(tea.Tick(m.cfg.ProbeInterval, func(time.Time) tea.Msg { return probeTickMsg{} }), m.reread())
 }
 
-// regraft reads the caches again, grafting the last probe's facts (nil
-// when a cache read is in flight: it is queued behind it).
-func (m *Model) regraft() tea.Cmd {
+// reread reads the caches again, the members carrying their last probe's
+// answers (nil when a cache read is in flight: it is queued behind it).
+func (m *Model) reread() tea.Cmd {
 	if m.refreshing {
 		m.refreshPending = true
 		return nil
