@@ -536,37 +536,8 @@ func (c patroni) replace() {
 	if m == nil {
 		return
 	}
-	handedOver := false
-	var resumePrim *model.Member
-	if c.Resume() != nil {
-		// A resume passes the same gates as a fresh decision: whatever
-		// the entry recorded, the member is never deleted, reinitialized
-		// or replaced while it is the primary.
-		resumePrim = c.gates(name)
-		if resumePrim == nil {
-			return
-		}
-		if resumePrim.Name == name && !c.Options().SwitchoverFirst {
-			c.promoted(m)
-			return
-		}
-		if resumePrim.Name == name {
-			// --switchover-first: the primary hands over before the rest
-			if ok := c.pauseGate(); !c.riskGates(m, resumePrim, true) || !ok || !c.handOver(resumePrim, name) {
-				return
-			}
-			handedOver = true
-		}
-	}
-	if (c.Intent().Action == model.ActionReplace && c.replaceResume(m)) || (c.Intent().Action == model.ActionReseed && c.reseedResume(m)) {
-		// The pause and risk gates hold while the resumed plan still
-		// takes the member down; its waits and its end are never
-		// refused by them (the member rebuilt is a candidate again).
-		if !handedOver && c.Decision().Mutates() {
-			if ok := c.pauseGate(); !c.riskGates(m, resumePrim, false) || !ok {
-				c.Decision().Steps = c.Decision().Steps[:0]
-			}
-		}
+	resumePrim, handedOver, stop := c.resumeGates(m)
+	if stop || c.resumed(m, resumePrim, handedOver) {
 		return
 	}
 	if pod := m.Pod; pod != nil && pod.DeletionMarked {
@@ -613,6 +584,50 @@ func (c patroni) replace() {
 	}
 	c.DeleteBoth(m, m.PVC, m.PVC != nil)
 	c.recreated(name)
+}
+
+// resumeGates are a resume's gates: it passes the same ones as a fresh
+// decision, so whatever the entry recorded, the member is never deleted,
+// reinitialized or replaced while it is the primary. prim is the primary
+// they found (nil when no resume), handedOver that --switchover-first
+// had the primary m hand over first, stop that the decision is made.
+func (c patroni) resumeGates(m *model.Member) (prim *model.Member, handedOver, stop bool) {
+	if c.Resume() == nil {
+		return nil, false, false
+	}
+	name := m.Name
+	if prim = c.gates(name); prim == nil {
+		return nil, false, true
+	}
+	switch {
+	case prim.Name != name:
+		return prim, false, false
+	case !c.Options().SwitchoverFirst:
+		c.promoted(m)
+		return prim, false, true
+	}
+	// --switchover-first: the primary hands over before the rest
+	if ok := c.pauseGate(); !c.riskGates(m, prim, true) || !ok || !c.handOver(prim, name) {
+		return prim, false, true
+	}
+	return prim, true, false
+}
+
+// resumed continues the recorded replace or reseed of m, reporting
+// whether it did. The pause and risk gates hold while the resumed plan
+// still takes the member down; its waits and its end are never refused by
+// them (the member rebuilt is a candidate again).
+func (c patroni) resumed(m, resumePrim *model.Member, handedOver bool) bool {
+	a := c.Intent().Action
+	if !(a == model.ActionReplace && c.replaceResume(m)) && !(a == model.ActionReseed && c.reseedResume(m)) {
+		return false
+	}
+	if !handedOver && c.Decision().Mutates() {
+		if ok := c.pauseGate(); !c.riskGates(m, resumePrim, false) || !ok {
+			c.Decision().Steps = c.Decision().Steps[:0]
+		}
+	}
+	return true
 }
 
 // replaceTarget is the member a replace or reseed names, with the

@@ -126,57 +126,15 @@ var elfMachines = map[string]elf.Machine{
 // dynamically linked (the image has no libc), and when the CA bundle is
 // missing or holds no certificate.
 func Build(o Options) (v1.Image, error) {
-	if o.Binary == "" {
-		return nil, errors.New("image: no binary given (the static kubectl-hactl to put in the image)")
-	}
-	if o.CaptureBinary == "" {
-		return nil, errors.New("image: no capture binary given (the static hactl-capture to put in the image)")
-	}
-	if o.Version == "" {
-		return nil, errors.New("image: no version given (the org.opencontainers.image.version label)")
-	}
-	if o.Commit == "" {
-		o.Commit = "unknown"
-	}
-	if o.Platform == "" {
-		o.Platform = DefaultPlatform
-	}
-	if o.CACerts == "" {
-		o.CACerts = DefaultCACerts
+	o, plat, err := o.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	created := o.Created
-	if created.IsZero() {
-		created = time.Unix(0, 0)
-	}
-	created = created.UTC().Truncate(time.Second)
-
-	plat, err := v1.ParsePlatform(o.Platform)
+	bins, certs, err := readInputs(o, plat)
 	if err != nil {
-		return nil, fmt.Errorf("image: platform %q: %w", o.Platform, err)
+		return nil, err
 	}
-	if plat.OS != "linux" {
-		return nil, fmt.Errorf("image: platform %q: the agent image is linux only", o.Platform)
-	}
-	var bins [2][]byte
-	for i, p := range []string{o.Binary, o.CaptureBinary} {
-		if err := checkBinary(p, plat.Architecture); err != nil {
-			return nil, err
-		}
-		if bins[i], err = os.ReadFile(p); err != nil {
-			return nil, fmt.Errorf("image: reading the binary: %w", err)
-		}
-	}
-	certs, err := os.ReadFile(o.CACerts)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("image: no CA bundle at %s: install it (Debian: apt-get install ca-certificates) or pass its path", o.CACerts)
-		}
-		return nil, fmt.Errorf("image: reading the CA bundle: %w", err)
-	}
-	if !x509.NewCertPool().AppendCertsFromPEM(certs) {
-		return nil, fmt.Errorf("image: the CA bundle %s holds no PEM certificate", o.CACerts)
-	}
-
 	sys, err := layer(created, systemFiles(certs))
 	if err != nil {
 		return nil, fmt.Errorf("image: system layer: %w", err)
@@ -205,12 +163,78 @@ func Build(o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image: %w", err)
 	}
+	return configure(img, o, plat)
+}
+
+// withDefaults checks o and fills its defaults (an unknown commit, the
+// default platform and CA bundle, creation at the epoch truncated to the
+// second), with the platform parsed: linux only.
+func (o Options) withDefaults() (Options, *v1.Platform, error) {
+	switch {
+	case o.Binary == "":
+		return o, nil, errors.New("image: no binary given (the static kubectl-hactl to put in the image)")
+	case o.CaptureBinary == "":
+		return o, nil, errors.New("image: no capture binary given (the static hactl-capture to put in the image)")
+	case o.Version == "":
+		return o, nil, errors.New("image: no version given (the org.opencontainers.image.version label)")
+	}
+	if o.Commit == "" {
+		o.Commit = "unknown"
+	}
+	if o.Platform == "" {
+		o.Platform = DefaultPlatform
+	}
+	if o.CACerts == "" {
+		o.CACerts = DefaultCACerts
+	}
+	if o.Created.IsZero() {
+		o.Created = time.Unix(0, 0)
+	}
+	o.Created = o.Created.UTC().Truncate(time.Second)
+	plat, err := v1.ParsePlatform(o.Platform)
+	if err != nil {
+		return o, nil, fmt.Errorf("image: platform %q: %w", o.Platform, err)
+	}
+	if plat.OS != "linux" {
+		return o, nil, fmt.Errorf("image: platform %q: the agent image is linux only", o.Platform)
+	}
+	return o, plat, nil
+}
+
+// readInputs reads the two binaries (checked to be static executables of
+// plat's architecture) and the CA bundle (checked to hold a certificate).
+func readInputs(o Options, plat *v1.Platform) (bins [2][]byte, certs []byte, err error) {
+	for i, p := range []string{o.Binary, o.CaptureBinary} {
+		if err := checkBinary(p, plat.Architecture); err != nil {
+			return bins, nil, err
+		}
+		if bins[i], err = os.ReadFile(p); err != nil {
+			return bins, nil, fmt.Errorf("image: reading the binary: %w", err)
+		}
+	}
+	certs, err = os.ReadFile(o.CACerts)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return bins, nil, fmt.Errorf("image: no CA bundle at %s: install it (Debian: apt-get install ca-certificates) or pass its path", o.CACerts)
+		}
+		return bins, nil, fmt.Errorf("image: reading the CA bundle: %w", err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(certs) {
+		return bins, nil, fmt.Errorf("image: the CA bundle %s holds no PEM certificate", o.CACerts)
+	}
+	return bins, certs, nil
+}
+
+// configure sets img's configuration: created at o.Created, plat's OS and
+// architecture, the agent as entrypoint run as NonRoot, and the OCI
+// labels naming the version, commit, source and title.
+func configure(img v1.Image, o Options, plat *v1.Platform) (v1.Image, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("image: %w", err)
 	}
 	cf = cf.DeepCopy()
-	cf.Created = v1.Time{Time: created}
+	cf.Created = v1.Time{Time: o.Created}
 	cf.OS, cf.Architecture, cf.Variant = plat.OS, plat.Architecture, plat.Variant
 	cf.Config = v1.Config{
 		Entrypoint: []string{BinaryPath},
