@@ -21,7 +21,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/hactl-dev/hactl/agent"
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/seeding"
 	"github.com/hactl-dev/hactl/model"
@@ -175,7 +174,7 @@ func captureEndpoint(cl model.ClusterFacts, m model.Member) (endpoint, serverNam
 // driver) for the others.
 func captureCommand(storeURL string) []string {
 	if artifact.StoreScheme(storeURL) == "s3" {
-		return []string{agent.CaptureCommand}
+		return []string{seeding.CaptureCommand}
 	}
 	return []string{"kubectl-hactl", "agent", "capture"}
 }
@@ -497,10 +496,10 @@ func scheduledOrTried(pod *corev1.Pod) bool {
 // command: an agent image from before hactl-capture (an older release
 // pinned with --agent-image, or a cached image of the same tag).
 func oldImageHint(msg string) string {
-	if !strings.Contains(msg, agent.CaptureCommand) || !strings.Contains(msg, "not found") {
+	if !strings.Contains(msg, seeding.CaptureCommand) || !strings.Contains(msg, "not found") {
 		return ""
 	}
-	return "; the agent image has no " + agent.CaptureCommand + ": use the agent image of this hactl's version (--agent-image), or --capture port-forward"
+	return "; the agent image has no " + seeding.CaptureCommand + ": use the agent image of this hactl's version (--agent-image), or --capture port-forward"
 }
 
 // notStarting is why a pod that has not started never will by itself.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // A saved plan ("plan now, apply later, exactly this") is a decision
@@ -363,10 +362,10 @@ func sourceDiff(add func(string, ...any), s, t *model.GenerationFacts) {
 // never loosens it.
 func lagBound(plan, now uint64) uint64 {
 	if plan == 0 {
-		plan = verdict.DefaultLagThreshold
+		plan = model.DefaultLagThreshold
 	}
 	if now == 0 {
-		now = verdict.DefaultLagThreshold
+		now = model.DefaultLagThreshold
 	}
 	return min(plan, now)
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/artifact/etcdgen"
+	"github.com/hactl-dev/hactl/artifact/seeding"
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/buildinfo"
 	"github.com/hactl-dev/hactl/internal/format"
@@ -43,9 +44,9 @@ const (
 	EnvGeneration = "HACTL_SEED_GENERATION"
 )
 
-// CaptureCommand is the agent image's capture binary: the command of
-// hactl's capture pods for s3:// stores.
-const CaptureCommand = "hactl-capture"
+// CaptureCommand is the agent image's capture binary (the executor's
+// contract names it: seeding.CaptureCommand).
+const CaptureCommand = seeding.CaptureCommand
 
 // CaptureBuildTags are the build tags hactl-capture is built with (make
 // build, the image, the tests' and the sandbox's builds): the s3:// and

@@ -24,7 +24,7 @@ func withDefaults(o model.ActionOptions) model.ActionOptions {
 		o.StaleEntryAfter = DefaultStaleEntryAfter
 	}
 	if o.Verdict.LagThreshold == 0 {
-		o.Verdict.LagThreshold = verdict.DefaultLagThreshold
+		o.Verdict.LagThreshold = model.DefaultLagThreshold
 	}
 	return o
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // actionExitHelp documents the exit codes of replace and reseed.
@@ -100,7 +99,7 @@ func NewActionOptions(flags *kubeflags.ConfigFlags, a model.Action, streams gene
 		DryRun:       string(actions.DryRunNone),
 		ProbeTimeout: engine.DefaultTimeout,
 		Timeout:      actions.DefaultWaitTimeout,
-		LagThreshold: verdict.DefaultLagThreshold,
+		LagThreshold: model.DefaultLagThreshold,
 		IOStreams:    streams,
 	}
 }

@@ -87,7 +87,7 @@ func NewCmdAgentExporter(flags *kubeflags.ConfigFlags, streams genericiooptions.
 		Listen:        ":9808",
 		ProbeInterval: exporter.DefaultInterval,
 		ProbeTimeout:  engine.DefaultTimeout,
-		LagThreshold:  verdict.DefaultLagThreshold,
+		LagThreshold:  model.DefaultLagThreshold,
 		CertWarn:      verdict.DefaultCertWarn,
 		configFlags:   flags,
 		IOStreams:     streams,

@@ -19,7 +19,6 @@ import (
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // DefaultPlanMaxAge is how old a saved plan apply acts on by default.
@@ -80,7 +79,7 @@ type ApplyOptions struct {
 // NewApplyOptions returns options with their defaults.
 func NewApplyOptions(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *ApplyOptions {
 	return &ApplyOptions{configFlags: flags, MaxAge: DefaultPlanMaxAge, DryRun: string(actions.DryRunNone),
-		Timeout: actions.DefaultWaitTimeout, ProbeTimeout: engine.DefaultTimeout, LagThreshold: verdict.DefaultLagThreshold,
+		Timeout: actions.DefaultWaitTimeout, ProbeTimeout: engine.DefaultTimeout, LagThreshold: model.DefaultLagThreshold,
 		now: time.Now, IOStreams: streams}
 }
 

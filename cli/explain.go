@@ -15,7 +15,6 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/model"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // ExplainOptions holds the flags and state of `kubectl hactl explain`.
@@ -47,7 +46,7 @@ type ExplainOptions struct {
 // NewCmdExplain builds `kubectl hactl explain CLUSTER MEMBER`.
 func NewCmdExplain(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ExplainOptions{configFlags: flags, Intent: string(model.ActionReplace), ProbeTimeout: engine.DefaultTimeout,
-		LagThreshold: verdict.DefaultLagThreshold, IOStreams: streams}
+		LagThreshold: model.DefaultLagThreshold, IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "explain CLUSTER MEMBER",
 		Short: "Show what replace, reseed, seed or switchover would do, and why (changes nothing)",

@@ -24,7 +24,6 @@ import (
 	"github.com/hactl-dev/hactl/internal/kubeflags"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
-	"github.com/hactl-dev/hactl/verdict"
 )
 
 // SeedOptions holds the flags and state of `kubectl hactl seed`.
@@ -63,7 +62,7 @@ func NewSeedOptions(flags *kubeflags.ConfigFlags, streams genericiooptions.IOStr
 		DryRun:       string(actions.DryRunNone),
 		ProbeTimeout: engine.DefaultTimeout,
 		Timeout:      time.Hour,
-		LagThreshold: verdict.DefaultLagThreshold,
+		LagThreshold: model.DefaultLagThreshold,
 		Capture:      string(actions.CaptureAuto),
 		IOStreams:    streams,
 	}

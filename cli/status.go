@@ -93,7 +93,7 @@ func NewStatusOptions(flags *kubeflags.ConfigFlags, streams genericiooptions.IOS
 		Color:            "auto",
 		ProbeTimeout:     engine.DefaultTimeout,
 		ProbeInterval:    5 * time.Second,
-		LagThreshold:     verdict.DefaultLagThreshold,
+		LagThreshold:     model.DefaultLagThreshold,
 		CertWarn:         verdict.DefaultCertWarn,
 		IOStreams:        streams,
 	}

@@ -2,6 +2,11 @@ package model
 
 import "time"
 
+// DefaultLagThreshold is the number of positions (raft entries, an
+// engine's applied index) a voter may trail the leader frontier and still
+// count as a member: VerdictOptions.LagThreshold when it is zero.
+const DefaultLagThreshold uint64 = 1000
+
 // VerdictOptions are the thresholds of the verdict. The zero value means all
 // defaults; so does any zero field. A saved plan shows them under
 // decision.intent.options.verdict, by their JSON names.

@@ -70,12 +70,12 @@ func TestLagThresholdByEngine(t *testing.T) {
 		c    model.ClusterFacts
 		want uint64
 	}{
-		{"etcd default", model.VerdictOptions{}, model.ClusterFacts{Engine: etcdengine.Name}, DefaultLagThreshold},
+		{"etcd default", model.VerdictOptions{}, model.ClusterFacts{Engine: etcdengine.Name}, model.DefaultLagThreshold},
 		{"etcd option", model.VerdictOptions{LagThreshold: 5}, model.ClusterFacts{Engine: etcdengine.Name}, 5},
 		{"patroni cluster's maximum_lag_on_failover", model.VerdictOptions{LagThreshold: 5}, pgc, 2048},
 		{"patroni option", model.VerdictOptions{WALLagThreshold: 99}, pgc, 99},
 		{"patroni default", model.VerdictOptions{}, model.ClusterFacts{Engine: patroniengine.Name}, patroniengine.DefaultWALLagThreshold},
-		{"no rules", model.VerdictOptions{}, model.ClusterFacts{Engine: "redis"}, DefaultLagThreshold},
+		{"no rules", model.VerdictOptions{}, model.ClusterFacts{Engine: "redis"}, model.DefaultLagThreshold},
 	} {
 		if got := LagThreshold(judged(c.o), c.c); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
@@ -129,8 +129,8 @@ func TestHandedRulesJudgeTheirEngine(t *testing.T) {
 	if slices.Contains(got, model.ReasonEngineUnsupported) {
 		t.Errorf("a judged engine called unsupported: %v", got)
 	}
-	if thr := LagThreshold(o, obs.Cluster); thr != DefaultLagThreshold+1 {
-		t.Errorf("LagThreshold %d, want the handed rules' %d", thr, DefaultLagThreshold+1)
+	if thr := LagThreshold(o, obs.Cluster); thr != model.DefaultLagThreshold+1 {
+		t.Errorf("LagThreshold %d, want the handed rules' %d", thr, model.DefaultLagThreshold+1)
 	}
 	// Without the rules handed in, the same cluster is engine_unsupported.
 	if v := Compute(obs, now, model.VerdictOptions{}); !slices.Contains(codesOf(v), model.ReasonEngineUnsupported) {

@@ -8,9 +8,6 @@ import (
 
 // Defaults for Options. A zero field in Options means "use the default".
 const (
-	// DefaultLagThreshold is the number of raft entries a voter may trail
-	// the leader frontier and still count as a member.
-	DefaultLagThreshold uint64 = 1000
 	// DefaultStaleAfter is the age at which an observation is stale.
 	DefaultStaleAfter = 30 * time.Second
 	// DefaultBootstrapWindow is how long after the StatefulSet's creation
@@ -27,7 +24,7 @@ func DefaultOptions() model.VerdictOptions { return withDefaults(model.VerdictOp
 
 func withDefaults(o model.VerdictOptions) model.VerdictOptions {
 	if o.LagThreshold == 0 {
-		o.LagThreshold = DefaultLagThreshold
+		o.LagThreshold = model.DefaultLagThreshold
 	}
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = DefaultStaleAfter

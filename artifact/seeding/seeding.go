@@ -17,6 +17,11 @@ import (
 	"github.com/hactl-dev/hactl/model"
 )
 
+// CaptureCommand is the agent image's capture binary: the command of a
+// capture pod for the s3:// stores it carries a driver for (package agent
+// builds it).
+const CaptureCommand = "hactl-capture"
+
 // ErrSourceChanged: the member that answered is not the one the decision
 // chose (another member ID or cluster ID behind the same pod). A Seeder's
 // error wraps it; the executor reports it as a fence conflict.
