@@ -14,6 +14,7 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 )
 
 // A restore's one-shot pods carry LabelRestoreOf (the cluster they
@@ -44,7 +45,7 @@ func DecodeActionFacts(obs *model.Observation, sts *appsv1.StatefulSet, objs *Ob
 		cl.PodManagementPolicy = string(appsv1.OrderedReadyPodManagement)
 	}
 	if d := dec[cl.Engine]; d != nil {
-		d.ActionTemplate(podTemplate(sts), &cl.Template)
+		d.ActionTemplate(source.PodTemplate(sts), &cl.Template)
 	}
 	cl.RestorePods = restorePods(sts, objs.Pods)
 	decodeMemberObjects(obs.Members, sts.Namespace, objs, obs.Cluster.SelfWritten)

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 )
 
 // Label and annotation names of the cluster contract (docs/contract.md).
@@ -38,125 +38,13 @@ const (
 // maxEvents bounds the events kept per cluster.
 const maxEvents = 10
 
-// decodePod turns a pod into PodFacts.
-func decodePod(p *corev1.Pod, at time.Time) *model.PodFacts {
-	f := &model.PodFacts{
-		Name:            p.Name,
-		UID:             string(p.UID),
-		ResourceVersion: p.ResourceVersion,
-		Node:            p.Spec.NodeName,
-		Phase:           string(p.Status.Phase),
-		DeletionMarked:  p.DeletionTimestamp != nil,
-		CreatedAt:       p.CreationTimestamp.Time,
-		ObservedAt:      at,
-	}
-	for _, ip := range p.Status.PodIPs {
-		if ip.IP != "" {
-			f.IPs = append(f.IPs, ip.IP)
-		}
-	}
-	if len(f.IPs) == 0 && p.Status.PodIP != "" {
-		f.IPs = []string{p.Status.PodIP}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			f.Ready = true
-		}
-	}
-	if p.Spec.NodeName == "" {
-		f.Waiting = model.WaitingUnscheduled
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				f.WaitingReason = c.Reason
-			}
-		}
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		f.Restarts += int(cs.RestartCount)
-		if cs.Started != nil && *cs.Started {
-			f.Started = true
-		}
-		if cs.State.Running != nil {
-			f.Running = true
-			f.EverStarted = true
-		}
-		if cs.LastTerminationState.Terminated != nil || cs.State.Terminated != nil || cs.RestartCount > 0 {
-			f.EverStarted = true
-		}
-		if w := cs.State.Waiting; w != nil {
-			f.WaitingReason = w.Reason
-			f.Waiting, f.PullFailure = classifyWaiting(w.Reason, w.Message)
-		}
-	}
-	return f
-}
-
-// classifyWaiting decodes a kubelet waiting reason. The result is only
-// ever reported: reason strings are never authority to delete.
-func classifyWaiting(reason, message string) (model.WaitingKind, model.PullFailure) {
-	switch reason {
-	case "CrashLoopBackOff", "RunContainerError":
-		return model.WaitingCrashLoop, model.PullFailureNone
-	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
-		m := strings.ToLower(message)
-		switch {
-		case strings.Contains(m, "unauthorized") || strings.Contains(m, "403") || strings.Contains(m, "401") || strings.Contains(m, "denied"):
-			return model.WaitingPullFailure, model.PullFailureUnauthorized
-		case strings.Contains(m, "manifest unknown") || strings.Contains(m, "not found"):
-			return model.WaitingPullFailure, model.PullFailureNotFound
-		case strings.Contains(m, "no matching manifest") || strings.Contains(m, "platform"):
-			return model.WaitingPullFailure, model.PullFailureArch
-		}
-		return model.WaitingPullFailure, model.PullFailureBackoff
-	case "CreateContainerConfigError", "CreateContainerError":
-		return model.WaitingConfigError, model.PullFailureNone
-	case "ContainerCreating", "PodInitializing":
-		return model.WaitingCreating, model.PullFailureNone
-	case "":
-		return model.WaitingNone, model.PullFailureNone
-	}
-	return model.WaitingOther, model.PullFailureNone
-}
-
-// maxOrdinal bounds the ordinals read from pod names: no StatefulSet
-// has more pods than this, and a larger number is no ordinal of it.
-const maxOrdinal = 1 << 20
-
-// memberOrdinal parses "<sts>-<n>" where n is written as the StatefulSet
-// controller writes it (decimal, no sign, no leading zero): "etcd-01" or
-// "etcd-+1" is not a member of etcd, however its labels read.
-func memberOrdinal(stsName, podName string) (int, bool) {
-	rest, ok := strings.CutPrefix(podName, stsName+"-")
-	if !ok || rest == "" || len(rest) > 7 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 || n > maxOrdinal || strconv.Itoa(n) != rest {
-		return 0, false
-	}
-	return n, true
-}
-
-func ownedBy(meta metav1.Object, uid string) bool {
-	for _, o := range meta.GetOwnerReferences() {
-		if o.Controller != nil && *o.Controller {
-			return string(o.UID) == uid
-		}
-	}
-	return true // no controller: accept if name and labels match
-}
-
 // index groups namespace objects once so decoding many clusters stays
 // linear in the number of objects.
 type index struct {
-	// owned are the pods by namespace and their controller's UID
-	// ("ns/uid"); orphans the pods of
-	// each namespace that have no controller (a cluster takes them by
-	// name and labels, see ownedBy); podByName every pod, by ns/name.
-	owned     map[string][]*corev1.Pod
-	orphans   map[string][]*corev1.Pod
+	// src indexes the pods and claims the layouts list members from;
+	// podByName is every pod, by ns/name.
+	src       *source.Index
 	podByName map[string]*corev1.Pod
-	pvcs      map[string]*corev1.PersistentVolumeClaim // ns/name
 	pdbs      map[string][]selectingPDB
 	svcs      map[string][]selectingService
 	slices    map[string][]*discoveryv1.EndpointSlice // ns/service
@@ -191,8 +79,7 @@ type selectingService struct {
 
 func newIndex(o *Objects) *index {
 	ix := &index{
-		owned: map[string][]*corev1.Pod{}, orphans: map[string][]*corev1.Pod{}, podByName: map[string]*corev1.Pod{},
-		pvcs: map[string]*corev1.PersistentVolumeClaim{},
+		src: source.NewIndex(source.Objects{StatefulSets: o.StatefulSets, Pods: o.Pods, PVCs: o.PVCs}), podByName: map[string]*corev1.Pod{},
 		pdbs: map[string][]selectingPDB{}, svcs: map[string][]selectingService{},
 		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
 		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: configMapsErr(o),
@@ -213,16 +100,6 @@ func newIndex(o *Objects) *index {
 	for i := range o.Pods {
 		p := &o.Pods[i]
 		ix.podByName[p.Namespace+"/"+p.Name] = p
-		if c := metav1.GetControllerOfNoCopy(p); c != nil {
-			k := p.Namespace + "/" + string(c.UID)
-			ix.owned[k] = append(ix.owned[k], p)
-		} else {
-			ix.orphans[p.Namespace] = append(ix.orphans[p.Namespace], p)
-		}
-	}
-	for i := range o.PVCs {
-		p := &o.PVCs[i]
-		ix.pvcs[p.Namespace+"/"+p.Name] = p
 	}
 	for i := range o.PDBs {
 		p := &o.PDBs[i]
@@ -253,31 +130,31 @@ func newIndex(o *Objects) *index {
 // from the workload its layout found: its members, its template decoded
 // by its engine's decoder, what the engine keeps in the API server by its
 // keeper (among p), its budget, Services and Events.
-func decodeCluster(w workload, ix *index, at time.Time, p engineParts) model.Observation {
-	tf := templateOf(p.decoders[w.engine], w.template)
+func decodeCluster(w source.Workload, ix *index, at time.Time, p engineParts) model.Observation {
+	tf := templateOf(p.decoders[w.Engine], w.Template)
 	obs := model.Observation{
 		At: at,
 		Cluster: model.ClusterFacts{
-			Namespace: w.owner.Namespace, Name: w.owner.Name, Engine: w.engine,
-			UID: string(w.owner.UID), ResourceVersion: w.owner.ResourceVersion,
-			Replicas: w.replicas, ReadyReplicas: w.ready,
-			CreatedAt: w.owner.CreationTimestamp.Time, ServiceName: w.service,
+			Namespace: w.Owner.Namespace, Name: w.Owner.Name, Engine: w.Engine,
+			UID: string(w.Owner.UID), ResourceVersion: w.Owner.ResourceVersion,
+			Replicas: w.Replicas, ReadyReplicas: w.Ready,
+			CreatedAt: w.Owner.CreationTimestamp.Time, ServiceName: w.Service,
 			Template: tf, Shape: tf.Shape(),
-			TLSSecret: w.owner.Annotations[AnnotationTLSSecret], RESTAuthSecret: w.owner.Annotations[AnnotationRESTAuthSecret], ObservedAt: at,
+			TLSSecret: w.Owner.Annotations[AnnotationTLSSecret], RESTAuthSecret: w.Owner.Annotations[AnnotationRESTAuthSecret], ObservedAt: at,
 		},
 	}
-	obs.Members = w.members(ix, at)
-	for _, p := range ix.pdbs[w.owner.Namespace] {
-		if p.sel == nil || !p.sel.Matches(w.podLabels) {
+	obs.Members = w.Members(ix.src, at)
+	for _, p := range ix.pdbs[w.Owner.Namespace] {
+		if p.sel == nil || !p.sel.Matches(w.PodLabels) {
 			continue
 		}
-		obs.PDB = decodePDB(p.pdb, w.replicas)
+		obs.PDB = decodePDB(p.pdb, w.Replicas)
 		break
 	}
 	obs.ClientEndpoints = clientEndpoints(w, ix)
-	decodeEngineConfig(w.owner, ix, &obs.Cluster)
-	if k := p.keepers[w.engine]; k != nil {
-		kept := k.Keep(w.template, namespaceObjects{ix: ix, ns: w.owner.Namespace}, &obs.Cluster)
+	decodeEngineConfig(w.Owner, ix, &obs.Cluster)
+	if k := p.keepers[w.Engine]; k != nil {
+		kept := k.Keep(w.Template, namespaceObjects{ix: ix, ns: w.Owner.Namespace}, &obs.Cluster)
 		roleLabels(&obs, ix, kept.RoleLabel)
 		if kept.RoleLabel != "" {
 			obs.ClientEndpoints = primaryEndpoints(w, ix, kept)
@@ -319,12 +196,12 @@ func decodeEngineConfig(owner *metav1.ObjectMeta, ix *index, c *model.ClusterFac
 // (a leader Service with no endpoints is still the one that counts). The
 // labels the StatefulSet controller sets on each pod (its name, index,
 // revision) do not count: a Service per pod is no client Service.
-func clientEndpoints(w workload, ix *index) *model.EndpointFacts {
-	podLabels, name := w.podLabels, w.owner.Name
+func clientEndpoints(w source.Workload, ix *index) *model.EndpointFacts {
+	podLabels, name := w.PodLabels, w.Owner.Name
 	var some []*corev1.Service
-	for _, s := range ix.svcs[w.owner.Namespace] {
+	for _, s := range ix.svcs[w.Owner.Namespace] {
 		svc := s.svc
-		if svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Selector) == 0 || svc.Name == w.service {
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Selector) == 0 || svc.Name == w.Service {
 			continue
 		}
 		if s.sel.Matches(podLabels) {
@@ -392,10 +269,10 @@ func serviceEndpoints(svc *corev1.Service, ix *index) *model.EndpointFacts {
 
 // clusterEvents are the newest events (at most maxEvents) of the
 // workload's owner, its members' pods and their claims.
-func clusterEvents(w workload, ix *index, members []model.Member) []model.EventFacts {
-	ns := w.owner.Namespace
+func clusterEvents(w source.Workload, ix *index, members []model.Member) []model.EventFacts {
+	ns := w.Owner.Namespace
 	var evs []*corev1.Event
-	evs = append(evs, ix.events[ns+"/"+w.kind+"/"+w.owner.Name]...)
+	evs = append(evs, ix.events[ns+"/"+w.Kind+"/"+w.Owner.Name]...)
 	for _, m := range members {
 		pod := m.Name
 		if m.Pod != nil {
@@ -499,12 +376,12 @@ func roleLabels(obs *model.Observation, ix *index, label string) {
 // picks the cluster's pods labelled with one of the primary's roles
 // (kept.PrimaryRoles under kept.RoleLabel); its ready endpoints name the
 // pods behind it.
-func primaryEndpoints(w workload, ix *index, kept model.Kept) *model.EndpointFacts {
-	podLabels := maps.Clone(w.podLabels)
+func primaryEndpoints(w source.Workload, ix *index, kept model.Kept) *model.EndpointFacts {
+	podLabels := maps.Clone(w.PodLabels)
 	if podLabels == nil {
 		podLabels = labels.Set{}
 	}
-	for _, s := range ix.svcs[w.owner.Namespace] {
+	for _, s := range ix.svcs[w.Owner.Namespace] {
 		svc := s.svc
 		role := svc.Spec.Selector[kept.RoleLabel]
 		if !slices.Contains(kept.PrimaryRoles, role) {

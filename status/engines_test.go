@@ -10,6 +10,7 @@ import (
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/engine/registry"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 )
 
 // judged is o with the verdict rules of the engines hactl ships handed in,
@@ -33,11 +34,9 @@ func evaluated(obs model.Observation, now time.Time) Result {
 // decodeStatefulSet is sts's observation as the StatefulSet layout finds
 // it (a StatefulSet no engine claims is read as the plain engine "").
 func decodeStatefulSet(sts *appsv1.StatefulSet, ix *index, at time.Time, p engineParts) model.Observation {
-	w, ok := statefulSetWorkload(sts, p.decoders)
-	if !ok {
-		w = stsWorkload(sts, "", podTemplate(sts))
-	}
-	return decodeCluster(w, ix, at, p)
+	t := source.PodTemplate(sts)
+	eng, _ := detect(sts.Labels, t, p.decoders)
+	return decodeCluster(source.StatefulSetWorkload(sts, eng, t), ix, at, p)
 }
 
 // parts and decoders are the parts of the engines hactl ships, as the
@@ -49,10 +48,10 @@ var (
 
 // decodeTemplate is sts's template as etcd's decoder reads it.
 func decodeTemplate(sts *appsv1.StatefulSet) model.TemplateFacts {
-	return templateOf(decoders[etcdengine.Name], podTemplate(sts))
+	return templateOf(decoders[etcdengine.Name], source.PodTemplate(sts))
 }
 
 // decodeTemplateFlags adds what etcd's decoder reads for actions.
 func decodeTemplateFlags(t *model.TemplateFacts, sts *appsv1.StatefulSet) {
-	decoders[etcdengine.Name].ActionTemplate(podTemplate(sts), t)
+	decoders[etcdengine.Name].ActionTemplate(source.PodTemplate(sts), t)
 }

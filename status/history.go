@@ -17,6 +17,7 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 )
 
 // History sources: where a row was read.
@@ -146,7 +147,7 @@ func eventMember(object, cluster string) string {
 			name = name[i+1:]
 		}
 	}
-	if _, ok := memberOrdinal(cluster, name); ok && (kind == "Pod" || kind == "PersistentVolumeClaim") {
+	if _, ok := source.MemberOrdinal(cluster, name); ok && (kind == "Pod" || kind == "PersistentVolumeClaim") {
 		return name
 	}
 	return ""
@@ -227,7 +228,7 @@ func EventsOf(evs []corev1.Event, r Result) []model.EventFacts {
 		case "StatefulSet":
 			return name == o.Cluster.Name
 		case "Pod":
-			_, ok := memberOrdinal(o.Cluster.Name, name)
+			_, ok := source.MemberOrdinal(o.Cluster.Name, name)
 			return ok
 		case "PersistentVolumeClaim":
 			// <template>-<member>: also a claim deleted since (a

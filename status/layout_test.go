@@ -24,6 +24,7 @@ import (
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 )
 
 // toyLayoutLabel groups bare pods into a cluster in toyLayout.
@@ -35,7 +36,7 @@ const toyLayoutLabel = "toy.example/cluster"
 // claim data-<pod>; no StatefulSet, no ordinals in the names.
 type toyLayout struct{}
 
-func (toyLayout) workloads(objs *Objects, dec map[model.Engine]engine.Decoder) []workload {
+func (toyLayout) Workloads(objs source.Objects, detect source.Detect) []source.Workload {
 	byCluster := map[string][]*corev1.Pod{}
 	for i := range objs.Pods {
 		p := &objs.Pods[i]
@@ -43,31 +44,31 @@ func (toyLayout) workloads(objs *Objects, dec map[model.Engine]engine.Decoder) [
 			byCluster[p.Namespace+"/"+c] = append(byCluster[p.Namespace+"/"+c], p)
 		}
 	}
-	var out []workload
+	var out []source.Workload
 	for _, pods := range byCluster {
 		sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 		first := pods[0]
 		t := model.PodTemplate{Namespace: first.Namespace, Labels: first.Labels}
 		for i := range first.Spec.Containers {
-			t.Containers = append(t.Containers, container(&first.Spec.Containers[i]))
+			t.Containers = append(t.Containers, source.Container(&first.Spec.Containers[i]))
 		}
-		eng, ok := detect(first.Labels, t, dec)
+		eng, ok := detect(first.Labels, t)
 		if !ok {
 			continue
 		}
 		owner := &metav1.ObjectMeta{Namespace: first.Namespace, Name: first.Labels[toyLayoutLabel], Labels: first.Labels}
 		ready := 0
 		for _, p := range pods {
-			if decodePod(p, time.Time{}).Ready {
+			if source.DecodePod(p, time.Time{}).Ready {
 				ready++
 			}
 		}
-		out = append(out, workload{kind: "ToyCluster", owner: owner, engine: eng, template: t,
-			podLabels: labels.Set{toyLayoutLabel: owner.Name}, replicas: len(pods), ready: ready,
-			members: func(ix *index, at time.Time) []model.Member {
+		out = append(out, source.Workload{Kind: "ToyCluster", Owner: owner, Engine: eng, Template: t,
+			PodLabels: labels.Set{toyLayoutLabel: owner.Name}, Replicas: len(pods), Ready: ready,
+			List: func(ix *source.Index, at time.Time) []model.Member {
 				var ms []model.Member
 				for i, p := range pods {
-					ms = append(ms, model.Member{Name: p.Name, Ordinal: i, Pod: decodePod(p, at), PVC: decodePVC(ix, p.Namespace, "data-"+p.Name, at)})
+					ms = append(ms, model.Member{Name: p.Name, Ordinal: i, Pod: source.DecodePod(p, at), PVC: ix.PVC(p.Namespace, "data-"+p.Name, at)})
 				}
 				return ms
 			}})
@@ -155,7 +156,7 @@ func TestClustersFromAnotherLayout(t *testing.T) {
 	o := &Observer{Source: staticSource{&objs}, Engines: map[model.Engine]engine.Engine{etcdengine.Name: eng},
 		Dial:    func(context.Context, string, string, int) (net.Conn, error) { return nil, errors.New("not dialled") },
 		Now:     func() time.Time { return goldenNow },
-		layouts: []layout{statefulSets{}, toyLayout{}}}
+		Layouts: []source.Layout{source.StatefulSets{}, toyLayout{}}}
 	res, _, err := o.Observe(context.Background(), "db", "")
 	if err != nil {
 		t.Fatal(err)

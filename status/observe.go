@@ -16,6 +16,7 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 	"github.com/hactl-dev/hactl/verdict"
 )
 
@@ -56,9 +57,9 @@ type Observer struct {
 	// Selector, when set, keeps only the clusters whose StatefulSet's
 	// labels it matches (status -l).
 	Selector labels.Selector
-	// layouts are the member sources clusters are found by
-	// (defaultLayouts when nil).
-	layouts []layout
+	// Layouts are where clusters' members come from (source.Default()
+	// when nil: StatefulSets).
+	Layouts []source.Layout
 	// memory, when set, keeps each probe's facts, and a read without a
 	// probe (Dial nil) shows the members as they last answered (a
 	// Watcher's rounds).
@@ -112,8 +113,8 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	obs := make([]model.Observation, len(picked))
 	for i, w := range picked {
 		obs[i] = decodeCluster(w, ix, now, parts)
-		if err := objs.ActionsUnread[w.owner.Namespace+"/"+w.owner.Name]; err != nil {
-			warn = append(warn, fmt.Sprintf("%s/%s: actions not shown: %v", w.owner.Namespace, w.owner.Name, err))
+		if err := objs.ActionsUnread[w.Owner.Namespace+"/"+w.Owner.Name]; err != nil {
+			warn = append(warn, fmt.Sprintf("%s/%s: actions not shown: %v", w.Owner.Namespace, w.Owner.Name, err))
 			continue
 		}
 		warn = append(warn, decodeActions(&obs[i], ix, o.HolderGone)...)
@@ -144,27 +145,31 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 // workloads are the clusters o's layouts find in objs, kept by o's
 // Selector, sorted; only the one called name when name is set (a
 // *NotFoundError naming the others when there is none).
-func (o *Observer) workloads(objs *Objects, parts engineParts, namespace, name string) ([]workload, error) {
-	layouts := o.layouts
+func (o *Observer) workloads(objs *Objects, parts engineParts, namespace, name string) ([]source.Workload, error) {
+	layouts := o.Layouts
 	if layouts == nil {
-		layouts = defaultLayouts
+		layouts = source.Default()
 	}
-	var all []workload
+	detectIn := func(l map[string]string, t model.PodTemplate) (model.Engine, bool) {
+		return detect(l, t, parts.decoders)
+	}
+	var all []source.Workload
+	so := source.Objects{StatefulSets: objs.StatefulSets, Pods: objs.Pods, PVCs: objs.PVCs}
 	for _, l := range layouts {
-		all = append(all, l.workloads(objs, parts.decoders)...)
+		all = append(all, l.Workloads(so, detectIn)...)
 	}
-	sortWorkloads(all)
+	source.Sort(all)
 	if o.Selector != nil && !o.Selector.Empty() {
-		all = slices.DeleteFunc(all, func(w workload) bool { return !o.Selector.Matches(labels.Set(w.owner.Labels)) })
+		all = slices.DeleteFunc(all, func(w source.Workload) bool { return !o.Selector.Matches(labels.Set(w.Owner.Labels)) })
 	}
 	if name == "" {
 		return all, nil
 	}
-	var picked []workload
+	var picked []source.Workload
 	var names []string
 	for _, w := range all {
-		names = append(names, w.owner.Name)
-		if w.owner.Name == name {
+		names = append(names, w.Owner.Name)
+		if w.Owner.Name == name {
 			picked = append(picked, w)
 		}
 	}

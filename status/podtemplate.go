@@ -2,61 +2,11 @@ package status
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 )
-
-// podTemplate is sts's pod template as the engines' decoders read it
-// (engine.Decoder).
-func podTemplate(sts *appsv1.StatefulSet) model.PodTemplate {
-	spec := &sts.Spec.Template.Spec
-	t := model.PodTemplate{Namespace: sts.Namespace, Owner: operatorOwner(sts), Labels: sts.Spec.Template.Labels,
-		Containers: make([]model.Container, len(spec.Containers))}
-	for i := range spec.Containers {
-		t.Containers[i] = container(&spec.Containers[i])
-	}
-	for _, c := range sts.Spec.VolumeClaimTemplates {
-		t.Claims = append(t.Claims, c.Name)
-	}
-	return t
-}
-
-// container is c as a model.Container.
-func container(c *corev1.Container) model.Container {
-	out := model.Container{Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args}
-	for _, e := range c.Env {
-		v := model.EnvVar{Name: e.Name, Value: e.Value}
-		switch {
-		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == model.EnvRefNamespace:
-			v.Ref = model.EnvRefNamespace
-		case e.ValueFrom != nil:
-			v.Ref = model.EnvRefOther
-		}
-		out.Env = append(out.Env, v)
-	}
-	for _, p := range c.Ports {
-		out.Ports = append(out.Ports, model.ContainerPort{Name: p.Name, Port: int(p.ContainerPort)})
-	}
-	for _, m := range c.VolumeMounts {
-		out.Mounts = append(out.Mounts, model.VolumeMount{Name: m.Name, Path: m.MountPath, SubPath: m.SubPath})
-	}
-	if l := c.Lifecycle; l != nil && l.PreStop != nil && l.PreStop.Exec != nil {
-		out.PreStop = l.PreStop.Exec.Command
-	}
-	return out
-}
-
-// operatorOwner is sts's controlling owner ("Kind/name"), "" when none.
-func operatorOwner(sts *appsv1.StatefulSet) string {
-	for _, o := range sts.OwnerReferences {
-		if o.Controller != nil && *o.Controller {
-			return o.Kind + "/" + o.Name
-		}
-	}
-	return ""
-}
 
 // DetectEngine says which engine a StatefulSet runs: the hactl.dev/engine
 // label when present, otherwise the engine whose decoder (of dec, those
@@ -66,7 +16,7 @@ func DetectEngine(sts *appsv1.StatefulSet, dec map[model.Engine]engine.Decoder) 
 	if v := sts.Labels[LabelEngine]; v != "" {
 		return model.Engine(v), true
 	}
-	return detect(nil, podTemplate(sts), dec)
+	return detect(nil, source.PodTemplate(sts), dec)
 }
 
 // detect is the engine of a workload labelled l with pod template t: the

@@ -67,10 +67,10 @@ type Watcher struct {
 	opts      WatchOptions
 	// memory is the last probe's facts of each cluster: a read without a
 	// probe shows the members as they last answered.
-	memory probeMemory
-	factory   informers.SharedInformerFactory
-	source    CacheSource
-	events    cache.SharedIndexInformer
+	memory  probeMemory
+	factory informers.SharedInformerFactory
+	source  CacheSource
+	events  cache.SharedIndexInformer
 	// configMaps hold what engines keep beside their members (Patroni's
 	// leader locks) and the engines' settings: optional, like events.
 	configMaps cache.SharedIndexInformer
