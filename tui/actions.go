@@ -2,21 +2,18 @@ package tui
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/tui/components/dialog"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
 // Request is one intent about one cluster, as an action key or the
 // explain key asks for it.
-type Request struct {
-	Namespace string
-	Cluster   string
-	Intent    model.Intent
-}
+type Request = common.Request
 
 // Actions decides and runs repairs for the TUI through the same
 // classifier and executor as the CLI verbs. Every method may block: the
@@ -28,59 +25,6 @@ type Actions interface {
 	// the user), calling progress with every receipt, and returns when
 	// the action finished or stopped.
 	Execute(ctx context.Context, req Request, d model.Decision, progress func(model.Receipt)) error
-}
-
-// runnable: the decision proceeds and nothing blocks it.
-func runnable(d model.Decision) bool {
-	return d.Verb == model.VerbProceed && len(d.Blockers) == 0
-}
-
-// setOverride switches the option an override flag names; ok is false for
-// a flag the TUI does not know.
-func setOverride(o *model.ActionOptions, flag string, on bool) bool {
-	switch flag {
-	case model.FlagMoveLeader:
-		o.MoveLeader = on
-	case model.FlagSwitchoverFirst:
-		o.SwitchoverFirst = on
-	case model.FlagSupersede:
-		o.Supersede = on
-	case model.FlagForce:
-		o.Force = on
-	case model.FlagAcceptNoFailover:
-		o.AcceptNoFailover = on
-	case model.FlagAcceptWriteStall:
-		o.AcceptWriteStall = on
-	default:
-		return false
-	}
-	return true
-}
-
-// overrideOn reports whether the option an override flag names is on.
-func overrideOn(o model.ActionOptions, flag string) bool {
-	switch flag {
-	case model.FlagMoveLeader:
-		return o.MoveLeader
-	case model.FlagSwitchoverFirst:
-		return o.SwitchoverFirst
-	case model.FlagSupersede:
-		return o.Supersede
-	case model.FlagForce:
-		return o.Force
-	case model.FlagAcceptNoFailover:
-		return o.AcceptNoFailover
-	case model.FlagAcceptWriteStall:
-		return o.AcceptWriteStall
-	}
-	return false
-}
-
-// decidedMsg carries a decision for the open dialog.
-type decidedMsg struct {
-	id       int
-	decision model.Decision
-	err      error
 }
 
 // actionReceiptMsg carries one receipt of the running action.
@@ -95,81 +39,18 @@ type actionDoneMsg struct {
 	err error
 }
 
-// runningAction is the action started from the dialog.
-type runningAction struct {
-	id       int
-	req      Request
-	decision model.Decision
-	started  time.Time
-	receipts []model.Receipt
-	done     bool
-	err      error
-	updates  <-chan tea.Msg
-}
-
-func (a *runningAction) phase() model.ActionPhase {
-	if len(a.receipts) == 0 {
-		return model.ActionPhaseRequested
-	}
-	return a.receipts[len(a.receipts)-1].Phase
-}
-
-func (a *runningAction) title() string {
-	s := a.req.Intent.Action.String()
-	if a.req.Intent.Member != "" {
-		s += " " + a.req.Intent.Member
-	}
-	if a.req.Intent.Action == model.ActionRestore && a.req.Intent.Options.Generation != "" {
-		s += " from " + a.req.Intent.Options.Generation
-	}
-	return s
-}
-
-func (a *runningAction) summary() string {
-	switch {
-	case a.done && a.err != nil:
-		return fmt.Sprintf("%s stopped in phase %s: %v", a.title(), a.phase(), a.err)
-	case a.done:
-		return fmt.Sprintf("%s finished (%s)", a.title(), a.phase())
-	}
-	if n := len(a.receipts); n > 0 && a.receipts[n-1].Detail != "" {
-		return fmt.Sprintf("%s: %s: %s", a.title(), a.phase(), a.receipts[n-1].Detail)
-	}
-	return fmt.Sprintf("%s: %s…", a.title(), a.phase())
-}
-
-// fraction is the share of the planned steps done, for the progress bar.
-func (a *runningAction) fraction() float64 {
-	if a.done && a.err == nil {
-		return 1
-	}
-	steps := a.decision.Steps
-	if len(steps) == 0 || len(a.receipts) == 0 {
-		return 0
-	}
-	done := 0
-	for i, s := range steps {
-		for _, r := range a.receipts {
-			if r.Step == s.Kind && (r.Outcome == model.OutcomeDone || r.Outcome == model.OutcomeAlready) {
-				done = i + 1
-			}
-		}
-	}
-	return float64(done) / float64(len(steps))
-}
-
 // decide asks the classifier in a Cmd.
 func (m Model) decide(id int, req Request) tea.Cmd {
 	acts, ctx := m.actions, m.ctx
 	return func() tea.Msg {
 		d, err := acts.Decide(ctx, req)
-		return decidedMsg{id: id, decision: d, err: err}
+		return dialog.DecidedMsg{ID: id, Decision: d, Err: err}
 	}
 }
 
 // execute returns the running action and the commands that run it (in a
 // Cmd, like all I/O) and stream its receipts back as messages.
-func (m Model) execute(id int, req Request, d model.Decision) (*runningAction, tea.Cmd) {
+func (m Model) execute(id int, req Request, d model.Decision) (*common.RunningAction, tea.Cmd) {
 	acts, ctx := m.actions, m.ctx
 	ch := make(chan tea.Msg, 64)
 	run := func() tea.Msg {
@@ -184,7 +65,7 @@ func (m Model) execute(id int, req Request, d model.Decision) (*runningAction, t
 		send(actionDoneMsg{id: id, err: err})
 		return nil
 	}
-	a := &runningAction{id: id, req: req, decision: d, started: m.cfg.Now(), updates: ch}
+	a := &common.RunningAction{ID: id, Req: req, Decision: d, Started: m.cfg.Now(), Updates: ch}
 	return a, tea.Batch(run, waitAction(ch))
 }
 
@@ -210,8 +91,8 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 	case !explain && m.cfg.ReadOnly:
 		m.setStatus(true, "read-only: actions are disabled (%s)", m.cfg.ReadOnlyReason)
 		return m, nil
-	case !explain && m.action != nil && !m.action.done:
-		m.setStatus(true, "an action is already running: %s", m.action.summary())
+	case !explain && m.action != nil && !m.action.Done:
+		m.setStatus(true, "an action is already running: %s", m.action.Summary())
 		return m, nil
 	}
 	r, mem, ok := m.selectedMember()
@@ -224,7 +105,7 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		m.setStatus(true, "select a member first")
 		return m, nil
 	}
-	if action == model.ActionRestore || (action == model.ActionSwitchover && !engineViews(m.cfg.Views).of(r.Observation.Cluster).Candidate(mem)) {
+	if action == model.ActionRestore || (action == model.ActionSwitchover && !common.EngineViews(m.cfg.Views).Of(r.Observation.Cluster).Candidate(mem)) {
 		mem = model.Member{}
 	}
 	c := r.Observation.Cluster
@@ -233,19 +114,19 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		Options: model.ActionOptions{Verdict: m.cfg.Verdict, LockHolder: m.cfg.LockHolder},
 	}}
 	m.seq++
-	d := newDialog(int(m.seq), req, explain, m.theme)
-	d.kubeContext = m.cfg.Context
+	d := dialog.New(int(m.seq), req, explain, m.theme)
+	d.SetKubeContext(m.cfg.Context)
 	d.SetSize(m.width, bodyHeight(m.height))
 	m.dialog = &d
 	m.clearStatus()
-	switch d.state {
-	case dialogAsking:
-		return m, d.ask(defaultGeneration(c.Name, m.cfg.Now()))
-	case dialogPicking:
-		d.pick(m.cfg.Now, m.seed.source == nil)
+	switch d.State() {
+	case dialog.Asking:
+		return m, d.Ask(defaultGeneration(c.Name, m.cfg.Now()))
+	case dialog.Picking:
+		d.Pick(m.cfg.Now, !m.seed.Listed())
 		return m, m.loadGenerations()
 	}
-	return m, m.decide(d.id, req)
+	return m, m.decide(d.ID(), req)
 }
 
 // updateDialog passes msg to the open dialog and does what it asks:
@@ -254,23 +135,23 @@ func (m Model) updateDialog(msg tea.Msg) (Model, tea.Cmd) {
 	d, out, cmd := m.dialog.Update(msg)
 	m.dialog = &d
 	switch out {
-	case dialogCancel:
+	case dialog.Cancel:
 		m.dialog = nil
 		m.setStatus(false, "cancelled: nothing was changed")
-	case dialogClose:
+	case dialog.Close:
 		m.dialog = nil
-	case dialogDecide:
-		cmd = m.decide(d.id, d.req)
-	case dialogRedecide:
+	case dialog.Decide:
+		cmd = m.decide(d.ID(), d.Request())
+	case dialog.Redecide:
 		m.seq++
-		d.id = int(m.seq)
-		cmd = m.decide(d.id, d.req)
-	case dialogConfirm:
+		d.SetID(int(m.seq))
+		cmd = m.decide(d.ID(), d.Request())
+	case dialog.Confirm:
 		m.dialog = nil
-		a, run := m.execute(d.id, d.req, d.decision)
+		a, run := m.execute(d.ID(), d.Request(), d.Decision())
 		m.action = a
 		m.tab = tabSeed
-		m.setStatus(false, "%s", a.summary())
+		m.setStatus(false, "%s", a.Summary())
 		cmd = tea.Batch(run, m.loadGenerations())
 	}
 	return m, cmd
@@ -281,14 +162,14 @@ func (m Model) updateDialog(msg tea.Msg) (Model, tea.Cmd) {
 func (m *Model) actionMsg(msg tea.Msg) (tea.Cmd, bool) {
 	switch msg := msg.(type) {
 	case actionReceiptMsg:
-		if m.action == nil || m.action.id != msg.id {
+		if m.action == nil || m.action.ID != msg.id {
 			return nil, true
 		}
 		a := *m.action
-		a.receipts = append(append([]model.Receipt(nil), a.receipts...), msg.receipt)
+		a.Receipts = append(append([]model.Receipt(nil), a.Receipts...), msg.receipt)
 		m.action = &a
-		m.setStatus(msg.receipt.Outcome == model.OutcomeFailed || msg.receipt.Outcome == model.OutcomeConflict, "%s", a.summary())
-		cmds := []tea.Cmd{waitAction(a.updates)}
+		m.setStatus(msg.receipt.Outcome == model.OutcomeFailed || msg.receipt.Outcome == model.OutcomeConflict, "%s", a.Summary())
+		cmds := []tea.Cmd{waitAction(a.Updates)}
 		if !m.probing && m.backend != nil && msg.receipt.Step.Mutates() {
 			// The step changed the cluster: look at the members now.
 			m.probing = true
@@ -296,13 +177,13 @@ func (m *Model) actionMsg(msg tea.Msg) (tea.Cmd, bool) {
 		}
 		return tea.Batch(cmds...), true
 	case actionDoneMsg:
-		if m.action == nil || m.action.id != msg.id {
+		if m.action == nil || m.action.ID != msg.id {
 			return nil, true
 		}
 		a := *m.action
-		a.done, a.err = true, msg.err
+		a.Done, a.Err = true, msg.err
 		m.action = &a
-		m.setStatus(msg.err != nil, "%s", a.summary())
+		m.setStatus(msg.err != nil, "%s", a.Summary())
 		cmds := []tea.Cmd{m.loadGenerations()}
 		if !m.probing && m.backend != nil {
 			m.probing = true
@@ -311,4 +192,9 @@ func (m *Model) actionMsg(msg tea.Msg) (tea.Cmd, bool) {
 		return tea.Batch(cmds...), true
 	}
 	return nil, false
+}
+
+// defaultGeneration proposes a generation ID: the cluster and the time.
+func defaultGeneration(cluster string, now time.Time) string {
+	return cluster + "-" + now.UTC().Format("20060102-150405")
 }

@@ -109,6 +109,3 @@ func (b *KubeBackend) Probes() bool { return b.probes }
 
 // VerdictOptions are the thresholds the backend's verdicts use.
 func (b *KubeBackend) VerdictOptions() model.VerdictOptions { return b.verdict }
-
-// clusterKey identifies a cluster across observations.
-func clusterKey(c model.ClusterFacts) string { return c.Namespace + "/" + c.Name }

@@ -15,6 +15,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/components/clusters"
+	"github.com/hactl-dev/hactl/tui/components/table"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
 // FleetContext is one kubeconfig context as a fleet read found it: its
@@ -135,9 +138,9 @@ type fleetTickMsg struct{ seq int }
 type fleet struct {
 	ctx  context.Context
 	opts FleetOptions
-	keys KeyMap
+	keys common.KeyMap
 
-	table
+	table table.Model
 	// contexts is the last read; rows its lines.
 	contexts []FleetContext
 	rows     []fleetRow
@@ -172,21 +175,21 @@ func newFleet(ctx context.Context, o FleetOptions) fleet {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	keys := DefaultKeyMap()
-	th := NewTheme(true)
+	keys := common.DefaultKeyMap()
+	th := common.NewTheme(true)
 	fi := textinput.New()
 	fi.Prompt = "/"
 	fi.Placeholder = "filter"
 	fi.SetValue(o.Filter)
 	f := fleet{ctx: ctx, opts: o, keys: keys, filter: fi, note: oneLine(o.Note), byVerdict: o.ByVerdict,
-		table: newTable(th, keys,
-			column{title: "CONTEXT", min: 6, max: 24},
-			column{title: "NAMESPACE", min: 6, max: 20, drop: 1},
-			column{title: "NAME", min: 8, max: 30},
-			column{title: "ENGINE", max: 8, drop: 2},
-			column{title: "READY", max: 7},
-			column{title: "VERDICT", max: 18},
-			column{title: "REASONS", min: 10},
+		table: table.New(th, keys,
+			table.Column{Title: "CONTEXT", Min: 6, Max: 24},
+			table.Column{Title: "NAMESPACE", Min: 6, Max: 20, Drop: 1},
+			table.Column{Title: "NAME", Min: 8, Max: 30},
+			table.Column{Title: "ENGINE", Max: 8, Drop: 2},
+			table.Column{Title: "READY", Max: 7},
+			table.Column{Title: "VERDICT", Max: 18},
+			table.Column{Title: "REASONS", Min: 10},
 		)}
 	if o.First != nil {
 		f.setContexts(o.First, o.Now())
@@ -246,7 +249,7 @@ func (f *fleet) setContexts(cs []FleetContext, at time.Time) {
 	if had {
 		for i, r := range f.visible {
 			if r.err == nil && r.choice() == was.choice() || r.err != nil && was.err != nil && r.context == was.context {
-				f.cursor = i
+				f.table.SetCursor(i)
 				break
 			}
 		}
@@ -272,19 +275,19 @@ func (f *fleet) refresh() {
 			f.visible = append(f.visible, r)
 		}
 	}
-	t := f.theme
-	cells := make([][]cell, 0, len(f.visible))
+	t := f.table.Theme()
+	cells := make([][]table.Cell, 0, len(f.visible))
 	prev := ""
 	for _, r := range f.visible {
 		// Grouped by context: its name on the group's first row.
-		ctxCell := plain(r.context)
+		ctxCell := table.Plain(r.context)
 		if !f.byVerdict && r.context == prev {
-			ctxCell = plain("")
+			ctxCell = table.Plain("")
 		}
 		prev = r.context
 		if r.err != nil {
-			cells = append(cells, []cell{ctxCell, plain("-"), plain("-"), plain("-"), plain("-"),
-				styled("UNREADABLE", t.Bad), plain(oneLine(r.err.Error()))})
+			cells = append(cells, []table.Cell{ctxCell, table.Plain("-"), table.Plain("-"), table.Plain("-"), table.Plain("-"),
+				table.Styled("UNREADABLE", t.Bad), table.Plain(oneLine(r.err.Error()))})
 			continue
 		}
 		cl := r.result.Observation.Cluster
@@ -295,12 +298,12 @@ func (f *fleet) refresh() {
 		case !r.result.Verdict.FailoverReady:
 			badge, word = t.Warn, "NOT failover-ready"
 		}
-		cells = append(cells, []cell{ctxCell, plain(cl.Namespace), plain(cl.Name), plain(cl.Engine.String()),
-			plain(fmt.Sprintf("%d/%d", readyCount(r.result), cl.Replicas)), styled(word, badge),
-			plain(topReasons(r.result.Verdict, 3))})
+		cells = append(cells, []table.Cell{ctxCell, table.Plain(cl.Namespace), table.Plain(cl.Name), table.Plain(cl.Engine.String()),
+			table.Plain(fmt.Sprintf("%d/%d", clusters.ReadyCount(r.result), cl.Replicas)), table.Styled(word, badge),
+			table.Plain(common.TopReasons(r.result.Verdict, 3))})
 	}
-	f.SetRows(cells)
-	f.clamp()
+	f.table.SetRows(cells)
+	f.table.Clamp()
 }
 
 func (r fleetRow) haystack() string {
@@ -308,17 +311,17 @@ func (r fleetRow) haystack() string {
 		return r.context + " unreadable " + r.err.Error()
 	}
 	cl := r.result.Observation.Cluster
-	return strings.Join([]string{r.context, cl.Namespace, cl.Name, cl.Engine.String(), topReasons(r.result.Verdict, 100)}, " ")
+	return strings.Join([]string{r.context, cl.Namespace, cl.Name, cl.Engine.String(), common.TopReasons(r.result.Verdict, 100)}, " ")
 }
 
 // oneLine is s on one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func (f fleet) current() (fleetRow, bool) {
-	if f.cursor < 0 || f.cursor >= len(f.visible) {
+	if f.table.Cursor() < 0 || f.table.Cursor() >= len(f.visible) {
 		return fleetRow{}, false
 	}
-	return f.visible[f.cursor], true
+	return f.visible[f.table.Cursor()], true
 }
 
 // Update implements tea.Model.
@@ -331,10 +334,10 @@ func (f fleet) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		f.width, f.height = msg.Width, msg.Height
 		// The table, and under it a preview of the selected row (its
 		// reasons, or why its context could not be read).
-		f.SetSize(msg.Width, max(1, msg.Height-fleetPreview-4))
+		f.table.SetSize(msg.Width, max(1, msg.Height-fleetPreview-4))
 		f.filter.SetWidth(max(10, msg.Width-4))
 	case tea.BackgroundColorMsg:
-		f.SetTheme(NewTheme(msg.IsDark()))
+		f.table.SetTheme(common.NewTheme(msg.IsDark()))
 		f.refresh()
 	case fleetReadMsg:
 		f.reading = false
@@ -352,7 +355,7 @@ func (f fleet) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if f.filtering {
 			var cmd tea.Cmd
 			f.filter, cmd = f.filter.Update(msg)
-			f.cursor = 0
+			f.table.SetCursor(0)
 			f.refresh()
 			return f, cmd
 		}
@@ -380,7 +383,7 @@ func (f fleet) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		var cmd tea.Cmd
 		f.filter, cmd = f.filter.Update(msg)
-		f.cursor = 0
+		f.table.SetCursor(0)
 		f.refresh()
 		return f, cmd
 	}
@@ -404,7 +407,7 @@ func (f fleet) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if ok {
 			for i, r := range f.visible {
 				if r.context == was.context && r.choice() == was.choice() {
-					f.cursor = i
+					f.table.SetCursor(i)
 				}
 			}
 		}
@@ -445,7 +448,7 @@ func (f fleet) render() string {
 	if f.width <= 0 || f.height <= 0 {
 		return ""
 	}
-	t := f.theme
+	t := f.table.Theme()
 	lines := []string{f.title()}
 	switch {
 	case !f.loaded:
@@ -460,18 +463,18 @@ func (f fleet) render() string {
 		if r, ok := f.current(); ok {
 			var preview []string
 			if r.err != nil {
-				preview = wrap("context "+r.context+" could not be read: "+oneLine(r.err.Error()), f.width-2, "  ")
+				preview = common.Wrap("context "+r.context+" could not be read: "+oneLine(r.err.Error()), f.width-2, "  ")
 				for i := range preview {
 					preview[i] = t.Bad.Render(preview[i])
 				}
 			} else {
-				preview = reasonPreview(t, r.result)
+				preview = clusters.ReasonPreview(t, r.result)
 			}
 			lines = append(lines, "")
 			lines = append(lines, preview[:min(len(preview), fleetPreview-1)]...)
 		}
 	}
-	lines = clip(lines, f.width, max(0, f.height-2))
+	lines = common.Clip(lines, f.width, max(0, f.height-2))
 	keys := "enter open · / filter · s sort by " + map[bool]string{true: "context", false: "verdict"}[f.byVerdict] + " · p read again · q quit"
 	foot := t.Dim.Render(keys)
 	switch {
@@ -487,12 +490,12 @@ func (f fleet) render() string {
 		status = t.StatusInfo.Render(fmt.Sprintf("read %s; again every %s", f.read.Format("15:04:05"), max(f.opts.Interval, time.Second)))
 	}
 	lines = append(lines, foot, status)
-	return strings.Join(clip(lines, f.width, f.height), "\n")
+	return strings.Join(common.Clip(lines, f.width, f.height), "\n")
 }
 
 // title counts contexts, clusters and verdicts.
 func (f fleet) title() string {
-	t := f.theme
+	t := f.table.Theme()
 	unreadable, notCR, notFR, clusters := 0, 0, 0, 0
 	for _, r := range f.rows {
 		switch r.severity() {
@@ -506,7 +509,7 @@ func (f fleet) title() string {
 		}
 		clusters++
 	}
-	parts := []string{t.Title.Render("hactl fleet"), plural(len(f.contexts), "context") + " · " + plural(clusters, "cluster")}
+	parts := []string{t.Title.Render("hactl fleet"), common.Plural(len(f.contexts), "context") + " · " + common.Plural(clusters, "cluster")}
 	if notCR > 0 {
 		parts = append(parts, t.Bad.Render(fmt.Sprintf("%d NOT control-ready", notCR)))
 	}
@@ -516,5 +519,5 @@ func (f fleet) title() string {
 	if unreadable > 0 {
 		parts = append(parts, t.Bad.Render(fmt.Sprintf("%d unreadable", unreadable)))
 	}
-	return fit(strings.Join(parts, "  "), f.width)
+	return common.Fit(strings.Join(parts, "  "), f.width)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
 func TestGoldenClusters(t *testing.T) {
@@ -89,11 +90,11 @@ func TestGoldenSeedPhaseRunning(t *testing.T) {
 	}}
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: &stubActions{decide: classifyOn(o)}}, o)
 	m = press(t, m, "enter", "2")
-	m.action = &runningAction{
-		req:      Request{Namespace: "db", Cluster: "etcd-main", Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}},
-		started:  now.Add(-time.Minute),
-		decision: must(classifyOn(o)(Request{Namespace: "db", Cluster: "etcd-main", Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}})),
-		receipts: []model.Receipt{
+	m.action = &common.RunningAction{
+		Req:      Request{Namespace: "db", Cluster: "etcd-main", Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}},
+		Started:  now.Add(-time.Minute),
+		Decision: must(classifyOn(o)(Request{Namespace: "db", Cluster: "etcd-main", Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-main-2"}})),
+		Receipts: []model.Receipt{
 			{ActionID: "a2", Phase: model.ActionPhaseRemoving, Step: model.StepRemoveMember, Outcome: model.OutcomeDone, At: now.Add(-50 * time.Second), Detail: "member 82d82d82d82d3285 removed"},
 			{ActionID: "a2", Phase: model.ActionPhaseRemoving, Step: model.StepDeletePVC, Outcome: model.OutcomeDone, At: now.Add(-45 * time.Second)},
 			{ActionID: "a2", Phase: model.ActionPhaseRemoving, Step: model.StepDeletePod, Outcome: model.OutcomeDone, At: now.Add(-44 * time.Second)},
@@ -142,7 +143,7 @@ func TestGoldenHistory(t *testing.T) {
 	if !strings.Contains(frame(m), "Pod/etcd-main-2: Stopping container etcd") || strings.Contains(frame(m), "await-pod-gone") {
 		t.Errorf("the history tab shows the Event and the changes, not the waits:\n%s", frame(m))
 	}
-	if !strings.Contains(frame(m), "leader-change") || !slices.Contains(m.timeline.details, "observed · leader-change: etcd-main-2 leads (term 8); etcd-main-0 led until at least 2026-11-29 12:00:00, as this view saw") {
+	if !strings.Contains(frame(m), "leader-change") || !slices.Contains(m.timeline.Details(), "observed · leader-change: etcd-main-2 leads (term 8); etcd-main-0 led until at least 2026-11-29 12:00:00, as this view saw") {
 		t.Errorf("the history tab does not show the leader change the view saw:\n%s", frame(m))
 	}
 }

@@ -12,6 +12,14 @@ import (
 
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/components/clusters"
+	"github.com/hactl-dev/hactl/tui/components/dialog"
+	"github.com/hactl-dev/hactl/tui/components/help"
+	"github.com/hactl-dev/hactl/tui/components/members"
+	"github.com/hactl-dev/hactl/tui/components/readiness"
+	"github.com/hactl-dev/hactl/tui/components/seed"
+	"github.com/hactl-dev/hactl/tui/components/timeline"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 	"github.com/hactl-dev/hactl/tui/internal/remedy"
 )
 
@@ -72,8 +80,8 @@ type Model struct {
 	// (Run); nil: Init starts it.
 	prefetch <-chan tea.Msg
 
-	theme Theme
-	keys  KeyMap
+	theme common.Theme
+	keys  common.KeyMap
 
 	width, height int
 
@@ -88,19 +96,19 @@ type Model struct {
 	// The views: the clusters screen, a cluster's tabs, the help screen,
 	// and the dialog (nil when none is open), which takes every key while
 	// it is open.
-	clusters  clusterList
-	members   memberView
-	readiness readinessView
-	timeline  timelineView
-	seed      seedView
-	help      helpView
-	dialog    *dialog
+	clusters  clusters.Model
+	members   members.Model
+	readiness readiness.Model
+	timeline  timeline.Model
+	seed      seed.Model
+	help      help.Model
+	dialog    *dialog.Model
 
 	filter    textinput.Model
 	filtering bool
 	showHelp  bool
 
-	action *runningAction
+	action *common.RunningAction
 
 	statusText  string
 	statusError bool
@@ -131,8 +139,8 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 	fi := textinput.New()
 	fi.Prompt = "/"
 	fi.Placeholder = "filter"
-	th := NewTheme(true)
-	keys := DefaultKeyMap().withReadOnly(cfg.ReadOnly || actions == nil)
+	th := common.NewTheme(true)
+	keys := common.DefaultKeyMap().WithReadOnly(cfg.ReadOnly || actions == nil)
 	var note string
 	switch {
 	case cfg.ReadOnly:
@@ -147,14 +155,14 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 		actions:      actions,
 		theme:        th,
 		keys:         keys,
-		help:         newHelpView(th, keys, note),
+		help:         help.New(th, keys, note),
 		filter:       fi,
-		observations: observations{history: lagHistory{}, leaders: status.LeaderLog{}},
-		clusters:     newClusterList(th, keys, cfg.Namespace),
-		members:      newMemberView(th, keys, remedy.Load(), cfg.Now, cfg.Views),
-		readiness:    newReadinessView(th, keys, cfg.Verdict, cfg.ProbeInterval, cfg.Views),
-		timeline:     newTimelineView(th, keys),
-		seed:         newSeedView(th, keys, cfg.Now, deps.Generations, cfg.Views),
+		observations: observations{history: common.LagHistory{}, leaders: status.LeaderLog{}},
+		clusters:     clusters.New(th, keys, cfg.Namespace),
+		members:      members.New(th, keys, remedy.Load(), cfg.Now, cfg.Views),
+		readiness:    readiness.New(th, keys, cfg.Verdict, cfg.ProbeInterval, cfg.Views),
+		timeline:     timeline.New(th, keys),
+		seed:         seed.New(th, keys, cfg.Now, deps.Generations, cfg.Views),
 	}
 	if _, ok := backend.(DirectObserver); ok {
 		// Init starts the direct read (Run may have already).
@@ -183,9 +191,6 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// timeOfDay formats t as a time of day in now's location.
-func timeOfDay(t, now time.Time) string { return t.In(now.Location()).Format("15:04:05") }
-
 // Update implements tea.Model. It routes msg, then hands the views the
 // data they show.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -207,7 +212,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		m.filter.SetWidth(max(10, msg.Width-4))
 		return m, nil
 	case tea.BackgroundColorMsg:
-		m.setTheme(NewTheme(msg.IsDark()))
+		m.setTheme(common.NewTheme(msg.IsDark()))
 		return m, nil
 	case tea.KeyPressMsg:
 		return m.handleKey(msg)
@@ -221,7 +226,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 			return m, cmd
 		}
 		return m, nil
-	case generationsMsg:
+	case common.GenerationsMsg:
 		var cmd tea.Cmd
 		m.seed, cmd = m.seed.Update(msg)
 		if m.dialog != nil {
@@ -230,7 +235,7 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 			cmd = tea.Batch(cmd, dcmd)
 		}
 		return m, cmd
-	case decidedMsg:
+	case dialog.DecidedMsg:
 		if m.dialog != nil {
 			return m.updateDialog(msg)
 		}
@@ -269,7 +274,7 @@ func (m *Model) resize(w, h int) {
 }
 
 // setTheme sets the theme and hands it to the views.
-func (m *Model) setTheme(th Theme) {
+func (m *Model) setTheme(th common.Theme) {
 	m.theme = th
 	m.help.SetTheme(th)
 	m.clusters.SetTheme(th)
@@ -289,46 +294,33 @@ func (m *Model) setTheme(th Theme) {
 // running action.
 func (m *Model) syncViews() {
 	sec := m.cfg.Now().Unix()
-	ck := viewKey{gen: m.dataGen, filter: m.filterOn(screenClusters), sec: sec}
-	if !m.clusters.synced || m.clusters.key != ck {
-		m.clusters.setData(m.results, ck.filter)
-		m.clusters.key, m.clusters.synced = ck, true
+	ck := common.ViewKey{Gen: m.dataGen, Filter: m.filterOn(screenClusters), Sec: sec}
+	if m.clusters.Stale(ck) {
+		m.clusters.SetData(m.results, ck.Filter)
+		m.clusters.Synced(ck)
 	}
 	r, _ := m.focused()
 	f := m.filterOn(screenCluster)
-	k := viewKey{gen: m.dataGen, focus: m.focus, filter: f, sec: sec}
-	if !m.members.synced || m.members.key != k {
-		m.members.setData(r, f)
-		m.members.key, m.members.synced = k, true
+	k := common.ViewKey{Gen: m.dataGen, Focus: m.focus, Filter: f, Sec: sec}
+	if m.members.Stale(k) {
+		m.members.SetData(r, f)
+		m.members.Synced(k)
 	}
-	if !m.readiness.synced || m.readiness.key != k {
-		m.readiness.setData(r, f, m.history)
-		m.readiness.key, m.readiness.synced = k, true
+	if m.readiness.Stale(k) {
+		m.readiness.SetData(r, f, m.history)
+		m.readiness.Synced(k)
 	}
-	if !m.timeline.synced || m.timeline.key != k {
-		m.timeline.setData(r, m.leaders.Of(r.Observation.Cluster))
-		m.timeline.key, m.timeline.synced = k, true
+	if m.timeline.Stale(k) {
+		m.timeline.SetData(r, m.leaders.Of(r.Observation.Cluster))
+		m.timeline.Synced(k)
 	}
-	m.seed.setData(m.focus, r, m.action)
-}
-
-// viewKey is what a view's rows were built from (see Model.dataGen).
-type viewKey struct {
-	gen           uint64
-	focus, filter string
-	sec           int64
-}
-
-// syncState remembers the viewKey of a view's rows.
-type syncState struct {
-	key    viewKey
-	synced bool
+	m.seed.SetData(m.focus, r, m.action)
 }
 
 // focused returns the result of the cluster shown on screenCluster.
 func (m Model) focused() (status.Result, bool) {
 	for _, r := range m.results {
-		if clusterKey(r.Observation.Cluster) == m.focus {
+		if common.ClusterKey(r.Observation.Cluster) == m.focus {
 			return r, true
 		}
 	}
@@ -392,7 +384,7 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 
 // quit ends the program; while an action runs it asks first.
 func (m Model) quit() (Model, tea.Cmd) {
-	if m.action != nil && !m.action.done && !m.quitArmed {
+	if m.action != nil && !m.action.Done && !m.quitArmed {
 		m.quitArmed = true
 		m.setStatus(true, "an action is running: press q again to quit (rerunning the same command resumes it)")
 		return m, nil
@@ -414,7 +406,9 @@ func (m Model) updateFilter(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	}
 	var cmd tea.Cmd
 	m.filter, cmd = m.filter.Update(msg)
-	m.clusters.cursor, m.members.cursor, m.readiness.cursor = 0, 0, 0
+	m.clusters.SetCursor(0)
+	m.members.SetCursor(0)
+	m.readiness.SetCursor(0)
 	return m, cmd
 }
 
@@ -436,11 +430,11 @@ func noActionsWhy(cfg Config) string {
 }
 
 // visibleClusters are the results the clusters view lists (filtered).
-func (m Model) visibleClusters() []status.Result { return m.clusters.visible }
+func (m Model) visibleClusters() []status.Result { return m.clusters.Visible() }
 
 // visibleMembers are the members of r the cluster views list (filtered).
 func (m Model) visibleMembers(r status.Result) []model.Member {
-	return filterMembers(m.cfg.Views, r, m.filterOn(screenCluster))
+	return common.FilterMembers(m.cfg.Views, r, m.filterOn(screenCluster))
 }
 
 // selectedMember is the member under the cursor of the current tab.
@@ -450,9 +444,9 @@ func (m Model) selectedMember() (status.Result, model.Member, bool) {
 		return r, model.Member{}, false
 	}
 	ms := m.visibleMembers(r)
-	cur := m.members.cursor
+	cur := m.members.Cursor()
 	if m.tab == tabReadiness {
-		cur = m.readiness.cursor
+		cur = m.readiness.Cursor()
 	}
 	if cur < 0 || cur >= len(ms) {
 		return r, model.Member{}, false

@@ -13,9 +13,10 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/hactl-dev/hactl/classify"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/components/dialog"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
 func TestNavigation(t *testing.T) {
@@ -59,15 +60,15 @@ func TestNavigation(t *testing.T) {
 		t.Errorf("1 → %v, want members", m.tab)
 	}
 	m = press(t, m, "down", "down", "down")
-	if m.members.cursor != 2 {
-		t.Errorf("member cursor %d after three downs in 3 members, want 2", m.members.cursor)
+	if m.members.Cursor() != 2 {
+		t.Errorf("member cursor %d after three downs in 3 members, want 2", m.members.Cursor())
 	}
 	m = press(t, m, "esc")
 	if m.screen != screenClusters {
 		t.Errorf("esc → %v, want clusters", m.screen)
 	}
-	if m.clusters.cursor != 1 {
-		t.Errorf("cluster cursor %d after coming back, want 1 (kept)", m.clusters.cursor)
+	if m.clusters.Cursor() != 1 {
+		t.Errorf("cluster cursor %d after coming back, want 1 (kept)", m.clusters.Cursor())
 	}
 }
 
@@ -192,7 +193,7 @@ func TestReadOnlyDisablesActions(t *testing.T) {
 	}
 	// Explain only shows a decision: allowed.
 	m = press(t, m, "x")
-	if m.dialog == nil || !m.dialog.explain {
+	if m.dialog == nil || !m.dialog.Explain() {
 		t.Fatal("x did not open an explain dialog in read-only mode")
 	}
 	if acts.calls() != 0 {
@@ -250,21 +251,6 @@ func (s *stubActions) Execute(_ context.Context, req Request, d model.Decision, 
 	return s.execErr
 }
 
-// classifyOn decides with the real classifier on fixed observations, as
-// the executor would on a fresh one.
-func classifyOn(obs ...model.Observation) func(Request) (model.Decision, error) {
-	return func(req Request) (model.Decision, error) {
-		for _, o := range obs {
-			if o.Cluster.Namespace == req.Namespace && o.Cluster.Name == req.Cluster {
-				in := req.Intent
-				in.Options.Verdict = judged(in.Options.Verdict)
-				return classify.Classify(o, in, now), nil
-			}
-		}
-		return model.Decision{}, errors.New("no such cluster")
-	}
-}
-
 // run executes cmd (and the commands it batches) and returns the
 // messages, waiting at most timeout for each.
 func run(t *testing.T, cmd tea.Cmd) []tea.Msg {
@@ -302,7 +288,7 @@ func settle(t *testing.T, m Model, cmd tea.Cmd) Model {
 		msg := queue[0]
 		queue = queue[1:]
 		switch msg.(type) {
-		case decidedMsg, actionReceiptMsg, actionDoneMsg, generationsMsg, observedMsg:
+		case dialog.DecidedMsg, actionReceiptMsg, actionDoneMsg, common.GenerationsMsg, observedMsg:
 		default:
 			continue
 		}
@@ -354,14 +340,14 @@ func TestReplaceThroughDialog(t *testing.T) {
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: acts}, degradedObs("db", "etcd-b"))
 	m = press(t, m, "enter", "down", "down")
 	m, cmd := pressCmd(t, m, "r")
-	if m.dialog == nil || m.dialog.state != dialogDeciding {
+	if m.dialog == nil || m.dialog.State() != dialog.Deciding {
 		t.Fatal("r did not open a deciding dialog")
 	}
 	if !strings.Contains(frame(m), "classifying") {
 		t.Error("the dialog does not say it is classifying")
 	}
 	m = settle(t, m, cmd)
-	if m.dialog == nil || m.dialog.state != dialogDecided {
+	if m.dialog == nil || m.dialog.State() != dialog.Decided {
 		t.Fatalf("no decision in the dialog: %+v", m.dialog)
 	}
 	f := flat(frame(m))
@@ -377,7 +363,7 @@ func TestReplaceThroughDialog(t *testing.T) {
 	}
 	// Enter without the name does nothing.
 	m = press(t, m, "enter")
-	if m.dialog == nil || !strings.Contains(m.dialog.hint, "type etcd-b-2") {
+	if m.dialog == nil || !strings.Contains(m.dialog.Hint(), "type etcd-b-2") {
 		t.Fatal("enter without typing the name did not ask for it")
 	}
 	// A wrong name does nothing either.
@@ -398,7 +384,7 @@ func TestReplaceThroughDialog(t *testing.T) {
 	if len(acts.executed) != 1 || acts.executed[0].Intent.Member != "etcd-b-2" || acts.executed[0].Intent.Action != model.ActionReplace {
 		t.Fatalf("executed %+v", acts.executed)
 	}
-	if !m.action.done || m.action.err != nil || len(m.action.receipts) != 3 {
+	if !m.action.Done || m.action.Err != nil || len(m.action.Receipts) != 3 {
 		t.Fatalf("action = %+v", m.action)
 	}
 	f = frame(m)
@@ -441,11 +427,11 @@ func TestBlockedDecisionAndOverride(t *testing.T) {
 		t.Fatal("enter ran a refused decision")
 	}
 	m, cmd = pressCmd(t, m, "1")
-	if m.dialog == nil || !m.dialog.req.Intent.Options.MoveLeader {
+	if m.dialog == nil || !m.dialog.Request().Intent.Options.MoveLeader {
 		t.Fatal("1 did not switch --move-leader on")
 	}
 	m = settle(t, m, cmd)
-	if !runnable(m.dialog.decision) || !strings.Contains(frame(m), "overrides on: --move-leader") {
+	if !dialog.Runnable(m.dialog.Decision()) || !strings.Contains(frame(m), "overrides on: --move-leader") {
 		t.Errorf("override did not lead to a runnable decision:\n%s", frame(m))
 	}
 	m = press(t, m, "esc")
@@ -464,8 +450,8 @@ func TestExplainNeverRuns(t *testing.T) {
 		t.Fatalf("not an explain dialog:\n%s", frame(m))
 	}
 	m, cmd = pressCmd(t, m, "i")
-	if m.dialog.req.Intent.Action != model.ActionReseed {
-		t.Errorf("i → %v, want reseed", m.dialog.req.Intent.Action)
+	if m.dialog.Request().Intent.Action != model.ActionReseed {
+		t.Errorf("i → %v, want reseed", m.dialog.Request().Intent.Action)
 	}
 	m = settle(t, m, cmd)
 	m = typeText(t, m, "etcd-b-2")
@@ -484,10 +470,10 @@ func TestSeedAsksForGeneration(t *testing.T) {
 	}}
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{Actions: acts}, healthyObs("db", "etcd-a"))
 	m = press(t, m, "enter", "s")
-	if m.dialog == nil || m.dialog.state != dialogAsking {
+	if m.dialog == nil || m.dialog.State() != dialog.Asking {
 		t.Fatal("s did not ask for a generation ID")
 	}
-	if v := m.dialog.input.Value(); v != "etcd-a-20261129-120000" {
+	if v := m.dialog.Input(); v != "etcd-a-20261129-120000" {
 		t.Errorf("default generation %q", v)
 	}
 	for range len("120000") {
@@ -499,7 +485,7 @@ func TestSeedAsksForGeneration(t *testing.T) {
 	if got.Intent.Action != model.ActionSeed || got.Intent.Options.Generation != "etcd-a-20261129-nightly" {
 		t.Errorf("decided %+v", got.Intent)
 	}
-	if m.dialog.needsName() {
+	if m.dialog.NeedsName() {
 		t.Error("a seed (deletes nothing) asks for a name")
 	}
 	m, cmd = pressCmd(t, m, "enter")
@@ -511,7 +497,7 @@ func TestSeedAsksForGeneration(t *testing.T) {
 
 func TestQuitWhileActionRunsAsksFirst(t *testing.T) {
 	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-a"))
-	m.action = &runningAction{req: Request{Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-a-2"}}}
+	m.action = &common.RunningAction{Req: Request{Intent: model.Intent{Action: model.ActionReplace, Member: "etcd-a-2"}}}
 	m, cmd := pressCmd(t, m, "q")
 	if cmd != nil || !m.quitArmed || !strings.Contains(m.statusText, "press q again") {
 		t.Fatalf("first q: cmd %v armed %v status %q", cmd != nil, m.quitArmed, m.statusText)
@@ -651,46 +637,6 @@ func TestSyncErrorShown(t *testing.T) {
 	}
 }
 
-func TestSparklineAndBar(t *testing.T) {
-	v := func(n int64) *int64 { return &n }
-	if got := sparkline([]*int64{v(0), nil, v(500), v(1000), v(5000)}, 1000, 10); got != "▁·▅██" {
-		t.Errorf("sparkline = %q", got)
-	}
-	if got := sparkline([]*int64{v(1), v(2), v(3)}, 10, 2); got != "▃▄" {
-		t.Errorf("sparkline keeps the last samples: %q", got)
-	}
-	if got := bar(0.5, 4); got != "██░░" {
-		t.Errorf("bar = %q", got)
-	}
-	if got := bar(3, 2); got != "██" {
-		t.Errorf("bar clamps: %q", got)
-	}
-}
-
-func TestHistoryRecordsProbesOnly(t *testing.T) {
-	h := lagHistory{}
-	r := evaluate(learnerObs("db", "etcd-a"))
-	h.record([]status.Result{r}, now)
-	unprobed := r
-	unprobed.Observation.EngineProbed = false
-	h.record([]status.Result{unprobed}, now)
-	c := r.Observation.Cluster
-	if got := h.lags(c, "etcd-a-2"); len(got) != 1 || got[0] == nil || *got[0] != 4000 {
-		t.Errorf("history = %v", got)
-	}
-	r2 := evaluate(healthyObs("db", "etcd-a"))
-	h.record([]status.Result{r2}, now.Add(5*time.Second))
-	if tr := h.trend(c, "etcd-a-2"); tr != "closing" {
-		t.Errorf("trend = %q, want closing", tr)
-	}
-	for i := 0; i < historyLen+5; i++ {
-		h.record([]status.Result{r2}, now)
-	}
-	if n := len(h.lags(c, "etcd-a-0")); n != historyLen {
-		t.Errorf("history keeps %d samples, want %d", n, historyLen)
-	}
-}
-
 func TestEnumsHaveNames(t *testing.T) {
 	for s := screenClusters; s <= screenCluster; s++ {
 		if s.String() == "unknown" {
@@ -700,16 +646,6 @@ func TestEnumsHaveNames(t *testing.T) {
 	for tb := tab(0); tb < numTabs; tb++ {
 		if tb.String() == "unknown" {
 			t.Errorf("tab %d has no name", tb)
-		}
-	}
-	for s := dialogAsking; s <= dialogFailed; s++ {
-		if s.String() == "unknown" {
-			t.Errorf("dialog state %d has no name", s)
-		}
-	}
-	for _, a := range model.AllActions {
-		if len(actionPhases[a]) == 0 {
-			t.Errorf("action %s has no phase sequence", a)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
 // observations are what the root knows of the clusters in scope, and the
@@ -18,7 +19,7 @@ type observations struct {
 	lastErr  error
 	warnings status.Warnings
 	probedAt time.Time
-	history  lagHistory
+	history  common.LagHistory
 	// leaders are the leader changes this view saw, per cluster, for
 	// the history tab.
 	leaders status.LeaderLog
@@ -146,7 +147,7 @@ func (m Model) applyObserved(msg observedMsg) (Model, tea.Cmd) {
 	m.warnings = msg.warnings
 	if msg.probed {
 		m.probedAt = msg.at
-		m.history.record(msg.results, msg.at)
+		m.history.Record(msg.results, msg.at)
 		m.leaders.Add(msg.results)
 		m.dataGen++
 		if msg.seq < m.appliedSeq {
@@ -179,7 +180,7 @@ func (m Model) applyDirect(msg observedMsg) (Model, tea.Cmd) {
 	reread := false
 	if ok && msg.probed && m.probedAt.IsZero() {
 		m.probedAt = msg.at
-		m.history.record(msg.results, msg.at)
+		m.history.Record(msg.results, msg.at)
 		m.leaders.Add(msg.results)
 		m.dataGen++
 		m.directProbed = true
@@ -229,7 +230,7 @@ func (m *Model) reread() tea.Cmd {
 func (m *Model) setResults(rs []status.Result) {
 	rs = append([]status.Result(nil), rs...)
 	sort.Slice(rs, func(i, j int) bool {
-		return clusterKey(rs[i].Observation.Cluster) < clusterKey(rs[j].Observation.Cluster)
+		return common.ClusterKey(rs[i].Observation.Cluster) < common.ClusterKey(rs[j].Observation.Cluster)
 	})
 	m.results = rs
 	m.dataGen++
@@ -239,17 +240,17 @@ func (m *Model) setResults(rs []status.Result) {
 		// cluster of that name.
 		for _, r := range rs {
 			if r.Observation.Cluster.Name == m.focus {
-				m.focus = clusterKey(r.Observation.Cluster)
+				m.focus = common.ClusterKey(r.Observation.Cluster)
 				break
 			}
 		}
 	}
 	m.syncViews()
-	m.clusters.clamp()
+	m.clusters.Clamp()
 	if _, ok := m.focused(); ok {
-		m.members.clamp()
-		m.readiness.clamp()
-		m.timeline.clamp()
+		m.members.Clamp()
+		m.readiness.Clamp()
+		m.timeline.Clamp()
 	}
 }
 

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/hactl-dev/hactl/classify"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/tui/components/dialog"
 )
 
 // stubGenerations lists fixed generations (or an error) and counts the
@@ -30,16 +30,6 @@ func (g *stubGenerations) List(context.Context, string, string) ([]Generation, e
 	defer g.mu.Unlock()
 	g.lists++
 	return g.gens, g.err
-}
-
-// restoreGens are etcd-a's generations: two published, one partial (the
-// newest) and the oldest published listed first.
-func restoreGens() []Generation {
-	return []Generation{
-		{ID: "etcd-a-old", Created: now.Add(-48 * time.Hour), SourceMember: "etcd-a-1", Revision: 3000, Bytes: 2 << 20, Complete: true},
-		{ID: "etcd-a-partial", Created: now.Add(-10 * time.Minute), SourceMember: "etcd-a-0", Revision: 5100, Complete: false},
-		{ID: "etcd-a-new", Created: now.Add(-2 * time.Hour), SourceMember: "etcd-a-0", Revision: 4900, Bytes: 3 << 20, Complete: true},
-	}
 }
 
 // restoreObs is etcd-a as a restore needs it (parallel pods, the data
@@ -79,7 +69,7 @@ func openPicker(t *testing.T, cfg Config, acts Actions, gens Generations, obs mo
 	m := newTestModel(t, cfg, Deps{Actions: acts, Generations: gens}, obs)
 	m = press(t, m, "enter")
 	m, cmd := pressCmd(t, m, "T")
-	if m.dialog == nil || m.dialog.state != dialogPicking {
+	if m.dialog == nil || m.dialog.State() != dialog.Picking {
 		t.Fatalf("T did not open the generation picker (dialog %+v)", m.dialog)
 	}
 	return settle(t, m, cmd)
@@ -93,7 +83,7 @@ func TestRestorePickerListsPublishedNewestFirst(t *testing.T) {
 		t.Fatalf("%d listings, want 1", gens.lists)
 	}
 	var ids []string
-	for _, g := range m.dialog.picker.gens {
+	for _, g := range m.dialog.Offered() {
 		ids = append(ids, g.ID)
 	}
 	if want := []string{"etcd-a-new", "etcd-a-old"}; !reflect.DeepEqual(ids, want) {
@@ -134,7 +124,7 @@ func TestRestorePickerEmptyAndFailedListings(t *testing.T) {
 		t.Errorf("an empty picker does not say so and how to create one:\n%s", frame(m))
 	}
 	m = press(t, m, "enter")
-	if m.dialog == nil || m.dialog.state != dialogPicking || acts.calls() != 0 || !strings.Contains(m.dialog.hint, "no generation") {
+	if m.dialog == nil || m.dialog.State() != dialog.Picking || acts.calls() != 0 || !strings.Contains(m.dialog.Hint(), "no generation") {
 		t.Errorf("enter on an empty picker: dialog %+v, %d decisions", m.dialog, acts.calls())
 	}
 	m = openPicker(t, Config{}, acts, &stubGenerations{err: errors.New("s3: AccessDenied on bucket seeds")}, restoreObs())
@@ -153,7 +143,7 @@ func TestRestorePickSendsDecide(t *testing.T) {
 	m := openPicker(t, Config{LockHolder: "me@here"}, acts, &stubGenerations{gens: restoreGens()}, restoreObs())
 	m = press(t, m, "down", "up", "down")
 	m, cmd := pressCmd(t, m, "enter")
-	if m.dialog == nil || m.dialog.state != dialogDeciding {
+	if m.dialog == nil || m.dialog.State() != dialog.Deciding {
 		t.Fatalf("enter did not classify the pick (dialog %+v)", m.dialog)
 	}
 	m = settle(t, m, cmd)
@@ -168,7 +158,7 @@ func TestRestorePickSendsDecide(t *testing.T) {
 	if r.Intent.Options.Source != nil || r.Intent.Options.Force {
 		t.Errorf("the TUI pinned a source or forced: %+v", r.Intent.Options)
 	}
-	if m.dialog.state != dialogDecided || !strings.Contains(frame(m), "restore from etcd-a-old") {
+	if m.dialog.State() != dialog.Decided || !strings.Contains(frame(m), "restore from etcd-a-old") {
 		t.Errorf("the dialog does not show the decision on etcd-a-old:\n%s", frame(m))
 	}
 }
@@ -183,15 +173,15 @@ func TestRestoreTypesClusterNameAndExecutesTheDecision(t *testing.T) {
 	m, cmd := pressCmd(t, m, "enter")
 	m = settle(t, m, cmd)
 	d := m.dialog
-	if d == nil || !runnable(d.decision) || d.decision.Flow != model.FlowRestore {
+	if d == nil || !dialog.Runnable(d.Decision()) || d.Decision().Flow != model.FlowRestore {
 		t.Fatalf("no runnable restore decision: %+v\n%s", d, frame(m))
 	}
-	want := d.decision
+	want := d.Decision()
 	if f := flat(frame(m)); !strings.Contains(f, "Type etcd-a to confirm") || !strings.Contains(f, classify.Describe(want)[0]) {
 		t.Errorf("the dialog does not show the decision and ask for the cluster name:\n%s", frame(m))
 	}
 	m = press(t, m, "enter")
-	if m.dialog == nil || !strings.Contains(m.dialog.hint, "type etcd-a exactly") {
+	if m.dialog == nil || !strings.Contains(m.dialog.Hint(), "type etcd-a exactly") {
 		t.Fatal("enter without the cluster name did not ask for it")
 	}
 	for _, wrong := range []string{"etcd-a-0", "etcd-"} {
@@ -232,7 +222,7 @@ func TestRestoreForceOverride(t *testing.T) {
 	m, cmd := pressCmd(t, m, "enter")
 	m = settle(t, m, cmd)
 	f := flat(frame(m))
-	if runnable(m.dialog.decision) || !strings.Contains(f, "key 1 switches --force (off)") {
+	if dialog.Runnable(m.dialog.Decision()) || !strings.Contains(f, "key 1 switches --force (off)") {
 		t.Fatalf("a restore of a cluster with quorum is not refused with --force offered:\n%s", frame(m))
 	}
 	m, cmd = pressCmd(t, m, "1")
@@ -240,7 +230,7 @@ func TestRestoreForceOverride(t *testing.T) {
 	if len(got) != 2 || !got[1].Intent.Options.Force || got[1].Intent.Options.Generation != "etcd-a-new" {
 		t.Fatalf("1 did not redecide with --force on the same generation: %+v", got)
 	}
-	if !runnable(m.dialog.decision) || !strings.Contains(frame(m), "overrides on: --force") || !m.dialog.needsName() {
+	if !dialog.Runnable(m.dialog.Decision()) || !strings.Contains(frame(m), "overrides on: --force") || !m.dialog.NeedsName() {
 		t.Errorf("--force did not lead to a runnable restore asking for the name:\n%s", frame(m))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
 // screen is the top-level view the TUI shows.
@@ -59,8 +60,8 @@ func (t tab) String() string {
 func (m Model) updateClusters(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, m.keys.Open):
-		if r, ok := m.clusters.selected(); ok {
-			m.openCluster(clusterKey(r.Observation.Cluster))
+		if r, ok := m.clusters.Selected(); ok {
+			m.openCluster(common.ClusterKey(r.Observation.Cluster))
 		}
 	case key.Matches(msg, m.keys.Back):
 		m = m.back()
@@ -76,9 +77,10 @@ func (m Model) updateClusters(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 func (m *Model) openCluster(k string) {
 	m.focus = k
 	m.screen, m.tab = screenCluster, tabMembers
-	m.members.reset()
-	m.readiness.cursor, m.timeline.cursor = 0, 0
-	m.seed.top = 0
+	m.members.Reset()
+	m.readiness.SetCursor(0)
+	m.timeline.SetCursor(0)
+	m.seed.ResetScroll()
 	m.filter.SetValue("")
 }
 
@@ -139,7 +141,7 @@ func (m Model) clusterKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 }
 
 // isActionKey reports whether msg is an action's key, enabled or not.
-func isActionKey(k KeyMap, msg tea.KeyPressMsg) bool {
+func isActionKey(k common.KeyMap, msg tea.KeyPressMsg) bool {
 	_, ok := actionFor(k, msg)
 	return ok
 }
@@ -169,13 +171,13 @@ func (m *Model) loadGenerations() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	return m.seed.load(m.ctx, m.focus, r.Observation.Cluster)
+	return m.seed.Load(m.ctx, m.focus, r.Observation.Cluster)
 }
 
 // clusterBody draws the focused cluster's tab shown.
 func (m Model) clusterBody() []string {
 	if _, ok := m.focused(); !ok {
-		return append([]string{""}, wrap(fmt.Sprintf("Cluster %s is not in scope (any more). esc goes back to the list.", m.focus), m.width-2, "  ")...)
+		return append([]string{""}, common.Wrap(fmt.Sprintf("Cluster %s is not in scope (any more). esc goes back to the list.", m.focus), m.width-2, "  ")...)
 	}
 	switch m.tab {
 	case tabSeed:
@@ -186,4 +188,40 @@ func (m Model) clusterBody() []string {
 		return m.timeline.View()
 	}
 	return m.members.View()
+}
+
+// screenHelp is the short help of one screen.
+type screenHelp struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+func (h screenHelp) ShortHelp() []key.Binding  { return h.short }
+func (h screenHelp) FullHelp() [][]key.Binding { return h.full }
+
+// helpFor returns the bindings that matter on screen s.
+func helpFor(k common.KeyMap, s screen) screenHelp {
+	switch s {
+	case screenClusters:
+		return screenHelp{short: []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Probe, k.Help, k.Quit}, full: k.FullHelp()}
+	default:
+		return screenHelp{short: []key.Binding{k.NextTab, k.Replace, k.Reseed, k.Seed, k.Restore, k.Switchover, k.Explain, k.Back, k.Help, k.Quit}, full: k.FullHelp()}
+	}
+}
+
+// actionFor maps an action key to its model.Action.
+func actionFor(k common.KeyMap, msg tea.KeyPressMsg) (model.Action, bool) {
+	switch msg.String() {
+	case k.Replace.Keys()[0]:
+		return model.ActionReplace, true
+	case k.Reseed.Keys()[0]:
+		return model.ActionReseed, true
+	case k.Seed.Keys()[0]:
+		return model.ActionSeed, true
+	case k.Restore.Keys()[0]:
+		return model.ActionRestore, true
+	case k.Switchover.Keys()[0]:
+		return model.ActionSwitchover, true
+	}
+	return "", false
 }

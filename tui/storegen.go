@@ -6,7 +6,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/actions"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
+
+// Generation is one seed generation of a cluster, as the seed-phase view
+// lists it.
+type Generation = common.Generation
+
+// Generations lists a cluster's seed generations. Every method may block.
+type Generations = common.Generations
 
 // StoreGenerations lists a cluster's seed generations for the seed-phase
 // view from the store `kubectl hactl generations list` reads: the

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
 // View implements tea.Model.
@@ -25,7 +27,7 @@ func (m Model) Render() string {
 	// Update (and New) synced the views' rows; a frame only draws. The
 	// seed tab takes its data as it is (cheap: no rows to build).
 	r, _ := m.focused()
-	m.seed.setData(m.focus, r, m.action)
+	m.seed.SetData(m.focus, r, m.action)
 	bodyH := bodyHeight(h)
 	var body []string
 	switch {
@@ -40,14 +42,14 @@ func (m Model) Render() string {
 	default:
 		body = m.clusterBody()
 	}
-	body = clip(body, w, bodyH)
+	body = common.Clip(body, w, bodyH)
 	if m.dialog != nil {
 		body = m.dialog.View()
 	}
 	lines := []string{m.titleLine(w), m.subtitleLine(w)}
 	lines = append(lines, body...)
 	lines = append(lines, m.statusLine(w), m.helpLine())
-	return strings.Join(clip(lines, w, h), "\n")
+	return strings.Join(common.Clip(lines, w, h), "\n")
 }
 
 func (m Model) titleLine(w int) string {
@@ -69,13 +71,13 @@ func (m Model) titleLine(w int) string {
 		}
 		left += t.Crumb.Render(" › ") + t.Bold.Render(name)
 		if r, ok := m.focused(); ok {
-			right = t.verdictBadge(r.Verdict)
+			right = t.VerdictBadge(r.Verdict)
 		}
 	}
 	if m.cfg.ReadOnly {
 		right = strings.TrimSpace(t.Dim.Render("[read-only]") + " " + right)
 	}
-	return spread(left, right, w)
+	return common.Spread(left, right, w)
 }
 
 func (m Model) subtitleLine(w int) string {
@@ -90,7 +92,7 @@ func (m Model) subtitleLine(w int) string {
 				parts = append(parts, t.Tab.Render(label))
 			}
 		}
-		return spread(strings.Join(parts, "  "), t.Dim.Render(m.freshness()), w)
+		return common.Spread(strings.Join(parts, "  "), t.Dim.Render(m.freshness()), w)
 	}
 	n, ok := len(m.results), 0
 	for _, r := range m.results {
@@ -98,8 +100,8 @@ func (m Model) subtitleLine(w int) string {
 			ok++
 		}
 	}
-	left := t.Dim.Render(fmt.Sprintf("%s · %d failover-ready", plural(n, "cluster"), ok))
-	return spread(left, t.Dim.Render(m.freshness()), w)
+	left := t.Dim.Render(fmt.Sprintf("%s · %d failover-ready", common.Plural(n, "cluster"), ok))
+	return common.Spread(left, t.Dim.Render(m.freshness()), w)
 }
 
 // freshness says when members were last probed.
@@ -112,7 +114,7 @@ func (m Model) freshness() string {
 	case m.probedAt.IsZero():
 		return ""
 	}
-	return "probed " + timeOfDay(m.probedAt, m.cfg.Now()) + fmt.Sprintf(" · every %s", m.cfg.ProbeInterval)
+	return "probed " + common.TimeOfDay(m.probedAt, m.cfg.Now()) + fmt.Sprintf(" · every %s", m.cfg.ProbeInterval)
 }
 
 func (m Model) statusLine(w int) string {
@@ -130,7 +132,7 @@ func (m Model) statusLine(w int) string {
 		return t.StatusInfo.Render("filter: " + f + "  (esc clears)")
 	}
 	if m.action != nil {
-		return t.StatusInfo.Render(m.action.summary())
+		return t.StatusInfo.Render(m.action.Summary())
 	}
 	if len(m.warnings) > 0 {
 		return t.StatusInfo.Render("warning: " + m.warnings[0])
@@ -141,14 +143,14 @@ func (m Model) statusLine(w int) string {
 // helpLine is the short help of what has the focus.
 func (m Model) helpLine() string {
 	if m.dialog != nil {
-		return m.help.line(dialogHelp(m.dialog.state == dialogPicking))
+		return m.help.Line(m.dialog.ShortHelp())
 	}
 	// Narrow: tab is shown in the header, esc in help.
-	return m.help.line(m.keys.helpFor(m.screen).short, m.keys.NextTab, m.keys.Back)
+	return m.help.Line(helpFor(m.keys, m.screen).short, m.keys.NextTab, m.keys.Back)
 }
 
 func (m Model) errorBody(w int) []string {
 	lines := []string{"", "  " + m.theme.Bad.Render("Cannot read the clusters:"), ""}
-	lines = append(lines, wrap(m.lastErr.Error(), w-2, "  ")...)
+	lines = append(lines, common.Wrap(m.lastErr.Error(), w-2, "  ")...)
 	return append(lines, "", "  "+m.theme.Dim.Render("q quits"))
 }

@@ -30,15 +30,26 @@ var allowed = map[string][]string{
 	"artifact/seeding":             {"artifact", "engine", "model"},
 	"artifact/etcdgen":             {"artifact", "artifact/seeding", "engine", "engine/etcd", "model"},
 	"artifact/etcdgen/etcdrestore": {"artifact", "artifact/etcdgen", "model"},
-	"status":                       {"model", "verdict", "engine", "internal/format"},
+	"source":                       {"model"},
+	"status":                       {"model", "verdict", "engine", "source", "internal/format"},
 	"engine/registry":              {"engine", "engine/etcd", "engine/http", "engine/patroni", "artifact/etcdgen", "artifact/seeding", "model"},
-	"actions":                      {"model", "verdict", "classify", "status", "engine", "artifact", "artifact/seeding", "agent", "internal/buildinfo", "internal/format"},
-	"tui":                          {"model", "verdict", "classify", "status", "actions", "tui/internal/remedy", "internal/format"},
+	"actions":                      {"model", "classify", "status", "engine", "artifact", "artifact/seeding", "internal/buildinfo", "internal/format"},
+	"tui":                          {"model", "status", "actions", "tui/internal/common", "tui/internal/remedy", "tui/components/table", "tui/components/clusters", "tui/components/members", "tui/components/readiness", "tui/components/timeline", "tui/components/seed", "tui/components/help", "tui/components/dialog"},
 	"tui/internal/remedy":          {"model"},
+	"tui/internal/common":          {"model", "status", "internal/format"},
+	"tui/components/table":         {"tui/internal/common"},
+	"tui/components/clusters":      {"status", "tui/components/table", "tui/internal/common"},
+	"tui/components/members":       {"model", "status", "internal/format", "tui/components/table", "tui/internal/common", "tui/internal/remedy"},
+	"tui/components/readiness":     {"model", "status", "verdict", "tui/components/table", "tui/internal/common"},
+	"tui/components/timeline":      {"status", "internal/format", "tui/components/table", "tui/internal/common"},
+	"tui/components/seed":          {"model", "status", "internal/format", "tui/components/table", "tui/internal/common"},
+	"tui/components/help":          {"tui/internal/common"},
+	"tui/components/picker":        {"internal/format", "tui/components/table", "tui/internal/common"},
+	"tui/components/dialog":        {"model", "classify", "tui/components/picker", "tui/internal/common"},
 	"exporter":                     {"status"},
-	"agent":                        {"artifact", "artifact/etcdgen", "engine", "internal/buildinfo", "internal/format"},
+	"agent":                        {"artifact", "artifact/etcdgen", "artifact/seeding", "engine", "internal/buildinfo", "internal/format"},
 	"agent/restore":                {"artifact", "artifact/etcdgen/etcdrestore", "model"},
-	"cli": {"model", "verdict", "classify", "status", "actions", "engine", "engine/registry", "artifact", "artifact/etcdgen", "tui", "agent", "agent/restore", "internal/gotemplate", "internal/kubeflags", "internal/redact",
+	"cli": {"model", "verdict", "classify", "status", "actions", "engine", "engine/registry", "artifact", "tui", "agent", "agent/restore", "internal/gotemplate", "internal/kubeflags", "internal/redact",
 		"internal/buildinfo", "internal/format", "internal/portforward", "internal/poddial", "exporter"},
 	"cmd/kubectl-hactl":    {"cli"},
 	"cmd/hactl-capture":    {"agent"},
@@ -64,7 +75,7 @@ var external = map[string][]string{
 // testSupport are packages only tests import; no product package may.
 var testSupport = []string{
 	"internal/testenv", "internal/testbins", "internal/ocitest", "internal/fixtures", "internal/e2esuite", "internal/poll", "internal/tmuxtest",
-	"artifact/storetest", "internal/archtest", "sandbox",
+	"artifact/storetest", "internal/archtest", "sandbox", "tui/internal/tuitest",
 }
 
 // notProduct are the packages outside the product's picture: the
@@ -277,6 +288,21 @@ func TestThePictureHasNoForbiddenArrow(t *testing.T) {
 		"artifact": {"actions", "status", "engine", "cli", "tui"},
 		"actions":  {"cli", "tui"},
 		"agent":    {"actions", "status", "cli", "tui"},
+		// Sources sit below status and actions and never import them.
+		"source": {"status", "actions", "verdict", "classify", "engine", "cli", "tui"},
+
+		// The TUI's components and what they share never import the
+		// root model that composes them.
+		"tui/internal/common":      {"tui", "cli"},
+		"tui/components/table":     {"tui", "cli"},
+		"tui/components/clusters":  {"tui", "cli"},
+		"tui/components/members":   {"tui", "cli"},
+		"tui/components/readiness": {"tui", "cli"},
+		"tui/components/timeline":  {"tui", "cli"},
+		"tui/components/seed":      {"tui", "cli"},
+		"tui/components/help":      {"tui", "cli"},
+		"tui/components/picker":    {"tui", "cli"},
+		"tui/components/dialog":    {"tui", "cli"},
 	}
 	for from, tos := range forbidden {
 		for _, to := range tos {

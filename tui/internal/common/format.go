@@ -1,31 +1,33 @@
-package tui
+package common
 
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/hactl-dev/hactl/model"
 )
 
-// shortID abbreviates a hex member or cluster ID to n characters.
-func shortID(id string, n int) string {
+// ShortID abbreviates a hex member or cluster ID to n characters.
+func ShortID(id string, n int) string {
 	if len(id) <= n {
 		return id
 	}
 	return id[:n]
 }
 
-func yesNo(b bool) string {
+// YesNo is "yes" or "no".
+func YesNo(b bool) string {
 	if b {
 		return "yes"
 	}
 	return "no"
 }
 
-// reasonLine is "code member: detail".
-func reasonLine(r model.Reason) string {
+// ReasonLine is "code member: detail".
+func ReasonLine(r model.Reason) string {
 	s := r.Code.String()
 	if r.Member != "" {
 		s += " " + r.Member
@@ -36,8 +38,8 @@ func reasonLine(r model.Reason) string {
 	return s
 }
 
-// reasonTail is a reason without its code: "member: detail".
-func reasonTail(r model.Reason) string {
+// ReasonTail is a reason without its code: "member: detail".
+func ReasonTail(r model.Reason) string {
 	s := r.Member
 	if r.Detail != "" {
 		if s != "" {
@@ -48,8 +50,8 @@ func reasonTail(r model.Reason) string {
 	return s
 }
 
-// topReasons summarises the first reasons of a verdict for one cell.
-func topReasons(v model.Verdict, n int) string {
+// TopReasons summarises the first reasons of a verdict for one cell.
+func TopReasons(v model.Verdict, n int) string {
 	if len(v.Reasons) == 0 {
 		return "-"
 	}
@@ -76,8 +78,8 @@ func topReasons(v model.Verdict, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// wrap word-wraps s to width and returns its lines, each prefixed.
-func wrap(s string, width int, prefix string) []string {
+// Wrap word-wraps s to width and returns its lines, each prefixed.
+func Wrap(s string, width int, prefix string) []string {
 	w := max(10, width-ansi.StringWidth(prefix))
 	var out []string
 	for _, l := range strings.Split(ansi.Wrap(s, w, ""), "\n") {
@@ -86,28 +88,28 @@ func wrap(s string, width int, prefix string) []string {
 	return out
 }
 
-// hang wraps s to width with a hanging indent of two cells.
-func hang(s string, width int) []string {
+// Hang wraps s to width with a hanging indent of two cells.
+func Hang(s string, width int) []string {
 	lines := strings.Split(ansi.Wrap(s, max(10, width), ""), "\n")
 	if len(lines) == 1 {
 		return lines
 	}
 	rest := strings.Join(lines[1:], " ")
-	return append(lines[:1], wrap(rest, width, "  ")...)
+	return append(lines[:1], Wrap(rest, width, "  ")...)
 }
 
-// plural is "1 cluster", "2 clusters".
-func plural(n int, noun string) string {
+// Plural is "1 cluster", "2 clusters".
+func Plural(n int, noun string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// cellWidth is the number of terminal cells s takes. Plain ASCII, and
+// CellWidth is the number of terminal cells s takes. Plain ASCII, and
 // ASCII styled with CSI sequences (colours, bold), is measured by length
 // (the sequences take none); anything else by ansi.StringWidth.
-func cellWidth(s string) int {
+func CellWidth(s string) int {
 	n := 0
 	for i := 0; i < len(s); i++ {
 		b := s[i]
@@ -131,15 +133,15 @@ func cellWidth(s string) int {
 	return n
 }
 
-// clip truncates every line to width and pads or cuts the block to
+// Clip truncates every line to width and pads or cuts the block to
 // exactly height lines.
-func clip(lines []string, width, height int) []string {
+func Clip(lines []string, width, height int) []string {
 	out := make([]string, 0, height)
 	for _, l := range lines {
 		if len(out) == height {
 			break
 		}
-		if cellWidth(l) > width {
+		if CellWidth(l) > width {
 			l = ansi.Truncate(l, width, "…")
 		}
 		out = append(out, l)
@@ -150,21 +152,32 @@ func clip(lines []string, width, height int) []string {
 	return out
 }
 
-// spread puts left and right on one line of width cells.
-func spread(left, right string, width int) string {
-	gap := width - cellWidth(left) - cellWidth(right)
+// Spread puts left and right on one line of width cells.
+func Spread(left, right string, width int) string {
+	gap := width - CellWidth(left) - CellWidth(right)
 	if gap < 1 {
-		return ansi.Truncate(left, max(0, width-cellWidth(right)-1), "…") + " " + right
+		return ansi.Truncate(left, max(0, width-CellWidth(right)-1), "…") + " " + right
 	}
 	return left + strings.Repeat(" ", gap) + right
+}
+
+// Fit pads or truncates s (plain text) to exactly w cells.
+func Fit(s string, w int) string {
+	if CellWidth(s) > w {
+		s = ansi.Truncate(s, w, "…")
+	}
+	if pad := w - CellWidth(s); pad > 0 {
+		s += strings.Repeat(" ", pad)
+	}
+	return s
 }
 
 // sparkLevels are the bars of a sparkline, lowest first.
 var sparkLevels = []rune("▁▂▃▄▅▆▇█")
 
-// sparkline draws values (nil: unknown, shown as "·") scaled to scale,
+// Sparkline draws values (nil: unknown, shown as "·") scaled to scale,
 // keeping the last width samples.
-func sparkline(values []*int64, scale int64, width int) string {
+func Sparkline(values []*int64, scale int64, width int) string {
 	if width <= 0 {
 		return ""
 	}
@@ -186,8 +199,8 @@ func sparkline(values []*int64, scale int64, width int) string {
 	return b.String()
 }
 
-// bar draws a fraction as a fixed-width bar.
-func bar(frac float64, width int) string {
+// Bar draws a fraction as a fixed-width bar.
+func Bar(frac float64, width int) string {
 	if width <= 0 {
 		return ""
 	}
@@ -195,3 +208,9 @@ func bar(frac float64, width int) string {
 	n := int(frac*float64(width) + 0.5)
 	return strings.Repeat("█", n) + strings.Repeat("░", width-n)
 }
+
+// TimeOfDay formats t as a time of day in now's location.
+func TimeOfDay(t, now time.Time) string { return t.In(now.Location()).Format("15:04:05") }
+
+// ClusterKey identifies a cluster across observations.
+func ClusterKey(c model.ClusterFacts) string { return c.Namespace + "/" + c.Name }

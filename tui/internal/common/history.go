@@ -1,4 +1,4 @@
-package tui
+package common
 
 import (
 	"time"
@@ -7,8 +7,8 @@ import (
 	"github.com/hactl-dev/hactl/status"
 )
 
-// historyLen is how many probes of lag each member keeps.
-const historyLen = 120
+// HistoryLen is how many probes of lag each member keeps.
+const HistoryLen = 120
 
 // lagSample is one probe's view of one member.
 type lagSample struct {
@@ -17,39 +17,40 @@ type lagSample struct {
 	learner bool
 }
 
-// lagHistory keeps, per member (namespace/cluster/member), the lag of the
+// LagHistory keeps, per member (namespace/cluster/member), the lag of the
 // last probes, for the readiness view.
-type lagHistory map[string][]lagSample
+type LagHistory map[string][]lagSample
 
-func memberHistoryKey(c model.ClusterFacts, member string) string {
+// MemberHistoryKey is the key of a member's samples.
+func MemberHistoryKey(c model.ClusterFacts, member string) string {
 	return c.Namespace + "/" + c.Name + "/" + member
 }
 
-// record appends one probe of every cluster.
-func (h lagHistory) record(rs []status.Result, at time.Time) {
+// Record appends one probe of every cluster.
+func (h LagHistory) Record(rs []status.Result, at time.Time) {
 	for _, r := range rs {
 		if !r.Observation.EngineProbed {
 			continue
 		}
 		for _, m := range r.Observation.Members {
-			k := memberHistoryKey(r.Observation.Cluster, m.Name)
+			k := MemberHistoryKey(r.Observation.Cluster, m.Name)
 			s := lagSample{at: at, learner: m.Engine != nil && m.Engine.IsLearner}
 			if m.Lag != nil {
 				l := *m.Lag
 				s.lag = &l
 			}
 			series := append(h[k], s)
-			if len(series) > historyLen {
-				series = series[len(series)-historyLen:]
+			if len(series) > HistoryLen {
+				series = series[len(series)-HistoryLen:]
 			}
 			h[k] = series
 		}
 	}
 }
 
-// lags returns the recorded lags of one member, oldest first.
-func (h lagHistory) lags(c model.ClusterFacts, member string) []*int64 {
-	series := h[memberHistoryKey(c, member)]
+// Lags returns the recorded lags of one member, oldest first.
+func (h LagHistory) Lags(c model.ClusterFacts, member string) []*int64 {
+	series := h[MemberHistoryKey(c, member)]
 	out := make([]*int64, len(series))
 	for i, s := range series {
 		out[i] = s.lag
@@ -57,9 +58,9 @@ func (h lagHistory) lags(c model.ClusterFacts, member string) []*int64 {
 	return out
 }
 
-// trend says whether a member's known lag fell over its last samples.
-func (h lagHistory) trend(c model.ClusterFacts, member string) string {
-	series := h[memberHistoryKey(c, member)]
+// Trend says whether a member's known lag fell over its last samples.
+func (h LagHistory) Trend(c model.ClusterFacts, member string) string {
+	series := h[MemberHistoryKey(c, member)]
 	var first, last *int64
 	for _, s := range series {
 		if s.lag == nil {

@@ -1,4 +1,4 @@
-package tui
+package common
 
 import "charm.land/bubbles/v2/key"
 
@@ -61,47 +61,11 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	}
 }
 
-// withReadOnly disables every action binding (explain stays: it only
+// WithReadOnly disables every action binding (explain stays: it only
 // shows a decision).
-func (k KeyMap) withReadOnly(ro bool) KeyMap {
+func (k KeyMap) WithReadOnly(ro bool) KeyMap {
 	for _, b := range []*key.Binding{&k.Replace, &k.Reseed, &k.Seed, &k.Restore, &k.Switchover} {
 		b.SetEnabled(!ro)
 	}
 	return k
-}
-
-// screenHelp is the short help of one screen.
-type screenHelp struct {
-	short []key.Binding
-	full  [][]key.Binding
-}
-
-func (h screenHelp) ShortHelp() []key.Binding  { return h.short }
-func (h screenHelp) FullHelp() [][]key.Binding { return h.full }
-
-// dialogHelp is the short help while a dialog is open (picking: while
-// it lists the generations to restore from).
-func dialogHelp(picking bool) []key.Binding {
-	if picking {
-		return []key.Binding{
-			key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "select")),
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "pick")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
-		}
-	}
-	return []key.Binding{
-		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "confirm")),
-		key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
-		key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "scroll")),
-	}
-}
-
-// helpFor returns the bindings that matter on screen s.
-func (k KeyMap) helpFor(s screen) screenHelp {
-	switch s {
-	case screenClusters:
-		return screenHelp{short: []key.Binding{k.Up, k.Down, k.Open, k.Filter, k.Probe, k.Help, k.Quit}, full: k.FullHelp()}
-	default:
-		return screenHelp{short: []key.Binding{k.NextTab, k.Replace, k.Reseed, k.Seed, k.Restore, k.Switchover, k.Explain, k.Back, k.Help, k.Quit}, full: k.FullHelp()}
-	}
 }

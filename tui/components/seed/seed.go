@@ -1,4 +1,8 @@
-package tui
+// Package seed is a cluster's seed-phase tab: the cluster's seed
+// generations, the actions (the one run from the TUI, live, and those its
+// ledger records) with their receipts and progress, and every member's
+// bootstrap phase.
+package seed
 
 import (
 	"context"
@@ -12,41 +16,14 @@ import (
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/components/table"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
-
-// Generation is one seed generation of a cluster, as the seed-phase view
-// lists it.
-type Generation struct {
-	ID           string
-	Created      time.Time
-	SourceMember string
-	Revision     int64
-	Term         uint64
-	Bytes        int64
-	Files        int
-	// Complete: the manifest was published (a generation without one is
-	// partial and never used).
-	Complete bool
-	// InUse names an action that references the generation.
-	InUse string
-}
-
-// Generations lists a cluster's seed generations. Every method may block.
-type Generations interface {
-	List(ctx context.Context, namespace, cluster string) ([]Generation, error)
-}
-
-// generationsMsg carries a cluster's generations.
-type generationsMsg struct {
-	key  string
-	gens []Generation
-	err  error
-}
 
 // genState is what the view knows of one cluster's generations.
 type genState struct {
 	loading bool
-	gens    []Generation
+	gens    []common.Generation
 	err     error
 }
 
@@ -71,55 +48,52 @@ func phaseFraction(action model.Action, phase model.ActionPhase) float64 {
 	return 0
 }
 
-// defaultGeneration proposes a generation ID: the cluster and the time.
-func defaultGeneration(cluster string, now time.Time) string {
-	return cluster + "-" + now.UTC().Format("20060102-150405")
-}
-
-// seedView is a cluster's seed-phase tab: the cluster's seed
+// Model is a cluster's seed-phase tab: the cluster's seed
 // generations, the actions (the one run from here, live, and those its
 // ledger records) with their receipts and progress, and every member's
 // bootstrap phase. It scrolls as a whole.
-type seedView struct {
+type Model struct {
 	// top is the first line shown.
 	top           int
 	width, height int
-	theme         Theme
-	keys          KeyMap
+	theme         common.Theme
+	keys          common.KeyMap
 	now           func() time.Time
 	// source lists generations (nil: not listed here); gens is what is
 	// known of each cluster's, by cluster key.
-	source Generations
+	source common.Generations
 	gens   map[string]genState
 	// key and result are the cluster shown, action the action run from
 	// here.
 	key    string
 	result status.Result
-	action *runningAction
+	action *common.RunningAction
 	// views are the engines' views.
-	views engineViews
+	views common.EngineViews
 }
 
-func newSeedView(th Theme, keys KeyMap, now func() time.Time, source Generations, views engineViews) seedView {
-	return seedView{theme: th, keys: keys, now: now, source: source, gens: map[string]genState{}, views: views}
+// New returns the seed-phase tab; source lists generations (nil: not
+// listed here), views are the engines' views.
+func New(th common.Theme, keys common.KeyMap, now func() time.Time, source common.Generations, views common.EngineViews) Model {
+	return Model{theme: th, keys: keys, now: now, source: source, gens: map[string]genState{}, views: views}
 }
 
 // SetSize sets the tab's size.
-func (v *seedView) SetSize(w, h int) { v.width, v.height = w, h }
+func (v *Model) SetSize(w, h int) { v.width, v.height = w, h }
 
 // SetTheme sets the styles.
-func (v *seedView) SetTheme(th Theme) { v.theme = th }
+func (v *Model) SetTheme(th common.Theme) { v.theme = th }
 
-// setData sets the cluster shown and the action run from here.
-func (v *seedView) setData(k string, r status.Result, a *runningAction) {
+// SetData sets the cluster shown and the action run from here.
+func (v *Model) SetData(k string, r status.Result, a *common.RunningAction) {
 	v.key, v.result, v.action = k, r, a
 }
 
 // Update scrolls the tab and takes in listed generations.
-func (v seedView) Update(msg tea.Msg) (seedView, tea.Cmd) {
+func (v Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case generationsMsg:
-		v.gens[msg.key] = genState{gens: msg.gens, err: msg.err}
+	case common.GenerationsMsg:
+		v.gens[msg.Key] = genState{gens: msg.Gens, err: msg.Err}
 	case tea.KeyPressMsg:
 		switch {
 		case key.Matches(msg, v.keys.ScrollUp):
@@ -131,9 +105,9 @@ func (v seedView) Update(msg tea.Msg) (seedView, tea.Cmd) {
 	return v, nil
 }
 
-// load lists the generations of cluster c (key k) in a Cmd, unless a
+// Load lists the generations of cluster c (key k) in a Cmd, unless a
 // listing is under way.
-func (v *seedView) load(ctx context.Context, k string, c model.ClusterFacts) tea.Cmd {
+func (v *Model) Load(ctx context.Context, k string, c model.ClusterFacts) tea.Cmd {
 	if v.source == nil {
 		return nil
 	}
@@ -144,12 +118,12 @@ func (v *seedView) load(ctx context.Context, k string, c model.ClusterFacts) tea
 	g, ns, name := v.source, c.Namespace, c.Name
 	return func() tea.Msg {
 		gens, err := g.List(ctx, ns, name)
-		return generationsMsg{key: k, gens: gens, err: err}
+		return common.GenerationsMsg{Key: k, Gens: gens, Err: err}
 	}
 }
 
 // View draws the lines from the scroll.
-func (v seedView) View() []string {
+func (v Model) View() []string {
 	out := v.lines()
 	if v.height <= 0 {
 		return out
@@ -159,18 +133,18 @@ func (v seedView) View() []string {
 }
 
 // lines are the whole tab.
-func (v seedView) lines() []string {
+func (v Model) lines() []string {
 	t, w := v.theme, v.width
 	c := v.result.Observation.Cluster
 	var out []string
 	out = append(out, t.Section.Render("Seed generations"))
 	switch st, ok := v.gens[v.key]; {
 	case v.source == nil:
-		out = append(out, wrap("Not listed here; kubectl hactl generations list "+c.Name+" lists them.", w, "  ")...)
+		out = append(out, common.Wrap("Not listed here; kubectl hactl generations list "+c.Name+" lists them.", w, "  ")...)
 	case !ok || (st.loading && st.gens == nil):
 		out = append(out, "  "+t.Dim.Render("listing…"))
 	case st.err != nil:
-		out = append(out, wrap(t.Warn.Render("cannot list generations: ")+st.err.Error(), w, "  ")...)
+		out = append(out, common.Wrap(t.Warn.Render("cannot list generations: ")+st.err.Error(), w, "  ")...)
 	case len(st.gens) == 0:
 		out = append(out, "  "+t.Dim.Render("none yet: s takes one (kubectl hactl seed "+c.Name+" --generation G)"))
 	default:
@@ -179,26 +153,26 @@ func (v seedView) lines() []string {
 	out = append(out, "", t.Section.Render("Actions"))
 	out = append(out, v.actions()...)
 	out = append(out, "", t.Section.Render("Member phases"))
-	ev := v.views.of(v.result.Observation.Cluster)
+	ev := v.views.Of(v.result.Observation.Cluster)
 	for _, mem := range v.result.Observation.Members {
-		out = append(out, "  "+fit(mem.Name, 18)+" "+t.phase(mem.Phase).Render(fit(mem.Phase.String(), 13))+" "+t.Dim.Render(phaseNote(ev, mem)))
+		out = append(out, "  "+common.Fit(mem.Name, 18)+" "+t.Phase(mem.Phase).Render(common.Fit(mem.Phase.String(), 13))+" "+t.Dim.Render(phaseNote(ev, mem)))
 	}
 	return out
 }
 
 // actions are the action run from here, live, then what the ledger
 // records: every action in progress and the latest others, up to three.
-func (v seedView) actions() []string {
+func (v Model) actions() []string {
 	c := v.result.Observation.Cluster
 	var out []string
 	shown := 0
 	a := v.action
 	var liveID string
-	if a != nil && a.req.Cluster == c.Name && a.req.Namespace == c.Namespace {
+	if a != nil && a.Req.Cluster == c.Name && a.Req.Namespace == c.Namespace {
 		out = append(out, v.actionLines(a)...)
 		shown++
-		if n := len(a.receipts); n > 0 {
-			liveID = a.receipts[n-1].ActionID
+		if n := len(a.Receipts); n > 0 {
+			liveID = a.Receipts[n-1].ActionID
 		}
 	}
 	ledger := v.result.Observation.Ledger
@@ -216,29 +190,29 @@ func (v seedView) actions() []string {
 	return out
 }
 
-func (v seedView) generationLines(gens []Generation) []string {
+func (v Model) generationLines(gens []common.Generation) []string {
 	t := v.theme
-	tb := newTable(t, v.keys,
-		column{title: "GENERATION", min: 8, max: 30},
-		column{title: "AGE", max: 5},
-		column{title: "SOURCE", min: 6, max: 20, drop: 2},
-		column{title: "REVISION", max: 12, drop: 3},
-		column{title: "SIZE", max: 9},
-		column{title: "STATE", min: 8, max: 24},
+	tb := table.New(t, v.keys,
+		table.Column{Title: "GENERATION", Min: 8, Max: 30},
+		table.Column{Title: "AGE", Max: 5},
+		table.Column{Title: "SOURCE", Min: 6, Max: 20, Drop: 2},
+		table.Column{Title: "REVISION", Max: 12, Drop: 3},
+		table.Column{Title: "SIZE", Max: 9},
+		table.Column{Title: "STATE", Min: 8, Max: 24},
 	)
-	tb.static = true
-	var rows [][]cell
+	tb.SetStatic(true)
+	var rows [][]table.Cell
 	for _, g := range gens {
-		state := styled("complete", t.Good)
+		state := table.Styled("complete", t.Good)
 		if !g.Complete {
-			state = styled("partial (unused)", t.Warn)
+			state = table.Styled("partial (unused)", t.Warn)
 		}
 		if g.InUse != "" {
-			state = styled("in use by "+g.InUse, t.Bold)
+			state = table.Styled("in use by "+g.InUse, t.Bold)
 		}
-		rows = append(rows, []cell{
-			plain(g.ID), plain(format.Age(g.Created, v.now())), plain(format.Dash(g.SourceMember)),
-			plain(fmt.Sprint(g.Revision)), plain(format.Size(g.Bytes)), state,
+		rows = append(rows, []table.Cell{
+			table.Plain(g.ID), table.Plain(format.Age(g.Created, v.now())), table.Plain(format.Dash(g.SourceMember)),
+			table.Plain(fmt.Sprint(g.Revision)), table.Plain(format.Size(g.Bytes)), state,
 		})
 	}
 	tb.SetRows(rows)
@@ -247,10 +221,10 @@ func (v seedView) generationLines(gens []Generation) []string {
 }
 
 // progressLines are a bar and the phase chain of an action.
-func (v seedView) progressLines(action model.Action, phase model.ActionPhase, frac float64) []string {
+func (v Model) progressLines(action model.Action, phase model.ActionPhase, frac float64) []string {
 	t, w := v.theme, v.width
 	barW := max(10, min(50, w-12))
-	out := []string{fmt.Sprintf("  %s %3.0f%%", bar(frac, barW), frac*100)}
+	out := []string{fmt.Sprintf("  %s %3.0f%%", common.Bar(frac, barW), frac*100)}
 	var ps []string
 	for _, p := range actionPhases[action] {
 		if p == phase {
@@ -260,14 +234,14 @@ func (v seedView) progressLines(action model.Action, phase model.ActionPhase, fr
 		}
 	}
 	if len(ps) > 0 {
-		out = append(out, wrap(strings.Join(ps, " → "), w, "  ")...)
+		out = append(out, common.Wrap(strings.Join(ps, " → "), w, "  ")...)
 	}
 	return out
 }
 
 // receiptLine is one receipt.
-func (v seedView) receiptLine(r model.Receipt) string {
-	s := timeOfDay(r.At, v.now()) + " " + fit(r.Phase.String(), 13) + " " + r.Step.String() + " " + r.Outcome.String()
+func (v Model) receiptLine(r model.Receipt) string {
+	s := common.TimeOfDay(r.At, v.now()) + " " + common.Fit(r.Phase.String(), 13) + " " + r.Step.String() + " " + r.Outcome.String()
 	if r.Detail != "" {
 		s += ": " + r.Detail
 	}
@@ -276,30 +250,30 @@ func (v seedView) receiptLine(r model.Receipt) string {
 
 // actionLines draw the action run from this TUI: its phase, a progress
 // bar and its receipts as they stream in.
-func (v seedView) actionLines(a *runningAction) []string {
+func (v Model) actionLines(a *common.RunningAction) []string {
 	t := v.theme
-	state := t.Warn.Render(a.phase().String())
+	state := t.Warn.Render(a.Phase().String())
 	switch {
-	case a.done && a.err != nil:
-		state = t.Bad.Render("stopped in " + a.phase().String())
-	case a.done:
-		state = t.Good.Render("finished: " + a.phase().String())
+	case a.Done && a.Err != nil:
+		state = t.Bad.Render("stopped in " + a.Phase().String())
+	case a.Done:
+		state = t.Good.Render("finished: " + a.Phase().String())
 	}
-	out := []string{"  " + t.Bold.Render(a.title()) + " · " + state + t.Dim.Render(" · started here "+timeOfDay(a.started, v.now()))}
-	frac := a.fraction()
+	out := []string{"  " + t.Bold.Render(a.Title()) + " · " + state + t.Dim.Render(" · started here "+common.TimeOfDay(a.Started, v.now()))}
+	frac := a.Fraction()
 	if frac == 0 {
-		frac = phaseFraction(a.req.Intent.Action, a.phase())
+		frac = phaseFraction(a.Req.Intent.Action, a.Phase())
 	}
-	out = append(out, v.progressLines(a.req.Intent.Action, a.phase(), frac)...)
-	if a.err != nil {
-		out = append(out, wrap(t.Bad.Render("error: ")+a.err.Error(), v.width, "  ")...)
+	out = append(out, v.progressLines(a.Req.Intent.Action, a.Phase(), frac)...)
+	if a.Err != nil {
+		out = append(out, common.Wrap(t.Bad.Render("error: ")+a.Err.Error(), v.width, "  ")...)
 	}
-	return append(out, v.receiptLines(a.receipts, 8)...)
+	return append(out, v.receiptLines(a.Receipts, 8)...)
 }
 
 // receiptLines are the last n receipts, one line each (the CLI's -o json
 // and the ledger hold them whole).
-func (v seedView) receiptLines(rs []model.Receipt, n int) []string {
+func (v Model) receiptLines(rs []model.Receipt, n int) []string {
 	var out []string
 	if len(rs) > n {
 		out = append(out, "  "+v.theme.Dim.Render(fmt.Sprintf("… %d earlier receipts", len(rs)-n)))
@@ -316,7 +290,7 @@ func (v seedView) receiptLines(rs []model.Receipt, n int) []string {
 }
 
 // ledgerLines draw one action the cluster's ledger records.
-func (v seedView) ledgerLines(e model.LedgerEntry) []string {
+func (v Model) ledgerLines(e model.LedgerEntry) []string {
 	t := v.theme
 	title := strings.TrimSpace(e.Action.String() + " " + e.Member)
 	if e.Generation != "" {
@@ -352,7 +326,7 @@ func phaseNote(ev model.EngineView, mem model.Member) string {
 		return ev.Role(mem) + ", " + ev.LagText(mem.Lag) + " behind"
 	case model.PhaseDiverged:
 		if e != nil {
-			return "answers for cluster " + shortID(e.ClusterID, 16)
+			return "answers for cluster " + common.ShortID(e.ClusterID, 16)
 		}
 	case model.PhaseUnknown:
 		if e != nil && e.Err != "" {
@@ -365,3 +339,9 @@ func phaseNote(ev model.EngineView, mem model.Member) string {
 	}
 	return ""
 }
+
+// ResetScroll shows the tab from the top.
+func (v *Model) ResetScroll() { v.top = 0 }
+
+// Listed reports whether generations are listed here (New had a source).
+func (v Model) Listed() bool { return v.source != nil }

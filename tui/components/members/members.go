@@ -1,4 +1,7 @@
-package tui
+// Package members is a cluster's members tab: the cluster-wide facts, the
+// member table, and a pane of the verdict's reasons with their remedies and
+// recent events, which scrolls on its own.
+package members
 
 import (
 	"fmt"
@@ -12,15 +15,17 @@ import (
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/components/table"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 	"github.com/hactl-dev/hactl/tui/internal/remedy"
 )
 
-// memberView is a cluster's members tab: the cluster-wide facts, the
-// member table, and a pane of the verdict's reasons with their remedies
-// and recent events, which scrolls on its own.
-type memberView struct {
-	table
-	syncState
+// Model is a cluster's members tab: the cluster-wide facts, the member
+// table, and a pane of the verdict's reasons with their remedies and
+// recent events, which scrolls on its own.
+type Model struct {
+	table table.Model
+	common.SyncState
 	// tabHeight is the height of the whole tab; the table gets part of
 	// it, the pane the rest.
 	tabHeight int
@@ -29,7 +34,7 @@ type memberView struct {
 	book  remedy.Book
 	now   func() time.Time
 	// views are the engines' views.
-	views engineViews
+	views common.EngineViews
 	// result is the cluster shown, members its members the filter keeps,
 	// filter the filter (it narrows the reasons too).
 	result  status.Result
@@ -40,65 +45,70 @@ type memberView struct {
 	summary, paneLines []string
 }
 
-func newMemberView(th Theme, keys KeyMap, book remedy.Book, now func() time.Time, views engineViews) memberView {
-	return memberView{table: newTable(th, keys, memberColumns(nil)...), book: book, now: now, views: views}
+// New returns the members tab; book holds the remedies, views the
+// engines' views.
+func New(th common.Theme, keys common.KeyMap, book remedy.Book, now func() time.Time, views common.EngineViews) Model {
+	return Model{table: table.New(th, keys, memberColumns(nil)...), book: book, now: now, views: views}
 }
 
 // memberColumns are the member table's columns, with an engine's own
 // (extra) after PHASE.
-func memberColumns(extra []column) []column {
-	cols := []column{
-		{title: "#", max: 3},
-		{title: "POD", min: 8, max: 30},
-		{title: "NODE", min: 4, max: 20, drop: 3},
-		{title: "ROLE", max: 8},
-		{title: "MEMBER ID", short: "ID", min: 4, max: 16, drop: 4},
-		{title: "PHASE", max: 13},
+func memberColumns(extra []table.Column) []table.Column {
+	cols := []table.Column{
+		{Title: "#", Max: 3},
+		{Title: "POD", Min: 8, Max: 30},
+		{Title: "NODE", Min: 4, Max: 20, Drop: 3},
+		{Title: "ROLE", Max: 8},
+		{Title: "MEMBER ID", Short: "ID", Min: 4, Max: 16, Drop: 4},
+		{Title: "PHASE", Max: 13},
 	}
 	cols = append(cols, extra...)
 	return append(cols,
-		column{title: "READY", short: "RDY", max: 5},
-		column{title: "LAG", min: 3, max: 10},
-		column{title: "VERSION", short: "VER", min: 3, max: 10, drop: 2},
-		column{title: "RESTARTS", short: "RST", min: 3, max: 8, drop: 1},
-		column{title: "AGE", max: 5, drop: 5},
+		table.Column{Title: "READY", Short: "RDY", Max: 5},
+		table.Column{Title: "LAG", Min: 3, Max: 10},
+		table.Column{Title: "VERSION", Short: "VER", Min: 3, Max: 10, Drop: 2},
+		table.Column{Title: "RESTARTS", Short: "RST", Min: 3, Max: 8, Drop: 1},
+		table.Column{Title: "AGE", Max: 5, Drop: 5},
 	)
 }
 
 // SetSize sets the tab's size: the table takes up to half of what the
 // summary leaves, the pane the rest.
-func (v *memberView) SetSize(w, h int) {
+func (v *Model) SetSize(w, h int) {
 	v.tabHeight = h
 	v.table.SetSize(w, max(1, (h-4)/2)+1)
 	v.refresh()
 }
 
 // SetTheme sets the styles.
-func (v *memberView) SetTheme(th Theme) {
+func (v *Model) SetTheme(th common.Theme) {
 	v.table.SetTheme(th)
 	v.refresh()
 }
 
-// setData sets the cluster shown and the filter.
-func (v *memberView) setData(r status.Result, filter string) {
+// SetData sets the cluster shown and the filter.
+func (v *Model) SetData(r status.Result, filter string) {
 	v.result, v.filter = r, filter
-	v.members = filterMembers(v.views, r, filter)
+	v.members = common.FilterMembers(v.views, r, filter)
 	v.refresh()
 }
 
-// reset puts the cursor and the pane back at the top.
-func (v *memberView) reset() { v.cursor, v.lower = 0, 0 }
+// Reset puts the cursor and the pane back at the top.
+func (v *Model) Reset() {
+	v.table.SetCursor(0)
+	v.lower = 0
+}
 
 // Update moves the cursor and scrolls the pane.
-func (v memberView) Update(msg tea.Msg) (memberView, tea.Cmd) {
+func (v Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return v, nil
 	}
 	switch {
-	case key.Matches(k, v.keys.ScrollUp):
+	case key.Matches(k, v.table.Keys().ScrollUp):
 		v.lower = max(0, v.lower-5)
-	case key.Matches(k, v.keys.ScrollDown):
+	case key.Matches(k, v.table.Keys().ScrollDown):
 		v.lower = min(v.lower+5, max(0, len(v.paneLines)-1))
 	default:
 		v.table, _ = v.table.Update(msg)
@@ -106,28 +116,9 @@ func (v memberView) Update(msg tea.Msg) (memberView, tea.Cmd) {
 	return v, nil
 }
 
-// filterMembers are the members of r whose name, phase, role or node
-// contain f (lower case; "" keeps all).
-func filterMembers(views engineViews, r status.Result, f string) []model.Member {
-	if f == "" {
-		return r.Observation.Members
-	}
-	var out []model.Member
-	for _, mem := range r.Observation.Members {
-		hay := mem.Name + " " + mem.Phase.String() + " " + views.of(r.Observation.Cluster).Role(mem)
-		if mem.Pod != nil {
-			hay += " " + mem.Pod.Node
-		}
-		if strings.Contains(strings.ToLower(hay), f) {
-			out = append(out, mem)
-		}
-	}
-	return out
-}
-
 // summaryLines are the cluster-wide facts: engine, shape, leader,
 // cluster ID and the quorum arithmetic.
-func summaryLines(t Theme, views engineViews, r status.Result, w int) []string {
+func summaryLines(t common.Theme, views common.EngineViews, r status.Result, w int) []string {
 	c, a := r.Observation.Cluster, r.Analysis
 	parts := []string{c.Engine.String(), c.Shape.String()}
 	if a.LeaderMember != "" {
@@ -138,13 +129,13 @@ func summaryLines(t Theme, views engineViews, r status.Result, w int) []string {
 	if a.ClusterID != "" {
 		id := a.ClusterID
 		if w < 100 {
-			id = shortID(id, 8)
+			id = common.ShortID(id, 8)
 		}
 		parts = append(parts, "cluster "+id)
 	}
-	q := views.summaryOf(r)
+	q := views.SummaryOf(r)
 	if a.Frontier != nil {
-		q = append(q, "frontier "+views.of(c).Position(*a.Frontier))
+		q = append(q, "frontier "+views.Of(c).Position(*a.Frontier))
 	} else if r.Observation.EngineProbed {
 		q = append(q, "frontier unknown")
 	}
@@ -155,51 +146,51 @@ func summaryLines(t Theme, views engineViews, r status.Result, w int) []string {
 }
 
 // refresh rebuilds the member table's rows.
-func (v *memberView) refresh() {
-	t := v.theme
+func (v *Model) refresh() {
+	t := v.table.Theme()
 	now := v.now()
-	rows := make([][]cell, 0, len(v.members))
+	rows := make([][]table.Cell, 0, len(v.members))
 	for _, mem := range v.members {
 		pod, node, ready, restarts, ageS := "-", "-", "-", "-", "-"
 		if p := mem.Pod; p != nil {
-			pod, node, ready, restarts, ageS = p.Name, format.Dash(p.Node), yesNo(p.Ready), strconv.Itoa(p.Restarts), format.Age(p.CreatedAt, now)
+			pod, node, ready, restarts, ageS = p.Name, format.Dash(p.Node), common.YesNo(p.Ready), strconv.Itoa(p.Restarts), format.Age(p.CreatedAt, now)
 		}
 		id, version := "-", "-"
 		if e := mem.Engine; e != nil {
 			id = format.Dash(e.MemberID)
-			if v.width < 100 {
-				id = shortID(id, 8)
+			if v.table.Width() < 100 {
+				id = common.ShortID(id, 8)
 			}
 			version = format.Dash(e.Version)
 		}
-		ev := v.views.of(v.result.Observation.Cluster)
-		roleCell := plain(ev.Role(mem))
+		ev := v.views.Of(v.result.Observation.Cluster)
+		roleCell := table.Plain(ev.Role(mem))
 		if ev.Leads(mem) {
-			roleCell = styled(ev.Role(mem), t.Bold)
+			roleCell = table.Styled(ev.Role(mem), t.Bold)
 		}
-		readyCell := plain(ready)
+		readyCell := table.Plain(ready)
 		if ready == "no" {
-			readyCell = styled(ready, t.Warn)
+			readyCell = table.Styled(ready, t.Warn)
 		}
-		row := []cell{
-			plain(strconv.Itoa(mem.Ordinal)), plain(pod), plain(node), roleCell, plain(id),
-			styled(mem.Phase.String(), t.phase(mem.Phase)),
+		row := []table.Cell{
+			table.Plain(strconv.Itoa(mem.Ordinal)), table.Plain(pod), table.Plain(node), roleCell, table.Plain(id),
+			table.Styled(mem.Phase.String(), t.Phase(mem.Phase)),
 		}
 		for _, c := range ev.Cells(mem) {
-			row = append(row, plain(c))
+			row = append(row, table.Plain(c))
 		}
-		rows = append(rows, append(row, readyCell, plain(ev.LagText(mem.Lag)), plain(version), plain(restarts), plain(ageS)))
+		rows = append(rows, append(row, readyCell, table.Plain(ev.LagText(mem.Lag)), table.Plain(version), table.Plain(restarts), table.Plain(ageS)))
 	}
-	v.table.setColumns(memberColumns(viewColumns(v.views.of(v.result.Observation.Cluster).Columns())))
-	v.SetRows(rows)
-	v.summary = summaryLines(t, v.views, v.result, v.width)
+	v.table.SetColumns(memberColumns(viewColumns(v.views.Of(v.result.Observation.Cluster).Columns())))
+	v.table.SetRows(rows)
+	v.summary = summaryLines(t, v.views, v.result, v.table.Width())
 	v.paneLines = v.pane()
 }
 
 // View draws the summary, the member table, and the pane from its
 // scroll.
-func (v memberView) View() []string {
-	t, w := v.theme, v.width
+func (v Model) View() []string {
+	t, w := v.table.Theme(), v.table.Width()
 	lines := append([]string(nil), v.summary...)
 	lines = append(lines, "")
 	lines = append(lines, v.table.View()...)
@@ -212,7 +203,7 @@ func (v memberView) View() []string {
 	sep := ""
 	if top > 0 || top+paneH < len(pane) {
 		// Say there is more, on the line above the pane.
-		sep = spread("", t.Dim.Render(fmt.Sprintf("[lines %d–%d of %d · pgup/pgdn]", top+1, min(top+paneH, len(pane)), len(pane))), w)
+		sep = common.Spread("", t.Dim.Render(fmt.Sprintf("[lines %d–%d of %d · pgup/pgdn]", top+1, min(top+paneH, len(pane)), len(pane))), w)
 	}
 	lines = append(lines, sep)
 	return append(lines, pane[top:]...)
@@ -220,11 +211,11 @@ func (v memberView) View() []string {
 
 // pane is every reason with its remedy from docs/reason-codes.md, then
 // recent events.
-func (v memberView) pane() []string {
-	t, r := v.theme, v.result
+func (v Model) pane() []string {
+	t, r := v.table.Theme(), v.result
 	var reasons []model.Reason
 	for _, rs := range r.Verdict.Reasons {
-		if v.filter == "" || strings.Contains(strings.ToLower(reasonLine(rs)), v.filter) {
+		if v.filter == "" || strings.Contains(strings.ToLower(common.ReasonLine(rs)), v.filter) {
 			reasons = append(reasons, rs)
 		}
 	}
@@ -235,19 +226,19 @@ func (v memberView) pane() []string {
 		out = append(out, t.Section.Render(fmt.Sprintf("Reasons (%d)", len(r.Verdict.Reasons))))
 	}
 	for _, rs := range reasons {
-		head := t.impact(rs.Code).Render(impactMark(rs.Code) + " " + rs.Code.String())
-		if tail := reasonTail(rs); tail != "" {
+		head := t.Impact(rs.Code).Render(common.ImpactMark(rs.Code) + " " + rs.Code.String())
+		if tail := common.ReasonTail(rs); tail != "" {
 			head += " " + tail
 		}
-		out = append(out, hang(head, v.width)...)
+		out = append(out, common.Hang(head, v.table.Width())...)
 	}
 	out = append(out, v.remedies(reasons)...)
 	return append(out, v.events()...)
 }
 
 // remedies are each code's remedy, once, from docs/reason-codes.md.
-func (v memberView) remedies(reasons []model.Reason) []string {
-	t := v.theme
+func (v Model) remedies(reasons []model.Reason) []string {
+	t := v.table.Theme()
 	var out []string
 	seen := map[model.ReasonCode]bool{}
 	for _, rs := range reasons {
@@ -267,24 +258,24 @@ func (v memberView) remedies(reasons []model.Reason) []string {
 				continue
 			}
 			if i == 0 {
-				para = t.impact(rs.Code).Render(rs.Code.String()) + ": " + para
+				para = t.Impact(rs.Code).Render(rs.Code.String()) + ": " + para
 			}
-			out = append(out, wrap(para, v.width, "  ")...)
+			out = append(out, common.Wrap(para, v.table.Width(), "  ")...)
 		}
 	}
 	return out
 }
 
 // events are the cluster's recent events.
-func (v memberView) events() []string {
-	t := v.theme
+func (v Model) events() []string {
+	t := v.table.Theme()
 	ev := v.result.Observation.Events
 	out := []string{"", t.Section.Render(fmt.Sprintf("Events (%d)", len(ev)))}
 	if len(ev) == 0 {
 		out = append(out, t.Dim.Render("  none recent"))
 	}
 	for _, e := range ev {
-		line := fmt.Sprintf("  %s %s %s %s: %s", timeOfDay(e.Last, v.now()), e.Type, e.Reason, e.Object, e.Message)
+		line := fmt.Sprintf("  %s %s %s %s: %s", common.TimeOfDay(e.Last, v.now()), e.Type, e.Reason, e.Object, e.Message)
 		if e.Count > 1 {
 			line += fmt.Sprintf(" (×%d)", e.Count)
 		}
@@ -296,3 +287,22 @@ func (v memberView) events() []string {
 	}
 	return out
 }
+
+// viewColumns are an engine's own member-table columns as the table
+// takes them.
+func viewColumns(cs []model.ViewColumn) []table.Column {
+	out := make([]table.Column, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, table.Column{Title: c.Title, Min: c.Min, Max: c.Max, Drop: c.Drop})
+	}
+	return out
+}
+
+// Cursor is the row under the cursor.
+func (v Model) Cursor() int { return v.table.Cursor() }
+
+// SetCursor puts the cursor on row i.
+func (v *Model) SetCursor(i int) { v.table.SetCursor(i) }
+
+// Clamp keeps the cursor on a row.
+func (v *Model) Clamp() { v.table.Clamp() }

@@ -1,4 +1,4 @@
-package tui
+package common
 
 import (
 	"image/color"
@@ -73,8 +73,8 @@ func NewTheme(dark bool) Theme {
 	return t
 }
 
-// verdictBadge renders the verdict as a word and a colour.
-func (t Theme) verdictBadge(v model.Verdict) string {
+// VerdictBadge renders the verdict as a word and a colour.
+func (t Theme) VerdictBadge(v model.Verdict) string {
 	switch {
 	case !v.ControlReady:
 		return t.Bad.Render("NOT control-ready")
@@ -84,8 +84,8 @@ func (t Theme) verdictBadge(v model.Verdict) string {
 	return t.Good.Render("failover-ready")
 }
 
-// impact colours a reason code by the verdict it defeats.
-func (t Theme) impact(c model.ReasonCode) lipgloss.Style {
+// Impact colours a reason code by the verdict it defeats.
+func (t Theme) Impact(c model.ReasonCode) lipgloss.Style {
 	switch c.Impact() {
 	case model.ImpactControl:
 		return t.Bad
@@ -95,9 +95,9 @@ func (t Theme) impact(c model.ReasonCode) lipgloss.Style {
 	return t.Dim
 }
 
-// impactMark is a one-cell sign of a reason's impact that reads without
+// ImpactMark is a one-cell sign of a reason's impact that reads without
 // colour.
-func impactMark(c model.ReasonCode) string {
+func ImpactMark(c model.ReasonCode) string {
 	switch c.Impact() {
 	case model.ImpactControl:
 		return "✖"
@@ -107,8 +107,8 @@ func impactMark(c model.ReasonCode) string {
 	return "·"
 }
 
-// phase colours a member phase.
-func (t Theme) phase(p model.Phase) lipgloss.Style {
+// Phase colours a member phase.
+func (t Theme) Phase(p model.Phase) lipgloss.Style {
 	switch p {
 	case model.PhaseMember:
 		return t.Good

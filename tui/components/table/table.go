@@ -1,4 +1,7 @@
-package tui
+// Package table is the table component the TUI's lists share: rows under
+// a header, the columns fitted to the width, and a cursor whose window of
+// rows it shows.
+package table
 
 import (
 	"slices"
@@ -7,33 +10,36 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
+
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
-// column describes one column of a table.
-type column struct {
-	title string
-	// short is the title used when the table does not fit ("" keeps
-	// title).
-	short string
-	// min and max bound the width (max 0: no bound).
-	min, max int
-	// drop is the order in which columns give way when the table is too
+// Column describes one column of a table.
+type Column struct {
+	Title string
+	// Short is the title used when the table does not fit ("" keeps
+	// Title).
+	Short string
+	// Min and Max bound the width (Max 0: no bound).
+	Min, Max int
+	// Drop is the order in which columns give way when the table is too
 	// wide: higher drops first; 0 never drops.
-	drop int
-	// grow: the column takes the width the others leave.
-	grow bool
+	Drop int
+	// Grow: the column takes the width the others leave.
+	Grow bool
 }
 
-// cell is one table cell: its text and the style it is drawn with.
-type cell struct {
+// Cell is one table cell: its text and the style it is drawn with.
+type Cell struct {
 	text  string
 	style *lipgloss.Style
 }
 
-func plain(s string) cell { return cell{text: s} }
+// Plain is a cell drawn without a style.
+func Plain(s string) Cell { return Cell{text: s} }
 
-func styled(s string, st lipgloss.Style) cell { return cell{text: s, style: &st} }
+// Styled is a cell drawn with st.
+func Styled(s string, st lipgloss.Style) Cell { return Cell{text: s, style: &st} }
 
 // listState is a cursor in a list; the window shown follows it.
 type listState struct{ cursor int }
@@ -42,16 +48,17 @@ func (l *listState) move(d, n int) {
 	l.cursor = min(max(l.cursor+d, 0), max(n-1, 0))
 }
 
-// table is the table component: rows under a header, the columns fitted
+// Model is the table component: rows under a header, the columns fitted
 // to its width, and a cursor whose window of rows it shows. The views
-// that list things (clusters, members, readiness, generations) embed one.
-type table struct {
+// that list things (clusters, members, readiness, history, generations)
+// hold one.
+type Model struct {
 	listState
-	cols []column
-	rows [][]cell
+	cols []Column
+	rows [][]Cell
 	// shown are the columns as fitted (short titles when narrow) and
 	// widths their widths (0: dropped); SetSize and SetRows fit them.
-	shown  []column
+	shown  []Column
 	widths []int
 	// width is the table's width in cells; height its lines, the header
 	// included.
@@ -61,28 +68,29 @@ type table struct {
 	// change, so that a frame only draws the selected row.
 	lines []string
 	head  string
-	// static: no cursor (no row is marked and keys do nothing).
+	// static: no cursor (no row is marked and keys do nothing; SetStatic).
 	static bool
-	theme  Theme
-	keys   KeyMap
+	theme  common.Theme
+	keys   common.KeyMap
 }
 
-func newTable(th Theme, keys KeyMap, cols ...column) table {
-	t := table{cols: cols, theme: th, keys: keys}
+// New returns a table of the columns cols.
+func New(th common.Theme, keys common.KeyMap, cols ...Column) Model {
+	t := Model{cols: cols, theme: th, keys: keys}
 	t.fit()
 	return t
 }
 
 // SetSize sets the width the columns are fitted to and the height: the
 // header and height-1 rows.
-func (t *table) SetSize(w, h int) {
+func (t *Model) SetSize(w, h int) {
 	t.width, t.height = w, h
 	t.fit()
 }
 
-// setColumns replaces the columns when they differ from the table's (the
+// SetColumns replaces the columns when they differ from the table's (the
 // rows set next must match them).
-func (t *table) setColumns(cols []column) {
+func (t *Model) SetColumns(cols []Column) {
 	if slices.Equal(cols, t.cols) {
 		return
 	}
@@ -91,23 +99,23 @@ func (t *table) setColumns(cols []column) {
 }
 
 // SetRows replaces the rows and fits the columns to them. The cursor is
-// left where it is (clamp keeps it on a row).
-func (t *table) SetRows(rows [][]cell) {
+// left where it is (Clamp keeps it on a row).
+func (t *Model) SetRows(rows [][]Cell) {
 	t.rows = rows
 	t.fit()
 }
 
 // SetTheme sets the styles the table draws with.
-func (t *table) SetTheme(th Theme) {
+func (t *Model) SetTheme(th common.Theme) {
 	t.theme = th
 	t.draw()
 }
 
 // draw renders the header and every row unselected (see lines).
-func (t *table) draw() {
-	cells := make([]cell, len(t.shown))
+func (t *Model) draw() {
+	cells := make([]Cell, len(t.shown))
 	for i, c := range t.shown {
-		cells[i] = plain(c.title)
+		cells[i] = Plain(c.Title)
 	}
 	t.head = t.theme.Header.Render(renderRow(cells, t.widths, " ", nil))
 	t.lines = make([]string, len(t.rows))
@@ -116,16 +124,16 @@ func (t *table) draw() {
 	}
 }
 
-// clamp keeps the cursor on a row.
-func (t *table) clamp() { t.move(0, len(t.rows)) }
+// Clamp keeps the cursor on a row.
+func (t *Model) Clamp() { t.move(0, len(t.rows)) }
 
 // fit computes the shown columns and their widths; a growing column then
 // takes what the others leave.
-func (t *table) fit() {
-	t.shown = append([]column(nil), t.cols...)
+func (t *Model) fit() {
+	t.shown = append([]Column(nil), t.cols...)
 	t.widths = fitColumns(t.shown, t.rows, t.width)
 	for i, c := range t.shown {
-		if !c.grow || t.widths[i] == 0 {
+		if !c.Grow || t.widths[i] == 0 {
 			continue
 		}
 		used := 1
@@ -139,16 +147,16 @@ func (t *table) fit() {
 	t.draw()
 }
 
-// fill sets column c of every row to draw(row, width), width being what
+// Fill sets column c of every row to draw(row, width), width being what
 // the column got; the columns are not fitted again (for cells drawn to
 // the width they get, such as a sparkline).
-func (t *table) fill(c int, draw func(row, width int) cell) {
+func (t *Model) Fill(c int, draw func(row, width int) Cell) {
 	if c >= len(t.widths) || t.widths[c] == 0 {
 		return
 	}
-	rows := make([][]cell, len(t.rows))
+	rows := make([][]Cell, len(t.rows))
 	for i, r := range t.rows {
-		r = append([]cell(nil), r...)
+		r = append([]Cell(nil), r...)
 		if c < len(r) {
 			r[c] = draw(i, t.widths[c])
 		}
@@ -159,7 +167,7 @@ func (t *table) fill(c int, draw func(row, width int) cell) {
 }
 
 // Update moves the cursor on the up and down keys.
-func (t table) Update(msg tea.Msg) (table, tea.Cmd) {
+func (t Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok || t.static {
 		return t, nil
@@ -175,7 +183,7 @@ func (t table) Update(msg tea.Msg) (table, tea.Cmd) {
 
 // View draws the header and the window of rows that holds the cursor,
 // the selected row marked.
-func (t table) View() []string {
+func (t Model) View() []string {
 	n := max(1, t.height-1)
 	sel := t.cursor
 	if t.static {
@@ -198,18 +206,18 @@ func (t table) View() []string {
 // Too wide a table first switches to the short titles, then shrinks the
 // columns that may be truncated toward their minimum, then drops columns
 // in their drop order. It may change the columns' titles.
-func fitColumns(cols []column, rows [][]cell, width int) []int {
+func fitColumns(cols []Column, rows [][]Cell, width int) []int {
 	w := naturalWidths(cols, rows)
 	if tableWidth(w) <= width {
 		return w
 	}
 	for i := range cols {
-		if cols[i].short != "" {
-			cols[i].title = cols[i].short
+		if cols[i].Short != "" {
+			cols[i].Title = cols[i].Short
 		}
 	}
 	w = naturalWidths(cols, rows)
-	floor := func(i int) int { return max(cols[i].min, cellWidth(cols[i].title)) }
+	floor := func(i int) int { return max(cols[i].Min, common.CellWidth(cols[i].Title)) }
 	for tableWidth(w) > width {
 		best := -1
 		for i := range cols {
@@ -225,7 +233,7 @@ func fitColumns(cols []column, rows [][]cell, width int) []int {
 	for tableWidth(w) > width {
 		best := -1
 		for i, c := range cols {
-			if w[i] > 0 && c.drop > 0 && (best < 0 || c.drop > cols[best].drop) {
+			if w[i] > 0 && c.Drop > 0 && (best < 0 || c.Drop > cols[best].Drop) {
 				best = i
 			}
 		}
@@ -239,19 +247,19 @@ func fitColumns(cols []column, rows [][]cell, width int) []int {
 
 // naturalWidths are the columns' widths that fit their titles and cells
 // within their bounds.
-func naturalWidths(cols []column, rows [][]cell) []int {
+func naturalWidths(cols []Column, rows [][]Cell) []int {
 	w := make([]int, len(cols))
 	for i, c := range cols {
-		w[i] = cellWidth(c.title)
+		w[i] = common.CellWidth(c.Title)
 		for _, r := range rows {
 			if i < len(r) {
-				w[i] = max(w[i], cellWidth(r[i].text))
+				w[i] = max(w[i], common.CellWidth(r[i].text))
 			}
 		}
-		if c.max > 0 {
-			w[i] = min(w[i], c.max)
+		if c.Max > 0 {
+			w[i] = min(w[i], c.Max)
 		}
-		w[i] = max(w[i], c.min)
+		w[i] = max(w[i], c.Min)
 	}
 	return w
 }
@@ -269,7 +277,7 @@ func tableWidth(w []int) int {
 }
 
 // renderRow draws one row with a marker cell in front.
-func renderRow(cells []cell, widths []int, marker string, sel *lipgloss.Style) string {
+func renderRow(cells []Cell, widths []int, marker string, sel *lipgloss.Style) string {
 	var b strings.Builder
 	b.WriteString(marker)
 	first := true
@@ -281,11 +289,11 @@ func renderRow(cells []cell, widths []int, marker string, sel *lipgloss.Style) s
 			b.WriteByte(' ')
 		}
 		first = false
-		var c cell
+		var c Cell
 		if i < len(cells) {
 			c = cells[i]
 		}
-		txt := fit(c.text, wd)
+		txt := common.Fit(c.text, wd)
 		if c.style != nil && sel == nil {
 			txt = c.style.Render(txt)
 		}
@@ -298,17 +306,6 @@ func renderRow(cells []cell, widths []int, marker string, sel *lipgloss.Style) s
 	return line
 }
 
-// fit pads or truncates s (plain text) to exactly w cells.
-func fit(s string, w int) string {
-	if cellWidth(s) > w {
-		s = ansi.Truncate(s, w, "…")
-	}
-	if pad := w - cellWidth(s); pad > 0 {
-		s += strings.Repeat(" ", pad)
-	}
-	return s
-}
-
 // windowStart is the first row of a window of height rows over n rows
 // that shows the selected one.
 func windowStart(selected, height, n int) int {
@@ -317,3 +314,22 @@ func windowStart(selected, height, n int) int {
 	}
 	return max(0, min(selected-height+1, n-height))
 }
+
+// Cursor is the row under the cursor.
+func (t Model) Cursor() int { return t.cursor }
+
+// SetCursor puts the cursor on row i.
+func (t *Model) SetCursor(i int) { t.cursor = i }
+
+// SetStatic makes a table without a cursor: no row is marked and keys do
+// nothing.
+func (t *Model) SetStatic(static bool) { t.static = static }
+
+// Theme is the theme the table draws with (SetTheme).
+func (t Model) Theme() common.Theme { return t.theme }
+
+// Keys are the bindings the table moves its cursor with.
+func (t Model) Keys() common.KeyMap { return t.keys }
+
+// Width is the table's width in cells (SetSize).
+func (t Model) Width() int { return t.width }

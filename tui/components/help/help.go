@@ -1,42 +1,47 @@
-package tui
+// Package help is the help component: the help screen (every binding, and
+// why actions are off) and the one-line help under the screen.
+package help
 
 import (
 	"slices"
 	"strings"
 
+	bubbleshelp "charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	"github.com/charmbracelet/x/ansi"
 
-	"charm.land/bubbles/v2/help"
-	"charm.land/bubbles/v2/key"
+	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
-// helpView is the help screen (every binding, and why actions are off)
-// and the one-line help under the screen.
-type helpView struct {
-	model help.Model
-	keys  KeyMap
-	theme Theme
+// Model is the help screen (every binding, and why actions are off) and
+// the one-line help under the screen.
+type Model struct {
+	model bubbleshelp.Model
+	keys  common.KeyMap
+	theme common.Theme
 	// note says why actions are disabled ("" when they are not).
 	note string
 }
 
-func newHelpView(th Theme, keys KeyMap, note string) helpView {
-	h := help.New()
+// New returns the help of keys; note says why actions are disabled (""
+// when they are not).
+func New(th common.Theme, keys common.KeyMap, note string) Model {
+	h := bubbleshelp.New()
 	h.Styles = th.Help
-	return helpView{model: h, keys: keys, theme: th, note: note}
+	return Model{model: h, keys: keys, theme: th, note: note}
 }
 
 // SetSize sets the width the help line is cut to.
-func (v *helpView) SetSize(w, _ int) { v.model.SetWidth(w) }
+func (v *Model) SetSize(w, _ int) { v.model.SetWidth(w) }
 
 // SetTheme sets the styles.
-func (v *helpView) SetTheme(th Theme) {
+func (v *Model) SetTheme(th common.Theme) {
 	v.theme = th
 	v.model.Styles = th.Help
 }
 
 // View draws the help screen.
-func (v helpView) View() []string {
+func (v Model) View() []string {
 	hm := v.model
 	hm.ShowAll = true
 	lines := []string{"", "  " + v.theme.Section.Render("Keys"), ""}
@@ -52,11 +57,11 @@ func (v helpView) View() []string {
 	return append(lines, "  "+v.theme.Dim.Render("? or esc closes this help."))
 }
 
-// line draws the one-line help of bindings. When they do not fit the
+// Line draws the one-line help of bindings. When they do not fit the
 // width, the bindings a narrow line may do without (compact: navigation
 // the header or help shows) are left out and the separators narrowed,
 // so that every action key stays on the line.
-func (v helpView) line(bindings []key.Binding, compact ...key.Binding) string {
+func (v Model) Line(bindings []key.Binding, compact ...key.Binding) string {
 	hm := v.model
 	hm.ShowAll = false
 	w := hm.Width()

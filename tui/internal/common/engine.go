@@ -1,26 +1,27 @@
-package tui
+package common
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
 
-// engineViews are the engines' views, by engine, as the faces handed them
+// EngineViews are the engines' views, by engine, as the faces handed them
 // in (Config.Views): how one engine's facts read — its members' roles,
 // its unit of lag, its frontier, the cluster's summary line and the
 // readiness view's section below the member table. The views name no
-// engine: they ask the cluster's view (of), which each engine keeps in its
+// engine: they ask the cluster's view (Of), which each engine keeps in its
 // own package.
-type engineViews map[model.Engine]model.EngineView
+type EngineViews map[model.Engine]model.EngineView
 
-// of is the view of cluster c's engine, plainView when none was handed
+// Of is the view of cluster c's engine, plainView when none was handed
 // in.
-func (vs engineViews) of(c model.ClusterFacts) model.EngineView {
+func (vs EngineViews) Of(c model.ClusterFacts) model.EngineView {
 	if v, ok := vs[c.Engine]; ok && v != nil {
 		return v
 	}
@@ -30,16 +31,6 @@ func (vs engineViews) of(c model.ClusterFacts) model.EngineView {
 // votesOf are the counts of a the views show.
 func votesOf(a model.Analysis) model.Votes {
 	return model.Votes{Voters: a.Voters, Quorum: a.Quorum, Tolerance: a.Tolerance, Answering: a.AnsweringVoters}
-}
-
-// viewColumns are an engine's own member-table columns as the table
-// takes them.
-func viewColumns(cs []model.ViewColumn) []column {
-	out := make([]column, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, column{title: c.Title, min: c.Min, max: c.Max, drop: c.Drop})
-	}
-	return out
 }
 
 // plainView shows a cluster of an engine that handed in no view: what its
@@ -72,13 +63,32 @@ func (plainView) Summary(obs model.Observation, v model.Votes) []string {
 		fmt.Sprintf("tolerates %d", v.Tolerance), fmt.Sprintf("answering %d/%d", v.Answering, v.Voters)}
 }
 
-// summaryOf is the cluster-wide part of r's summary line: its engine's
+// SummaryOf is the cluster-wide part of r's summary line: its engine's
 // view's, or, for an engine with no view and no verdict rules, that hactl
 // only read the API server.
-func (vs engineViews) summaryOf(r status.Result) []string {
-	v := vs.of(r.Observation.Cluster)
+func (vs EngineViews) SummaryOf(r status.Result) []string {
+	v := vs.Of(r.Observation.Cluster)
 	if _, plain := v.(plainView); plain && slices.ContainsFunc(r.Verdict.Reasons, func(x model.Reason) bool { return x.Code == model.ReasonEngineUnsupported }) {
 		return []string{"engine " + format.Dash(r.Observation.Cluster.Engine.String()) + ": no rules, members from the API server only"}
 	}
 	return v.Summary(r.Observation, votesOf(r.Analysis))
+}
+
+// FilterMembers are the members of r whose name, phase, role or node
+// contain f (lower case; "" keeps all).
+func FilterMembers(views EngineViews, r status.Result, f string) []model.Member {
+	if f == "" {
+		return r.Observation.Members
+	}
+	var out []model.Member
+	for _, mem := range r.Observation.Members {
+		hay := mem.Name + " " + mem.Phase.String() + " " + views.Of(r.Observation.Cluster).Role(mem)
+		if mem.Pod != nil {
+			hay += " " + mem.Pod.Node
+		}
+		if strings.Contains(strings.ToLower(hay), f) {
+			out = append(out, mem)
+		}
+	}
+	return out
 }
