@@ -113,8 +113,8 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		Action: action, Member: mem.Name,
 		Options: model.ActionOptions{Verdict: m.cfg.Verdict, LockHolder: m.cfg.LockHolder},
 	}}
-	m.seq++
-	d := dialog.New(int(m.seq), req, explain, m.theme)
+	m.dialogSeq++
+	d := dialog.New(m.dialogSeq, req, explain, m.theme)
 	d.SetKubeContext(m.cfg.Context)
 	d.SetSize(m.width, bodyHeight(m.height))
 	m.dialog = &d
@@ -143,8 +143,8 @@ func (m Model) updateDialog(msg tea.Msg) (Model, tea.Cmd) {
 	case dialog.Decide:
 		cmd = m.decide(d.ID(), d.Request())
 	case dialog.Redecide:
-		m.seq++
-		d.SetID(int(m.seq))
+		m.dialogSeq++
+		d.SetID(m.dialogSeq)
 		cmd = m.decide(d.ID(), d.Request())
 	case dialog.Confirm:
 		m.dialog = nil
@@ -170,10 +170,12 @@ func (m *Model) actionMsg(msg tea.Msg) (tea.Cmd, bool) {
 		m.action = &a
 		m.setStatus(msg.receipt.Outcome == model.OutcomeFailed || msg.receipt.Outcome == model.OutcomeConflict, "%s", a.Summary())
 		cmds := []tea.Cmd{waitAction(a.Updates)}
-		if !m.probing && m.backend != nil && msg.receipt.Step.Mutates() {
+		if msg.receipt.Step.Mutates() {
 			// The step changed the cluster: look at the members now.
-			m.probing = true
-			cmds = append(cmds, m.observe(true))
+			var probe tea.Cmd
+			if m.feed, probe = m.feed.Probe(); probe != nil {
+				cmds = append(cmds, probe)
+			}
 		}
 		return tea.Batch(cmds...), true
 	case actionDoneMsg:
@@ -185,9 +187,9 @@ func (m *Model) actionMsg(msg tea.Msg) (tea.Cmd, bool) {
 		m.action = &a
 		m.setStatus(msg.err != nil, "%s", a.Summary())
 		cmds := []tea.Cmd{m.loadGenerations()}
-		if !m.probing && m.backend != nil {
-			m.probing = true
-			cmds = append(cmds, m.observe(true))
+		var probe tea.Cmd
+		if m.feed, probe = m.feed.Probe(); probe != nil {
+			cmds = append(cmds, probe)
 		}
 		return tea.Batch(cmds...), true
 	}

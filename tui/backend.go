@@ -8,34 +8,19 @@ import (
 	"github.com/hactl-dev/hactl/actions"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/internal/feed"
 )
 
-// Backend is the TUI's reading edge. Every method may block; the model
-// calls them only inside a tea.Cmd and gets the answers back as messages.
-type Backend interface {
-	// Start runs the watches and returns once their caches have synced
-	// (or with the reason they could not).
-	Start(ctx context.Context) error
-	// Changes delivers a value after watched objects changed; a burst of
-	// changes may deliver one value.
-	Changes() <-chan struct{}
-	// Errors delivers watch failures (RBAC, connectivity) as they happen.
-	Errors() <-chan error
-	// Observe reads every cluster in scope from the watch caches and,
-	// with probe, asks every member on its own.
-	Observe(ctx context.Context, probe bool) ([]status.Result, status.Warnings, error)
-}
+// Backend is the TUI's reading edge (the feed's: tui/internal/feed).
+// Every method may block; the model calls them only inside a tea.Cmd and
+// gets the answers back as messages.
+type Backend = feed.Backend
 
 // DirectObserver is a Backend that can also read every cluster in scope
 // straight from the API server, probing the members when probes are on,
 // without waiting for Start: the model's first screen comes from it while
 // the watches sync, then the caches take over.
-type DirectObserver interface {
-	// ExpectDirect is called before ObserveDirect starts in the
-	// background: the watches Start then lists after it.
-	ExpectDirect()
-	ObserveDirect(ctx context.Context) ([]status.Result, status.Warnings, error)
-}
+type DirectObserver = feed.DirectObserver
 
 // ErrCacheSync is returned by Start when the watch caches did not sync in
 // time.

@@ -24,19 +24,23 @@
 // actions executor the CLI verbs use); Generations lists seed generations.
 // Run starts the program, with klog routed away from the terminal.
 //
-// The root Model routes: it hands the window size to the views
-// (SetSize), handles the global keys (quit, help, filter, probe, switching
-// screens and tabs), decides which view has the focus, and keeps the
-// backend plumbing (observe.go) and the action flow (actions.go). The
-// views are components, each a package under components/ with its own
-// state, Update, View, SetSize and SetTheme: clusters (the clusters
-// screen), a cluster's members, seed, readiness and timeline (history)
-// tabs, the table they list with, the confirm dialog (with the picker a
-// restore picks its generation in) and the help. What they share (the
-// Theme, the KeyMap, the text helpers, the engines' views, the lag
-// history, the requests and the running action) is internal/common; a
-// component never imports this package. Before each frame and after each
-// message the root hands every view the data it shows (syncViews); the
-// dialog's Update returns a dialog.Outcome that tells the root to close
-// it, classify its request or run its decision.
+// The root Model routes: it hands the window size to the views (SetSize),
+// handles the global keys (quit, help, filter, probe, switching screens
+// and tabs), decides which view has the focus, and keeps the action flow
+// (actions.go). The backend plumbing (the watches' sync and events, the
+// cache reads, the probe rounds and the results, lag history and leader
+// log they bring) is the feed's (internal/feed): the root hands it the
+// feed's messages and shows what it reports (new results, a status line to
+// set or clear). The views are components, each a package under
+// components/ with its own state, Update, View, SetSize and SetTheme:
+// clusters (the clusters screen), a cluster's members, seed, readiness and
+// timeline (history) tabs, the table they list with, the confirm dialog
+// (with the picker a restore picks its generation in) and the help. What
+// they share (the Theme, the KeyMap, the text helpers, the engines' views,
+// the lag history, the requests and the running action) is
+// internal/common; a component, and the feed, never imports this package.
+// Before each frame and after each message the root hands every view the
+// data it shows (syncViews); the dialog's Update returns a dialog.Outcome
+// that tells the root to close it, classify its request or run its
+// decision.
 package tui

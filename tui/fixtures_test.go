@@ -14,6 +14,7 @@ import (
 
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/internal/feed"
 	"github.com/hactl-dev/hactl/tui/internal/tuitest"
 )
 
@@ -54,7 +55,7 @@ func newTestModel(t *testing.T, cfg Config, deps Deps, obs ...model.Observation)
 		rs = append(rs, evaluate(o))
 	}
 	m = send(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
-	m = send(t, m, observedMsg{seq: 0, probed: true, results: rs, at: now})
+	m = send(t, m, feed.ObservedMsg{Seq: 0, Probed: true, Results: rs, At: now})
 	return m
 }
 

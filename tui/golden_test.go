@@ -9,6 +9,7 @@ import (
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui/internal/common"
+	"github.com/hactl-dev/hactl/tui/internal/feed"
 )
 
 func TestGoldenClusters(t *testing.T) {
@@ -45,7 +46,7 @@ func TestGoldenReadiness(t *testing.T) {
 			o.Members[0].Engine.Reachable = false
 		}
 		r := evaluate(o)
-		m = send(t, m, observedMsg{seq: uint64(i), probed: true, results: []status.Result{r}, at: now})
+		m = send(t, m, feed.ObservedMsg{Seq: uint64(i), Probed: true, Results: []status.Result{r}, At: now})
 	}
 	m = press(t, m, "enter", "3")
 	golden(t, m, "readiness")
@@ -137,7 +138,7 @@ func TestGoldenHistory(t *testing.T) {
 	}
 	r2 := evaluate(o2)
 	r2.Observation.At = now.Add(time.Minute)
-	m = send(t, m, observedMsg{seq: 1, probed: true, results: []status.Result{r2}, at: now.Add(time.Minute)})
+	m = send(t, m, feed.ObservedMsg{Seq: 1, Probed: true, Results: []status.Result{r2}, At: now.Add(time.Minute)})
 	m = press(t, m, "enter", "4", "down", "down")
 	golden(t, m, "history")
 	if !strings.Contains(frame(m), "Pod/etcd-main-2: Stopping container etcd") || strings.Contains(frame(m), "await-pod-gone") {

@@ -20,15 +20,13 @@ import (
 	"github.com/hactl-dev/hactl/tui/components/seed"
 	"github.com/hactl-dev/hactl/tui/components/timeline"
 	"github.com/hactl-dev/hactl/tui/internal/common"
+	"github.com/hactl-dev/hactl/tui/internal/feed"
 	"github.com/hactl-dev/hactl/tui/internal/remedy"
 )
 
 // DefaultProbeInterval is how often members are probed when
 // Config.ProbeInterval is zero.
 const DefaultProbeInterval = 5 * time.Second
-
-// refreshDelay coalesces a burst of watch events into one re-read.
-const refreshDelay = 150 * time.Millisecond
 
 // Config is what the TUI shows and how.
 type Config struct {
@@ -62,13 +60,13 @@ type Config struct {
 // Model is the root Bubble Tea model. It routes: it keeps the window
 // size (handed to the views with SetSize), the global keys (quit, help,
 // filter, probe), the screen, tab and focus that say which view gets the
-// other keys, the backend plumbing and its observations, and the action
-// flow (a dialog's request classified, a confirmed decision run). The
-// views draw and keep their own state.
+// other keys, and the action flow (a dialog's request classified, a
+// confirmed decision run); it hands the feed its messages and shows what
+// the feed reports. The feed runs the reads and probes; the views draw
+// and keep their own state.
 type Model struct {
 	cfg     Config
 	ctx     context.Context
-	backend Backend
 	actions Actions
 
 	// dataGen counts changes of what the views show (results, lag
@@ -76,9 +74,6 @@ type Model struct {
 	// the filter or the clock's second changed since the view's last
 	// rows, not on every key press or frame.
 	dataGen uint64
-	// prefetch delivers the direct read started before the program ran
-	// (Run); nil: Init starts it.
-	prefetch <-chan tea.Msg
 
 	theme common.Theme
 	keys  common.KeyMap
@@ -91,7 +86,11 @@ type Model struct {
 	// screenCluster.
 	focus string
 
-	observations
+	// feed reads and probes the clusters in scope and keeps what they
+	// brought (the results, the lag history, the leader log).
+	feed feed.Feed
+	// dialogSeq numbers the dialogs (and each new decision one asks for).
+	dialogSeq int
 
 	// The views: the clusters screen, a cluster's tabs, the help screen,
 	// and the dialog (nil when none is open), which takes every key while
@@ -149,24 +148,19 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 		note = noActionsWhy(cfg) + "."
 	}
 	m := Model{
-		cfg:          cfg,
-		ctx:          ctx,
-		backend:      backend,
-		actions:      actions,
-		theme:        th,
-		keys:         keys,
-		help:         help.New(th, keys, note),
-		filter:       fi,
-		observations: observations{history: common.LagHistory{}, leaders: status.LeaderLog{}},
-		clusters:     clusters.New(th, keys, cfg.Namespace),
-		members:      members.New(th, keys, remedy.Load(), cfg.Now, cfg.Views),
-		readiness:    readiness.New(th, keys, cfg.Verdict, cfg.ProbeInterval, cfg.Views),
-		timeline:     timeline.New(th, keys),
-		seed:         seed.New(th, keys, cfg.Now, deps.Generations, cfg.Views),
-	}
-	if _, ok := backend.(DirectObserver); ok {
-		// Init starts the direct read (Run may have already).
-		m.directPending = true
+		cfg:       cfg,
+		ctx:       ctx,
+		actions:   actions,
+		theme:     th,
+		keys:      keys,
+		help:      help.New(th, keys, note),
+		filter:    fi,
+		feed:      feed.New(ctx, backend, feed.Config{ProbeInterval: cfg.ProbeInterval, Probes: cfg.Probes, Now: cfg.Now}),
+		clusters:  clusters.New(th, keys, cfg.Namespace),
+		members:   members.New(th, keys, remedy.Load(), cfg.Now, cfg.Views),
+		readiness: readiness.New(th, keys, cfg.Verdict, cfg.ProbeInterval, cfg.Views),
+		timeline:  timeline.New(th, keys),
+		seed:      seed.New(th, keys, cfg.Now, deps.Generations, cfg.Views),
 	}
 	m.resize(80, 24)
 	if cfg.Cluster != "" {
@@ -181,13 +175,9 @@ func New(ctx context.Context, cfg Config, deps Deps) Model {
 }
 
 // Init implements tea.Model: it asks for the background colour and starts
-// the watches.
+// the feed (the watches and the direct read).
 func (m Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor}
-	if m.backend != nil {
-		b, ctx := m.backend, m.ctx
-		cmds = append(cmds, func() tea.Msg { return syncedMsg{err: b.Start(ctx)} }, m.observeDirect())
-	}
+	cmds := append([]tea.Cmd{tea.RequestBackgroundColor}, m.feed.Init()...)
 	return tea.Batch(cmds...)
 }
 
@@ -241,8 +231,10 @@ func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 		return m, nil
 	}
-	if nm, cmd, ok := m.observation(msg); ok {
-		return nm, cmd
+	if f, cmd, changed, ok := m.feed.Update(msg); ok {
+		m.feed = f
+		m.showFeed(changed)
+		return m, cmd
 	}
 	if cmd, ok := m.actionMsg(msg); ok {
 		return m, cmd
@@ -296,7 +288,7 @@ func (m *Model) syncViews() {
 	sec := m.cfg.Now().Unix()
 	ck := common.ViewKey{Gen: m.dataGen, Filter: m.filterOn(screenClusters), Sec: sec}
 	if m.clusters.Stale(ck) {
-		m.clusters.SetData(m.results, ck.Filter)
+		m.clusters.SetData(m.feed.Results(), ck.Filter)
 		m.clusters.Synced(ck)
 	}
 	r, _ := m.focused()
@@ -307,19 +299,59 @@ func (m *Model) syncViews() {
 		m.members.Synced(k)
 	}
 	if m.readiness.Stale(k) {
-		m.readiness.SetData(r, f, m.history)
+		m.readiness.SetData(r, f, m.feed.History())
 		m.readiness.Synced(k)
 	}
 	if m.timeline.Stale(k) {
-		m.timeline.SetData(r, m.leaders.Of(r.Observation.Cluster))
+		m.timeline.SetData(r, m.feed.Leaders().Of(r.Observation.Cluster))
 		m.timeline.Synced(k)
 	}
 	m.seed.SetData(m.focus, r, m.action)
 }
 
+// showFeed shows what a feed message changed: the status line, the data
+// the views show, and new results.
+func (m *Model) showFeed(c feed.Changes) {
+	if c.Status != nil {
+		m.setStatus(true, "%v", c.Status)
+	}
+	if c.ClearStatus {
+		m.clearStatus()
+	}
+	if c.History || c.Dropped {
+		m.dataGen++
+	}
+	if c.Results {
+		m.showResults()
+	}
+}
+
+// showResults takes in the feed's new results and keeps the cursors in
+// range.
+func (m *Model) showResults() {
+	m.dataGen++
+	if m.focus != "" && !strings.Contains(m.focus, "/") {
+		// A bare name given with all namespaces in scope: take the first
+		// cluster of that name.
+		for _, r := range m.feed.Results() {
+			if r.Observation.Cluster.Name == m.focus {
+				m.focus = common.ClusterKey(r.Observation.Cluster)
+				break
+			}
+		}
+	}
+	m.syncViews()
+	m.clusters.Clamp()
+	if _, ok := m.focused(); ok {
+		m.members.Clamp()
+		m.readiness.Clamp()
+		m.timeline.Clamp()
+	}
+}
+
 // focused returns the result of the cluster shown on screenCluster.
 func (m Model) focused() (status.Result, bool) {
-	for _, r := range m.results {
+	for _, r := range m.feed.Results() {
 		if common.ClusterKey(r.Observation.Cluster) == m.focus {
 			return r, true
 		}
@@ -369,12 +401,12 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.filtering = true
 		return m, m.filter.Focus()
 	case key.Matches(msg, k.Probe):
-		if m.probing || m.backend == nil {
+		var probe tea.Cmd
+		if m.feed, probe = m.feed.Probe(); probe == nil {
 			return m, nil
 		}
-		m.probing = true
 		m.setStatus(false, "probing members…")
-		return m, m.observe(true)
+		return m, probe
 	}
 	if m.screen == screenClusters {
 		return m.updateClusters(msg)

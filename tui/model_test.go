@@ -17,6 +17,8 @@ import (
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui/components/dialog"
 	"github.com/hactl-dev/hactl/tui/internal/common"
+	"github.com/hactl-dev/hactl/tui/internal/feed"
+	"github.com/hactl-dev/hactl/tui/internal/tuitest"
 )
 
 func TestNavigation(t *testing.T) {
@@ -288,7 +290,7 @@ func settle(t *testing.T, m Model, cmd tea.Cmd) Model {
 		msg := queue[0]
 		queue = queue[1:]
 		switch msg.(type) {
-		case dialog.DecidedMsg, actionReceiptMsg, actionDoneMsg, common.GenerationsMsg, observedMsg:
+		case dialog.DecidedMsg, actionReceiptMsg, actionDoneMsg, common.GenerationsMsg, feed.ObservedMsg:
 		default:
 			continue
 		}
@@ -300,30 +302,7 @@ func settle(t *testing.T, m Model, cmd tea.Cmd) Model {
 }
 
 // runFiltered runs only the commands that finish at once (no timers).
-func runFiltered(t *testing.T, cmd tea.Cmd) []tea.Msg {
-	t.Helper()
-	if cmd == nil {
-		return nil
-	}
-	done := make(chan tea.Msg, 1)
-	go func() { done <- cmd() }()
-	select {
-	case msg := <-done:
-		if b, ok := msg.(tea.BatchMsg); ok {
-			var out []tea.Msg
-			for _, c := range b {
-				out = append(out, runFiltered(t, c)...)
-			}
-			return out
-		}
-		if msg == nil {
-			return nil
-		}
-		return []tea.Msg{msg}
-	case <-time.After(300 * time.Millisecond):
-		return nil // a timer (tick, blink): not part of this exchange
-	}
-}
+var runFiltered = tuitest.RunFiltered
 
 func pressCmd(t *testing.T, m Model, k string) (Model, tea.Cmd) {
 	t.Helper()
@@ -511,111 +490,12 @@ func TestQuitWhileActionRunsAsksFirst(t *testing.T) {
 	}
 }
 
-// stubBackend answers Observe from a function; it stands in for the
-// informer caches only in these pure component tests (KubeBackend is
-// tested against a real API server).
-type stubBackend struct {
-	mu      sync.Mutex
-	observe func(probe bool) []status.Result
-	probes  int
-	reads   int
-	changes chan struct{}
-	errs    chan error
-}
-
-func (b *stubBackend) Start(context.Context) error { return nil }
-func (b *stubBackend) Changes() <-chan struct{}    { return b.changes }
-func (b *stubBackend) Errors() <-chan error        { return b.errs }
-func (b *stubBackend) Observe(_ context.Context, probe bool) ([]status.Result, status.Warnings, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if probe {
-		b.probes++
-	} else {
-		b.reads++
-	}
-	return b.observe(probe), nil, nil
-}
-
-// A burst of watch events becomes one cache read, whose verdict (the
-// backend's: its watcher judges a read with the members' last answers,
-// status.TestWatcherJudgesWatchEventsWithTheLastProbe) the view shows as
-// it came, probing no one.
-func TestWatchEventsAreCoalesced(t *testing.T) {
-	probed := evaluate(healthyObs("db", "etcd-a"))
-	// From the caches: member 1's pod lost readiness.
-	cached := healthyObs("db", "etcd-a")
-	cached.EngineProbed = false
-	for i := range cached.Members {
-		cached.Members[i].Engine = nil
-	}
-	cached.Members[1].Pod.Ready = false
-	b := &stubBackend{changes: make(chan struct{}, 1), errs: make(chan error, 1), observe: func(probe bool) []status.Result {
-		if probe {
-			return []status.Result{probed}
-		}
-		return []status.Result{status.Evaluate(cached, now, cfgVerdict)}
-	}}
-	m := New(context.Background(), Config{Namespace: "db", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
-	nm, cmd := m.Update(syncedMsg{})
-	m = nm.(Model)
-	if !m.probing {
-		t.Fatal("sync did not start a probe")
-	}
-	m = settle(t, m, cmd)
-	if len(m.results) != 1 || !m.results[0].Verdict.FailoverReady {
-		t.Fatalf("after the first probe: %+v", m.results)
-	}
-	// A burst of changes schedules one refresh.
-	nm, cmd1 := m.Update(changedMsg{})
-	m = nm.(Model)
-	nm, cmd2 := m.Update(changedMsg{})
-	m = nm.(Model)
-	if !m.refreshQueued || cmd1 == nil || cmd2 == nil {
-		t.Fatal("changes did not queue a refresh")
-	}
-	nm, cmd = m.Update(refreshMsg{})
-	m = nm.(Model)
-	m = settle(t, m, cmd)
-	if b.reads != 1 {
-		t.Errorf("%d cache reads for a burst, want 1", b.reads)
-	}
-	r := m.results[0]
-	if r.Verdict.FailoverReady {
-		t.Error("the cache read did not reach the verdict")
-	}
-	if b.probes != 1 {
-		t.Errorf("watch events probed members (%d probes)", b.probes)
-	}
-}
-
 var cfgVerdict = judged(Config{}.Verdict)
 
-func TestProbeOvertakenByCacheReadIsReadAgainNotShown(t *testing.T) {
-	m := newTestModel(t, Config{Namespace: "db"}, Deps{}, healthyObs("db", "etcd-a"))
-	m.seq, m.appliedSeq = 10, 9
-	cached := evaluate(degradedObs("db", "etcd-a"))
-	// The cache read (seq 9 applied) is newer than a probe with seq 8.
-	nm, _ := m.Update(observedMsg{seq: 8, probed: true, results: []status.Result{cached}, at: now})
-	m = nm.(Model)
-	if m.appliedSeq != 9 {
-		t.Errorf("an older probe was applied over a newer read (applied %d)", m.appliedSeq)
-	}
-	if !m.refreshing {
-		t.Error("no fresh cache read was asked for: the older probe's answers would not be shown")
-	}
-	// An older cache read is dropped.
-	nm, _ = m.Update(observedMsg{seq: 5, results: nil, at: now})
-	m = nm.(Model)
-	if len(m.results) != 1 {
-		t.Error("an older cache read replaced newer results")
-	}
-}
-
 func TestWatchErrorShownAndReissued(t *testing.T) {
-	b := &stubBackend{changes: make(chan struct{}), errs: make(chan error, 1)}
+	b := &tuitest.StubBackend{Changed: make(chan struct{}), Errs: make(chan error, 1)}
 	m := New(context.Background(), Config{Now: clock, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
-	nm, cmd := m.Update(watchErrMsg{err: errors.New("watch pods: forbidden")})
+	nm, cmd := m.Update(feed.WatchErrMsg{Err: errors.New("watch pods: forbidden")})
 	m = nm.(Model)
 	if !m.statusError || !strings.Contains(m.statusText, "forbidden") {
 		t.Errorf("status %q", m.statusText)
@@ -623,15 +503,15 @@ func TestWatchErrorShownAndReissued(t *testing.T) {
 	if cmd == nil {
 		t.Fatal("the error stream was not read again")
 	}
-	b.errs <- errors.New("again")
-	if msg := cmd(); msg.(watchErrMsg).err.Error() != "again" {
+	b.Errs <- errors.New("again")
+	if msg := cmd(); msg.(feed.WatchErrMsg).Err.Error() != "again" {
 		t.Errorf("next message %v", msg)
 	}
 }
 
 func TestSyncErrorShown(t *testing.T) {
 	m := New(context.Background(), Config{Now: clock, Verdict: cfgVerdict, Views: cfgViews}, Deps{})
-	m = send(t, m, syncedMsg{err: errors.New("you may not list statefulsets.apps")})
+	m = send(t, m, feed.SyncedMsg{Err: errors.New("you may not list statefulsets.apps")})
 	if f := frame(m); !strings.Contains(f, "Cannot read the clusters") || !strings.Contains(f, "statefulsets.apps") {
 		t.Errorf("frame:\n%s", f)
 	}
@@ -686,29 +566,6 @@ func TestLongListsFollowTheCursor(t *testing.T) {
 	}
 }
 
-// directBackend is a stubBackend whose watches take until release to
-// sync and which reads directly meanwhile (DirectObserver).
-type directBackend struct {
-	stubBackend
-	release chan struct{}
-	direct  []status.Result
-}
-
-func (b *directBackend) Start(ctx context.Context) error {
-	select {
-	case <-b.release:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (b *directBackend) ExpectDirect() {}
-
-func (b *directBackend) ObserveDirect(context.Context) ([]status.Result, status.Warnings, error) {
-	return b.direct, nil, nil
-}
-
 // The first screen comes from the direct read while the watches sync: the
 // members show before Start returns and the read schedules nothing of its
 // own. Once the watches synced, a cache read takes over and the first probe round is a probe interval
@@ -717,12 +574,12 @@ func TestFirstScreenFromTheDirectRead(t *testing.T) {
 	direct := evaluate(healthyObs("db", "etcd-a"))
 	later := healthyObs("db", "etcd-a")
 	later.Members[2].Pod.Ready = false
-	b := &directBackend{
-		stubBackend: stubBackend{changes: make(chan struct{}, 1), errs: make(chan error, 1), observe: func(bool) []status.Result {
+	b := &tuitest.DirectBackend{
+		StubBackend: tuitest.StubBackend{Changed: make(chan struct{}, 1), Errs: make(chan error, 1), Answer: func(bool) []status.Result {
 			return []status.Result{status.Evaluate(later, now, cfgVerdict)}
 		}},
-		release: make(chan struct{}),
-		direct:  []status.Result{direct},
+		Release: make(chan struct{}),
+		Direct:  []status.Result{direct},
 	}
 	m := New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
 	var cmds []tea.Cmd
@@ -738,7 +595,7 @@ func TestFirstScreenFromTheDirectRead(t *testing.T) {
 		go func() { done <- c() }()
 		select {
 		case msg := <-done:
-			if o, ok := msg.(observedMsg); ok && o.direct {
+			if o, ok := msg.(feed.ObservedMsg); ok && o.Direct {
 				directMsg = msg
 			}
 		case <-time.After(2 * time.Second):
@@ -753,27 +610,23 @@ func TestFirstScreenFromTheDirectRead(t *testing.T) {
 	if cmd != nil {
 		t.Errorf("the direct read scheduled %v (probes are the watches' path)", cmd)
 	}
-	if f := ansi.Strip(m.Render()); !strings.Contains(f, "etcd-a-2") || !m.loaded {
+	if f := ansi.Strip(m.Render()); !strings.Contains(f, "etcd-a-2") || !m.feed.Loaded() {
 		t.Fatalf("no members on the first screen while the watches sync:\n%s", f)
 	}
-	close(b.release)
-	nm, cmd = m.Update(syncedMsg{})
+	close(b.Release)
+	nm, cmd = m.Update(feed.SyncedMsg{})
 	m = nm.(Model)
 	m = settle(t, m, cmd)
 	if r, _ := m.focused(); r.Observation.Members[2].Pod.Ready {
 		t.Fatal("the watches' cache read did not take over")
 	}
-	b.mu.Lock()
-	probes, reads := b.probes, b.reads
-	b.mu.Unlock()
+	probes, reads := b.Counts()
 	if probes != 0 || reads != 1 {
 		t.Fatalf("after the sync: %d probe rounds and %d cache reads, want 0 and 1 (the members were just probed)", probes, reads)
 	}
-	nm, cmd = m.Update(probeTickMsg{})
+	nm, cmd = m.Update(feed.ProbeTickMsg{})
 	m = settle(t, nm.(Model), cmd)
-	b.mu.Lock()
-	probes = b.probes
-	b.mu.Unlock()
+	probes, _ = b.Counts()
 	if probes != 1 {
 		t.Fatalf("the probe tick started %d rounds, want 1", probes)
 	}
@@ -788,98 +641,14 @@ func TestFirstScreenFromTheDirectRead(t *testing.T) {
 // not stay up looking live: the error screen replaces it.
 func TestSyncFailureReplacesTheDirectRead(t *testing.T) {
 	m := New(context.Background(), Config{Namespace: "db", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{})
-	nm, _ := m.Update(observedMsg{direct: true, probed: true, results: []status.Result{evaluate(healthyObs("db", "etcd-a"))}, at: now})
+	nm, _ := m.Update(feed.ObservedMsg{Direct: true, Probed: true, Results: []status.Result{evaluate(healthyObs("db", "etcd-a"))}, At: now})
 	m = nm.(Model)
-	if !m.loaded || !strings.Contains(ansi.Strip(m.Render()), "etcd-a") {
+	if !m.feed.Loaded() || !strings.Contains(ansi.Strip(m.Render()), "etcd-a") {
 		t.Fatalf("the direct read was not shown:\n%s", ansi.Strip(m.Render()))
 	}
-	nm, _ = m.Update(syncedMsg{err: errors.New("watch pods: forbidden")})
+	nm, _ = m.Update(feed.SyncedMsg{Err: errors.New("watch pods: forbidden")})
 	m = nm.(Model)
-	if f := ansi.Strip(m.Render()); m.loaded || strings.Contains(f, "etcd-a") || !strings.Contains(f, "forbidden") {
+	if f := ansi.Strip(m.Render()); m.feed.Loaded() || strings.Contains(f, "etcd-a") || !strings.Contains(f, "forbidden") {
 		t.Fatalf("after the sync failed the screen still shows the direct read:\n%s", f)
-	}
-}
-
-// When the watches sync while the direct read is still probing, their
-// first probe round waits for it instead of probing every member a second
-// time at once: a cache read follows it (carrying its answers: the
-// watcher's, status.TestWatcherJudgesWatchEventsWithTheLastProbe), and
-// the rounds go on at the probe interval. A direct read that fails, or
-// does not answer within a probe interval, no longer holds them back.
-func TestSyncBeforeTheDirectReadWaitsForIt(t *testing.T) {
-	probed := evaluate(healthyObs("db", "etcd-a"))
-	cached := healthyObs("db", "etcd-a")
-	cached.EngineProbed = false
-	cached.Members[2].Pod.Ready = false
-	for i := range cached.Members {
-		cached.Members[i].Engine = nil
-	}
-	setup := func() (*directBackend, Model) {
-		b := &directBackend{
-			stubBackend: stubBackend{changes: make(chan struct{}, 1), errs: make(chan error, 1), observe: func(bool) []status.Result {
-				return []status.Result{status.Evaluate(cached, now, cfgVerdict)}
-			}},
-			release: make(chan struct{}),
-		}
-		m := New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
-		nm, cmd := m.Update(syncedMsg{})
-		m = settle(t, nm.(Model), cmd)
-		return b, m
-	}
-	counts := func(b *directBackend) (probes, reads int) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.probes, b.reads
-	}
-
-	b, m := setup()
-	if p, r := counts(b); p != 0 || r != 0 {
-		t.Fatalf("the watches synced during the direct read: %d probe rounds, %d cache reads (want none yet)", p, r)
-	}
-	direct := observedMsg{direct: true, probed: true, results: []status.Result{probed}, at: now}
-	nm, cmd := m.Update(direct)
-	m = settle(t, nm.(Model), cmd)
-	if p, r := counts(b); p != 0 || r != 1 {
-		t.Fatalf("after the direct read: %d probe rounds, %d cache reads (want 0 and 1)", p, r)
-	}
-	r, _ := m.focused()
-	if r.Observation.Members[2].Pod.Ready {
-		t.Fatal("the cache read after the direct read is not shown")
-	}
-	nm, cmd = m.Update(probeTickMsg{})
-	settle(t, nm.(Model), cmd)
-	if p, _ := counts(b); p != 1 {
-		t.Fatalf("the probe tick after the direct read started %d rounds, want 1", p)
-	}
-
-	b, m = setup()
-	nm, cmd = m.Update(observedMsg{direct: true, err: errors.New("list pods: connection refused"), at: now})
-	settle(t, nm.(Model), cmd)
-	if p, _ := counts(b); p != 1 {
-		t.Fatalf("a failed direct read after the sync: %d probe rounds, want 1 at once", p)
-	}
-
-	// A round already running at the sync (p) schedules the next itself:
-	// neither the sync nor the direct read starts another beside it.
-	b = &directBackend{stubBackend: stubBackend{changes: make(chan struct{}, 1), errs: make(chan error, 1), observe: func(bool) []status.Result {
-		return []status.Result{status.Evaluate(cached, now, cfgVerdict)}
-	}}, release: make(chan struct{})}
-	m = New(context.Background(), Config{Namespace: "db", Cluster: "etcd-a", Now: clock, Probes: true, Verdict: cfgVerdict, Views: cfgViews}, Deps{Backend: b})
-	m.probing = true
-	nm, cmd = m.Update(syncedMsg{})
-	m = settle(t, nm.(Model), cmd)
-	nm, cmd = m.Update(direct)
-	m = settle(t, nm.(Model), cmd)
-	if p, _ := counts(b); p != 0 || !m.probing || m.afterDirect {
-		t.Fatalf("with a round running at the sync: %d more rounds started, probing %v, waiting %v", p, m.probing, m.afterDirect)
-	}
-
-	b, m = setup()
-	nm, cmd = m.Update(directOverdueMsg{})
-	m = settle(t, nm.(Model), cmd)
-	nm, cmd = m.Update(direct)
-	settle(t, nm.(Model), cmd)
-	if p, _ := counts(b); p != 1 {
-		t.Fatalf("a direct read overdue after the sync, then late: %d probe rounds, want 1", p)
 	}
 }

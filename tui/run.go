@@ -59,7 +59,7 @@ func Run(ctx context.Context, o Options) error {
 	m := New(ctx, o.Config, o.Deps)
 	// The first read starts now, not once the program has set the
 	// terminal up: the first screen comes sooner.
-	m.prefetch = m.startDirect()
+	m.feed.StartDirect()
 	p := tea.NewProgram(m, opts...)
 	_, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {

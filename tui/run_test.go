@@ -18,6 +18,7 @@ import (
 
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/status"
+	"github.com/hactl-dev/hactl/tui/internal/tuitest"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the program's writer and the
@@ -57,7 +58,7 @@ func TestRunRoutesKlogAndQuits(t *testing.T) {
 	copied := make(chan struct{})
 	go func() { _, _ = io.Copy(&stderrText, errR); close(copied) }()
 	defer func() { os.Stderr = stderr }()
-	b := &stubBackend{changes: make(chan struct{}), errs: make(chan error), observe: func(bool) []status.Result {
+	b := &tuitest.StubBackend{Changed: make(chan struct{}), Errs: make(chan error), Answer: func(bool) []status.Result {
 		klog.ErrorS(errors.New("boom"), "client-go says hello from a probe")
 		return []status.Result{evaluate(healthyObs("db", "etcd-a"))}
 	}}
@@ -114,7 +115,7 @@ func runOnce(t *testing.T, env []string) string {
 	in, inW := io.Pipe()
 	defer inW.Close()
 	var screen lockedBuffer
-	b := &stubBackend{changes: make(chan struct{}), errs: make(chan error), observe: func(bool) []status.Result {
+	b := &tuitest.StubBackend{Changed: make(chan struct{}), Errs: make(chan error), Answer: func(bool) []status.Result {
 		return []status.Result{evaluate(degradedObs("db", "etcd-a"))}
 	}}
 	done := make(chan error, 1)

@@ -33,9 +33,9 @@ func (m Model) Render() string {
 	switch {
 	case m.showHelp:
 		body = m.help.View()
-	case m.lastErr != nil && !m.loaded:
+	case m.feed.Err() != nil && !m.feed.Loaded():
 		body = m.errorBody(w)
-	case !m.loaded:
+	case !m.feed.Loaded():
 		body = []string{"", "  " + m.theme.Dim.Render("reading clusters…")}
 	case m.screen == screenClusters:
 		body = m.clusters.View()
@@ -94,8 +94,8 @@ func (m Model) subtitleLine(w int) string {
 		}
 		return common.Spread(strings.Join(parts, "  "), t.Dim.Render(m.freshness()), w)
 	}
-	n, ok := len(m.results), 0
-	for _, r := range m.results {
+	n, ok := len(m.feed.Results()), 0
+	for _, r := range m.feed.Results() {
 		if r.Verdict.FailoverReady {
 			ok++
 		}
@@ -109,12 +109,12 @@ func (m Model) freshness() string {
 	switch {
 	case !m.cfg.Probes:
 		return "members not probed (--no-probe)"
-	case m.probing && m.probedAt.IsZero():
+	case m.feed.Probing() && m.feed.ProbedAt().IsZero():
 		return "probing…"
-	case m.probedAt.IsZero():
+	case m.feed.ProbedAt().IsZero():
 		return ""
 	}
-	return "probed " + common.TimeOfDay(m.probedAt, m.cfg.Now()) + fmt.Sprintf(" · every %s", m.cfg.ProbeInterval)
+	return "probed " + common.TimeOfDay(m.feed.ProbedAt(), m.cfg.Now()) + fmt.Sprintf(" · every %s", m.cfg.ProbeInterval)
 }
 
 func (m Model) statusLine(w int) string {
@@ -134,8 +134,8 @@ func (m Model) statusLine(w int) string {
 	if m.action != nil {
 		return t.StatusInfo.Render(m.action.Summary())
 	}
-	if len(m.warnings) > 0 {
-		return t.StatusInfo.Render("warning: " + m.warnings[0])
+	if warn := m.feed.Warnings(); len(warn) > 0 {
+		return t.StatusInfo.Render("warning: " + warn[0])
 	}
 	return ""
 }
@@ -151,6 +151,6 @@ func (m Model) helpLine() string {
 
 func (m Model) errorBody(w int) []string {
 	lines := []string{"", "  " + m.theme.Bad.Render("Cannot read the clusters:"), ""}
-	lines = append(lines, common.Wrap(m.lastErr.Error(), w-2, "  ")...)
+	lines = append(lines, common.Wrap(m.feed.Err().Error(), w-2, "  ")...)
 	return append(lines, "", "  "+m.theme.Dim.Render("q quits"))
 }
