@@ -118,7 +118,10 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 	}
 	// obs.At stays when the observation began (status sets it): every
 	// fact in it, the lock and ledger included, was read after that.
-	return status.Evaluate(obs, o.now(), so.VerdictOptions()), warn, nil
+	r := status.Evaluate(obs, o.now(), so.VerdictOptions())
+	// Shown through its engine's view, as status shows it.
+	r.View = engine.Views(o.Engines)[obs.Cluster.Engine]
+	return r, warn, nil
 }
 
 // actionObjectsError says why the cluster's lock or ledger could not be

@@ -28,18 +28,39 @@ type probedCluster struct {
 // name is another key, so its predecessor's facts are never reused.
 type memberKey struct{ member, podUID string }
 
-// clusterKey identifies a cluster across observations.
-func clusterKey(c model.ClusterFacts) string { return c.Namespace + "/" + c.Name }
+// clusterKey identifies one cluster incarnation across observations: a
+// cluster recreated under the same name (another UID) is another key, so
+// it is never taken for probed before its own first probe.
+func clusterKey(c model.ClusterFacts) string { return c.Namespace + "/" + c.Name + "/" + c.UID }
+
+// forget drops every cluster obs does not hold, when obs are all the
+// clusters in scope (all): the memory keeps no cluster that is gone.
+func (p *probeMemory) forget(obs []model.Observation, all bool) {
+	if !all {
+		return
+	}
+	seen := make(map[string]bool, len(obs))
+	for _, o := range obs {
+		seen[clusterKey(o.Cluster)] = true
+	}
+	for k := range p.clusters {
+		if !seen[k] {
+			delete(p.clusters, k)
+		}
+	}
+}
 
 // remember keeps the facts of every cluster obs probed, unless the memory
 // holds a probe of that cluster that began later (a slow probe finishing
-// after a newer one never replaces it).
-func (p *probeMemory) remember(obs []model.Observation) {
+// after a newer one never replaces it); all says obs are every cluster in
+// scope, and the others are forgotten.
+func (p *probeMemory) remember(obs []model.Observation, all bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.clusters == nil {
 		p.clusters = map[string]probedCluster{}
 	}
+	p.forget(obs, all)
 	for _, o := range obs {
 		if !o.EngineProbed {
 			continue
@@ -61,10 +82,12 @@ func (p *probeMemory) remember(obs []model.Observation) {
 // graft puts the remembered facts into observations read without a
 // probe: each member whose pod is the incarnation that answered gets its
 // answer, and a cluster probed before reads as probed. A member whose pod
-// was recreated since, or that was not there, stays unasked.
-func (p *probeMemory) graft(obs []model.Observation) {
+// was recreated since, or that was not there, stays unasked; all says
+// obs are every cluster in scope, and the others are forgotten.
+func (p *probeMemory) graft(obs []model.Observation, all bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.forget(obs, all)
 	for i := range obs {
 		o := &obs[i]
 		pc, ok := p.clusters[clusterKey(o.Cluster)]

@@ -37,11 +37,11 @@ func memoryObs(name string, at time.Time, probed bool) model.Observation {
 func TestProbeMemoryGraftsByPodIncarnation(t *testing.T) {
 	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
 	var p probeMemory
-	p.remember([]model.Observation{memoryObs("etcd", t0, true), memoryObs("cold", t0, false)})
+	p.remember([]model.Observation{memoryObs("etcd", t0, true), memoryObs("cold", t0, false)}, true)
 
 	cached := []model.Observation{memoryObs("etcd", t0.Add(time.Minute), false), memoryObs("cold", t0.Add(time.Minute), false)}
 	cached[0].Members[2].Pod.UID = "recreated"
-	p.graft(cached)
+	p.graft(cached, true)
 	ms := cached[0].Members
 	if !cached[0].EngineProbed || ms[0].Engine == nil || ms[1].Engine == nil {
 		t.Fatalf("facts of unchanged pods not grafted: probed %v, %+v %+v", cached[0].EngineProbed, ms[0].Engine, ms[1].Engine)
@@ -54,11 +54,31 @@ func TestProbeMemoryGraftsByPodIncarnation(t *testing.T) {
 	}
 
 	// A slow probe that began before the one remembered finishes last.
-	p.remember([]model.Observation{memoryObs("etcd", t0.Add(-time.Minute), true)})
+	p.remember([]model.Observation{memoryObs("etcd", t0.Add(-time.Minute), true)}, false)
 	again := []model.Observation{memoryObs("etcd", t0.Add(2*time.Minute), false)}
-	p.graft(again)
+	p.graft(again, false)
 	if got, want := again[0].Members[0].Engine.MemberID, "id-0@"+t0.Format(time.TimeOnly); got != want {
 		t.Errorf("member answer %q, want the later probe's %q", got, want)
+	}
+
+	// The cluster recreated under the same name (another UID): not
+	// probed until its own first probe, though its pods keep their names.
+	recreated := []model.Observation{memoryObs("etcd", t0.Add(3*time.Minute), false)}
+	recreated[0].Cluster.UID = "uid-recreated"
+	p.graft(recreated, false)
+	if recreated[0].EngineProbed || recreated[0].Members[0].Engine != nil {
+		t.Error("a cluster recreated under the same name inherited its predecessor's probe")
+	}
+
+	// A read of one cluster forgets no other; a read of every cluster in
+	// scope forgets those that are gone.
+	p.remember([]model.Observation{memoryObs("other", t0, true)}, false)
+	if len(p.clusters) != 2 {
+		t.Fatalf("%d clusters remembered after a read of one, want 2", len(p.clusters))
+	}
+	p.graft([]model.Observation{memoryObs("other", t0.Add(time.Minute), false)}, true)
+	if len(p.clusters) != 1 {
+		t.Errorf("%d clusters remembered after a read of every cluster without etcd, want 1 (etcd is gone)", len(p.clusters))
 	}
 }
 

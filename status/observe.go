@@ -123,7 +123,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		obs[i].At = now
 	}
 	if o.memory != nil && o.Dial == nil {
-		o.memory.graft(obs)
+		o.memory.graft(obs, name == "")
 	}
 	out := make([]Result, len(obs))
 	vo := o.VerdictOptions()
@@ -137,7 +137,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 		out[i].View = views[obs[i].Cluster.Engine]
 	})...)
 	if o.memory != nil && o.Dial != nil {
-		o.memory.remember(obs)
+		o.memory.remember(obs, name == "")
 	}
 	return out, warn, nil
 }

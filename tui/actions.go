@@ -124,7 +124,8 @@ func (m Model) openDialog(action model.Action, explain bool) (Model, tea.Cmd) {
 		return m, d.Ask(defaultGeneration(c.Name, m.cfg.Now()))
 	case dialog.Picking:
 		d.Pick(m.cfg.Now, !m.seed.Listed())
-		return m, m.loadGenerations()
+		cmd := m.loadGenerations()
+		return m, cmd
 	}
 	return m, m.decide(d.ID(), req)
 }

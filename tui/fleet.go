@@ -350,7 +350,8 @@ func (f fleet) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			// (p): its own tick follows.
 			return f, nil
 		}
-		return f, f.readCmd()
+		cmd := f.readCmd()
+		return f, cmd
 	case tea.PasteMsg:
 		if f.filtering {
 			var cmd tea.Cmd
@@ -393,7 +394,8 @@ func (f fleet) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return f, tea.Quit
 	case key.Matches(msg, f.keys.Filter):
 		f.filtering = true
-		return f, f.filter.Focus()
+		cmd := f.filter.Focus()
+		return f, cmd
 	case key.Matches(msg, f.keys.Back):
 		if f.filter.Value() != "" {
 			f.filter.SetValue("")
@@ -416,7 +418,8 @@ func (f fleet) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if f.reading {
 			return f, nil
 		}
-		return f, f.readCmd()
+		cmd := f.readCmd()
+		return f, cmd
 	case key.Matches(msg, f.keys.Open):
 		r, ok := f.current()
 		switch {

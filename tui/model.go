@@ -399,7 +399,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m, nil
 	case key.Matches(msg, k.Filter):
 		m.filtering = true
-		return m, m.filter.Focus()
+		cmd := m.filter.Focus()
+		return m, cmd
 	case key.Matches(msg, k.Probe):
 		var probe tea.Cmd
 		if m.feed, probe = m.feed.Probe(); probe == nil {

@@ -147,7 +147,8 @@ func (f Feed) Probe() (Feed, tea.Cmd) {
 		return f, nil
 	}
 	f.probing = true
-	return f, f.observe(true)
+	cmd := f.observe(true)
+	return f, cmd
 }
 
 // Update handles the feed's messages and returns the feed, the commands

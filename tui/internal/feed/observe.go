@@ -162,7 +162,8 @@ func (f Feed) applyDirect(msg ObservedMsg) (Feed, tea.Cmd) {
 		f.afterDirect = false
 		return f.roundsAfterDirect()
 	case reread:
-		return f, f.reread()
+		cmd := f.reread()
+		return f, cmd
 	}
 	return f, nil
 }
@@ -174,7 +175,8 @@ func (f Feed) applyDirect(msg ObservedMsg) (Feed, tea.Cmd) {
 func (f Feed) roundsAfterDirect() (Feed, tea.Cmd) {
 	if !f.directProbed {
 		f.probing = true
-		return f, f.observe(true)
+		cmd := f.observe(true)
+		return f, cmd
 	}
 	f.probing = false
 	return f, tea.Batch(tea.Tick(f.cfg.ProbeInterval, func(time.Time) tea.Msg { return ProbeTickMsg{} }), f.reread())
@@ -242,7 +244,8 @@ func (f Feed) observation(msg tea.Msg) (_ Feed, _ tea.Cmd, ok bool) {
 		}
 		// probing stays set: it has been since the sync, for this round.
 		f.afterDirect = false
-		return f, f.observe(true), true
+		cmd := f.observe(true)
+		return f, cmd, true
 	case ChangedMsg:
 		cmds := []tea.Cmd{f.waitChange()}
 		if !f.refreshQueued {
@@ -257,13 +260,15 @@ func (f Feed) observation(msg tea.Msg) (_ Feed, _ tea.Cmd, ok bool) {
 			return f, nil, true
 		}
 		f.refreshing = true
-		return f, f.observe(false), true
+		cmd := f.observe(false)
+		return f, cmd, true
 	case ProbeTickMsg:
 		if f.probing {
 			return f, nil, true
 		}
 		f.probing = true
-		return f, f.observe(true), true
+		cmd := f.observe(true)
+		return f, cmd, true
 	case WatchErrMsg:
 		f.changed.Status = msg.Err
 		return f, f.waitError(), true
