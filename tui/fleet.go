@@ -14,6 +14,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 	"github.com/hactl-dev/hactl/tui/components/clusters"
 	"github.com/hactl-dev/hactl/tui/components/table"
@@ -512,7 +513,7 @@ func (f fleet) title() string {
 		}
 		clusters++
 	}
-	parts := []string{t.Title.Render("hactl fleet"), common.Plural(len(f.contexts), "context") + " · " + common.Plural(clusters, "cluster")}
+	parts := []string{t.Title.Render("hactl fleet"), model.Plural(len(f.contexts), "context") + " · " + model.Plural(clusters, "cluster")}
 	if notCR > 0 {
 		parts = append(parts, t.Bad.Render(fmt.Sprintf("%d NOT control-ready", notCR)))
 	}

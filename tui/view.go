@@ -6,6 +6,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/tui/internal/common"
 )
 
@@ -100,7 +101,7 @@ func (m Model) subtitleLine(w int) string {
 			ok++
 		}
 	}
-	left := t.Dim.Render(fmt.Sprintf("%s · %d failover-ready", common.Plural(n, "cluster"), ok))
+	left := t.Dim.Render(fmt.Sprintf("%s · %d failover-ready", model.Plural(n, "cluster"), ok))
 	return common.Spread(left, t.Dim.Render(m.freshness()), w)
 }
 

@@ -45,7 +45,7 @@ var allowed = map[string][]string{
 	"tui/components/timeline":      {"status", "internal/format", "tui/components/table", "tui/internal/common"},
 	"tui/components/seed":          {"model", "status", "internal/format", "tui/components/table", "tui/internal/common"},
 	"tui/components/help":          {"tui/internal/common"},
-	"tui/components/picker":        {"internal/format", "tui/components/table", "tui/internal/common"},
+	"tui/components/picker":        {"model", "internal/format", "tui/components/table", "tui/internal/common"},
 	"tui/components/dialog":        {"model", "classify", "tui/components/picker", "tui/internal/common"},
 	"exporter":                     {"status"},
 	"agent":                        {"artifact", "artifact/etcdgen", "artifact/seeding", "engine", "internal/buildinfo", "internal/format"},

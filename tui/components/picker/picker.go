@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/hactl-dev/hactl/internal/format"
+	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/tui/components/table"
 	"github.com/hactl-dev/hactl/tui/internal/common"
 )
@@ -106,7 +107,7 @@ func (p Model) Lines(w, h int, cluster string) []string {
 	out := common.Wrap("Restore every member of "+cluster+" from which published seed generation?", w, "")
 	var tail []string
 	if p.hidden > 0 {
-		tail = []string{t.Dim.Render(fmt.Sprintf("%s not offered: never published", common.Plural(p.hidden, "partial generation")))}
+		tail = []string{t.Dim.Render(fmt.Sprintf("%s not offered: never published", model.Plural(p.hidden, "partial generation")))}
 	}
 	tb := p.table
 	tb.SetSize(w, max(2, min(len(p.gens)+1, h-len(out)-len(tail))))

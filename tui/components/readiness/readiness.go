@@ -135,7 +135,7 @@ func (v Model) View() []string {
 	n := len(v.history[common.MemberHistoryKey(r.Observation.Cluster, firstMemberName(r))])
 	lines := []string{
 		" " + head,
-		" " + t.Dim.Render(fmt.Sprintf("lag threshold %d %s · %s shown, every %s", thr, ev.LagUnit(), common.Plural(n, "probe"), v.interval)),
+		" " + t.Dim.Render(fmt.Sprintf("lag threshold %d %s · %s shown, every %s", thr, ev.LagUnit(), model.Plural(n, "probe"), v.interval)),
 		"",
 	}
 	lines = append(lines, v.table.View()...)

@@ -98,14 +98,6 @@ func Hang(s string, width int) []string {
 	return append(lines[:1], Wrap(rest, width, "  ")...)
 }
 
-// Plural is "1 cluster", "2 clusters".
-func Plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 // CellWidth is the number of terminal cells s takes. Plain ASCII, and
 // ASCII styled with CSI sequences (colours, bold), is measured by length
 // (the sequences take none); anything else by ansi.StringWidth.
