@@ -31,7 +31,10 @@ type Observer struct {
 	// member operation reaches it.
 	Engines map[model.Engine]engine.Engine
 	// Dial reaches a member's port (port-forward in production).
-	Dial         engine.DialFunc
+	Dial engine.DialFunc
+	// MemberTLS are client credentials from local files
+	// (status.Observer.MemberTLS).
+	MemberTLS    *engine.Credentials
 	ProbeTimeout time.Duration
 	Verdict      model.VerdictOptions
 	// Now is the clock (time.Now when nil).
@@ -84,6 +87,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 		Engines:      o.engines(),
 		Dial:         o.Dial,
 		Secrets:      status.SecretsFrom(o.Client),
+		MemberTLS:    o.MemberTLS,
 		ProbeTimeout: o.ProbeTimeout,
 		Verdict:      o.Verdict,
 		Now:          o.Now,
@@ -103,10 +107,14 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 			sts = s
 		}
 	}
-	if sts == nil {
+	switch {
+	case sts != nil:
+		status.DecodeActionFacts(&obs, sts, src.objs, engine.Decoders(o.engines()))
+	case obs.Cluster.ManagedBy == nil:
 		return status.Result{}, warn, fmt.Errorf("observing %s/%s: the StatefulSet vanished", namespace, name)
 	}
-	status.DecodeActionFacts(&obs, sts, src.objs, engine.Decoders(o.engines()))
+	// A cluster of another's pods (static pods) has no StatefulSet: the
+	// classifier refuses every change to it (member_managed).
 
 	// The lock and the ledger came with the other objects, in the same
 	// read (before the probes); an action must not decide without them.

@@ -60,8 +60,10 @@ func Classify(obs model.Observation, in model.Intent, now time.Time) model.Decis
 		Leader:     c.a.LeaderMember,
 	}
 	c.rules = c.engineGate()
-	c.common()
-	c.plan()
+	if !c.managedGate() {
+		c.common()
+		c.plan()
+	}
 	c.finish()
 	return c.d
 }

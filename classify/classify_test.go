@@ -75,6 +75,21 @@ func rows() []row {
 				}
 			}},
 		{name: "reseed takes the same flow", intent: intentFor(model.ActionReseed, "etcd-2"), verb: model.VerbProceed, steps: fullPlan},
+		{name: "static pods: the kubelet's, refused with its runbook filled in", intent: intentFor(model.ActionReseed, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the kubelet", Runbook: []string{"on {healthyNode}: member remove {memberID}", "on {node}: rm -r {dataDir} of {member} in {namespace}/{cluster}"}}
+				o.Cluster.Template.DataDir = "/var/lib/etcd"
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				want := []string{"on node-0: member remove " + memberIDs[2], "on node-2: rm -r /var/lib/etcd of etcd-2 in db/etcd"}
+				if !slices.Equal(d.Runbook, want) {
+					t.Errorf("runbook %q, want %q", d.Runbook, want)
+				}
+				if len(d.Fences) != 0 || d.MemberFence != nil {
+					t.Errorf("fences %+v %+v: a refused change fences nothing", d.Fences, d.MemberFence)
+				}
+			}},
 		{name: "leader without --move-leader", intent: intentFor(model.ActionReplace, "etcd-0"), verb: model.VerbRefuse,
 			codes: []model.Code{model.CodeTargetIsLeader},
 			check: func(t *testing.T, d model.Decision) {

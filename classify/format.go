@@ -83,6 +83,12 @@ func Describe(d model.Decision) []string {
 		}
 		add("%s", line)
 	}
+	if len(d.Runbook) > 0 {
+		add("instead, by hand:")
+		for i, s := range d.Runbook {
+			add("  %d. %s", i+1, s)
+		}
+	}
 	return out
 }
 

@@ -3,6 +3,7 @@ package classify
 import (
 	"cmp"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hactl-dev/hactl/model"
@@ -14,6 +15,63 @@ func (c *classifier) common() {
 	c.freshnessGate()
 	c.lockGate()
 	c.ledgerGate()
+}
+
+// managedGate refuses every change to a cluster whose members' pods are
+// another's to create and delete (the kubelet's static pods), and hands
+// the decision that one's own steps, filled in for the member; true when
+// it refused (no plan is then drawn).
+func (c *classifier) managedGate() bool {
+	m := c.obs.Cluster.ManagedBy
+	if m == nil {
+		return false
+	}
+	c.Block(model.CodeMemberManaged, c.in.Member, "", "the members' pods belong to %s, which creates and deletes them: hactl changes none of them; %s", m.Name, managedAdvice(c.in.Action, m))
+	if c.in.Action != model.ActionReplace && c.in.Action != model.ActionReseed {
+		return true
+	}
+	r := strings.NewReplacer(c.runbookWords()...)
+	for _, step := range m.Runbook {
+		c.d.Runbook = append(c.d.Runbook, r.Replace(step))
+	}
+	return true
+}
+
+// managedAdvice says what to do instead of action.
+func managedAdvice(action model.Action, m *model.Manager) string {
+	if (action == model.ActionReplace || action == model.ActionReseed) && len(m.Runbook) > 0 {
+		return "rebuild the member its way, step by step below"
+	}
+	return "do it its way, on the nodes"
+}
+
+// runbookWords pair each word of a Manager's runbook with its value for
+// the decision's member and cluster (model.Manager.Runbook).
+func (c *classifier) runbookWords() []string {
+	ob := c.obs
+	member, node, id := c.in.Member, "<the member's node>", "<its member ID: etcdctl member list>"
+	if m := c.Member(member); m != nil {
+		if m.Pod != nil && m.Pod.Node != "" {
+			node = m.Pod.Node
+		}
+		if m.Engine != nil && m.Engine.MemberID != "" {
+			id = m.Engine.MemberID
+		}
+	}
+	healthy := "<another control-plane node>"
+	for _, m := range ob.Members {
+		if m.Name == member || m.Pod == nil || m.Pod.Node == "" || !m.Pod.Ready {
+			continue
+		}
+		if m.Name == c.a.LeaderMember || healthy == "<another control-plane node>" {
+			healthy = m.Pod.Node
+		}
+	}
+	return []string{
+		"{member}", member, "{memberID}", id, "{node}", node, "{healthyNode}", healthy,
+		"{dataDir}", cmp.Or(ob.Cluster.Template.DataDir, "/var/lib/etcd"),
+		"{namespace}", ob.Cluster.Namespace, "{cluster}", ob.Cluster.Name,
+	}
 }
 
 // freshnessGate refuses an observation without a time or older than

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +25,8 @@ type conn struct {
 	namespace string
 	client    kubernetes.Interface
 	dial      engine.DialFunc
+	// memberTLS are the member TLS files' credentials (memberTLS).
+	memberTLS *engine.Credentials
 }
 
 // userAgent is client-go's default user agent followed by this process's
@@ -120,7 +123,48 @@ func connect(flags *kubeflags.ConfigFlags, withDial bool) (conn, error) {
 		return c, err
 	}
 	if withDial {
+		if c.memberTLS, err = memberTLS(flags); err != nil {
+			return c, err
+		}
 		c.dial, err = portforward.NewDialer(cfg)
 	}
 	return c, err
+}
+
+// memberTLS reads the member TLS files the flags name (--etcd-cacert,
+// --etcd-cert, --etcd-key); nil when none is named. A certificate needs
+// its key; errors name the flag and file, never their contents.
+func memberTLS(f *kubeflags.ConfigFlags) (*engine.Credentials, error) {
+	if f == nil || (f.MemberCAFile == "" && f.MemberCertFile == "" && f.MemberKeyFile == "") {
+		return nil, nil
+	}
+	if (f.MemberCertFile == "") != (f.MemberKeyFile == "") {
+		return nil, usageError("--etcd-cert and --etcd-key go together: give both (kubeadm: healthcheck-client.crt and healthcheck-client.key in /etc/kubernetes/pki/etcd)")
+	}
+	if f.MemberCertFile == "" {
+		return nil, usageError("--etcd-cacert needs --etcd-cert and --etcd-key: the members ask every client for a certificate")
+	}
+	data := map[string][]byte{}
+	for _, r := range []struct{ flag, path, key string }{
+		{"--etcd-cacert", f.MemberCAFile, "ca.crt"},
+		{"--etcd-cert", f.MemberCertFile, "tls.crt"},
+		{"--etcd-key", f.MemberKeyFile, "tls.key"},
+	} {
+		if r.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(r.path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.flag, err)
+		}
+		data[r.key] = b
+	}
+	cr, err := engine.CredentialsFromKeys(data)
+	if err != nil {
+		return nil, fmt.Errorf("--etcd-cert/--etcd-key: %w", err)
+	}
+	if _, err := tls.X509KeyPair(cr.CertPEM, cr.KeyPEM); err != nil {
+		return nil, fmt.Errorf("--etcd-cert %s and --etcd-key %s are no certificate and key of one pair: %v", f.MemberCertFile, f.MemberKeyFile, err)
+	}
+	return cr, nil
 }

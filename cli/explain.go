@@ -37,8 +37,9 @@ type ExplainOptions struct {
 	ProbeTimeout     time.Duration
 	LagThreshold     uint64
 
-	client kubernetes.Interface
-	dial   engine.DialFunc
+	client    kubernetes.Interface
+	dial      engine.DialFunc
+	memberTLS *engine.Credentials
 
 	genericiooptions.IOStreams
 }
@@ -108,7 +109,7 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.Member = args[1]
 	}
 	c, err := connect(o.configFlags, true)
-	o.Namespace, o.client, o.dial = c.namespace, c.client, c.dial
+	o.Namespace, o.client, o.dial, o.memberTLS = c.namespace, c.client, c.dial, c.memberTLS
 	return err
 }
 
@@ -140,7 +141,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obs := &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
+	obs := &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, MemberTLS: o.memberTLS, ProbeTimeout: o.ProbeTimeout,
 		Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold}}
 	in := model.Intent{Action: model.Action(o.Intent), Member: o.Member, Options: model.ActionOptions{
 		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Generation: o.Generation,

@@ -43,6 +43,7 @@ or with -o or --watch, it prints status and takes the flags of 'status'.`,
 		return usageError("%v\nSee '%s --help'.", err, c.CommandPath())
 	})
 	flags.AddFlags(cmd.PersistentFlags())
+	flags.AddMemberFlags(cmd.PersistentFlags())
 
 	cmd.AddCommand(
 		NewCmdVersion(streams),

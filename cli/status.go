@@ -80,7 +80,9 @@ type StatusOptions struct {
 	restConfig *rest.Config
 	client     kubernetes.Interface
 	dial       engine.DialFunc
-	outIsTTY   bool
+	// memberTLS: the member TLS files' credentials, nil when none.
+	memberTLS *engine.Credentials
+	outIsTTY  bool
 
 	genericiooptions.IOStreams
 }
@@ -204,6 +206,9 @@ func (o *StatusOptions) Complete(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if !o.NoProbe {
+		if o.memberTLS, err = memberTLS(o.configFlags); err != nil {
+			return err
+		}
 		o.dial, err = portforward.NewDialer(o.restConfig)
 		if err != nil {
 			return err
@@ -309,6 +314,7 @@ func (o *StatusOptions) observer(src status.Source) *status.Observer {
 		Source:       src,
 		Engines:      registry.Engines(),
 		Secrets:      status.SecretsFrom(o.client),
+		MemberTLS:    o.memberTLS,
 		HolderGone:   actions.HolderGone,
 		ProbeTimeout: o.ProbeTimeout,
 		Verdict:      model.VerdictOptions{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold, CertWarn: o.CertWarn},

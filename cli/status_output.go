@@ -193,11 +193,22 @@ func printCustomColumns(w io.Writer, docs []*status.ClusterStatus, cols []custom
 }
 
 // printNames prints each cluster as kubectl get -o name prints its
-// StatefulSet.
+// StatefulSet (a cluster of static pods as its members' pods).
 func printNames(w io.Writer, docs []*status.ClusterStatus) error {
 	for _, cs := range docs {
-		if _, err := fmt.Fprintf(w, "statefulset.apps/%s\n", cs.Metadata.Name); err != nil {
-			return err
+		names := []string{"statefulset.apps/" + cs.Metadata.Name}
+		if cs.Layout != "" && cs.Layout != "StatefulSet" {
+			// No one object is the cluster (static pods): its members'
+			// pods, so that kubectl can still be handed the names.
+			names = names[:0]
+			for _, m := range cs.Members {
+				names = append(names, "pod/"+m.Name)
+			}
+		}
+		for _, n := range names {
+			if _, err := fmt.Fprintln(w, n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

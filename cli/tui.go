@@ -333,6 +333,7 @@ func (o *TUIOptions) executor(s *StatusOptions) *actions.Executor {
 			Engines:      registry.Engines(),
 			Client:       s.client,
 			Dial:         s.dial,
+			MemberTLS:    s.memberTLS,
 			ProbeTimeout: s.ProbeTimeout,
 			Verdict:      model.VerdictOptions{LagThreshold: s.LagThreshold, WALLagThreshold: s.WALLagThreshold, CertWarn: s.CertWarn},
 		},

@@ -183,6 +183,10 @@ const (
 	CodeLastFailoverReplica   Code = "last_failover_replica"
 	CodeSyncStandbyStrict     Code = "sync_standby_strict"
 	CodeMaintenancePaused     Code = "maintenance_paused"
+	// CodeMemberManaged: the members' pods are another's to create and
+	// delete (the kubelet's static pods); the decision's Runbook says
+	// how that one does it.
+	CodeMemberManaged Code = "member_managed"
 )
 
 // Note codes: information about the decision that blocks nothing.
@@ -213,6 +217,7 @@ var AllBlockerCodes = []Code{
 	CodeRestoreFailed, CodeMemberIDDuplicate,
 	CodePrimaryUnknown, CodeTargetIsPrimary, CodeNoSwitchoverCandidate, CodeMemberUnreachable, CodeActionUnsupported,
 	CodeTargetPromoted, CodeLastFailoverReplica, CodeSyncStandbyStrict, CodeMaintenancePaused,
+	CodeMemberManaged,
 }
 
 // AllNoteCodes lists every note code.
@@ -345,9 +350,13 @@ type Decision struct {
 	// ClusterID is the engine cluster the observation agreed on (the
 	// reference cluster ID), "" when none was established: an action that
 	// re-decides under the lock holds it against the confirmed one.
-	ClusterID  string    `json:"clusterID,omitempty"`
-	Notes      []Note    `json:"notes"`
-	Blockers   []Blocker `json:"blockers"`
+	ClusterID string    `json:"clusterID,omitempty"`
+	Notes     []Note    `json:"notes"`
+	Blockers  []Blocker `json:"blockers"`
+	// Runbook, with a member_managed blocker, are the steps of the
+	// members' manager to do what was asked its own way, filled in for
+	// this member.
+	Runbook    []string  `json:"runbook,omitempty"`
 	Verdict    []Reason  `json:"verdictReasons,omitempty"`
 	ObservedAt time.Time `json:"observedAt"`
 	DecidedAt  time.Time `json:"decidedAt"`

@@ -94,7 +94,37 @@ type ClusterFacts struct {
 	// be read; the engine then has no settings.
 	EngineConfig    map[string]string `json:"engineConfig,omitempty"`
 	EngineConfigErr string            `json:"engineConfigError,omitempty"`
-	ObservedAt      time.Time         `json:"-"`
+	// Layout says how the members were found: "StatefulSet", "kubeadm
+	// static pods" (package source).
+	Layout string `json:"layout,omitempty"`
+	// ManagedBy, when set, is who creates and deletes the members' pods
+	// in hactl's stead (the kubelet, for static pods): hactl changes
+	// none of them and names its way instead.
+	ManagedBy *Manager `json:"managedBy,omitempty"`
+	// ServerName, when set, is the name every member's serving
+	// certificate carries for a client that reaches it through a
+	// port-forward (kubeadm's etcd: localhost), in place of the pod's
+	// DNS name.
+	ServerName string    `json:"serverName,omitempty"`
+	ObservedAt time.Time `json:"-"`
+}
+
+// Manager is who owns a cluster's members in hactl's stead.
+type Manager struct {
+	// Name names it in messages ("the kubelet (kubeadm static pods)").
+	Name string `json:"name"`
+	// Runbook are its own steps to rebuild a member, in its terms. The
+	// words {member}, {memberID}, {node}, {dataDir}, {namespace},
+	// {cluster} and {healthyNode} stand for the member's and cluster's
+	// (filled in by the classifier).
+	Runbook []string `json:"runbook,omitempty"`
+	// Unevictable: no eviction reaches its pods (a kubelet's mirror
+	// pods, which a drain skips), so no disruption budget applies.
+	Unevictable bool `json:"unevictable,omitempty"`
+	// NoService: its clients are handed the members' addresses (the API
+	// server's --etcd-servers), so no client Service is expected; one
+	// that exists is still judged.
+	NoService bool `json:"noService,omitempty"`
 }
 
 // TemplateFacts are the engine-relevant settings of the pod template.
@@ -118,6 +148,10 @@ type TemplateFacts struct {
 	// SelfRegistering: the entrypoint removes and re-adds its own member
 	// (ETCD_ON_K8S=yes, or a script calling `etcdctl member add`).
 	SelfRegistering bool `json:"selfRegistering,omitempty"`
+	// ClientCertAuth: the members ask every client for a certificate
+	// (etcd's --client-cert-auth=true): without client credentials they
+	// cannot be asked.
+	ClientCertAuth bool `json:"clientCertAuth,omitempty"`
 	// StartFromSnapshot: ETCD_START_FROM_SNAPSHOT=yes.
 	StartFromSnapshot bool `json:"startFromSnapshot,omitempty"`
 	// ShellWrapper: the container runs a shell script rather than the

@@ -75,8 +75,9 @@ type Layout interface {
 	Workloads(o Objects, detect Detect) []Workload
 }
 
-// Default are the layouts read when none are named: StatefulSets.
-func Default() []Layout { return []Layout{StatefulSets{}} }
+// Default are the layouts read when none are named: StatefulSets and
+// kubeadm's static pods.
+func Default() []Layout { return []Layout{StatefulSets{}, StaticPods{}} }
 
 // Workload is one HA cluster as its layout found it.
 type Workload struct {
@@ -101,6 +102,14 @@ type Workload struct {
 	Replicas, Ready int
 	// List lists the members with their pods and volumes, from ix.
 	List func(ix *Index, at time.Time) []model.Member
+	// Layout names the layout ("StatefulSet", "kubeadm static pods").
+	Layout string
+	// ManagedBy, when set, creates and deletes the members' pods in
+	// hactl's stead (model.ClusterFacts.ManagedBy).
+	ManagedBy *model.Manager
+	// ServerName is the name the members' serving certificates carry
+	// for a port-forwarded client, "" for the pods' DNS names.
+	ServerName string
 }
 
 // Members lists w's members with their pods and volumes, from ix.
@@ -144,7 +153,7 @@ func StatefulSetWorkload(sts *appsv1.StatefulSet, eng model.Engine, t model.PodT
 	return Workload{
 		Kind: "StatefulSet", Owner: &sts.ObjectMeta, Engine: eng, Template: t,
 		PodLabels: labels.Set(sts.Spec.Template.Labels), Service: sts.Spec.ServiceName,
-		Replicas: replicas, Ready: int(sts.Status.ReadyReplicas),
+		Replicas: replicas, Ready: int(sts.Status.ReadyReplicas), Layout: "StatefulSet",
 		List: func(ix *Index, at time.Time) []model.Member { return statefulSetMembers(sts, ix, replicas, at) },
 	}
 }

@@ -22,9 +22,14 @@ var GroupVersion = schema.GroupVersion{Group: "hactl.dev", Version: "v1alpha1"}
 // (`-o json|yaml`, kind ClusterStatus).
 type ClusterStatus struct {
 	metav1.TypeMeta `json:",inline"`
-	Metadata        StatusMeta           `json:"metadata"`
-	Engine          string               `json:"engine"`
-	Shape           string               `json:"shape"`
+	Metadata        StatusMeta `json:"metadata"`
+	Engine          string     `json:"engine"`
+	Shape           string     `json:"shape"`
+	// Layout is how the members were found ("StatefulSet", "kubeadm
+	// static pods"); ManagedBy who owns their pods in hactl's stead
+	// (hactl's actions then refuse, naming its way).
+	Layout          string               `json:"layout,omitempty"`
+	ManagedBy       string               `json:"managedBy,omitempty"`
 	Replicas        int                  `json:"replicas"`
 	ReadyMembers    int                  `json:"readyMembers"`
 	ClusterID       string               `json:"clusterID,omitempty"`
@@ -221,6 +226,7 @@ func ToAPI(r Result) *ClusterStatus {
 		Metadata:        StatusMeta{Name: o.Cluster.Name, Namespace: o.Cluster.Namespace},
 		Engine:          o.Cluster.Engine.String(),
 		Shape:           o.Cluster.Shape.String(),
+		Layout:          o.Cluster.Layout,
 		Replicas:        o.Cluster.Replicas,
 		PDB:             o.PDB,
 		ClientEndpoints: o.ClientEndpoints,
@@ -230,6 +236,9 @@ func ToAPI(r Result) *ClusterStatus {
 		ObservedAt:      o.At.UTC(),
 		Verdict:         VerdictStatus{ControlReady: v.ControlReady, FailoverReady: v.FailoverReady, Reasons: []ReasonStatus{}},
 		Members:         []MemberStatus{},
+	}
+	if m := o.Cluster.ManagedBy; m != nil {
+		cs.ManagedBy = m.Name
 	}
 	byMember := map[string][]string{}
 	for _, r := range v.Reasons {

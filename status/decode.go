@@ -141,6 +141,7 @@ func decodeCluster(w source.Workload, ix *index, at time.Time, p engineParts) mo
 			CreatedAt: w.Owner.CreationTimestamp.Time, ServiceName: w.Service,
 			Template: tf, Shape: tf.Shape(),
 			TLSSecret: w.Owner.Annotations[AnnotationTLSSecret], RESTAuthSecret: w.Owner.Annotations[AnnotationRESTAuthSecret], ObservedAt: at,
+			Layout: w.Layout, ManagedBy: w.ManagedBy, ServerName: w.ServerName,
 		},
 	}
 	obs.Members = w.Members(ix.src, at)

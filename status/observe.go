@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -41,7 +42,13 @@ type Observer struct {
 	// no engine probe runs.
 	Dial engine.DialFunc
 	// Secrets reads TLS Secrets named by hactl.dev/client-tls-secret.
-	Secrets      SecretGetter
+	Secrets SecretGetter
+	// MemberTLS are client credentials from local files (--etcd-cacert,
+	// --etcd-cert, --etcd-key): for the clusters that name no Secret
+	// and whose members ask every client for a certificate (kubeadm's
+	// etcd, whose certificates exist only as files on its nodes). Nil
+	// when none were given.
+	MemberTLS    *engine.Credentials
 	ProbeTimeout time.Duration
 	// Conns, when set, keeps member connections open from one Observe to
 	// the next (a watch's rounds); clients of members no longer probed
@@ -282,7 +289,10 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 func memberTarget(ob *model.Observation, m *model.Member) engine.Target {
 	t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID,
 		Config: ob.Cluster.EngineConfig, CertPorts: ob.Cluster.Template.CertPorts}
-	if ob.Cluster.ServiceName != "" {
+	switch {
+	case ob.Cluster.ServerName != "":
+		t.ServerName = ob.Cluster.ServerName
+	case ob.Cluster.ServiceName != "":
 		t.ServerName = m.Pod.Name + "." + ob.Cluster.ServiceName + "." + ob.Cluster.Namespace + ".svc"
 	}
 	return t
@@ -312,13 +322,26 @@ func probeTargets(ob *model.Observation) []int {
 	return targets
 }
 
-// credentials reads the cluster's TLS Secret, if it names one.
+// credentials reads the cluster's TLS Secret, if it names one; else
+// they are o.MemberTLS for members that ask for a client certificate.
 func (o *Observer) credentials(ctx context.Context, c model.ClusterFacts) (*engine.Credentials, error) {
 	if c.TLSSecret != "" && o.Secrets == nil {
 		return nil, fmt.Errorf("TLS Secret %q cannot be read (no client)", c.TLSSecret)
 	}
+	if c.TLSSecret == "" && c.Template.ClientCertAuth {
+		if o.MemberTLS == nil {
+			return nil, ErrNoMemberTLS
+		}
+		return o.MemberTLS, nil
+	}
 	return ReadCredentials(ctx, o.Secrets, c, "probe the members")
 }
+
+// ErrNoMemberTLS: the members ask every client for a certificate, and
+// the cluster names no Secret holding one, nor were files given.
+var ErrNoMemberTLS = errors.New("the members ask every client for a certificate (--client-cert-auth) and none was given: " +
+	"pass --etcd-cacert, --etcd-cert and --etcd-key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, healthcheck-client.crt and healthcheck-client.key, on a control-plane node), " +
+	"or name a Secret holding them with the annotation " + AnnotationTLSSecret)
 
 // ReadCredentials reads the client TLS material a cluster names with the
 // annotation hactl.dev/client-tls-secret; nil when it names none. purpose

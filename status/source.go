@@ -19,6 +19,7 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 )
 
 // Objects is one read of everything status needs in a namespace ("" for
@@ -103,14 +104,23 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 		return nil, explainAPIError(err, "list", "statefulsets.apps", ns)
 	}
 	o.StatefulSets = sts.Items
+	var pods *corev1.PodList
 	if len(sts.Items) == 0 {
-		return o, nil
+		// Without StatefulSets, only control-plane static pods (kubeadm's
+		// etcd) can be members: they alone are read, and nothing else
+		// when there are none.
+		pods, err = c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: source.StaticPodSelector})
+		if err != nil {
+			return nil, explainAPIError(err, "list", "pods", ns)
+		}
+		if !source.HasStaticPods(pods.Items) {
+			return o, nil
+		}
 	}
 	// The other lists do not depend on each other: all at once, so the
 	// read takes about two round trips, not seven or eight. The first error in
 	// the order below is the one reported, whatever order they end in.
 	readCMs := needConfigMaps(o.StatefulSets, engine.Keepers(s.Engines))
-	var pods *corev1.PodList
 	var pvcs *corev1.PersistentVolumeClaimList
 	var pdbs *policyv1.PodDisruptionBudgetList
 	var svcs *corev1.ServiceList
@@ -119,7 +129,9 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	var cms *corev1.ConfigMapList
 	var podsErr, pvcsErr, pdbsErr, svcsErr, epsErr, evsErr, cmsErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { pods, podsErr = c.CoreV1().Pods(ns).List(ctx, lo) })
+	if pods == nil {
+		wg.Go(func() { pods, podsErr = c.CoreV1().Pods(ns).List(ctx, lo) })
+	}
 	wg.Go(func() { pvcs, pvcsErr = c.CoreV1().PersistentVolumeClaims(ns).List(ctx, lo) })
 	wg.Go(func() { pdbs, pdbsErr = c.PolicyV1().PodDisruptionBudgets(ns).List(ctx, lo) })
 	wg.Go(func() { svcs, svcsErr = c.CoreV1().Services(ns).List(ctx, lo) })

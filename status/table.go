@@ -106,6 +106,9 @@ func clusterHead(cs *ClusterStatus, o TableOptions, paint func(code, s string) s
 	if cs.Leader != "" {
 		head += "  leader " + printers.EscapeTerminal(cs.Leader)
 	}
+	if cs.ManagedBy != "" {
+		head += "  (" + cs.Layout + ", owned by " + cs.ManagedBy + ")"
+	}
 	if o.Wide && cs.ClusterID != "" {
 		head += "  cluster " + printers.EscapeTerminal(cs.ClusterID)
 	}

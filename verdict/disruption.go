@@ -14,6 +14,9 @@ import (
 // pdb: the PodDisruptionBudget must not let more pods go at once than the
 // cluster tolerates losing.
 func (s *state) pdb(r *reasons) {
+	if m := s.obs.Cluster.ManagedBy; m != nil && m.Unevictable {
+		return // no eviction reaches them: no budget applies
+	}
 	p := s.obs.PDB
 	if p == nil {
 		r.Add(model.ReasonPDBMissing, "", "no PodDisruptionBudget selects the cluster's pods")

@@ -211,6 +211,9 @@ func orDefault(s, def string) string {
 func (s *state) endpoints(r *reasons) {
 	e := s.obs.ClientEndpoints
 	switch {
+	case e == nil && s.obs.Cluster.ManagedBy != nil && s.obs.Cluster.ManagedBy.NoService:
+		// Its clients are handed the members' addresses (kubeadm's API
+		// server: --etcd-servers): no Service is expected.
 	case e == nil:
 		r.Add(model.ReasonClientEndpointsMissing, "", "no client Service found")
 	case e.Ready == 0:

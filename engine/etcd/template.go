@@ -54,6 +54,8 @@ var (
 	reDataDir        = flagPattern("data-dir", `[^\s"']+`)
 	reListenPeer     = flagPattern("listen-peer-urls", `[^\s"']+`)
 	reAdvertisePeer  = flagPattern("initial-advertise-peer-urls", `[^\s"']+`)
+	// reClientCertAuth is the boolean --client-cert-auth, bare or true.
+	reClientCertAuth = regexp.MustCompile(`--client-cert-auth(?:=["']?(?:true|1)["']?)?(?:[\s"']|$)`)
 	// reVarRef is a Kubernetes $(VAR) reference in a command or value.
 	reVarRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	reShell  = regexp.MustCompile(`(^|/)(ba|da|a)?sh$`)
@@ -97,6 +99,7 @@ func (Engine) Template(pt model.PodTemplate) model.TemplateFacts {
 	if strings.Contains(text, "member add") {
 		t.SelfRegistering = true
 	}
+	t.ClientCertAuth = reClientCertAuth.MatchString(text)
 	for _, e := range c.Env {
 		switch e.Name {
 		case "ETCD_INITIAL_CLUSTER_STATE":
@@ -106,6 +109,10 @@ func (Engine) Template(pt model.PodTemplate) model.TemplateFacts {
 		case "ETCD_QUOTA_BACKEND_BYTES":
 			if n, err := strconv.ParseInt(e.Value, 10, 64); err == nil && t.QuotaBackendBytes == 0 {
 				t.QuotaBackendBytes = n
+			}
+		case "ETCD_CLIENT_CERT_AUTH":
+			if e.Value == "true" {
+				t.ClientCertAuth = true
 			}
 		case "ETCD_ON_K8S":
 			if e.Value == "yes" {

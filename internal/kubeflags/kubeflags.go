@@ -55,6 +55,12 @@ type ConfigFlags struct {
 
 	Timeout *string
 
+	// Member TLS files, etcdctl's --cacert/--cert/--key for the members
+	// themselves (not kubectl's: bound by AddMemberFlags): the client
+	// certificate of clusters whose certificates exist only as files
+	// (kubeadm's etcd).
+	MemberCAFile, MemberCertFile, MemberKeyFile string
+
 	persistent bool
 	mu         sync.Mutex
 	loader     clientcmd.ClientConfig
@@ -153,6 +159,14 @@ func (f *ConfigFlags) AddFlags(fs *pflag.FlagSet) {
 	s(f.Timeout, "request-timeout", "", "The length of time to wait before giving up on a single server request. Non-zero values should contain a corresponding time unit (e.g. 1s, 2m, 3h). A value of zero means don't timeout requests.")
 	b(f.DisableCompression, "disable-compression", "If true, opt-out of response compression for all requests to the server")
 	s(f.ProxyURL, "proxy-url", "", "Proxy URL to use for requests to the API server")
+}
+
+// AddMemberFlags binds the member TLS files to fs: --etcd-cacert,
+// --etcd-cert, --etcd-key.
+func (f *ConfigFlags) AddMemberFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.MemberCAFile, "etcd-cacert", "", "CA bundle verifying the etcd members' serving certificates, for clusters that name no TLS Secret and ask clients for certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt on a control-plane node). Read locally; never copied into the cluster.")
+	fs.StringVar(&f.MemberCertFile, "etcd-cert", "", "Client certificate for those etcd members (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt).")
+	fs.StringVar(&f.MemberKeyFile, "etcd-key", "", "Key of --etcd-cert (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key).")
 }
 
 // ToRawKubeConfigLoader is the client configuration the kubeconfig and
