@@ -16,8 +16,8 @@ import (
 func mirrorPod(ns, component, node, image string) corev1.Pod {
 	return corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: component + "-" + node, UID: types.UID("uid-" + component + "-" + node),
-			Labels:      map[string]string{LabelComponent: component, LabelTier: TierControlPlane},
-			Annotations: map[string]string{AnnotationMirror: "h", "kubernetes.io/config.source": "file"},
+			Labels:          map[string]string{LabelComponent: component, LabelTier: TierControlPlane},
+			Annotations:     map[string]string{AnnotationMirror: "h", "kubernetes.io/config.source": "file"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: "node-uid-" + "node", Controller: new(true)}}},
 		Spec: corev1.PodSpec{NodeName: node, HostNetwork: true,
 			Containers: []corev1.Container{{Name: component, Image: image, Command: []string{component, "--data-dir=/var/lib/etcd"}}}},
