@@ -105,7 +105,9 @@
 // Scenario names, shapes and the reason codes `kubectl hactl status`
 // reports for them are listed by `hactl-sandbox scenarios` and in
 // sandbox/scenario. With no --scenario, Start sets up scenario.Demo in
-// namespace hactl-demo.
+// namespace hactl-demo. The kubeadm scenario's cluster is in kube-system
+// (ClusterInfo.Namespace says so); break reaches its members as
+// kube-system/etcd-node-N.
 //
 // # Where the sandbox deliberately differs from a cluster
 //
@@ -145,4 +147,15 @@
 //     closing would still hang a client that waits for EOF.
 //   - PersistentVolumes are hostPath directories with no node affinity:
 //     a member may move between fake nodes and keep its data.
+//   - A pod's hostPath volume /p on node N is DIR/nodes/N/p (created for
+//     DirectoryOrCreate or an unset type; other types must exist), so the
+//     runner can play the kubelet for static pods: it runs the mirror
+//     pods labelled tier=control-plane (kubeadm's etcd), and kwok's stages
+//     skip every mirror pod (annotation kubernetes.io/config.mirror). A
+//     hostNetwork pod's node IP is its member address (127.x.1.n): its
+//     pod IP and host IP report it, and port-forwards reach the ports its
+//     containers listen on (--listen-*-urls) as well as those they
+//     declare. Over TLS peers (https peer URLs) the peer proxy tells a
+//     connection's sender by the process holding its dialling socket
+//     (/proc), so isolate works there too.
 package sandbox

@@ -48,7 +48,11 @@ func (l layout) versitygw() string     { return filepath.Join(l.dir, "versitygw"
 func (l layout) s3Root() string        { return filepath.Join(l.dir, "s3") }
 func (l layout) runner() string        { return filepath.Join(l.dir, "runner") }
 func (l layout) volumes() string       { return filepath.Join(l.dir, "volumes") }
-func (l layout) agent() string         { return filepath.Join(l.dir, "bin", "kubectl-hactl") }
+
+// node is the directory standing for fake node node's filesystem root
+// (hostPath volumes, kubeadm's /etc/kubernetes).
+func (l layout) node(node string) string { return filepath.Join(l.dir, "nodes", node) }
+func (l layout) agent() string           { return filepath.Join(l.dir, "bin", "kubectl-hactl") }
 
 // config is what `up` asks the supervisor to run (DIR/config.json).
 type config struct {
@@ -126,6 +130,10 @@ type ClusterInfo struct {
 	Summary   string   `json:"summary"`
 	Reasons   []string `json:"reasons"`
 	MayAlso   []string `json:"mayAlso,omitempty"`
+	// ProbeArgs are the flags `kubectl hactl` needs to ask the members
+	// (kubeadm's etcd: --etcd-cacert, --etcd-cert and --etcd-key, files
+	// of its first node), none for most clusters.
+	ProbeArgs []string `json:"probeArgs,omitempty"`
 	Setup     Duration `json:"setup"`
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -160,13 +161,15 @@ func freePort(t *testing.T) int {
 // against it, then downs it and checks nothing is left.
 func TestSandbox(t *testing.T) {
 	dir := sandboxDir(t)
-	sb := start(t, dir)
+	// The demo's scenarios and kubeadm's stacked etcd in one sandbox.
+	sb := start(t, dir, append(slices.Clone(scenario.Demo), "kubeadm")...)
 	kc := kube(t, sb)
 	ctx := context.Background()
 	ns := sb.State.Namespace
-	if len(sb.State.Clusters) != len(scenario.Demo) {
+	if len(sb.State.Clusters) != len(scenario.Demo)+1 {
 		t.Fatalf("clusters %+v", sb.State.Clusters)
 	}
+	t.Run("kubeadm's stacked etcd", func(t *testing.T) { kubeadmStackedEtcd(t, sb, dir) })
 
 	t.Run("kubectl port-forward reaches the member's real etcd", func(t *testing.T) {
 		bin := binDir(t)

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -189,6 +188,11 @@ func (s *supervisor) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Mirror pods are the runner's (a kubelet's): kwok's stages leave
+	// them alone.
+	if err := m.SkipAnnotation(runner.MirrorAnnotation); err != nil {
+		return err
+	}
 	if err := kwok.Install(ctx, s.dyn, m); err != nil {
 		return err
 	}
@@ -224,7 +228,7 @@ func (s *supervisor) start(ctx context.Context) error {
 	go func() { provErr <- s.prov.Run(ctx) }()
 	s.run = runner.New(runner.Options{
 		Kube: s.kc, Dynamic: s.dyn, BinDir: s.cfg.BinDir, AgentPath: agent, Dir: s.l.runner(), Block: block,
-		HostDir: s.prov.HostDir, Logf: s.logf, Server: s.cp.Server, CA: s.cp.CAData,
+		HostDir: s.prov.HostDir, NodeDir: s.l.node, Logf: s.logf, Server: s.cp.Server, CA: s.cp.CAData,
 	})
 	if err := s.run.Start(ctx); err != nil {
 		return err
@@ -337,6 +341,11 @@ func (s *supervisor) runScenarios(ctx context.Context) error {
 			a, err := s.run.Addresses(ns, pod)
 			return a.Address, err
 		},
+		AddressIn: func(podNS, pod string) (string, error) {
+			a, err := s.run.Addresses(podNS, pod)
+			return a.Address, err
+		},
+		NodeDir: s.l.node,
 		Exec: func(ctx context.Context, pod string, argv []string) (string, error) {
 			return s.run.Exec(ctx, ns, pod, "", argv)
 		},
@@ -366,16 +375,20 @@ func (s *supervisor) runScenarios(ctx context.Context) error {
 			err := sc.Run(sctx, env)
 			mu.Lock()
 			defer mu.Unlock()
+			cns := sc.ClusterNamespace(ns)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%w%s", err, s.logTails(ns, sc.Name, 12)))
+				errs = append(errs, fmt.Errorf("%w%s", err, s.logTails(cns, sc, 12)))
 				return
 			}
-			ci := ClusterInfo{Scenario: sc.Name, Namespace: ns, Name: sc.Name, Shape: sc.Shape.String(), Summary: sc.Summary, Setup: Duration(time.Since(begin))}
+			ci := ClusterInfo{Scenario: sc.Name, Namespace: cns, Name: sc.ClusterName(), Shape: sc.Shape.String(), Summary: sc.Summary, Setup: Duration(time.Since(begin))}
 			for _, r := range sc.Reasons {
 				ci.Reasons = append(ci.Reasons, string(r))
 			}
 			for _, r := range sc.MayAlso {
 				ci.MayAlso = append(ci.MayAlso, string(r))
+			}
+			if sc.Shape == scenario.KubeadmStacked {
+				ci.ProbeArgs = scenario.KubeadmProbeArgs(s.l.node(scenario.KubeadmNodes[0]))
 			}
 			clusters = append(clusters, ci)
 		}()
@@ -396,17 +409,13 @@ func (s *supervisor) runScenarios(ctx context.Context) error {
 	return nil
 }
 
-// logTails is the end of each container log of cluster's members, for a
-// setup that failed: the sandbox's files may be gone before anyone reads
-// them (a test run cleans up).
-func (s *supervisor) logTails(ns, cluster string, lines int) string {
+// logTails is the end of each container log of the members of sc's
+// cluster (in ns), for a setup that failed: the sandbox's files may be
+// gone before anyone reads them (a test run cleans up).
+func (s *supervisor) logTails(ns string, sc *scenario.Scenario, lines int) string {
 	var b strings.Builder
 	for _, m := range s.run.Members() {
-		ord, ok := strings.CutPrefix(m.Name, cluster+"-")
-		if m.Namespace != ns || !ok {
-			continue
-		}
-		if _, err := strconv.Atoi(ord); err != nil {
+		if m.Namespace != ns || !sc.Owns(m.Name) {
 			continue
 		}
 		tails := s.run.LogTail(ns, m.Name, lines)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -160,6 +161,16 @@ S3 store:         %[4]s (bucket %[5]s; credentials in %[6]s, mode 0600)
 Logs:             %[7]s
 Stop it:          go run ./cmd/hactl-sandbox down --dir %[3]s
 `, sb.Kubeconfig, sb.State.Namespace, sb.Dir, sb.State.S3Endpoint, sandbox.Bucket, sb.State.S3File, sb.State.Logs, sb.State.BinDir)
+	for _, c := range sb.State.Clusters {
+		if c.Shape == scenario.KubeadmStacked.String() {
+			pki := filepath.Join(sb.Dir, "nodes", scenario.KubeadmNodes[0], filepath.FromSlash(scenario.KubeadmEtcdPKIDir))
+			fmt.Fprintf(w, `kubeadm's etcd:   kubectl get pods -n %[1]s -l component=etcd,tier=control-plane -o wide
+                  kubectl hactl status %[3]s -n %[1]s --etcd-cacert %[2]s/ca.crt --etcd-cert %[2]s/healthcheck-client.crt --etcd-key %[2]s/healthcheck-client.key
+                  etcdctl --endpoints https://<pod IP>:2379 --cacert ... --cert ... --key ... member list   (the same files)
+                  (break its members as %[1]s/etcd-node-N)
+`, c.Namespace, pki, c.Name)
+		}
+	}
 	if sb.State.AgentError != "" {
 		fmt.Fprintf(w, "\nWarning: agent pods (restore) cannot run: %s\n", sb.State.AgentError)
 	}

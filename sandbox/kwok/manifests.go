@@ -103,6 +103,30 @@ func LoadManifests(binDir string, skipLabels ...string) (*Manifests, error) {
 // Stage's selector (first, so the cheapest test rejects such pods).
 // Stages of other kinds are left alone.
 func SkipLabel(stage *unstructured.Unstructured, label string) error {
+	return skip(stage, fmt.Sprintf(`.metadata.labels[%q]`, label))
+}
+
+// SkipAnnotation makes a pod Stage ignore pods that carry annotation, as
+// SkipLabel does for a label: the sandbox's kwok never plays the kubelet
+// for mirror pods (kubernetes.io/config.mirror), whose static pods the
+// runner runs.
+func SkipAnnotation(stage *unstructured.Unstructured, annotation string) error {
+	return skip(stage, fmt.Sprintf(`.metadata.annotations[%q]`, annotation))
+}
+
+// SkipAnnotation applies SkipAnnotation to every Stage of m.
+func (m *Manifests) SkipAnnotation(annotation string) error {
+	for _, st := range m.Stages {
+		if err := SkipAnnotation(st, annotation); err != nil {
+			return fmt.Errorf("stage %s: %w", st.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// skip prepends `{key: <key>, operator: DoesNotExist}` to a pod Stage's
+// selector, once.
+func skip(stage *unstructured.Unstructured, key string) error {
 	kind, _, _ := unstructured.NestedString(stage.Object, "spec", "resourceRef", "kind")
 	if kind != "Pod" {
 		return nil
@@ -111,14 +135,13 @@ func SkipLabel(stage *unstructured.Unstructured, label string) error {
 	if err != nil {
 		return err
 	}
-	key := fmt.Sprintf(`.metadata.labels[%q]`, label)
 	for _, e := range exprs {
 		if m, ok := e.(map[string]any); ok && m["key"] == key {
 			return nil
 		}
 	}
-	skip := map[string]any{"key": key, "operator": "DoesNotExist"}
-	return unstructured.SetNestedSlice(stage.Object, append([]any{skip}, exprs...), "spec", "selector", "matchExpressions")
+	expr := map[string]any{"key": key, "operator": "DoesNotExist"}
+	return unstructured.SetNestedSlice(stage.Object, append([]any{expr}, exprs...), "spec", "selector", "matchExpressions")
 }
 
 func readObjects(path string) ([]*unstructured.Unstructured, error) {

@@ -91,3 +91,32 @@ func TestLoadManifestsFromBinDir(t *testing.T) {
 		t.Fatalf("%d pod stages", pods)
 	}
 }
+
+func TestSkipAnnotationPrependsOnce(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(p, []byte(podStage), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := readObjects(p)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("readObjects: %v, %d", err, len(objs))
+	}
+	m := &Manifests{Stages: objs}
+	for range 2 {
+		if err := m.SkipAnnotation("kubernetes.io/config.mirror"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := SkipLabel(objs[0], "hactl.dev/engine"); err != nil {
+		t.Fatal(err)
+	}
+	exprs, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "selector", "matchExpressions")
+	if len(exprs) != 3 {
+		t.Fatalf("want 3 expressions, got %v", exprs)
+	}
+	second := exprs[1].(map[string]any)
+	if second["key"] != `.metadata.annotations["kubernetes.io/config.mirror"]` || second["operator"] != "DoesNotExist" {
+		t.Fatalf("annotation expression %v", second)
+	}
+}

@@ -61,10 +61,18 @@ func (a *Addresses) For(ns, name string) (MemberAddrs, error) {
 }
 
 // ByPodIP returns the address (127.b.1.n:port) that stands for port of
-// pod IP ip (10.244.b.n), when a pod of this block was given it.
+// pod IP ip (10.244.b.n), when a pod of this block was given it. A
+// hostNetwork pod reports its member address (127.b.1.n, standing for its
+// node's IP) as pod IP: that resolves to itself.
 func (a *Addresses) ByPodIP(ip string, port int) (string, bool) {
 	var b, n int
-	if _, err := fmt.Sscanf(ip, "10.244.%d.%d", &b, &n); err != nil || b != a.block || fmt.Sprintf("10.244.%d.%d", b, n) != ip {
+	_, err := fmt.Sscanf(ip, "10.244.%d.%d", &b, &n)
+	if err != nil || fmt.Sprintf("10.244.%d.%d", b, n) != ip {
+		if _, err := fmt.Sscanf(ip, "127.%d.1.%d", &b, &n); err != nil || fmt.Sprintf("127.%d.1.%d", b, n) != ip {
+			return "", false
+		}
+	}
+	if b != a.block {
 		return "", false
 	}
 	a.mu.Lock()

@@ -1,5 +1,7 @@
 // Package runner is the sandbox's kubelet for HA cluster members: for each
-// pod labelled hactl.dev/engine (scheduled to one of kwok's fake nodes) it
+// pod labelled hactl.dev/engine (scheduled to one of kwok's fake nodes),
+// and each control-plane static pod's mirror pod (annotation
+// kubernetes.io/config.mirror, label tier=control-plane: kubeadm's etcd), it
 // runs the pod's containers as real host processes — the container's own
 // command, args and environment, with the downward API and $(VAR)
 // references resolved, and only addresses substituted so the member
@@ -73,8 +75,19 @@
 // proxy gives HTTP answers that end with the connection (Patroni's
 // HTTP/1.0 REST API) a Content-Length.
 //
+// A hostPath volume /p of a pod on node N is Options.NodeDir(N)/p
+// (created for DirectoryOrCreate and an unset type, checked for the other
+// types; a missing one holds the pod in ContainerCreating). A hostNetwork
+// pod reports its member address as pod IP and host IP (it stands for the
+// node's IP, which such a pod's flags name), its PortForward also covers
+// the ports of its containers' --listen-*-urls (they declare none), a
+// wipe empties the hostPath directory holding its --data-dir, and a
+// mirror pod gets no ServiceAccount kubeconfig (static pods have none).
+//
 // Each member listens for peers on a second, hidden address (127.x.2.n);
 // the runner's peer proxy forwards the member's advertised peer address to
 // it and can cut a member off from its peers (fault.Isolate) while clients
-// still reach it.
+// still reach it. With TLS peers the proxy cannot read the sender's
+// X-PeerURLs: it finds the member whose process holds the dialling socket
+// (/proc/net/tcp and /proc/<pid>/fd) when a member is isolated.
 package runner

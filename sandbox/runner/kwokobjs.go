@@ -17,25 +17,27 @@ var (
 	logsGVR        = schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "logs"}
 )
 
-// containerPorts lists the TCP ports the pod's containers declare.
+// containerPorts lists the TCP ports port-forwards reach in the pod's
+// containers: those they declare and, in a hostNetwork pod, those they
+// listen on (forwardPorts).
 func containerPorts(pod *corev1.Pod) []int {
 	var out []int
-	seen := map[int32]bool{}
+	seen := map[int]bool{}
 	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP || seen[p.ContainerPort] {
-				continue
+		for _, p := range forwardPorts(pod, c) {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
 			}
-			seen[p.ContainerPort] = true
-			out = append(out, int(p.ContainerPort))
 		}
 	}
 	return out
 }
 
 // portForwardObject is the kwok PortForward that makes `kubectl
-// port-forward pod/<name> <port>` reach the member: every port the pod's
-// containers declare forwards to the same port at address (the member's
+// port-forward pod/<name> <port>` reach the member: every port of
+// containerPorts (kwok matches a forward by the requested port, whether
+// or not the pod declares it) forwards to the same port at address (the member's
 // forward address, where the forward proxy relays to its own address;
 // for the peer port that is the peer proxy).
 func portForwardObject(pod *corev1.Pod, address string) *unstructured.Unstructured {

@@ -38,6 +38,7 @@ type member struct {
 	gone          bool // removed from the API
 	volumes       map[string]string
 	claimDirs     []string
+	dataDirs      []string // hostPath directories holding an etcd data dir (wiped when there is no claim)
 	writable      []string // host dirs of volumes the containers write (claims, emptyDirs)
 	identityNoted bool
 	containers    []*container
@@ -186,6 +187,7 @@ func (m *member) prepare(stop <-chan struct{}) bool {
 			if missing == "" {
 				m.mu.Lock()
 				m.volumes, m.claimDirs, m.writable = vols, claims, writable
+				m.dataDirs = dataDirs(pod, vols)
 				m.mu.Unlock()
 				return true
 			}
@@ -201,10 +203,13 @@ func (m *member) prepare(stop <-chan struct{}) bool {
 }
 
 // resolveVolumes maps the pod's volumes to host directories: a claim to
-// its volume's directory, everything else to a directory of the pod's own
-// (ConfigMaps and Secrets filled with their keys). writable are the
-// directories of claims and of every other volume but ConfigMaps and
-// Secrets. missing names a claim that is not bound yet.
+// its volume's directory, a hostPath to its path under the node's
+// directory (Options.NodeDir), everything else to a directory of the
+// pod's own (ConfigMaps and Secrets filled with their keys). writable are
+// the directories of claims and of every other volume but ConfigMaps,
+// Secrets and hostPaths (the node's files, which a kubelet does not make
+// the pod's either). missing names a claim that is not bound yet, or a
+// hostPath whose type check fails.
 func (m *member) resolveVolumes(pod *corev1.Pod) (vols map[string]string, claims, writable []string, missing string) {
 	vols = map[string]string{}
 	for _, v := range pod.Spec.Volumes {
@@ -216,6 +221,15 @@ func (m *member) resolveVolumes(pod *corev1.Pod) (vols map[string]string, claims
 			vols[v.Name] = d
 			claims = append(claims, d)
 			writable = append(writable, d)
+			continue
+		}
+		if v.HostPath != nil && m.r.o.NodeDir != nil && pod.Spec.NodeName != "" {
+			d, err := hostPathDir(m.r.o.NodeDir(pod.Spec.NodeName), v.HostPath)
+			if err != nil {
+				m.logf("volume %s: %v", v.Name, err)
+				return nil, nil, nil, v.Name
+			}
+			vols[v.Name] = d
 			continue
 		}
 		d := filepath.Join(m.podDir, "volumes", v.Name)
@@ -309,7 +323,8 @@ func (m *member) writeStatus() {
 	prev := m.patched
 	m.mu.Unlock()
 	base := pod.Status
-	st := podStatus(base, views, m.addrs.PodIP, HostIP, time.Now())
+	podIP, hostIP := m.ips(pod)
+	st := podStatus(base, views, podIP, hostIP, time.Now())
 	if prev != nil && reflect.DeepEqual(*prev, st) {
 		return
 	}
@@ -330,6 +345,17 @@ func (m *member) writeStatus() {
 	m.mu.Lock()
 	m.patched = &st
 	m.mu.Unlock()
+}
+
+// ips are the pod IP and host IP the pod reports: a pod's own IP
+// (10.244.x.n, never dialled) on kwok's node IP; a hostNetwork pod has its
+// node's IP as both, for which the member's own address stands (what its
+// flags name as the node's IP).
+func (m *member) ips(pod *corev1.Pod) (podIP, hostIP string) {
+	if pod.Spec.HostNetwork {
+		return m.addrs.Address, m.addrs.Address
+	}
+	return m.addrs.PodIP, HostIP
 }
 
 // each sends msg to every container and waits for their replies: it
@@ -374,16 +400,23 @@ func (m *member) send(ctx context.Context, msg ctlMsg, firstOK bool) error {
 	return errors.Join(errs...)
 }
 
-// wipe empties the directories of the pod's claims (they stay bound).
+// wipe empties the directories of the pod's claims (they stay bound), or,
+// with none, the hostPath directories holding its etcd data dir.
 func (m *member) wipe() error {
 	m.mu.Lock()
 	dirs := append([]string(nil), m.claimDirs...)
+	if len(dirs) == 0 {
+		dirs = append(dirs, m.dataDirs...)
+	}
 	m.mu.Unlock()
 	if len(dirs) == 0 {
-		return fmt.Errorf("%s has no persistent volume to wipe", m.key)
+		return fmt.Errorf("%s has no persistent volume (nor hostPath data dir) to wipe", m.key)
 	}
 	for _, d := range dirs {
 		ents, err := os.ReadDir(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -402,9 +435,10 @@ func (m *member) info() Member {
 	defer m.mu.Unlock()
 	in := Member{
 		Namespace: m.ns, Name: m.name, UID: m.uid, MemberAddrs: m.addrs,
-		ClientURL: "http://" + hostPort(m.addrs.Address, 2379),
-		DataDirs:  append([]string(nil), m.claimDirs...),
+		ClientURL: clientScheme(m.pod) + "://" + hostPort(m.addrs.Address, 2379),
+		DataDirs:  append(append([]string(nil), m.claimDirs...), m.dataDirs...),
 	}
+	in.PodIP, _ = m.ips(m.pod)
 	for _, c := range m.containers {
 		if pid := c.pid(); pid > 0 {
 			in.Pids = append(in.Pids, pid)
@@ -484,16 +518,9 @@ func (c *container) view() containerView {
 	return c.v
 }
 
-// ports are the TCP ports the container declares.
-func (c *container) ports() []int {
-	var out []int
-	for _, p := range c.spec.Ports {
-		if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
-			out = append(out, int(p.ContainerPort))
-		}
-	}
-	return out
-}
+// ports are the TCP ports port-forwards reach in the container: those it
+// declares and, in a hostNetwork pod, those it listens on (forwardPorts).
+func (c *container) ports() []int { return forwardPorts(c.m.latest(), c.spec) }
 
 func (c *container) pid() int {
 	c.mu.Lock()
@@ -792,15 +819,18 @@ func (c *container) start(ov *override, restarts int32) (*process, Launch, error
 		}
 	}
 	var kubeconfig string
-	if m.r.o.Server != "" && automounts(pod) {
+	// A static pod has no ServiceAccount (the API server refuses a mirror
+	// pod that names one): the kubelet mounts no token into it.
+	if m.r.o.Server != "" && automounts(pod) && !IsMirror(pod) {
 		kubeconfig = filepath.Join(m.podDir, "serviceaccount", "kubeconfig")
 		if err := m.r.writeKubeconfig(m.r.ctx, pod, kubeconfig); err != nil {
 			return nil, Launch{}, err
 		}
 	}
+	podIP, hostIP := m.ips(pod)
 	pe := PodEnv{
 		Pod: pod, Address: m.addrs.Address, PeerAddress: m.addrs.PeerAddress,
-		PodIP: m.addrs.PodIP, HostIP: HostIP, Volumes: vols,
+		PodIP: podIP, HostIP: hostIP, Volumes: vols,
 		Resolve:    m.r.resolve(pod.Namespace),
 		Objects:    objects{ctx: m.r.ctx, kc: m.r.o.Kube, ns: pod.Namespace},
 		PathEnv:    m.r.pathEnv,

@@ -23,9 +23,15 @@ import (
 // The sender of a connection is known from its first request: etcd's peer
 // transport sends the sender's advertised peer URLs (X-PeerURLs) on every
 // stream, pipeline and snapshot request, and a connection only ever
-// carries one sender's requests.
+// carries one sender's requests. Over TLS (kubeadm's etcd: https peer
+// URLs) nothing can be read: the sender is the member whose process holds
+// the connection's other end (owner, from /proc), looked up when a member
+// is isolated.
 type peerProxy struct {
 	logf func(string, ...any)
+	// owner returns the public address of the member holding socket
+	// inode ino, or "" (nil: TLS senders stay unknown).
+	owner func(ino uint64) string
 
 	mu        sync.Mutex
 	fronts    map[string]*front // by public address
@@ -42,6 +48,9 @@ type front struct {
 type proxied struct {
 	from     string // sender's public address ("" if unknown)
 	down, up net.Conn
+	// ino is the inode of the dialling socket of a TLS connection whose
+	// sender is not known yet (0: none).
+	ino uint64
 }
 
 func newPeerProxy(logf func(string, ...any)) *peerProxy {
@@ -86,10 +95,25 @@ func (pp *peerProxy) serve(f *front, ln net.Listener, target string) {
 func (pp *peerProxy) handle(f *front, down net.Conn, target string) {
 	_ = down.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReaderSize(down, 16<<10)
-	head, from := peekSender(br)
+	var head []byte
+	var from string
+	var ino uint64
+	if first, err := br.Peek(1); err == nil && first[0] == tlsHandshake {
+		// TLS: the client speaks first and waits for the server's
+		// answer; nothing more can be read. The sender is whoever holds
+		// the dialling socket.
+		if pp.owner != nil {
+			ino, _ = dialerInode(down)
+		}
+	} else {
+		head, from = peekSender(br)
+	}
 	_ = down.SetReadDeadline(time.Time{})
 
 	pp.mu.Lock()
+	if ino != 0 && len(pp.isolated) > 0 {
+		from, ino = pp.owner(ino), 0
+	}
 	denied := pp.isolated[f.addr] || (from != "" && pp.isolated[from])
 	pp.mu.Unlock()
 	if denied {
@@ -101,11 +125,14 @@ func (pp *peerProxy) handle(f *front, down net.Conn, target string) {
 		down.Close()
 		return
 	}
-	pc := &proxied{from: from, down: down, up: up}
+	pc := &proxied{from: from, down: down, up: up, ino: ino}
 	pp.mu.Lock()
+	if pc.ino != 0 && len(pp.isolated) > 0 {
+		pc.from, pc.ino = pp.owner(pc.ino), 0
+	}
 	// Re-check under the lock that registers the connection, so an
 	// isolation racing with this connection either sees it or refuses it.
-	if pp.isolated[f.addr] || (from != "" && pp.isolated[from]) {
+	if pp.isolated[f.addr] || (pc.from != "" && pp.isolated[pc.from]) {
 		pp.mu.Unlock()
 		down.Close()
 		up.Close()
@@ -125,6 +152,9 @@ func (pp *peerProxy) handle(f *front, down net.Conn, target string) {
 	}
 	relay(down, br, up)
 }
+
+// tlsHandshake is the first byte of a TLS connection (a handshake record).
+const tlsHandshake = 0x16
 
 // relay copies from (down's bytes, read through r) to up and back, each
 // way closing the writing half when its source ends, until both ended.
@@ -186,6 +216,9 @@ func (pp *peerProxy) isolate(addr string) {
 	pp.isolated[addr] = true
 	for _, f := range pp.fronts {
 		for pc := range f.conns {
+			if pc.ino != 0 {
+				pc.from, pc.ino = pp.owner(pc.ino), 0
+			}
 			if f.addr == addr || pc.from == addr {
 				pc.down.Close()
 				pc.up.Close()

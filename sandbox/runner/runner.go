@@ -81,6 +81,11 @@ type Options struct {
 	// HostDir returns the host directory of the volume bound to claim
 	// ns/name, or "" while it is not bound.
 	HostDir func(ns, claim string) string
+	// NodeDir returns the host directory standing for node's filesystem
+	// root: a pod's hostPath volume /p on that node is NodeDir(node)/p
+	// (created for DirectoryOrCreate). Nil: a hostPath volume is a
+	// directory of the pod's own, like an emptyDir.
+	NodeDir func(node string) string
 	// Logf receives the runner's own log lines.
 	Logf func(format string, args ...any)
 	// Server and CA are the API server's URL and CA certificate (PEM).
@@ -104,6 +109,10 @@ type Runner struct {
 	// others are the pods labelled RunLabel.
 	othersFactory informers.SharedInformerFactory
 	others        cache.SharedIndexInformer
+	// static are the pods labelled tier=control-plane: the runner runs
+	// those that are mirror pods (IsStaticControlPlane).
+	staticFactory informers.SharedInformerFactory
+	static        cache.SharedIndexInformer
 	// podNet is the pod network proxy hactl's agent dials pod IPs
 	// through (set by Start).
 	podNet *PodNetwork
@@ -129,9 +138,13 @@ func New(o Options) *Runner {
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = EngineLabel }))
 	of := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = RunLabel }))
-	return &Runner{
+	sf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = controlPlaneSelector }))
+	r := &Runner{
 		othersFactory: of,
 		others:        of.Core().V1().Pods().Informer(),
+		staticFactory: sf,
+		static:        sf.Core().V1().Pods().Informer(),
 		o:             o,
 		addrs:         NewAddresses(o.Block),
 		proxy:         newPeerProxy(o.Logf),
@@ -143,6 +156,8 @@ func New(o Options) *Runner {
 		members:       map[types.UID]*member{},
 		byName:        map[string]*member{},
 	}
+	r.proxy.owner = r.socketOwner
+	return r
 }
 
 // Start watches engine pods and runs their members until ctx ends or Stop
@@ -179,7 +194,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			}
 		},
 	}
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static} {
 		if _, err := inf.AddEventHandler(handlers); err != nil {
 			return err
 		}
@@ -193,7 +208,8 @@ func (r *Runner) Start(ctx context.Context) error {
 	go r.trackLoop()
 	r.factory.Start(r.shutdown)
 	r.othersFactory.Start(r.shutdown)
-	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced) {
+	r.staticFactory.Start(r.shutdown)
+	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced, r.static.HasSynced) {
 		return fmt.Errorf("runner: caches did not sync: %w", ctx.Err())
 	}
 	go func() {
@@ -253,6 +269,7 @@ func (r *Runner) Stop() {
 	}
 	r.factory.Shutdown()
 	r.othersFactory.Shutdown()
+	r.staticFactory.Shutdown()
 }
 
 func (r *Runner) observe(o any) {
@@ -269,7 +286,7 @@ func (r *Runner) observe(o any) {
 	}
 	m := r.members[pod.UID]
 	if m == nil {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || !runs(pod) {
 			return
 		}
 		key := pod.Namespace + "/" + pod.Name

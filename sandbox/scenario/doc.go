@@ -65,6 +65,16 @@
 //     voters run with --strict-reconfig-check=false so the learner can be
 //     added at once instead of 5 s after the members connected.
 //
+// kubeadm (shape kubeadm-stacked, in kube-system, not in Demo): kubeadm's
+// stacked etcd, laid out as kubeadm and the kubelet do (kubeadm.go): an
+// etcd CA and per-node leaves written under Env.NodeDir(node-N)/etc/
+// kubernetes/pki, then per node the mirror pod etcd-node-N of kubeadm's
+// /etc/kubernetes/manifests/etcd.yaml; node-1 starts "new" with itself
+// only, node-2 and node-3 are each added with member add --learner
+// (kubeadm's client: apiserver-etcd-client), started "existing" naming
+// the members so far, and promoted. None: failover-ready. The node IP
+// in the flags is the member's address (Env.AddressIn).
+//
 // Patroni scenarios (shape patroni, 3 members; each waits until one
 // member is a running primary with the others streaming from it, judged
 // from the members' own GET /patroni, before it breaks anything):

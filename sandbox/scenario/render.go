@@ -34,6 +34,12 @@ const (
 	// DCS (ConfigMaps): Patroni bootstraps the first member to take the
 	// leader lock and every other one from it (pg_basebackup).
 	Patroni
+	// KubeadmStacked is kubeadm's stacked etcd: one static pod per
+	// control-plane node (mirror pods etcd-<node> in kube-system), the
+	// first node's started "new" with itself only, each later one added
+	// as a learner, started "existing" and promoted. It has no template
+	// (see kubeadm.go) and is not in Shapes.
+	KubeadmStacked
 )
 
 var shapeNames = map[Shape]string{
@@ -41,6 +47,7 @@ var shapeNames = map[Shape]string{
 	SelfRegistering: "self-registering",
 	StaticNew:       "static-new",
 	Patroni:         "patroni",
+	KubeadmStacked:  "kubeadm-stacked",
 }
 
 // shapeTemplates are the templates each shape renders (default: its own

@@ -26,6 +26,15 @@ type Env struct {
 	// will have: a pod that does not exist yet is allocated one), where
 	// its client port (2379) and advertised peer port (2380) listen.
 	Address func(pod string) (string, error)
+	// AddressIn is Address for pod name in namespace ns (kubeadm's etcd
+	// pods are in kube-system). For a hostNetwork pod the address stands
+	// for its node's IP.
+	AddressIn func(ns, pod string) (string, error)
+	// NodeDir returns the host directory standing for the root of fake
+	// node node's filesystem: the runner maps a hostPath volume /p of a
+	// pod on node to NodeDir(node)/p, and a scenario writes there what
+	// an installer writes on the node (kubeadm's /etc/kubernetes/pki).
+	NodeDir func(node string) string
 	// Exec runs argv in the first container of pod name, as `kubectl
 	// exec` would (as the container's user, with its environment), and
 	// returns its output.
@@ -39,6 +48,13 @@ type Scenario struct {
 	// Name is the scenario's name and its cluster's (StatefulSet's) name.
 	Name  string
 	Shape Shape
+	// Namespace is where the cluster is when it is not Env.Namespace
+	// (kubeadm's stacked etcd: kube-system); empty: Env.Namespace.
+	Namespace string
+	// Cluster is the cluster's name, as `kubectl hactl status NAME` takes
+	// it, when it is not Name (kubeadm's stacked etcd is named by its
+	// pods' component: etcd); empty: Name.
+	Cluster string
 	// Summary says what the scenario sets up.
 	Summary string
 	// Reasons are the reason codes `kubectl hactl status` should report
@@ -50,8 +66,45 @@ type Scenario struct {
 	run     func(ctx context.Context, env Env, s *Scenario) error
 }
 
-// Run sets the scenario's cluster up in env.Namespace and returns once it
-// is in its intended state.
+// ClusterNamespace is the namespace of the scenario's cluster in a
+// sandbox whose scenarios' namespace is ns.
+func (s *Scenario) ClusterNamespace(ns string) string {
+	if s.Namespace != "" {
+		return s.Namespace
+	}
+	return ns
+}
+
+// ClusterName is the name of the scenario's cluster (Cluster, else
+// Name).
+func (s *Scenario) ClusterName() string {
+	if s.Cluster != "" {
+		return s.Cluster
+	}
+	return s.Name
+}
+
+// Owns reports whether pod (in ClusterNamespace) is one of the scenario's
+// members: <name>-<ordinal> of its StatefulSet, or for kubeadm's stacked
+// etcd the mirror pods etcd-<node>.
+func (s *Scenario) Owns(pod string) bool {
+	if s.Shape == KubeadmStacked {
+		return strings.HasPrefix(pod, "etcd-")
+	}
+	ord, ok := strings.CutPrefix(pod, s.Name+"-")
+	if !ok || ord == "" {
+		return false
+	}
+	for _, c := range ord {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Run sets the scenario's cluster up in env.Namespace (or its own
+// Namespace) and returns once it is in its intended state.
 func (s *Scenario) Run(ctx context.Context, env Env) error {
 	if env.Logf == nil {
 		env.Logf = func(string, ...any) {}

@@ -1,0 +1,251 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The kubelet's marks on the mirror pod of a static pod, and kubeadm's on
+// its control-plane static pods.
+const (
+	// MirrorAnnotation (kubernetes.io/config.mirror) is on every mirror
+	// pod: the kubelet creates it for a static pod, with the static pod's
+	// hash. kwok's stages skip pods that carry it.
+	MirrorAnnotation = "kubernetes.io/config.mirror"
+	// TierLabel and ControlPlaneTier are the label kubeadm puts on its
+	// control-plane static pods (tier=control-plane, beside component).
+	TierLabel        = "tier"
+	ControlPlaneTier = "control-plane"
+)
+
+// controlPlaneSelector selects the pods of the runner's third watch: the
+// control-plane static pods it runs as their node's kubelet would.
+const controlPlaneSelector = TierLabel + "=" + ControlPlaneTier
+
+// IsMirror reports whether pod is the mirror pod of a static pod.
+func IsMirror(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[MirrorAnnotation]
+	return ok
+}
+
+// IsStaticControlPlane reports whether the runner plays the kubelet for
+// pod as a control-plane static pod: a mirror pod labelled
+// tier=control-plane (kubeadm's etcd, kube-apiserver, ...).
+func IsStaticControlPlane(pod *corev1.Pod) bool {
+	return IsMirror(pod) && pod.Labels[TierLabel] == ControlPlaneTier
+}
+
+// runs reports whether the runner runs pod's containers.
+func runs(pod *corev1.Pod) bool {
+	if _, ok := pod.Labels[EngineLabel]; ok {
+		return true
+	}
+	if _, ok := pod.Labels[RunLabel]; ok {
+		return true
+	}
+	return IsStaticControlPlane(pod)
+}
+
+// listenFlags are the etcd flags whose URLs a container listens on.
+var listenFlags = []string{"listen-client-urls", "listen-peer-urls", "listen-metrics-urls"}
+
+// listenPorts are the TCP ports of the URLs container c is told to listen
+// on (etcd's --listen-client-urls, --listen-peer-urls and
+// --listen-metrics-urls, as --flag=v or --flag v in its command and args,
+// or ETCD_LISTEN_* in its env): what a hostNetwork container binds without
+// declaring a containerPort.
+func listenPorts(c corev1.Container) []int {
+	var values []string
+	argv := append(append([]string(nil), c.Command...), c.Args...)
+	for i, a := range argv {
+		for _, f := range listenFlags {
+			if v, ok := strings.CutPrefix(a, "--"+f+"="); ok {
+				values = append(values, v)
+			} else if a == "--"+f && i+1 < len(argv) {
+				values = append(values, argv[i+1])
+			}
+		}
+	}
+	for _, e := range c.Env {
+		for _, f := range listenFlags {
+			if e.Name == envName(f) && e.ValueFrom == nil {
+				values = append(values, e.Value)
+			}
+		}
+	}
+	seen := map[int]bool{}
+	var out []int
+	for _, v := range values {
+		for _, raw := range strings.Split(v, ",") {
+			u, err := url.Parse(strings.TrimSpace(raw))
+			if err != nil {
+				continue
+			}
+			p, err := strconv.Atoi(u.Port())
+			if err != nil || p <= 0 || p > 65535 || seen[p] {
+				continue
+			}
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// forwardPorts are the ports of container c that kubectl port-forward
+// reaches: the TCP ports it declares and, in a hostNetwork pod (whose
+// containers bind the node's ports and need declare none: kubeadm's etcd
+// declares none), the ports of the URLs it listens on.
+func forwardPorts(pod *corev1.Pod, c corev1.Container) []int {
+	seen := map[int]bool{}
+	var out []int
+	add := func(p int) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range c.Ports {
+		if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
+			add(int(p.ContainerPort))
+		}
+	}
+	if pod.Spec.HostNetwork {
+		for _, p := range listenPorts(c) {
+			add(p)
+		}
+	}
+	return out
+}
+
+// errHostPathMissing says a hostPath volume's type requires something that
+// is not there (yet): the kubelet then does not start the pod either.
+var errHostPathMissing = errors.New("hostPath type check failed")
+
+// hostPathDir maps hostPath volume v of a pod on a node to its directory
+// under nodeRoot (the host directory standing for the node's filesystem
+// root), checking or creating it by the volume's type as a kubelet does:
+// DirectoryOrCreate (and an unset type, as Docker did) create a missing
+// directory, FileOrCreate a missing empty file (its directory must
+// exist); Directory, File, Socket, CharDevice and BlockDevice require it.
+func hostPathDir(nodeRoot string, v *corev1.HostPathVolumeSource) (string, error) {
+	p := path.Clean("/" + v.Path)
+	dir := filepath.Join(nodeRoot, filepath.FromSlash(p))
+	typ := corev1.HostPathUnset
+	if v.Type != nil {
+		typ = *v.Type
+	}
+	fi, err := os.Stat(dir)
+	exists := err == nil
+	switch typ {
+	case corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate:
+		if !exists {
+			return dir, os.MkdirAll(dir, 0o755)
+		}
+		if typ == corev1.HostPathDirectoryOrCreate && !fi.IsDir() {
+			return "", fmt.Errorf("%s: %w: not a directory", v.Path, errHostPathMissing)
+		}
+	case corev1.HostPathFileOrCreate:
+		if !exists {
+			f, err := os.OpenFile(dir, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w: %v", v.Path, errHostPathMissing, err)
+			}
+			return dir, f.Close()
+		}
+	case corev1.HostPathDirectory:
+		if !exists || !fi.IsDir() {
+			return "", fmt.Errorf("%s: %w: no such directory", v.Path, errHostPathMissing)
+		}
+	default:
+		if !exists {
+			return "", fmt.Errorf("%s: %w: does not exist", v.Path, errHostPathMissing)
+		}
+	}
+	return dir, nil
+}
+
+// dataDirs are the host directories holding the etcd data directory of
+// pod's containers when a hostPath volume holds it (kubeadm's /var/lib/etcd):
+// what a wipe empties in a pod with no claim. vols maps volume names to
+// host directories.
+func dataDirs(pod *corev1.Pod, vols map[string]string) []string {
+	hostPaths := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = true
+		}
+	}
+	var out []string
+	for _, c := range pod.Spec.Containers {
+		var dd string
+		argv := append(append([]string(nil), c.Command...), c.Args...)
+		for i, a := range argv {
+			if v, ok := strings.CutPrefix(a, "--data-dir="); ok {
+				dd = v
+			} else if a == "--data-dir" && i+1 < len(argv) {
+				dd = argv[i+1]
+			}
+		}
+		for _, e := range c.Env {
+			if e.Name == "ETCD_DATA_DIR" && e.ValueFrom == nil && dd == "" {
+				dd = e.Value
+			}
+		}
+		if dd == "" {
+			continue
+		}
+		dd = path.Clean(dd)
+		best, host := "", ""
+		for _, m := range c.VolumeMounts {
+			mp := path.Clean(m.MountPath)
+			if !hostPaths[m.Name] || m.SubPath != "" || vols[m.Name] == "" || len(mp) <= len(best) {
+				continue
+			}
+			if dd == mp || strings.HasPrefix(dd, strings.TrimSuffix(mp, "/")+"/") {
+				best = mp
+				host = filepath.Join(vols[m.Name], filepath.FromSlash(strings.TrimPrefix(dd, mp)))
+			}
+		}
+		if host != "" {
+			out = append(out, host)
+		}
+	}
+	return out
+}
+
+// clientScheme is the scheme of pod's etcd client URLs: https when a
+// container listens for clients over TLS (kubeadm's etcd), else http.
+func clientScheme(pod *corev1.Pod) string {
+	if pod == nil {
+		return "http"
+	}
+	for _, c := range pod.Spec.Containers {
+		argv := append(append([]string(nil), c.Command...), c.Args...)
+		for i, a := range argv {
+			v, ok := strings.CutPrefix(a, "--listen-client-urls=")
+			if !ok && a == "--listen-client-urls" && i+1 < len(argv) {
+				v, ok = argv[i+1], true
+			}
+			if ok && strings.HasPrefix(v, "https://") {
+				return "https"
+			}
+		}
+		for _, e := range c.Env {
+			if e.Name == "ETCD_LISTEN_CLIENT_URLS" && strings.HasPrefix(e.Value, "https://") {
+				return "https"
+			}
+		}
+	}
+	return "http"
+}
