@@ -124,7 +124,7 @@ func (x *Executor) Decide(ctx context.Context, namespace, name string, in model.
 	if in.Action == model.ActionSeed && in.Options.SeedStore == "" {
 		cs, err := OpenClusterStore(ctx, x.client(), namespace, name, StoreRef{}, StoreOpen{NeedStatefulSet: true})
 		if err != nil {
-			return model.Decision{}, status.Result{}, nil, err
+			return x.managedOr(ctx, namespace, name, in, err)
 		}
 		in.Options.SeedStore = cs.Store.String()
 		_ = cs.Store.Close()
@@ -132,7 +132,7 @@ func (x *Executor) Decide(ctx context.Context, namespace, name string, in model.
 	if in.Action == model.ActionRestore && in.Options.Source == nil && in.Options.Generation != "" {
 		src, err := ReadRestoreSource(ctx, x.client(), namespace, name, in.Options.Generation, StoreRef{})
 		if err != nil {
-			return model.Decision{}, status.Result{}, nil, err
+			return x.managedOr(ctx, namespace, name, in, err)
 		}
 		src.Pin(&in.Options)
 		if pinned, err := ResolveAgentImage(ctx, in.Options.AgentImage); err == nil {
@@ -140,6 +140,17 @@ func (x *Executor) Decide(ctx context.Context, namespace, name string, in model.
 		}
 	}
 	return x.Observer.Decide(ctx, namespace, name, in)
+}
+
+// managedOr is the classifier's refusal when the cluster's members are
+// another's (member_managed: a cluster of static pods has no StatefulSet
+// to read a store or a generation from), else err.
+func (x *Executor) managedOr(ctx context.Context, namespace, name string, in model.Intent, err error) (model.Decision, status.Result, status.Warnings, error) {
+	d, res, warn, derr := x.Observer.Decide(ctx, namespace, name, in)
+	if derr == nil && res.Observation.Cluster.ManagedBy != nil {
+		return d, res, warn, nil
+	}
+	return model.Decision{}, status.Result{}, nil, err
 }
 
 // Execute carries out d, the decision the operator confirmed:

@@ -60,7 +60,9 @@ func Classify(obs model.Observation, in model.Intent, now time.Time) model.Decis
 		Leader:     c.a.LeaderMember,
 	}
 	c.rules = c.engineGate()
-	if !c.managedGate() {
+	if c.managedGate() {
+		c.handOver()
+	} else {
 		c.common()
 		c.plan()
 	}

@@ -83,11 +83,59 @@ func rows() []row {
 			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged}, noSteps: true,
 			check: func(t *testing.T, d model.Decision) {
 				want := []string{"on node-0: member remove " + memberIDs[2], "on node-2: rm -r /var/lib/etcd of etcd-2 in db/etcd"}
+				if len(d.Steps) != 0 || d.Flow != model.FlowNone {
+					t.Errorf("steps %+v flow %s: a refused change plans nothing", d.Steps, d.Flow)
+				}
 				if !slices.Equal(d.Runbook, want) {
 					t.Errorf("runbook %q, want %q", d.Runbook, want)
 				}
 				if len(d.Fences) != 0 || d.MemberFence != nil {
 					t.Errorf("fences %+v %+v: a refused change fences nothing", d.Fences, d.MemberFence)
+				}
+			}},
+		{name: "static pods: a replace that would lose quorum gets no runbook", intent: intentFor(model.ActionReplace, "etcd-1"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the kubelet", Runbook: []string{"member remove {memberID}"}}
+				down(o, 2)
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeQuorumWouldBreak}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				if len(d.Runbook) != 0 {
+					t.Errorf("runbook %q handed out while removing etcd-1 leaves 1 healthy voter of 3", d.Runbook)
+				}
+			}},
+		{name: "static pods: the runbook of a member that is down names it by the others' member list", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the kubelet", Runbook: []string{"member remove {memberID}"}}
+				for i := range o.Members {
+					o.Members[i].Pod.Node = "node-" + string(rune('0'+i))
+				}
+				for i := range o.Members {
+					for j := range o.Members[i].Engine.Peers {
+						o.Members[i].Engine.Peers[j].Name = "node-" + string(rune('0'+j))
+					}
+				}
+				down(o, 2)
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				if want := []string{"member remove " + memberIDs[2]}; !slices.Equal(d.Runbook, want) {
+					t.Errorf("runbook %q, want %q", d.Runbook, want)
+				}
+			}},
+		{name: "static pods: an unknown member gets no runbook", intent: intentFor(model.ActionReseed, "etcd-9"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the kubelet", Runbook: []string{"member remove {memberID}"}}
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeMemberNotFound}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true},
+		{name: "static pods: a seed is refused, with no runbook", intent: intentFor(model.ActionSeed, ""),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the kubelet", Runbook: []string{"member remove {memberID}"}}
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				if len(d.Runbook) != 0 {
+					t.Errorf("runbook %q for a seed", d.Runbook)
 				}
 			}},
 		{name: "leader without --move-leader", intent: intentFor(model.ActionReplace, "etcd-0"), verb: model.VerbRefuse,

@@ -18,23 +18,61 @@ func (c *classifier) common() {
 }
 
 // managedGate refuses every change to a cluster whose members' pods are
-// another's to create and delete (the kubelet's static pods), and hands
-// the decision that one's own steps, filled in for the member; true when
-// it refused (no plan is then drawn).
+// another's to create and delete (the kubelet's static pods); true when
+// it did: no plan is drawn (handOver says what to do instead).
 func (c *classifier) managedGate() bool {
 	m := c.obs.Cluster.ManagedBy
 	if m == nil {
 		return false
 	}
 	c.Block(model.CodeMemberManaged, c.in.Member, "", "the members' pods belong to %s, which creates and deletes them: hactl changes none of them; %s", m.Name, managedAdvice(c.in.Action, m))
-	if c.in.Action != model.ActionReplace && c.in.Action != model.ActionReseed {
-		return true
+	return true
+}
+
+// handOver hands a refused replace or reseed of a managed cluster's
+// member the manager's own steps, filled in for the member, once the
+// facts say they are safe to follow now: the member exists, the members
+// answered, they agree on one cluster, and removing it leaves a quorum
+// of healthy voters. Otherwise the steps are withheld and a blocker says
+// why.
+func (c *classifier) handOver() {
+	m := c.obs.Cluster.ManagedBy
+	if (c.in.Action != model.ActionReplace && c.in.Action != model.ActionReseed) || len(m.Runbook) == 0 {
+		return
+	}
+	target := c.Member(c.in.Member)
+	a := c.a
+	switch {
+	case target == nil:
+		c.Block(model.CodeMemberNotFound, c.in.Member, "", "no member %s; members: %s", c.in.Member, c.MemberNames())
+	case !c.obs.EngineProbed || a.AnsweringVoters == 0:
+		c.Block(model.CodeNotProbed, c.in.Member, "", "no member answered: hactl cannot tell whether removing %s keeps a quorum, so %s's steps are withheld; ask the members (status) first", c.in.Member, m.Name)
+	case a.ClusterIDs > 1:
+		c.Block(model.CodeClusterIDSplit, c.in.Member, "", "the members answer for %d different clusters: rebuilding one member by the book could pick the wrong cluster; see status", a.ClusterIDs)
+	default:
+		healthy, targetHealthy := 0, false
+		for _, mb := range c.obs.Members {
+			if mb.Phase == model.PhaseMember {
+				healthy++
+				targetHealthy = targetHealthy || mb.Name == target.Name
+			}
+		}
+		without := healthy
+		if targetHealthy {
+			without--
+		}
+		if without < a.Quorum {
+			c.Block(model.CodeQuorumWouldBreak, c.in.Member, "", "%d healthy voters without %s, quorum is %d of %d: removing it would stop the cluster; bring the other members back first", without, c.in.Member, a.Quorum, a.Voters)
+		}
+	}
+	if len(c.d.Blockers) > 1 {
+		c.Note(model.CodeRunbookWithheld, c.in.Member, "%s's steps are not shown: %s", m.Name, c.d.Blockers[len(c.d.Blockers)-1].Code)
+		return
 	}
 	r := strings.NewReplacer(c.runbookWords()...)
 	for _, step := range m.Runbook {
 		c.d.Runbook = append(c.d.Runbook, r.Replace(step))
 	}
-	return true
 }
 
 // managedAdvice says what to do instead of action.
@@ -54,8 +92,17 @@ func (c *classifier) runbookWords() []string {
 		if m.Pod != nil && m.Pod.Node != "" {
 			node = m.Pod.Node
 		}
-		if m.Engine != nil && m.Engine.MemberID != "" {
+		switch {
+		case m.Engine != nil && m.Engine.MemberID != "":
 			id = m.Engine.MemberID
+		case m.Pod != nil:
+			// Down, it answers nothing: the others list it by its
+			// node's name (kubeadm's --name).
+			for _, p := range c.a.MemberList {
+				if p.Name == m.Pod.Node && p.ID != "" {
+					id = p.ID
+				}
+			}
 		}
 	}
 	healthy := "<another control-plane node>"

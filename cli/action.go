@@ -82,11 +82,12 @@ type ActionOptions struct {
 	Timeout      time.Duration
 	LagThreshold uint64
 
-	client   kubernetes.Interface
-	dial     engine.DialFunc
-	inIsTTY  bool
-	errIsTTY bool
-	saved    savedPlan
+	client    kubernetes.Interface
+	dial      engine.DialFunc
+	memberTLS *engine.Credentials
+	inIsTTY   bool
+	errIsTTY  bool
+	saved     savedPlan
 
 	genericiooptions.IOStreams
 }
@@ -163,7 +164,7 @@ func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.client, o.dial = c.namespace, c.client, c.dial
+	o.Namespace, o.client, o.dial, o.memberTLS = c.namespace, c.client, c.dial, c.memberTLS
 	o.inIsTTY, o.errIsTTY = isTerminal(o.In), isTerminal(o.ErrOut)
 	return nil
 }
@@ -205,7 +206,7 @@ func (o *ActionOptions) prepareRestore(ctx context.Context) error {
 	case err != nil && refusedRestore(err):
 		return withCode(ExitRefused, fmt.Errorf("generation %s cannot be restored, nothing was changed: %w", o.Generation, err))
 	case err != nil:
-		return err
+		return refuseManaged(ctx, o.human(), o.executor().Observer, o.Namespace, o.Cluster, o.intent(), err)
 	}
 	m, id := src.Manifest, src.Manifest.Identity
 	o.source, o.storeURL, o.secretName, o.restoreBytes = src.Facts, src.StoreURL, src.StoreSecret, m.TotalSize
@@ -279,7 +280,7 @@ func validateOutput(s string) error {
 
 func (o *ActionOptions) executor() *actions.Executor {
 	return &actions.Executor{
-		Observer: &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout,
+		Observer: &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, MemberTLS: o.memberTLS, ProbeTimeout: o.ProbeTimeout,
 			Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold}},
 		Seeders:     registry.Seeders(),
 		WaitTimeout: o.Timeout,
@@ -457,6 +458,21 @@ func printDoc(w io.Writer, format string, v any) error {
 func decisionError(d model.Decision) error {
 	if d.OnlyLockHeld() {
 		return withCode(ExitLockHeld, &actions.RefusedError{Decision: d})
+	}
+	return withCode(ExitRefused, &actions.RefusedError{Decision: d})
+}
+
+// refuseManaged is, when the cluster's members are another's (static
+// pods: no StatefulSet to read a store or a generation from), the
+// classifier's refusal of in, printed to w as the verbs print a decision,
+// in place of err (what went wrong reading them); else err.
+func refuseManaged(ctx context.Context, w io.Writer, obs *actions.Observer, ns, name string, in model.Intent, err error) error {
+	d, res, _, derr := obs.Decide(ctx, ns, name, in)
+	if derr != nil || res.Observation.Cluster.ManagedBy == nil {
+		return err
+	}
+	for _, l := range classify.Describe(d) {
+		fmt.Fprintln(w, l)
 	}
 	return withCode(ExitRefused, &actions.RefusedError{Decision: d})
 }

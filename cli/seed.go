@@ -45,12 +45,13 @@ type SeedOptions struct {
 	Capture      string
 	AgentImage   string
 
-	client   kubernetes.Interface
-	dial     engine.DialFunc
-	inIsTTY  bool
-	errIsTTY bool
-	identity string
-	saved    savedPlan
+	client    kubernetes.Interface
+	dial      engine.DialFunc
+	memberTLS *engine.Credentials
+	inIsTTY   bool
+	errIsTTY  bool
+	identity  string
+	saved     savedPlan
 
 	genericiooptions.IOStreams
 }
@@ -156,7 +157,7 @@ func (o *SeedOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.client, o.dial = c.namespace, c.client, c.dial
+	o.Namespace, o.client, o.dial, o.memberTLS = c.namespace, c.client, c.dial, c.memberTLS
 	o.inIsTTY, o.errIsTTY = isTerminal(o.In), isTerminal(o.ErrOut)
 	o.identity = actions.ProcessIdentity()
 	return nil
@@ -193,7 +194,7 @@ func (o *SeedOptions) human() io.Writer {
 }
 
 func (o *SeedOptions) observer() *actions.Observer {
-	return &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, ProbeTimeout: o.ProbeTimeout, Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold}}
+	return &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, MemberTLS: o.memberTLS, ProbeTimeout: o.ProbeTimeout, Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold}}
 }
 
 func (o *SeedOptions) intent(cs *actions.ClusterStore) model.Intent {
@@ -258,7 +259,8 @@ func (o *SeedOptions) run(ctx context.Context, doc *seedDoc) error {
 	w := o.human()
 	cs, err := openStore(ctx, o.client, o.Namespace, o.Cluster, o.store, actions.StoreOpen{NeedStatefulSet: true, Write: true})
 	if err != nil {
-		return err
+		in := model.Intent{Action: model.ActionSeed, Member: o.Member, Options: model.ActionOptions{Generation: o.Generation, LockHolder: o.identity}}
+		return refuseManaged(ctx, w, o.observer(), o.Namespace, o.Cluster, in, err)
 	}
 	defer cs.Store.Close()
 	doc.Store = cs.Store.String()

@@ -202,6 +202,10 @@ const (
 	// Patroni switchovers.
 	CodeSwitchoverOther Code = "switchover_other_member"
 	CodeRejoinPending   Code = "rejoin_pending"
+	// CodeRunbookWithheld: a member_managed refusal withholds the
+	// manager's steps because another blocker says the action is not
+	// safe now.
+	CodeRunbookWithheld Code = "runbook_withheld"
 )
 
 // AllBlockerCodes lists every blocker code.
@@ -224,6 +228,7 @@ var AllBlockerCodes = []Code{
 var AllNoteCodes = []Code{
 	CodeResuming, CodeLockStale, CodeLeaderMove, CodeMemberRemoved, CodeDelegated,
 	CodeSuperseding, CodeWritesDiscarded, CodeSwitchoverFirst, CodeSwitchoverOther, CodeRejoinPending,
+	CodeRunbookWithheld,
 }
 
 // Override flags, named as the CLI spells them.

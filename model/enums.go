@@ -105,12 +105,15 @@ const (
 	ShapeSelfRegistering Shape = "self-registering"
 	ShapeStaticNew       Shape = "static-new"
 	ShapeOperatorOwned   Shape = "operator-owned"
+	// ShapeStaticPods: the kubelet runs each member from a manifest on
+	// its node (kubeadm's etcd); hactl only diagnoses.
+	ShapeStaticPods Shape = "static-pods"
 )
 
 func (s Shape) String() string { return string(s) }
 
 // AllShapes lists every Shape.
-var AllShapes = []Shape{ShapeUnknown, ShapeStaticExisting, ShapeSelfRegistering, ShapeStaticNew, ShapeOperatorOwned}
+var AllShapes = []Shape{ShapeUnknown, ShapeStaticExisting, ShapeSelfRegistering, ShapeStaticNew, ShapeOperatorOwned, ShapeStaticPods}
 
 // ProbeFailure classifies why an engine probe got no answer. The edge
 // (package status) decides it from typed errors (a context deadline, a

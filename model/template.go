@@ -35,6 +35,10 @@ func ParseInitialCluster(s string) ([]InitialClusterEntry, error) {
 	return out, nil
 }
 
+// OwnerKubelet is the owner of static pods' templates (OperatorOwner):
+// the kubelet runs each from a file on its node.
+const OwnerKubelet = "kubelet"
+
 // Shape classifies how a recreated member would boot on an empty
 // volume, from the pod template's engine-relevant facts.
 //
@@ -44,6 +48,8 @@ func ParseInitialCluster(s string) ([]InitialClusterEntry, error) {
 // cluster forms), and a hard-coded "new" outranks a plain "existing".
 func (t TemplateFacts) Shape() Shape {
 	switch {
+	case t.OperatorOwner == OwnerKubelet:
+		return ShapeStaticPods
 	case t.OperatorOwner != "" || t.BackupSidecar:
 		return ShapeOperatorOwned
 	case t.SelfRegistering:

@@ -15,6 +15,7 @@ func TestTemplateShape(t *testing.T) {
 	}{
 		{"static existing", func(*TemplateFacts) {}, ShapeStaticExisting},
 		{"static new (upstream guide, kamaji)", func(t *TemplateFacts) { t.InitialClusterState = "new" }, ShapeStaticNew},
+		{"static pods (kubeadm): the kubelet's, whatever the flags say", func(t *TemplateFacts) { t.OperatorOwner = OwnerKubelet; t.InitialClusterState = "new" }, ShapeStaticPods},
 		{"self-registering wins over literal new", func(t *TemplateFacts) {
 			t.InitialClusterState = "new"
 			t.SelfRegistering = true

@@ -40,10 +40,17 @@ func HasStaticPods(pods []corev1.Pod) bool {
 	return false
 }
 
-// isStaticPod: p is a control-plane mirror pod with a component label.
+// isStaticPod: p is a control-plane mirror pod with a component label,
+// controlled by its Node (as the kubelet makes mirror pods) or by
+// nothing: a pod of a StatefulSet or an operator is none, however it is
+// labelled and annotated.
 func isStaticPod(p *corev1.Pod) bool {
 	_, mirror := p.Annotations[AnnotationMirror]
-	return mirror && p.Labels[LabelTier] == TierControlPlane && p.Labels[LabelComponent] != ""
+	if !mirror || p.Labels[LabelTier] != TierControlPlane || p.Labels[LabelComponent] == "" {
+		return false
+	}
+	c := metav1.GetControllerOfNoCopy(p)
+	return c == nil || (c.Kind == "Node" && c.APIVersion == "v1")
 }
 
 // StaticPodsLayout names the layout in ClusterFacts.Layout.
@@ -73,12 +80,18 @@ func (StaticPods) Workloads(o Objects, detect Detect) []Workload {
 	for k, pods := range groups {
 		sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 		t := podTemplate(pods[0])
-		t.Owner = "kubelet"
+		t.Owner = model.OwnerKubelet
 		eng, ok := detect(map[string]string{}, t)
 		if !ok {
 			continue
 		}
-		out = append(out, staticPodWorkload(k[0], k[1], pods, eng, t))
+		w := staticPodWorkload(k[0], k[1], pods, eng, t)
+		if _, kubeadm := pods[0].Annotations[AnnotationAdvertiseClientURLs]; !kubeadm {
+			// Static pods of another installer (RKE2, a hand-written
+			// manifest): the kubelet's, but kubeadm's steps are not theirs.
+			w.ManagedBy = KubeletStaticPods
+		}
+		out = append(out, w)
 	}
 	return out
 }
@@ -122,12 +135,16 @@ func podTemplate(p *corev1.Pod) model.PodTemplate {
 	return t
 }
 
+// KubeletStaticPods is the kubelet running static pods another installer
+// wrote: hactl changes none of them and knows no runbook of theirs.
+var KubeletStaticPods = &model.Manager{Name: "the kubelet", Unevictable: true, NoService: true}
+
 // KubeadmEtcd is the kubelet running kubeadm's etcd, with kubeadm's own
 // way to rebuild a member of a stacked control plane (kubeadm's
 // "Replacing a failed etcd member" and `kubeadm join phase
 // control-plane-join etcd`).
 var KubeadmEtcd = &model.Manager{
-	Name:        "the kubelet (kubeadm static pods)",
+	Name:        "the kubelet",
 	Unevictable: true,
 	NoService:   true,
 	Runbook: []string{

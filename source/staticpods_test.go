@@ -17,7 +17,7 @@ func mirrorPod(ns, component, node, image string) corev1.Pod {
 	return corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: component + "-" + node, UID: types.UID("uid-" + component + "-" + node),
 			Labels:          map[string]string{LabelComponent: component, LabelTier: TierControlPlane},
-			Annotations:     map[string]string{AnnotationMirror: "h", "kubernetes.io/config.source": "file"},
+			Annotations:     map[string]string{AnnotationMirror: "h", "kubernetes.io/config.source": "file", AnnotationAdvertiseClientURLs: "https://10.0.0.1:2379"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: "node-uid-" + "node", Controller: new(true)}}},
 		Spec: corev1.PodSpec{NodeName: node, HostNetwork: true,
 			Containers: []corev1.Container{{Name: component, Image: image, Command: []string{component, "--data-dir=/var/lib/etcd"}}}},
@@ -49,12 +49,24 @@ func TestStaticPodsAreKubeadmsEtcd(t *testing.T) {
 	notMirror := mirrorPod("kube-system", "etcd", "cp-3", "registry.k8s.io/etcd:3.6.4-0")
 	delete(notMirror.Annotations, AnnotationMirror)
 	o.Pods = append(o.Pods, notMirror)
+	// A StatefulSet's pod dressed as a mirror pod is none.
+	dressed := mirrorPod("kube-system", "etcd", "cp-4", "registry.k8s.io/etcd:3.6.4-0")
+	dressed.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "etcd", UID: "sts", Controller: new(true)}}
+	o.Pods = append(o.Pods, dressed)
+	// Another installer's static etcd (no kubeadm annotation): the
+	// kubelet's, without kubeadm's steps.
+	rke := mirrorPod("rke", "etcd", "cp-1", "rancher/hardened-etcd:v3.5")
+	delete(rke.Annotations, AnnotationAdvertiseClientURLs)
+	o.Pods = append(o.Pods, rke)
 	o.Pods[1].Status.Conditions = nil // cp-1 not ready
 
 	ws := StaticPods{}.Workloads(o, detectEtcd)
 	Sort(ws)
-	if len(ws) != 2 {
-		t.Fatalf("%d workloads, want kube-system/etcd and other/etcd", len(ws))
+	if len(ws) != 3 || ws[2].Owner.Namespace != "rke" {
+		t.Fatalf("%d workloads, want kube-system/etcd, other/etcd and rke/etcd", len(ws))
+	}
+	if m := ws[2].ManagedBy; m == nil || len(m.Runbook) != 0 || !m.Unevictable {
+		t.Errorf("another installer's static pods: managed by %+v, want the kubelet without kubeadm's runbook", m)
 	}
 	w := ws[0]
 	if w.Owner.Namespace != "kube-system" || w.Owner.Name != "etcd" || w.Engine != "etcd" || w.Layout != StaticPodsLayout {
@@ -63,7 +75,7 @@ func TestStaticPodsAreKubeadmsEtcd(t *testing.T) {
 	if w.ManagedBy == nil || !w.ManagedBy.Unevictable || len(w.ManagedBy.Runbook) == 0 || w.ServerName != "localhost" {
 		t.Errorf("managed by %+v, server name %q: want the kubelet with kubeadm's runbook, localhost", w.ManagedBy, w.ServerName)
 	}
-	if w.Replicas != 2 || w.Ready != 1 || w.Template.Owner != "kubelet" {
+	if w.Replicas != 2 || w.Ready != 1 || w.Template.Owner != model.OwnerKubelet {
 		t.Errorf("replicas %d ready %d owner %q", w.Replicas, w.Ready, w.Template.Owner)
 	}
 	ms := w.Members(NewIndex(o), time.Now())

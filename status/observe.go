@@ -44,10 +44,10 @@ type Observer struct {
 	// Secrets reads TLS Secrets named by hactl.dev/client-tls-secret.
 	Secrets SecretGetter
 	// MemberTLS are client credentials from local files (--etcd-cacert,
-	// --etcd-cert, --etcd-key): for the clusters that name no Secret
-	// and whose members ask every client for a certificate (kubeadm's
-	// etcd, whose certificates exist only as files on its nodes). Nil
-	// when none were given.
+	// --etcd-cert, --etcd-key): for the clusters of static pods whose
+	// members ask every client for a certificate (kubeadm's etcd, whose
+	// certificates exist only as files on its nodes; nothing of theirs
+	// can name a Secret). Nil when none were given.
 	MemberTLS    *engine.Credentials
 	ProbeTimeout time.Duration
 	// Conns, when set, keeps member connections open from one Observe to
@@ -322,13 +322,15 @@ func probeTargets(ob *model.Observation) []int {
 	return targets
 }
 
-// credentials reads the cluster's TLS Secret, if it names one; else
-// they are o.MemberTLS for members that ask for a client certificate.
+// credentials reads the cluster's TLS Secret, if it names one; for static
+// pods whose members ask for a client certificate they are o.MemberTLS.
 func (o *Observer) credentials(ctx context.Context, c model.ClusterFacts) (*engine.Credentials, error) {
 	if c.TLSSecret != "" && o.Secrets == nil {
 		return nil, fmt.Errorf("TLS Secret %q cannot be read (no client)", c.TLSSecret)
 	}
-	if c.TLSSecret == "" && c.Template.ClientCertAuth {
+	if c.TLSSecret == "" && c.Template.ClientCertAuth && c.ManagedBy != nil {
+		// Static pods: no object of theirs can name a Secret, and
+		// their certificates are files on the nodes.
 		if o.MemberTLS == nil {
 			return nil, ErrNoMemberTLS
 		}
@@ -337,11 +339,10 @@ func (o *Observer) credentials(ctx context.Context, c model.ClusterFacts) (*engi
 	return ReadCredentials(ctx, o.Secrets, c, "probe the members")
 }
 
-// ErrNoMemberTLS: the members ask every client for a certificate, and
-// the cluster names no Secret holding one, nor were files given.
+// ErrNoMemberTLS: static pods' members ask every client for a
+// certificate, and no files were given.
 var ErrNoMemberTLS = errors.New("the members ask every client for a certificate (--client-cert-auth) and none was given: " +
-	"pass --etcd-cacert, --etcd-cert and --etcd-key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, healthcheck-client.crt and healthcheck-client.key, on a control-plane node), " +
-	"or name a Secret holding them with the annotation " + AnnotationTLSSecret)
+	"pass --etcd-cacert, --etcd-cert and --etcd-key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, healthcheck-client.crt and healthcheck-client.key, copied from a control-plane node)")
 
 // ReadCredentials reads the client TLS material a cluster names with the
 // annotation hactl.dev/client-tls-secret; nil when it names none. purpose

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -91,6 +92,28 @@ func TestKubeadmEtcdIsProbedWithLocalFiles(t *testing.T) {
 	if api := ToAPI(r); api.Layout != source.StaticPodsLayout || !strings.Contains(api.ManagedBy, "kubelet") {
 		t.Errorf("document layout %q, managedBy %q", api.Layout, api.ManagedBy)
 	}
+
+	// A StatefulSet's members that ask for certificates are asked with
+	// its Secret or none, never with the files meant for static pods.
+	objs := kubeadmEtcd()
+	lbl := map[string]string{"app": "kv"}
+	objs.StatefulSets = []appsv1.StatefulSet{{ObjectMeta: metav1.ObjectMeta{Name: "kv", Namespace: "kube-system", UID: "sts", Labels: map[string]string{LabelEngine: "etcd"}},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.16-0", Command: []string{"etcd", "--client-cert-auth"}}}}}}}}
+	objs.Pods = append(objs.Pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kv-0", UID: "kv-0", Labels: lbl,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "kv", UID: "sts", Controller: ptr.To(true)}}},
+		Spec:   corev1.PodSpec{NodeName: "cp-1", Containers: []corev1.Container{{Name: "etcd"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	eng.creds = nil
+	o.Source = staticSource{objs}
+	if _, _, err := o.Observe(context.Background(), "kube-system", "kv"); err != nil {
+		t.Fatal(err)
+	}
+	if len(eng.creds) != 1 || eng.creds[0] != nil {
+		t.Errorf("a StatefulSet's member asked with %v, want no credentials (it names no Secret)", eng.creds)
+	}
+	o.Source = staticSource{kubeadmEtcd()}
 
 	o.MemberTLS, eng.creds = nil, nil
 	res, warn, err := o.Observe(context.Background(), "kube-system", "etcd")

@@ -270,6 +270,13 @@ var rows = []row{
 		control: true, codes: []string{"pdb_missing"},
 	},
 	{
+		name: "static pods: no budget asked of mirror pods, which no eviction reaches",
+		mutate: func(o *model.Observation) {
+			o.PDB, o.Cluster.ManagedBy = nil, &model.Manager{Name: "the kubelet", Unevictable: true}
+		},
+		control: true, fail: true,
+	},
+	{
 		name:    "PDB maxUnavailable 2 of 3",
 		mutate:  func(o *model.Observation) { o.PDB.MaxUnavailable = 2 },
 		control: true, codes: []string{"pdb_allows_quorum_loss"},
@@ -301,6 +308,20 @@ var rows = []row{
 		name:   "client Service without ready endpoints",
 		mutate: func(o *model.Observation) { o.ClientEndpoints.Ready = 0 },
 		codes:  []string{"client_endpoints_missing"}, detail: "0 of 3",
+	},
+	{
+		name: "static pods: no client Service expected (clients are handed the members)",
+		mutate: func(o *model.Observation) {
+			o.ClientEndpoints, o.Cluster.ManagedBy = nil, &model.Manager{Name: "the kubelet", NoService: true}
+		},
+		control: true, fail: true,
+	},
+	{
+		name: "static pods: a client Service that exists is still judged",
+		mutate: func(o *model.Observation) {
+			o.ClientEndpoints.Ready, o.Cluster.ManagedBy = 0, &model.Manager{Name: "the kubelet", NoService: true}
+		},
+		codes: []string{"client_endpoints_missing"}, detail: "0 of 3",
 	},
 
 	// --- bootstrap flags and phases (seed 000) ---

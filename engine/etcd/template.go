@@ -55,7 +55,7 @@ var (
 	reListenPeer     = flagPattern("listen-peer-urls", `[^\s"']+`)
 	reAdvertisePeer  = flagPattern("initial-advertise-peer-urls", `[^\s"']+`)
 	// reClientCertAuth is the boolean --client-cert-auth, bare or true.
-	reClientCertAuth = regexp.MustCompile(`--client-cert-auth(?:=["']?(?:true|1)["']?)?(?:[\s"']|$)`)
+	reClientCertAuth = regexp.MustCompile(`--client-cert-auth(?:=["']?(?i:true|t|1)["']?)?(?:[\s"']|$)`)
 	// reVarRef is a Kubernetes $(VAR) reference in a command or value.
 	reVarRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	reShell  = regexp.MustCompile(`(^|/)(ba|da|a)?sh$`)
@@ -111,7 +111,7 @@ func (Engine) Template(pt model.PodTemplate) model.TemplateFacts {
 				t.QuotaBackendBytes = n
 			}
 		case "ETCD_CLIENT_CERT_AUTH":
-			if e.Value == "true" {
+			if b, err := strconv.ParseBool(e.Value); err == nil && b {
 				t.ClientCertAuth = true
 			}
 		case "ETCD_ON_K8S":

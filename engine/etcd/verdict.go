@@ -440,7 +440,7 @@ func (s *state) bootstrapFlag(r *reasons) {
 	switch {
 	case c.Shape == model.ShapeStaticNew:
 		r.Add(model.ReasonBootstrapFlagStale, "", "template hard-codes initial-cluster-state=new (shape %s) but the cluster has formed (%s)", c.Shape, s.a.FormedBecause)
-	case strings.EqualFold(t.InitialClusterState, "new") && c.Shape != model.ShapeSelfRegistering && c.Shape != model.ShapeOperatorOwned:
+	case strings.EqualFold(t.InitialClusterState, "new") && c.Shape != model.ShapeSelfRegistering && c.Shape != model.ShapeOperatorOwned && c.Shape != model.ShapeStaticPods:
 		from := ""
 		if t.InitialClusterStateFrom != "" {
 			from = " (" + t.InitialClusterStateFrom + ")"
