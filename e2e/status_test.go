@@ -57,7 +57,7 @@ func TestStatusThroughKubectl(t *testing.T) {
 			)
 			// The scenario may still be settling: poll.
 			poll.Until(t, 2*time.Minute, "scenario "+c.Scenario+"'s reasons and exit code", func() error {
-				out, errOut, exit := kubectl(t, "hactl", "status", c.Name, "-n", c.Namespace, "-o", "json")
+				out, errOut, exit := kubectl(t, append([]string{"hactl", "status", c.Name, "-n", c.Namespace, "-o", "json"}, c.ProbeArgs...)...)
 				code, last = exit, out+errOut
 				if err := json.Unmarshal([]byte(out), &cs); err != nil {
 					t.Fatalf("not a ClusterStatus (exit %d): %v\n%s", exit, err, last)
@@ -112,7 +112,7 @@ func TestStatusThroughKubectl(t *testing.T) {
 func TestOpenMetricsThroughKubectl(t *testing.T) {
 	skipShort(t)
 	poll.Until(t, 2*time.Minute, "every scenario's verdict as metrics", func() error {
-		out, errOut, _ := kubectl(t, "hactl", "status", "-A", "-o", "openmetrics")
+		out, errOut, _ := kubectl(t, append([]string{"hactl", "status", "-A", "-o", "openmetrics"}, allProbeArgs()...)...)
 		var p expfmt.TextParser
 		mfs, err := p.TextToMetricFamilies(strings.NewReader(out))
 		if err != nil {
@@ -155,6 +155,19 @@ func TestOpenMetricsThroughKubectl(t *testing.T) {
 		}
 		return nil
 	}, poll.Every(2*time.Second))
+}
+
+// allProbeArgs are the flags every scenario's cluster needs asked at
+// once (each applies only to the clusters it is for: kubeadm's
+// certificate files to members that ask clients for one).
+func allProbeArgs() []string {
+	var out []string
+	for _, c := range s.SB.State.Clusters {
+		if len(c.ProbeArgs) > 0 && len(out) == 0 {
+			out = c.ProbeArgs
+		}
+	}
+	return out
 }
 
 func missing(want, got []string) []string {
