@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,37 +136,9 @@ func kubeadmStackedEtcd(t *testing.T, sb *Sandbox, dir string) {
 	t.Logf("without a certificate: %v", err)
 
 	t.Run("kubectl port-forward to 2381 serves the metrics", func(t *testing.T) {
-		port := freePort(t)
-		pf := exec.Command(filepath.Join(binDir(t), "kubectl"), "--kubeconfig", sb.Kubeconfig, "-n", "kube-system",
-			"port-forward", "pod/etcd-node-1", fmt.Sprintf("%d:2381", port))
-		out, err := pf.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pf.Stderr = pf.Stdout
-		if err := pf.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = pf.Process.Kill(); _ = pf.Wait() }()
-		ready := make(chan struct{}, 1)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				if strings.Contains(sc.Text(), "Forwarding from") {
-					select {
-					case ready <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(30 * time.Second):
-			t.Fatal("kubectl port-forward did not start")
-		}
+		ep := portForward(t, sb, "kube-system", "etcd-node-1", 2381)
 		hc := &http.Client{Timeout: 10 * time.Second}
-		resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+		resp, err := hc.Get("http://" + ep + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}

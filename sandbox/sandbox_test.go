@@ -81,6 +81,43 @@ func start(t *testing.T, dir string, scenarios ...string) *Sandbox {
 	return startWith(t, Options{Dir: dir, Scenarios: scenarios})
 }
 
+// portForward runs the real `kubectl port-forward` to port of pod ns/name
+// until the test ends, and returns the local address it listens on once
+// kubectl says it forwards.
+func portForward(t *testing.T, sb *Sandbox, ns, name string, port int) string {
+	t.Helper()
+	local := freePort(t)
+	pf := exec.Command(filepath.Join(binDir(t), "kubectl"), "--kubeconfig", sb.Kubeconfig, "-n", ns,
+		"port-forward", "pod/"+name, fmt.Sprintf("%d:%d", local, port))
+	out, err := pf.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf.Stderr = pf.Stdout
+	if err := pf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pf.Process.Kill(); _ = pf.Wait() })
+	ready := make(chan struct{}, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "Forwarding from") {
+				select {
+				case ready <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kubectl port-forward to %s/%s:%d did not start", ns, name, port)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", local)
+}
+
 // startWith starts a sandbox with o (BinDir and Progress filled in) and
 // downs it in t.Cleanup.
 func startWith(t *testing.T, o Options) *Sandbox {
@@ -181,33 +218,7 @@ func TestSandbox(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		port := freePort(t)
-		pf := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", sb.Kubeconfig, "-n", ns,
-			"port-forward", "pod/healthy-1", fmt.Sprintf("%d:2379", port))
-		out, err := pf.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pf.Stderr = pf.Stdout
-		if err := pf.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = pf.Process.Kill(); _ = pf.Wait() }()
-		ready := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				if strings.Contains(sc.Text(), "Forwarding from") {
-					ready <- sc.Text()
-				}
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(30 * time.Second):
-			t.Fatal("kubectl port-forward did not start")
-		}
-		ep := fmt.Sprintf("127.0.0.1:%d", port)
+		ep := portForward(t, sb, ns, "healthy-1", 2379)
 		b, err := exec.Command(filepath.Join(bin, "etcdctl"), "--endpoints="+ep, "endpoint", "status", "-w", "json").Output()
 		if err != nil {
 			t.Fatalf("etcdctl endpoint status through the port-forward: %v", err)

@@ -175,9 +175,9 @@ func (c *ControlPlane) writePKI(p paths) (certs, error) {
 		return nil, err
 	}
 	c.ca = ca
-	c.CAData = ca.certPEM
+	c.CAData = ca.CertPEM
 	c.CACertFile = filepath.Join(p.pki, "ca.crt")
-	if err := os.WriteFile(c.CACertFile, ca.certPEM, 0o644); err != nil {
+	if err := os.WriteFile(c.CACertFile, ca.CertPEM, 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(p.pki, "ca.key"), caKeyPEM, 0o600); err != nil {
@@ -242,7 +242,7 @@ func (c *ControlPlane) writePKI(p paths) (certs, error) {
 		return nil, err
 	}
 	fpCA := filepath.Join(p.pki, "front-proxy-ca.crt")
-	if err := os.WriteFile(fpCA, fp.certPEM, 0o644); err != nil {
+	if err := os.WriteFile(fpCA, fp.CertPEM, 0o644); err != nil {
 		return nil, err
 	}
 	out["front-proxy-ca"] = [2]string{fpCA, ""}
@@ -463,7 +463,7 @@ func healthz(ctx context.Context, hc *http.Client, port int) error {
 
 func (c *ControlPlane) httpClient(cert *tls.Certificate) *http.Client {
 	pool := x509.NewCertPool()
-	pool.AddCert(c.ca.cert)
+	pool.AddCert(c.ca.Cert)
 	tc := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	if cert != nil {
 		tc.Certificates = []tls.Certificate{*cert}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -310,51 +311,49 @@ func runKubeadm(ctx context.Context, env Env, s *Scenario) error {
 // already, retrying while the cluster refuses (as kubeadm's etcd client
 // retries).
 func kubeadmAddLearner(ctx context.Context, c *clientv3.Client, peerURL string) error {
-	for {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		l, err := c.MemberList(actx)
-		if err == nil {
-			for _, m := range l.Members {
-				for _, u := range m.PeerURLs {
-					if u == peerURL {
-						cancel()
-						return nil
-					}
-				}
+	return kubeadmRetry(ctx, func(ctx context.Context) error {
+		l, err := c.MemberList(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range l.Members {
+			if slices.Contains(m.PeerURLs, peerURL) {
+				return nil
 			}
-			_, err = c.MemberAddAsLearner(actx, []string{peerURL})
 		}
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		case <-time.After(poll):
-		}
-	}
+		_, err = c.MemberAddAsLearner(ctx, []string{peerURL})
+		return err
+	})
 }
 
 // kubeadmPromote promotes the learner with peerURL, retrying until it has
 // caught up ("can only promote a learner member which is in sync with
 // leader"), as kubeadm's MemberPromote does.
 func kubeadmPromote(ctx context.Context, c *clientv3.Client, peerURL string) error {
-	for {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		l, err := c.MemberList(actx)
-		if err == nil {
-			err = fmt.Errorf("no member with peer URL %s", peerURL)
-			for _, m := range l.Members {
-				if len(m.PeerURLs) > 0 && m.PeerURLs[0] == peerURL {
-					if !m.IsLearner {
-						cancel()
-						return nil
-					}
-					_, err = c.MemberPromote(actx, m.ID)
+	return kubeadmRetry(ctx, func(ctx context.Context) error {
+		l, err := c.MemberList(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range l.Members {
+			if len(m.PeerURLs) > 0 && m.PeerURLs[0] == peerURL {
+				if !m.IsLearner {
+					return nil
 				}
+				_, err = c.MemberPromote(ctx, m.ID)
+				return err
 			}
 		}
+		return fmt.Errorf("no member with peer URL %s", peerURL)
+	})
+}
+
+// kubeadmRetry calls f, each call bounded by 5 s, every poll until it
+// succeeds or ctx ends.
+func kubeadmRetry(ctx context.Context, f func(context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
 		cancel()
 		if err == nil {
 			return nil

@@ -1,19 +1,14 @@
 package scenario
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/hactl-dev/hactl/sandbox/internal/pki"
 )
 
 // The files of kubeadm's etcd PKI, relative to a node's root (kubeadm's
@@ -29,86 +24,20 @@ const kubeadmCertValidity = 365 * 24 * time.Hour
 
 // etcdCA is kubeadm's etcd CA (CN etcd-ca): one per cluster, copied to
 // every control-plane node.
-type etcdCA struct {
-	cert    *x509.Certificate
-	key     crypto.Signer
-	certPEM []byte
-	keyPEM  []byte
-}
-
-func newECKey() (*ecdsa.PrivateKey, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
-}
-
-func serialNumber() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-}
+type etcdCA struct{ *pki.CA }
 
 func newEtcdCA() (*etcdCA, error) {
-	key, keyPEM, err := newECKey()
+	c, err := pki.NewCA("etcd-ca", 10*kubeadmCertValidity)
 	if err != nil {
 		return nil, err
 	}
-	sn, err := serialNumber()
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          sn,
-		Subject:               pkix.Name{CommonName: "etcd-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * kubeadmCertValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &etcdCA{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM: keyPEM}, nil
+	return &etcdCA{c}, nil
 }
 
 // issue signs a leaf: cn, usages, and the SANs a serving certificate
 // names.
 func (ca *etcdCA) issue(cn string, usages []x509.ExtKeyUsage, dns []string, ips []net.IP) (certPEM, keyPEM []byte, err error) {
-	key, keyPEM, err := newECKey()
-	if err != nil {
-		return nil, nil, err
-	}
-	sn, err := serialNumber()
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(kubeadmCertValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  usages,
-		DNSNames:     dns,
-		IPAddresses:  ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+	return ca.Issue(pki.Leaf{CN: cn, Usages: usages, DNS: dns, IPs: ips}, kubeadmCertValidity)
 }
 
 // writeKubeadmEtcdPKI writes, under root (a node's filesystem root), what
@@ -126,12 +55,10 @@ func writeKubeadmEtcdPKI(root string, ca *etcdCA, node string, ip net.IP) error 
 		return err
 	}
 	write := func(dir, base string, cert, key []byte) error {
-		if err := os.WriteFile(filepath.Join(dir, base+".crt"), cert, 0o644); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, base+".key"), key, 0o600)
+		_, _, err := pki.WritePair(dir, base, cert, key)
+		return err
 	}
-	if err := write(etcdDir, "ca", ca.certPEM, ca.keyPEM); err != nil {
+	if err := write(etcdDir, "ca", ca.CertPEM, ca.KeyPEM); err != nil {
 		return err
 	}
 	both := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
