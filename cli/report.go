@@ -131,6 +131,9 @@ func (o *ReportOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	o.client = so.client
 	if !o.NoProbe {
+		if so.memberTLS, err = memberTLS(o.configFlags); err != nil {
+			return err
+		}
 		if so.dial, err = portforward.NewDialer(so.restConfig); err != nil {
 			return err
 		}
