@@ -15,6 +15,10 @@ import (
 //
 //   - the cluster's engine picks its rules (see engineRules); an engine
 //     hactl has no rules for is refused;
+//   - a cluster whose members' pods are another's (static pods) is
+//     refused before anything else, and no plan is drawn: the decision
+//     carries that one's own steps when following them now is safe
+//     (managedGate, handOver);
 //   - a stale observation, a lock held by someone else or another action
 //     in progress refuse, whatever the engine (the common gates);
 //   - the engine's rules plan the action: for etcd, the bootstrap shape

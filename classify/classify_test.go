@@ -123,6 +123,19 @@ func rows() []row {
 					t.Errorf("runbook %q, want %q", d.Runbook, want)
 				}
 			}},
+		{name: "static pods: no runbook while another learner is pending (etcd takes one at a time)", intent: intentFor(model.ActionReplace, "etcd-1"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the kubelet", Runbook: []string{"member remove {memberID}"}}
+				for i := range o.Members {
+					for j := range o.Members[i].Engine.Peers {
+						if o.Members[i].Engine.Peers[j].ID == memberIDs[2] {
+							o.Members[i].Engine.Peers[j].IsLearner = true
+						}
+					}
+				}
+				o.Members[2].Engine.IsLearner = true
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeLearnerPending}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true},
 		{name: "static pods: an unknown member gets no runbook", intent: intentFor(model.ActionReseed, "etcd-9"),
 			mutate: func(o *model.Observation) {
 				o.Cluster.ManagedBy = &model.Manager{Name: "the kubelet", Runbook: []string{"member remove {memberID}"}}

@@ -3,6 +3,7 @@ package classify
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,9 +33,11 @@ func (c *classifier) managedGate() bool {
 // handOver hands a refused replace or reseed of a managed cluster's
 // member the manager's own steps, filled in for the member, once the
 // facts say they are safe to follow now: the member exists, the members
-// answered, they agree on one cluster, and removing it leaves a quorum
-// of healthy voters. Otherwise the steps are withheld and a blocker says
-// why.
+// answered, they agree on one cluster, no other learner is pending (the
+// re-added member may come back as one), and the healthy voters left
+// make a quorum however it comes back (as a learner, or as a voter that
+// has not caught up). Otherwise the steps are withheld and a blocker
+// says why.
 func (c *classifier) handOver() {
 	m := c.obs.Cluster.ManagedBy
 	if (c.in.Action != model.ActionReplace && c.in.Action != model.ActionReseed) || len(m.Runbook) == 0 {
@@ -50,20 +53,7 @@ func (c *classifier) handOver() {
 	case a.ClusterIDs > 1:
 		c.Block(model.CodeClusterIDSplit, c.in.Member, "", "the members answer for %d different clusters: rebuilding one member by the book could pick the wrong cluster; see status", a.ClusterIDs)
 	default:
-		healthy, targetHealthy := 0, false
-		for _, mb := range c.obs.Members {
-			if mb.Phase == model.PhaseMember {
-				healthy++
-				targetHealthy = targetHealthy || mb.Name == target.Name
-			}
-		}
-		without := healthy
-		if targetHealthy {
-			without--
-		}
-		if without < a.Quorum {
-			c.Block(model.CodeQuorumWouldBreak, c.in.Member, "", "%d healthy voters without %s, quorum is %d of %d: removing it would stop the cluster; bring the other members back first", without, c.in.Member, a.Quorum, a.Voters)
-		}
+		c.managedQuorum(target)
 	}
 	if len(c.d.Blockers) > 1 {
 		c.Note(model.CodeRunbookWithheld, c.in.Member, "%s's steps are not shown: %s", m.Name, c.d.Blockers[len(c.d.Blockers)-1].Code)
@@ -75,16 +65,82 @@ func (c *classifier) handOver() {
 	}
 }
 
+// managedQuorum blocks a rebuild of target that would leave too few
+// healthy voters: removed, it leaves the others; added back as a voter
+// that has not caught up, it counts among the voters but not the
+// healthy (a learner or an unlisted member then makes one voter more),
+// and only one learner may be pending at a time.
+func (c *classifier) managedQuorum(target *model.Member) {
+	a := c.a
+	peer := c.peerOf(target)
+	healthy := c.healthyVoters()
+	without := len(healthy)
+	if slices.Contains(healthy, target.Name) {
+		without--
+	}
+	voters := a.Voters
+	if peer == nil || peer.IsLearner {
+		voters++ // it comes back as a voter it is not now
+	}
+	for _, p := range a.MemberList {
+		if p.IsLearner && (peer == nil || p.ID != peer.ID) {
+			c.Block(model.CodeLearnerPending, target.Name, "", "learner %s is pending: etcd takes one learner at a time, so adding %s back would fail after it was removed; let the learner catch up and be promoted first", cmp.Or(p.Name, p.ID), target.Name)
+			return
+		}
+	}
+	if need := voters/2 + 1; without < need {
+		c.Block(model.CodeQuorumWouldBreak, target.Name, "", "%d healthy voters without %s (%s); with it added back and not yet caught up there are %d voters, quorum %d: the cluster would stop; bring the other members back first",
+			without, target.Name, strings.Join(slices.DeleteFunc(slices.Clone(healthy), func(n string) bool { return n == target.Name }), ", "), voters, need)
+	}
+}
+
+// healthyVoters are the members that are voters within the lag threshold
+// of a real frontier (PhaseMember), listed as voters in the reference
+// member list, their pods not being deleted.
+func (c *classifier) healthyVoters() []string {
+	var out []string
+	for i := range c.obs.Members {
+		m := &c.obs.Members[i]
+		if m.Phase != model.PhaseMember || m.Pod == nil || m.Pod.DeletionMarked {
+			continue
+		}
+		if p := c.peerOf(m); p != nil && !p.IsLearner {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// peerOf is m's entry in the reference member list: by the ID it
+// answered with, else by name (its pod's, or, for static pods, its
+// node's: kubeadm names members after their nodes); nil when none.
+func (c *classifier) peerOf(m *model.Member) *model.Peer {
+	for i := range c.a.MemberList {
+		p := &c.a.MemberList[i]
+		switch {
+		case m.Engine != nil && m.Engine.MemberID != "":
+			if p.ID == m.Engine.MemberID {
+				return p
+			}
+		case p.Name != "" && (p.Name == m.Name || (m.Pod != nil && p.Name == m.Pod.Node)):
+			return p
+		}
+	}
+	return nil
+}
+
 // managedAdvice says what to do instead of action.
 func managedAdvice(action model.Action, m *model.Manager) string {
 	if (action == model.ActionReplace || action == model.ActionReseed) && len(m.Runbook) > 0 {
-		return "rebuild the member its way, step by step below"
+		return "rebuild the member its way (its steps follow, when following them now keeps a quorum)"
 	}
 	return "do it its way, on the nodes"
 }
 
 // runbookWords pair each word of a Manager's runbook with its value for
-// the decision's member and cluster (model.Manager.Runbook).
+// the decision's member and cluster (model.Manager.Runbook): the
+// member's ID from its answer or the others' member list, and as the
+// healthy node the leader's, else a healthy voter's.
 func (c *classifier) runbookWords() []string {
 	ob := c.obs
 	member, node, id := c.in.Member, "<the member's node>", "<its member ID: etcdctl member list>"
@@ -92,25 +148,19 @@ func (c *classifier) runbookWords() []string {
 		if m.Pod != nil && m.Pod.Node != "" {
 			node = m.Pod.Node
 		}
-		switch {
-		case m.Engine != nil && m.Engine.MemberID != "":
+		if p := c.peerOf(m); p != nil && p.ID != "" {
+			id = p.ID
+		} else if m.Engine != nil && m.Engine.MemberID != "" {
 			id = m.Engine.MemberID
-		case m.Pod != nil:
-			// Down, it answers nothing: the others list it by its
-			// node's name (kubeadm's --name).
-			for _, p := range c.a.MemberList {
-				if p.Name == m.Pod.Node && p.ID != "" {
-					id = p.ID
-				}
-			}
 		}
 	}
 	healthy := "<another control-plane node>"
-	for _, m := range ob.Members {
-		if m.Name == member || m.Pod == nil || m.Pod.Node == "" || !m.Pod.Ready {
+	for _, name := range c.healthyVoters() {
+		m := c.Member(name)
+		if name == member || m.Pod.Node == "" {
 			continue
 		}
-		if m.Name == c.a.LeaderMember || healthy == "<another control-plane node>" {
+		if name == c.a.LeaderMember || healthy == "<another control-plane node>" {
 			healthy = m.Pod.Node
 		}
 	}

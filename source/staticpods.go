@@ -53,8 +53,12 @@ func isStaticPod(p *corev1.Pod) bool {
 	return c == nil || (c.Kind == "Node" && c.APIVersion == "v1")
 }
 
-// StaticPodsLayout names the layout in ClusterFacts.Layout.
-const StaticPodsLayout = "kubeadm static pods"
+// StaticPodsLayout names the layout in ClusterFacts.Layout (kubeadm's;
+// OtherStaticPodsLayout another installer's).
+const (
+	StaticPodsLayout      = "kubeadm static pods"
+	OtherStaticPodsLayout = "static pods"
+)
 
 // StaticPods is kubeadm's layout of its control plane's own etcd (stacked
 // etcd): a static pod per control-plane node, seen in the API server as
@@ -89,7 +93,7 @@ func (StaticPods) Workloads(o Objects, detect Detect) []Workload {
 		if _, kubeadm := pods[0].Annotations[AnnotationAdvertiseClientURLs]; !kubeadm {
 			// Static pods of another installer (RKE2, a hand-written
 			// manifest): the kubelet's, but kubeadm's steps are not theirs.
-			w.ManagedBy = KubeletStaticPods
+			w.ManagedBy, w.Layout = KubeletStaticPods, OtherStaticPodsLayout
 		}
 		out = append(out, w)
 	}

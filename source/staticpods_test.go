@@ -65,7 +65,7 @@ func TestStaticPodsAreKubeadmsEtcd(t *testing.T) {
 	if len(ws) != 3 || ws[2].Owner.Namespace != "rke" {
 		t.Fatalf("%d workloads, want kube-system/etcd, other/etcd and rke/etcd", len(ws))
 	}
-	if m := ws[2].ManagedBy; m == nil || len(m.Runbook) != 0 || !m.Unevictable {
+	if m := ws[2].ManagedBy; m == nil || len(m.Runbook) != 0 || !m.Unevictable || ws[2].Layout != OtherStaticPodsLayout {
 		t.Errorf("another installer's static pods: managed by %+v, want the kubelet without kubeadm's runbook", m)
 	}
 	w := ws[0]

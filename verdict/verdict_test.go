@@ -414,6 +414,21 @@ var rows = []row{
 		detail: "no answer (timeout): context deadline exceeded",
 	},
 	{
+		name: "static pods: a paused member is found in the list by its node's name (kubeadm names members after nodes)",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeStaticPods
+			ps := peers(3)
+			for i := range ps {
+				ps[i].Name = o.Members[i].Pod.Node
+			}
+			setPeers(o, ps)
+			unreachable(o, 2, model.ProbeFailureTimeout)
+		},
+		control: true, codes: []string{"member_unreachable etcd-2"},
+		phases: map[string]model.Phase{"etcd-2": model.PhaseUnknown, "etcd-1": model.PhaseMember},
+		detail: "no answer (timeout): context deadline exceeded",
+	},
+	{
 		name: "two of three members unreachable",
 		mutate: func(o *model.Observation) {
 			unreachable(o, 1, model.ProbeFailureTimeout)

@@ -287,7 +287,7 @@ func (s *state) peerFor(v *memberView) (model.Peer, bool) {
 			}
 			continue
 		}
-		if p.Name != "" && p.Name == v.m.Name {
+		if s.namedAs(p, v) {
 			return p, true
 		}
 	}
@@ -496,9 +496,18 @@ func (s *state) probes(r *reasons) {
 		case p.Name == "":
 			r.Add(model.ReasonMemberUnreachable, who, "voter %s was added to the member list but has never started", p.ID)
 		default:
-			r.Add(model.ReasonMemberUnreachable, who, "voter %s is in the member list but no pod of the StatefulSet answers for it", p.ID)
+			r.Add(model.ReasonMemberUnreachable, who, "voter %s is in the member list but no member's pod answers for it", p.ID)
 		}
 	}
+}
+
+// namedAs: member list entry p names v's member, by its pod's name or,
+// for static pods, its node's (kubeadm names each member after its node).
+func (s *state) namedAs(p model.Peer, v *memberView) bool {
+	if p.Name == "" {
+		return false
+	}
+	return p.Name == v.m.Name || (s.obs.Cluster.Shape == model.ShapeStaticPods && v.m.Pod != nil && p.Name == v.m.Pod.Node)
 }
 
 func (s *state) peerMatched(p model.Peer) bool {
@@ -509,7 +518,7 @@ func (s *state) peerMatched(p model.Peer) bool {
 			}
 			continue
 		}
-		if p.Name != "" && p.Name == v.m.Name {
+		if s.namedAs(p, v) {
 			return true
 		}
 	}
