@@ -67,8 +67,10 @@ type Source interface {
 // cluster is present: its ConfigMaps): StatefulSets, pods, claims,
 // disruption budgets, Services, EndpointSlices, Events, and hactl's own
 // lock Leases and ledger ConfigMaps (by label). StatefulSets are listed
-// first (an empty namespace costs one call, and they say whether
-// ConfigMaps are needed), then all the others at once.
+// first (they say whether ConfigMaps are needed); a namespace without
+// any costs one more call, for control-plane static pods (labelled
+// tier=control-plane, kubeadm's etcd), and nothing else when it holds
+// none; then all the others at once.
 type APISource struct {
 	Client kubernetes.Interface
 	// Cluster, when set, is the one cluster the read is for: its lock
@@ -110,10 +112,14 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 		// etcd) can be members: they alone are read, and nothing else
 		// when there are none.
 		pods, err = c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: source.StaticPodSelector})
-		if err != nil {
+		switch {
+		case apierrors.IsForbidden(err):
+			// No cluster can be read here: as before static pods were
+			// looked for, the namespace holds none to show.
+			return o, nil
+		case err != nil:
 			return nil, explainAPIError(err, "list", "pods", ns)
-		}
-		if !source.HasStaticPods(pods.Items) {
+		case !source.HasStaticPods(pods.Items):
 			return o, nil
 		}
 	}
