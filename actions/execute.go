@@ -143,11 +143,9 @@ func (x *Executor) Decide(ctx context.Context, namespace, name string, in model.
 }
 
 // managedOr is the classifier's refusal when the cluster's members are
-// another's (member_managed: a cluster of static pods has no StatefulSet
-// to read a store or a generation from), else err.
+// another's (Observer.DecideManaged), else err.
 func (x *Executor) managedOr(ctx context.Context, namespace, name string, in model.Intent, err error) (model.Decision, status.Result, status.Warnings, error) {
-	d, res, warn, derr := x.Observer.Decide(ctx, namespace, name, in)
-	if derr == nil && res.Observation.Cluster.ManagedBy != nil {
+	if d, res, warn, ok := x.Observer.DecideManaged(ctx, namespace, name, in); ok {
 		return d, res, warn, nil
 	}
 	return model.Decision{}, status.Result{}, nil, err

@@ -151,6 +151,18 @@ func (o *Observer) Decide(ctx context.Context, namespace, name string, in model.
 	return classify.Classify(res.Observation, in, o.now()), res, warn, nil
 }
 
+// DecideManaged decides in when the cluster's members are another's
+// (member_managed: a cluster of static pods has no StatefulSet to read a
+// store or a generation from, which the verbs read before deciding);
+// ok is false for any other cluster, or when it cannot be observed.
+func (o *Observer) DecideManaged(ctx context.Context, namespace, name string, in model.Intent) (d model.Decision, res status.Result, warn status.Warnings, ok bool) {
+	d, res, warn, err := o.Decide(ctx, namespace, name, in)
+	if err != nil || res.Observation.Cluster.ManagedBy == nil {
+		return model.Decision{}, status.Result{}, nil, false
+	}
+	return d, res, warn, true
+}
+
 // Fingerprint digests an object's metadata and spec (see
 // status.Fingerprint).
 func Fingerprint(meta *metav1.ObjectMeta, spec any) string { return status.Fingerprint(meta, spec) }

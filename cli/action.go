@@ -467,8 +467,8 @@ func decisionError(d model.Decision) error {
 // classifier's refusal of in, printed to w as the verbs print a decision,
 // in place of err (what went wrong reading them); else err.
 func refuseManaged(ctx context.Context, w io.Writer, obs *actions.Observer, ns, name string, in model.Intent, err error) error {
-	d, res, _, derr := obs.Decide(ctx, ns, name, in)
-	if derr != nil || res.Observation.Cluster.ManagedBy == nil {
+	d, _, _, ok := obs.DecideManaged(ctx, ns, name, in)
+	if !ok {
 		return err
 	}
 	for _, l := range classify.Describe(d) {
