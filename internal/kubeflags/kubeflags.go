@@ -164,7 +164,7 @@ func (f *ConfigFlags) AddFlags(fs *pflag.FlagSet) {
 // AddMemberFlags binds the member TLS files to fs: --etcd-cacert,
 // --etcd-cert, --etcd-key.
 func (f *ConfigFlags) AddMemberFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.MemberCAFile, "etcd-cacert", "", "CA bundle verifying the etcd members' serving certificates, for clusters that name no TLS Secret and ask clients for certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt on a control-plane node). Read locally; never copied into the cluster.")
+	fs.StringVar(&f.MemberCAFile, "etcd-cacert", "", "CA bundle verifying the etcd members' serving certificates, for clusters of static pods whose members ask clients for certificates (kubeadm's etcd: /etc/kubernetes/pki/etcd/ca.crt on a control-plane node). Read locally; never copied into the cluster.")
 	fs.StringVar(&f.MemberCertFile, "etcd-cert", "", "Client certificate for those etcd members (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt).")
 	fs.StringVar(&f.MemberKeyFile, "etcd-key", "", "Key of --etcd-cert (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key).")
 }
