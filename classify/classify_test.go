@@ -151,6 +151,39 @@ func rows() []row {
 					t.Errorf("runbook %q for a seed", d.Runbook)
 				}
 			}},
+		{name: "operator: its record of the member agrees: its runbook is handed over", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the operator", Runbook: []string{"delete {member} ({memberID})"}}
+				o.Cluster.Operator = operatorRecords(o)
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				if want := []string{"delete etcd-2 (" + memberIDs[2] + ")"}; !slices.Equal(d.Runbook, want) {
+					t.Errorf("runbook %q, want %q", d.Runbook, want)
+				}
+			}},
+		{name: "operator: it records another member ID: deleting its record would remove another member, so no runbook", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the operator", Runbook: []string{"delete {member} ({memberID})"}}
+				o.Cluster.Operator = operatorRecords(o)
+				o.Cluster.Operator.Members[2].MemberID = memberIDs[1]
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				if len(d.Runbook) != 0 {
+					t.Errorf("runbook %q handed out while the operator would remove %s", d.Runbook, memberIDs[1])
+				}
+				if b := d.Blockers[1]; !strings.Contains(b.Detail, "would remove "+memberIDs[1]) {
+					t.Errorf("blocker %q does not say which member would go", b.Detail)
+				}
+			}},
+		{name: "operator: it has no record of the member: no runbook", intent: intentFor(model.ActionReseed, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the operator", Runbook: []string{"delete {member}"}}
+				o.Cluster.Operator = operatorRecords(o)
+				o.Cluster.Operator.Members = o.Cluster.Operator.Members[:2]
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true},
 		{name: "leader without --move-leader", intent: intentFor(model.ActionReplace, "etcd-0"), verb: model.VerbRefuse,
 			codes: []model.Code{model.CodeTargetIsLeader},
 			check: func(t *testing.T, d model.Decision) {
@@ -626,4 +659,14 @@ func kinds(d model.Decision) []model.StepKind {
 		out = append(out, s.Kind)
 	}
 	return out
+}
+
+// operatorRecords is an operator's record of o's members, each by the ID
+// it answers with.
+func operatorRecords(o *model.Observation) *model.OperatorFacts {
+	op := &model.OperatorFacts{Kind: "EtcdCluster", Name: o.Cluster.Name, MemberKind: "EtcdMember", ClusterID: clusterID}
+	for i, m := range o.Members {
+		op.Members = append(op.Members, model.OperatorMember{Name: m.Name, MemberID: memberIDs[i], Voter: true})
+	}
+	return op
 }

@@ -53,7 +53,9 @@ func (c *classifier) handOver() {
 	case a.ClusterIDs > 1:
 		c.Block(model.CodeClusterIDSplit, c.in.Member, "", "the members answer for %d different clusters: rebuilding one member by the book could pick the wrong cluster; see status", a.ClusterIDs)
 	default:
-		c.managedQuorum(target)
+		if c.operatorRecordAgrees(target) {
+			c.managedQuorum(target)
+		}
 	}
 	if len(c.d.Blockers) > 1 {
 		c.Note(model.CodeRunbookWithheld, c.in.Member, "%s's steps are not shown: %s", m.Name, c.d.Blockers[len(c.d.Blockers)-1].Code)
@@ -63,6 +65,41 @@ func (c *classifier) handOver() {
 	for _, step := range m.Runbook {
 		c.d.Runbook = append(c.d.Runbook, r.Replace(step))
 	}
+}
+
+// operatorRecordAgrees blocks a rebuild through an operator whose record
+// of target is not target: it has none (deleting would delete nothing of
+// target's), or it records another member ID than the one the cluster
+// lists for target (its finalizer would remove that other member). True
+// when no operator's record was read, or it agrees.
+func (c *classifier) operatorRecordAgrees(target *model.Member) bool {
+	op := c.obs.Cluster.Operator
+	if op == nil || op.Err != "" {
+		return true
+	}
+	kind := cmp.Or(op.MemberKind, "record")
+	rec := op.Member(target.Name)
+	if rec == nil {
+		c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator has no %s %s: deleting one would not rebuild this member; see the operator's resources", kind, target.Name)
+		return false
+	}
+	if rec.MemberID == "" {
+		return true
+	}
+	p := c.peerOf(target)
+	switch {
+	case p == nil:
+		c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator records member ID %s for %s, and the members' list has no entry for %s to check it against: deleting its %s could remove another member", rec.MemberID, target.Name, target.Name, kind)
+		return false
+	case p.ID != rec.MemberID:
+		what := "would remove " + rec.MemberID + ", another member"
+		if !slices.ContainsFunc(c.a.MemberList, func(q model.Peer) bool { return q.ID == rec.MemberID }) {
+			what = "would remove no member: the cluster lists no " + rec.MemberID + ", so etcd refuses its removal and the deletion hangs on the operator's finalizer"
+		}
+		c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator records member ID %s for %s, which the cluster lists as %s: deleting its %s %s; correct the operator's record first", rec.MemberID, target.Name, p.ID, kind, what)
+		return false
+	}
+	return true
 }
 
 // managedQuorum blocks a rebuild of target that would leave too few

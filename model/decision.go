@@ -187,6 +187,10 @@ const (
 	// delete (the kubelet's static pods); the decision's Runbook says
 	// how that one does it.
 	CodeMemberManaged Code = "member_managed"
+	// CodeOperatorRecordMismatch: the operator's record of the member
+	// (the ID its finalizer removes) is not the member the cluster
+	// lists: following its steps would remove another member.
+	CodeOperatorRecordMismatch Code = "operator_record_mismatch"
 )
 
 // Note codes: information about the decision that blocks nothing.
@@ -221,7 +225,7 @@ var AllBlockerCodes = []Code{
 	CodeRestoreFailed, CodeMemberIDDuplicate,
 	CodePrimaryUnknown, CodeTargetIsPrimary, CodeNoSwitchoverCandidate, CodeMemberUnreachable, CodeActionUnsupported,
 	CodeTargetPromoted, CodeLastFailoverReplica, CodeSyncStandbyStrict, CodeMaintenancePaused,
-	CodeMemberManaged,
+	CodeMemberManaged, CodeOperatorRecordMismatch,
 }
 
 // AllNoteCodes lists every note code.

@@ -105,8 +105,70 @@ type ClusterFacts struct {
 	// certificate carries for a client that reaches it through a
 	// port-forward (kubeadm's etcd: localhost), in place of the pod's
 	// DNS name.
-	ServerName string    `json:"serverName,omitempty"`
-	ObservedAt time.Time `json:"-"`
+	ServerName string `json:"serverName,omitempty"`
+	// TLSCASecret, when set, names the Secret whose ca.crt verifies the
+	// members' serving certificates, where it is not TLSSecret's (an
+	// operator's server Secret beside its client one); TLSSecretFrom
+	// says which field named TLSSecret and TLSCASecret ("" for the
+	// annotation hactl.dev/client-tls-secret).
+	TLSCASecret   string `json:"tlsCASecret,omitempty"`
+	TLSSecretFrom string `json:"tlsSecretFrom,omitempty"`
+	// Operator is what an operator's own objects say of the cluster,
+	// to hold against its members' answers; nil when the layout has no
+	// operator.
+	Operator   *OperatorFacts `json:"operator,omitempty"`
+	ObservedAt time.Time      `json:"-"`
+}
+
+// OperatorFacts are what an operator's custom resources say of a cluster
+// and its members (cozystack's EtcdCluster and EtcdMembers).
+type OperatorFacts struct {
+	// Kind and Name name the cluster's resource ("EtcdCluster", "db");
+	// MemberKind is the kind of its members' ("EtcdMember").
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	MemberKind string `json:"memberKind,omitempty"`
+	// Err says why the resources could not be read (RBAC, no CRD); the
+	// fields below are then empty and nothing is held against them.
+	Err string `json:"error,omitempty"`
+	// ClusterID is the cluster ID the operator recorded (hex), "" when
+	// none.
+	ClusterID string `json:"clusterID,omitempty"`
+	// Available is the resource's Available condition (nil when it has
+	// none), with its reason and message.
+	Available       *bool  `json:"available,omitempty"`
+	AvailableReason string `json:"availableReason,omitempty"`
+	AvailableDetail string `json:"availableMessage,omitempty"`
+	// ReadyMembers is how many members the operator counts ready.
+	ReadyMembers int `json:"readyMembers"`
+	// Members are the operator's records of each member, by name.
+	Members []OperatorMember `json:"members,omitempty"`
+}
+
+// OperatorMember is an operator's record of one member.
+type OperatorMember struct {
+	Name string `json:"name"`
+	// MemberID is the member ID it recorded (hex), "" when none yet.
+	MemberID string `json:"memberID,omitempty"`
+	// Voter: it records the member as a voter (false: a learner).
+	Voter bool `json:"voter"`
+	// Seed: the member that bootstrapped the cluster.
+	Seed bool `json:"seed,omitempty"`
+	// PodUID is the pod it recorded for the member.
+	PodUID string `json:"podUID,omitempty"`
+}
+
+// Member is the operator's record of member name, nil when it has none.
+func (o *OperatorFacts) Member(name string) *OperatorMember {
+	if o == nil {
+		return nil
+	}
+	for i := range o.Members {
+		if o.Members[i].Name == name {
+			return &o.Members[i]
+		}
+	}
+	return nil
 }
 
 // Manager is who owns a cluster's members in hactl's stead.
@@ -211,6 +273,10 @@ type Member struct {
 	Pod     *PodFacts    `json:"pod,omitempty"`
 	PVC     *PVCFacts    `json:"pvc,omitempty"`
 	Engine  *EngineFacts `json:"engine,omitempty"`
+	// Template is this member's own pod's settings where each member's
+	// pod is templated on its own (an operator's EtcdMember pods), nil
+	// where the cluster's Template holds for every member.
+	Template *TemplateFacts `json:"template,omitempty"`
 	// Phase is derived (see package verdict); it is filled by Derive.
 	Phase Phase `json:"phase"`
 	// Lag is leader frontier minus this member's applied index; nil when

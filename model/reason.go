@@ -49,6 +49,15 @@ const (
 	ReasonClientEndpointsMissing ReasonCode = "client_endpoints_missing"
 	ReasonBootstrapFlagStale     ReasonCode = "bootstrap_flag_stale"
 	ReasonObservationStale       ReasonCode = "observation_stale"
+	// ReasonCRStatusStale: the operator's custom resource says the
+	// cluster is available while its members' answers show no quorum
+	// (the operator is not reconciling, or judges by pod readiness).
+	ReasonCRStatusStale ReasonCode = "cr_status_stale"
+	// ReasonCRMemberMismatch: the operator's record of a member (its ID,
+	// whether it votes) disagrees with what the member answers; the
+	// operator acts on its record (its finalizer removes the ID it
+	// holds).
+	ReasonCRMemberMismatch ReasonCode = "cr_member_mismatch"
 	// ReasonEngineUnsupported: the cluster runs an engine hactl has no
 	// rules for; no other engine's rules judge it.
 	ReasonEngineUnsupported ReasonCode = "engine_unsupported"
@@ -119,6 +128,8 @@ var reasonImpact = map[ReasonCode]Impact{
 	ReasonClientEndpointsMissing: ImpactControl,
 	ReasonBootstrapFlagStale:     ImpactFailover,
 	ReasonObservationStale:       ImpactControl,
+	ReasonCRStatusStale:          ImpactFailover,
+	ReasonCRMemberMismatch:       ImpactFailover,
 	ReasonEngineUnsupported:      ImpactControl,
 
 	ReasonQuorumUnavailable:      ImpactControl,

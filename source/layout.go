@@ -19,6 +19,9 @@ type Objects struct {
 	StatefulSets []appsv1.StatefulSet
 	Pods         []corev1.Pod
 	PVCs         []corev1.PersistentVolumeClaim
+	// Cozystack are the cozystack etcd-operator's resources, nil when
+	// they were not read (no pod of theirs).
+	Cozystack *Cozystack
 }
 
 // Index groups a read's pods and claims once, so that listing the members
@@ -75,9 +78,9 @@ type Layout interface {
 	Workloads(o Objects, detect Detect) []Workload
 }
 
-// Default are the layouts read when none are named: StatefulSets and
-// kubeadm's static pods.
-func Default() []Layout { return []Layout{StatefulSets{}, StaticPods{}} }
+// Default are the layouts read when none are named: StatefulSets,
+// kubeadm's static pods and the cozystack etcd-operator's members.
+func Default() []Layout { return []Layout{StatefulSets{}, StaticPods{}, CozystackClusters{}} }
 
 // Workload is one HA cluster as its layout found it.
 type Workload struct {
@@ -110,6 +113,17 @@ type Workload struct {
 	// ServerName is the name the members' serving certificates carry
 	// for a port-forwarded client, "" for the pods' DNS names.
 	ServerName string
+	// Templates are each member's own pod template, by member name,
+	// where each member's pod is templated on its own (an operator's);
+	// nil where Template holds for every member.
+	Templates map[string]model.PodTemplate
+	// TLSSecret, TLSCASecret and TLSSecretFrom are the client TLS
+	// Secrets the layout's own objects name (model.ClusterFacts); ""
+	// where hactl's annotation names them.
+	TLSSecret, TLSCASecret, TLSSecretFrom string
+	// Operator is the operator's word on the cluster, nil without an
+	// operator.
+	Operator *model.OperatorFacts
 }
 
 // Members lists w's members with their pods and volumes, from ix.

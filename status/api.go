@@ -51,6 +51,10 @@ type ClusterStatus struct {
 	// Patroni is what the API server holds for a Patroni cluster: the
 	// leader lock, the dynamic configuration, the sync standby.
 	Patroni *model.PatroniClusterFacts `json:"patroni,omitempty"`
+	// Operator is what the operator's own resources say of the cluster
+	// (cozystack's EtcdCluster and EtcdMembers), shown beside the
+	// verdict that holds it against the members' answers.
+	Operator *model.OperatorFacts `json:"operator,omitempty"`
 
 	// table is how the members read in the human table, in its engine's
 	// words (ToAPI; not part of the schema).
@@ -233,6 +237,7 @@ func ToAPI(r Result) *ClusterStatus {
 		Events:          o.Events,
 		EngineProbed:    o.EngineProbed,
 		Patroni:         o.Cluster.Patroni,
+		Operator:        o.Cluster.Operator,
 		ObservedAt:      o.At.UTC(),
 		Verdict:         VerdictStatus{ControlReady: v.ControlReady, FailoverReady: v.FailoverReady, Reasons: []ReasonStatus{}},
 		Members:         []MemberStatus{},

@@ -79,7 +79,7 @@ type selectingService struct {
 
 func newIndex(o *Objects) *index {
 	ix := &index{
-		src: source.NewIndex(source.Objects{StatefulSets: o.StatefulSets, Pods: o.Pods, PVCs: o.PVCs}), podByName: map[string]*corev1.Pod{},
+		src: source.NewIndex(source.Objects{StatefulSets: o.StatefulSets, Pods: o.Pods, PVCs: o.PVCs, Cozystack: o.Cozystack}), podByName: map[string]*corev1.Pod{},
 		pdbs: map[string][]selectingPDB{}, svcs: map[string][]selectingService{},
 		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
 		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: configMapsErr(o),
@@ -141,10 +141,25 @@ func decodeCluster(w source.Workload, ix *index, at time.Time, p engineParts) mo
 			CreatedAt: w.Owner.CreationTimestamp.Time, ServiceName: w.Service,
 			Template: tf, Shape: tf.Shape(),
 			TLSSecret: w.Owner.Annotations[AnnotationTLSSecret], RESTAuthSecret: w.Owner.Annotations[AnnotationRESTAuthSecret], ObservedAt: at,
-			Layout: w.Layout, ManagedBy: w.ManagedBy, ServerName: w.ServerName,
+			Layout: w.Layout, ManagedBy: w.ManagedBy, ServerName: w.ServerName, Operator: w.Operator,
 		},
 	}
+	if w.TLSSecret != "" || w.TLSCASecret != "" {
+		c := &obs.Cluster
+		c.TLSSecret, c.TLSCASecret, c.TLSSecretFrom = w.TLSSecret, w.TLSCASecret, w.TLSSecretFrom
+	}
+	if op := w.Operator; op != nil && op.ClusterID != "" {
+		// The operator latched the cluster's ID once it formed: evidence
+		// that it formed, as hactl's own ledger's record would be.
+		obs.Cluster.KnownClusterID = op.ClusterID
+	}
 	obs.Members = w.Members(ix.src, at)
+	for i := range obs.Members {
+		if pt, ok := w.Templates[obs.Members[i].Name]; ok {
+			mt := templateOf(p.decoders[w.Engine], pt)
+			obs.Members[i].Template = &mt
+		}
+	}
 	for _, p := range ix.pdbs[w.Owner.Namespace] {
 		if p.sel == nil || !p.sel.Matches(w.PodLabels) {
 			continue

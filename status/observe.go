@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -161,7 +162,7 @@ func (o *Observer) workloads(objs *Objects, parts engineParts, namespace, name s
 		return detect(l, t, parts.decoders)
 	}
 	var all []source.Workload
-	so := source.Objects{StatefulSets: objs.StatefulSets, Pods: objs.Pods, PVCs: objs.PVCs}
+	so := source.Objects{StatefulSets: objs.StatefulSets, Pods: objs.Pods, PVCs: objs.PVCs, Cozystack: objs.Cozystack}
 	for _, l := range layouts {
 		all = append(all, l.Workloads(so, detectIn)...)
 	}
@@ -322,16 +323,20 @@ func probeTargets(ob *model.Observation) []int {
 	return targets
 }
 
-// credentials reads the cluster's TLS Secret, if it names one; for static
-// pods whose members ask for a client certificate they are o.MemberTLS.
+// credentials reads the cluster's TLS Secrets, if it names any; for a
+// managed cluster whose members ask for a client certificate and whose
+// objects name none (static pods) they are o.MemberTLS.
 func (o *Observer) credentials(ctx context.Context, c model.ClusterFacts) (*engine.Credentials, error) {
-	if c.TLSSecret != "" && o.Secrets == nil {
-		return nil, fmt.Errorf("TLS Secret %q cannot be read (no client)", c.TLSSecret)
+	if (c.TLSSecret != "" || c.TLSCASecret != "") && o.Secrets == nil {
+		return nil, fmt.Errorf("TLS Secret %q cannot be read (no client)", cmp.Or(c.TLSSecret, c.TLSCASecret))
 	}
 	if c.TLSSecret == "" && c.Template.ClientCertAuth && c.ManagedBy != nil {
-		// Static pods: no object of theirs can name a Secret, and
-		// their certificates are files on the nodes.
+		// No object of theirs names a Secret (static pods), or the one
+		// that would could not be read: certificates as files.
 		if o.MemberTLS == nil {
+			if op := c.Operator; op != nil && op.Err != "" {
+				return nil, fmt.Errorf("the members ask every client for a certificate (--client-cert-auth), and the %s naming the operator's client Secret could not be read (%s): grant get and list on it, or pass --etcd-cacert, --etcd-cert and --etcd-key", op.Kind, op.Err)
+			}
 			return nil, ErrNoMemberTLS
 		}
 		return o.MemberTLS, nil
@@ -344,21 +349,37 @@ func (o *Observer) credentials(ctx context.Context, c model.ClusterFacts) (*engi
 var ErrNoMemberTLS = errors.New("the members ask every client for a certificate (--client-cert-auth) and none was given: " +
 	"pass --etcd-cacert, --etcd-cert and --etcd-key (kubeadm: /etc/kubernetes/pki/etcd/ca.crt, healthcheck-client.crt and healthcheck-client.key, copied from a control-plane node)")
 
-// ReadCredentials reads the client TLS material a cluster names with the
-// annotation hactl.dev/client-tls-secret; nil when it names none. purpose
-// ("probe the members", "act on the members") completes the RBAC hint.
-// Errors name the Secret, never its contents.
+// ReadCredentials reads the client TLS material a cluster names: with the
+// annotation hactl.dev/client-tls-secret, or with its operator's own
+// fields (TLSSecretFrom: the client identity in TLSSecret, the CA that
+// verifies the members in TLSCASecret's ca.crt); nil when it names none.
+// purpose ("probe the members", "act on the members") completes the RBAC
+// hint. Errors name the Secret, never its contents.
 func ReadCredentials(ctx context.Context, get SecretGetter, c model.ClusterFacts, purpose string) (*engine.Credentials, error) {
-	if c.TLSSecret == "" {
-		return nil, nil
+	namedBy := cmp.Or(c.TLSSecretFrom, "annotation "+AnnotationTLSSecret)
+	var cr *engine.Credentials
+	if c.TLSSecret != "" {
+		s, err := namedSecret(ctx, get, c.Namespace, c.TLSSecret, namedBy, "TLS", purpose)
+		if err != nil {
+			return nil, err
+		}
+		if cr, err = engine.CredentialsFromKeys(s.Data); err != nil {
+			return nil, fmt.Errorf("TLS Secret %q has %w", c.TLSSecret, err)
+		}
 	}
-	s, err := namedSecret(ctx, get, c.Namespace, c.TLSSecret, AnnotationTLSSecret, "TLS", purpose)
-	if err != nil {
-		return nil, err
-	}
-	cr, err := engine.CredentialsFromKeys(s.Data)
-	if err != nil {
-		return nil, fmt.Errorf("TLS Secret %q has %w", c.TLSSecret, err)
+	if c.TLSCASecret != "" {
+		s, err := namedSecret(ctx, get, c.Namespace, c.TLSCASecret, namedBy, "TLS", purpose)
+		if err != nil {
+			return nil, err
+		}
+		ca := s.Data["ca.crt"]
+		if len(ca) == 0 {
+			return nil, fmt.Errorf("TLS Secret %q (%s) has no ca.crt to verify the members with", c.TLSCASecret, namedBy)
+		}
+		if cr == nil {
+			cr = &engine.Credentials{}
+		}
+		cr.CAPEM = ca
 	}
 	return cr, nil
 }
@@ -376,7 +397,7 @@ func ReadRESTAuth(ctx context.Context, get SecretGetter, c model.ClusterFacts, p
 	if get == nil {
 		return nil, fmt.Errorf("REST API Secret %q cannot be read (no client)", c.RESTAuthSecret)
 	}
-	s, err := namedSecret(ctx, get, c.Namespace, c.RESTAuthSecret, AnnotationRESTAuthSecret, "REST API", purpose)
+	s, err := namedSecret(ctx, get, c.Namespace, c.RESTAuthSecret, "annotation "+AnnotationRESTAuthSecret, "REST API", purpose)
 	if err != nil {
 		return nil, err
 	}
@@ -387,16 +408,17 @@ func ReadRESTAuth(ctx context.Context, get SecretGetter, c model.ClusterFacts, p
 	return a, nil
 }
 
-// namedSecret gets Secret name in ns, which annotation names; kind ("TLS",
-// "REST API") and purpose word the errors, which name the Secret, never
-// its contents.
-func namedSecret(ctx context.Context, get SecretGetter, ns, name, annotation, kind, purpose string) (*corev1.Secret, error) {
+// namedSecret gets Secret name in ns, which namedBy names ("annotation
+// hactl.dev/client-tls-secret", an operator's field); kind ("TLS", "REST
+// API") and purpose word the errors, which name the Secret, never its
+// contents.
+func namedSecret(ctx context.Context, get SecretGetter, ns, name, namedBy, kind, purpose string) (*corev1.Secret, error) {
 	s, err := get(ctx, ns, name)
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, fmt.Errorf("you may not get secret %q in namespace %q (annotation %s); grant get on that Secret to %s", name, ns, annotation, purpose)
+		return nil, fmt.Errorf("you may not get secret %q in namespace %q (%s); grant get on that Secret to %s", name, ns, namedBy, purpose)
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("%s Secret %q named by annotation %s does not exist in namespace %q", kind, name, annotation, ns)
+		return nil, fmt.Errorf("%s Secret %q named by %s does not exist in namespace %q", kind, name, namedBy, ns)
 	case err != nil:
 		return nil, fmt.Errorf("reading %s Secret %q: %w", kind, name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
@@ -44,6 +45,9 @@ type Objects struct {
 	ConfigMaps     []corev1.ConfigMap
 	ConfigMapsRead bool
 	ConfigMapsErr  error
+	// Cozystack are the cozystack etcd-operator's resources, read only
+	// where one of its members' pods is (nil elsewhere).
+	Cozystack *source.Cozystack
 	// Leases and Ledgers are hactl's own lock Leases and ledger
 	// ConfigMaps (labelled LabelCluster), listed by that label, or read
 	// one per cluster (GET hactl-NAME) where the list is forbidden.
@@ -68,9 +72,12 @@ type Source interface {
 // disruption budgets, Services, EndpointSlices, Events, and hactl's own
 // lock Leases and ledger ConfigMaps (by label). StatefulSets are listed
 // first (they say whether ConfigMaps are needed); a namespace without
-// any costs one more call, for control-plane static pods (labelled
-// tier=control-plane, kubeadm's etcd), and nothing else when it holds
-// none; then all the others at once.
+// any costs two more calls at once, for control-plane static pods
+// (labelled tier=control-plane, kubeadm's etcd) and the cozystack
+// etcd-operator's pods (labelled etcd-operator.cozystack.io/cluster),
+// and nothing else when it holds none; then all the others at once.
+// Where a cozystack member's pod is, its EtcdClusters and EtcdMembers
+// are read too (two GETs at once, after the others).
 type APISource struct {
 	Client kubernetes.Interface
 	// Cluster, when set, is the one cluster the read is for: its lock
@@ -109,9 +116,10 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	var pods *corev1.PodList
 	if len(sts.Items) == 0 {
 		// Without StatefulSets, only control-plane static pods (kubeadm's
-		// etcd) can be members: they alone are read, and nothing else
-		// when there are none.
-		pods, err = c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: source.StaticPodSelector})
+		// etcd) and an operator's pods (cozystack's etcd-operator) can be
+		// members: they alone are read, and nothing else when there are
+		// none.
+		pods, err = layoutPods(ctx, c, ns)
 		switch {
 		case apierrors.IsForbidden(err):
 			// No cluster can be read here: as before static pods were
@@ -119,7 +127,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 			return o, nil
 		case err != nil:
 			return nil, explainAPIError(err, "list", "pods", ns)
-		case !source.HasStaticPods(pods.Items):
+		case !source.HasStaticPods(pods.Items) && !source.HasCozystackPods(pods.Items):
 			return o, nil
 		}
 	}
@@ -154,6 +162,9 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 		readActionObjects(ctx, c, ns, o.StatefulSets, s.Engines).put(o)
 	})
 	wg.Wait()
+	if podsErr == nil && source.HasCozystackPods(pods.Items) {
+		o.Cozystack = readCozystack(ctx, c, ns)
+	}
 	for _, l := range []struct {
 		err      error
 		resource string
@@ -183,6 +194,69 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 		}
 	}
 	return o, nil
+}
+
+// layoutPods lists the pods of the layouts that have no StatefulSet:
+// control-plane static pods and cozystack etcd members, each by its
+// label, both at once.
+func layoutPods(ctx context.Context, c kubernetes.Interface, ns string) (*corev1.PodList, error) {
+	sels := []string{source.StaticPodSelector, source.CozystackSelector}
+	lists := make([]*corev1.PodList, len(sels))
+	errs := make([]error, len(sels))
+	var wg sync.WaitGroup
+	for i, sel := range sels {
+		wg.Go(func() { lists[i], errs[i] = c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel}) })
+	}
+	wg.Wait()
+	out := &corev1.PodList{}
+	seen := map[types.UID]bool{}
+	for i := range sels {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		for _, p := range lists[i].Items {
+			if !seen[p.UID] {
+				seen[p.UID] = true
+				out.Items = append(out.Items, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// readCozystack reads the cozystack etcd-operator's EtcdClusters and
+// EtcdMembers in ns, both at once. Where they cannot be read (the
+// operator's resources are not installed, or not readable), Err says
+// why: the clusters are then shown from their pods alone.
+func readCozystack(ctx context.Context, c kubernetes.Interface, ns string) *source.Cozystack {
+	cz := &source.Cozystack{}
+	rc := c.Discovery().RESTClient()
+	if rc == nil {
+		cz.Err = errors.New("no client reads the operator's resources")
+		return cz
+	}
+	raws := make([][]byte, len(source.CozystackResources))
+	errs := make([]error, len(source.CozystackResources))
+	var wg sync.WaitGroup
+	for i, r := range source.CozystackResources {
+		wg.Go(func() { raws[i], errs[i] = rc.Get().AbsPath(source.CozystackPath(ns, r)).DoRaw(ctx) })
+	}
+	wg.Wait()
+	for i, r := range source.CozystackResources {
+		resource := r + "." + source.CozystackGroup
+		switch err := errs[i]; {
+		case apierrors.IsNotFound(err):
+			cz.Err = fmt.Errorf("the API server serves no %s: the operator's resources are not installed", resource)
+		case err != nil:
+			cz.Err = explainAPIError(err, "list", resource, ns)
+		default:
+			cz.Err = source.DecodeCozystackList(r, raws[i], cz)
+		}
+		if cz.Err != nil {
+			return cz
+		}
+	}
+	return cz
 }
 
 // actionObjects are hactl's lock Leases and ledger ConfigMaps as read,

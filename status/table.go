@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/hactl-dev/hactl/internal/format"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // TableOptions tune the human table.
@@ -128,6 +129,9 @@ func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string)
 		}
 		out = append(out, line)
 	}
+	if op := cs.Operator; op != nil {
+		out = append(out, "  "+OperatorLine(op))
+	}
 	for _, r := range cs.Verdict.Reasons {
 		c := ansiYellow
 		if r.Impact == "control" {
@@ -143,6 +147,32 @@ func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string)
 		out = append(out, line)
 	}
 	return out
+}
+
+// OperatorLine is what an operator's resource says of the cluster, in
+// one line (the table's, the live view's), with any terminal control in
+// the resource's words escaped.
+func OperatorLine(op *model.OperatorFacts) string {
+	if op.Err != "" {
+		return printers.EscapeTerminal(op.Kind + " " + op.Name + " not read: " + op.Err)
+	}
+	line := op.Kind + " " + op.Name + " says: "
+	switch {
+	case op.Available == nil:
+		line += "no Available condition"
+	case *op.Available:
+		line += "Available"
+	default:
+		line += "not Available"
+	}
+	if op.AvailableReason != "" {
+		line += " (" + op.AvailableReason + ")"
+	}
+	line += fmt.Sprintf(", %d members ready", op.ReadyMembers)
+	if op.ClusterID != "" {
+		line += ", cluster " + op.ClusterID
+	}
+	return printers.EscapeTerminal(line)
 }
 
 // columns are the member table's headers: hactl's own, with the

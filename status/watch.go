@@ -20,6 +20,7 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 )
 
 // ErrCacheSync is returned by Watcher.Start when the watch caches did not
@@ -108,7 +109,10 @@ type Watcher struct {
 	// trusted.
 	lastActions actionObjects
 	haveActions bool
-	cancel      context.CancelFunc
+	// lastCozystack are the cozystack etcd-operator's resources as last
+	// read (Watcher.cozystack), nil before the first read.
+	lastCozystack *source.Cozystack
+	cancel        context.CancelFunc
 
 	// directBegun is set by ExpectDirect (or ObserveDirect), and listed
 	// closed once the direct read's lists have returned: Start waits for
@@ -566,6 +570,9 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 			objs.ConfigMapsErr = explainAPIError(cmErr, "list and watch", "configmaps", ns)
 		}
 	}
+	if source.HasCozystackPods(objs.Pods) {
+		objs.Cozystack = s.w.cozystack(ctx, ns, s.probe)
+	}
 	if len(objs.StatefulSets) == 0 {
 		return objs, nil
 	}
@@ -578,6 +585,23 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 	}
 	s.w.actions(ctx, ns, objs, s.probe).put(objs)
 	return objs, nil
+}
+
+// cozystack are the cozystack etcd-operator's resources, read from the
+// API server (they are not watched) on a probe round, or when none were
+// read yet; a round between probes reuses the last read.
+func (w *Watcher) cozystack(ctx context.Context, ns string, probe bool) *source.Cozystack {
+	w.mu.Lock()
+	last := w.lastCozystack
+	w.mu.Unlock()
+	if last != nil && !probe {
+		return last
+	}
+	cz := readCozystack(ctx, w.client, ns)
+	w.mu.Lock()
+	w.lastCozystack = cz
+	w.mu.Unlock()
+	return cz
 }
 
 // actions are hactl's own objects read from the API server while their

@@ -32,6 +32,21 @@ func peer(i int) model.Peer {
 	}
 }
 
+// operatorSays is an operator's word on o as cozystack's EtcdCluster and
+// EtcdMembers would say it: every member recorded by the ID it has, the
+// cluster Available or not.
+func operatorSays(o *model.Observation, available bool) *model.OperatorFacts {
+	op := &model.OperatorFacts{Kind: "EtcdCluster", Name: o.Cluster.Name, MemberKind: "EtcdMember", ClusterID: clusterID, Available: &available, ReadyMembers: len(o.Members)}
+	op.AvailableReason = "QuorumHealthy"
+	if !available {
+		op.AvailableReason = "QuorumLost"
+	}
+	for i, m := range o.Members {
+		op.Members = append(op.Members, model.OperatorMember{Name: m.Name, MemberID: memberID(i), Voter: true, Seed: i == 0})
+	}
+	return op
+}
+
 func peers(n int) []model.Peer {
 	out := make([]model.Peer, n)
 	for i := range out {
@@ -427,6 +442,74 @@ var rows = []row{
 		control: true, codes: []string{"member_unreachable etcd-2"},
 		phases: map[string]model.Phase{"etcd-2": model.PhaseUnknown, "etcd-1": model.PhaseMember},
 		detail: "no answer (timeout): context deadline exceeded",
+	},
+	// --- an operator's word (cozystack's EtcdCluster and EtcdMembers) ---
+	{
+		name: "operator: each member's own pod; the seed's still says new after the cluster formed (seed 000)",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeOperatorOwned
+			for i := range o.Members {
+				st := "existing"
+				if i == 0 {
+					st = "new"
+				}
+				o.Members[i].Template = &model.TemplateFacts{InitialClusterState: st, InitialClusterStateFrom: "arg"}
+			}
+			o.Cluster.Operator = operatorSays(o, true)
+		},
+		control: true, codes: []string{"bootstrap_flag_stale etcd-0"},
+		detail: "its pod sets initial-cluster-state=new (arg) but the cluster has formed (cluster ID " + clusterID + ")",
+	},
+	{
+		name: "operator: says Available while no quorum answers (cozystack/etcd-operator#367)",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeOperatorOwned
+			unreachable(o, 1, model.ProbeFailureTimeout)
+			unreachable(o, 2, model.ProbeFailureTimeout)
+			o.Cluster.Operator = operatorSays(o, true)
+		},
+		codes:  []string{"quorum_unavailable", "cr_status_stale", "member_unreachable etcd-1", "member_unreachable etcd-2"},
+		detail: "EtcdCluster etcd says Available (QuorumHealthy, 3 members ready) but 1 of 3 voters answered; quorum needs 2",
+	},
+	{
+		name: "operator: says not Available while no quorum answers: it tells the truth",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeOperatorOwned
+			unreachable(o, 1, model.ProbeFailureTimeout)
+			unreachable(o, 2, model.ProbeFailureTimeout)
+			o.Cluster.Operator = operatorSays(o, false)
+		},
+		codes: []string{"quorum_unavailable", "member_unreachable etcd-1", "member_unreachable etcd-2"},
+	},
+	{
+		name: "operator: records another member ID than the member answers with",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeOperatorOwned
+			o.Cluster.Operator = operatorSays(o, true)
+			o.Cluster.Operator.Members[2].MemberID = otherID
+		},
+		control: true, codes: []string{"cr_member_mismatch etcd-2"},
+		detail: "the operator records member ID " + otherID + " for it, which answers as " + memberID(2) + ": deleting its EtcdMember would remove " + otherID + " (no member the others list), not it",
+	},
+	{
+		name: "operator: records another cluster ID than the members answer for",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeOperatorOwned
+			o.Cluster.Operator = operatorSays(o, true)
+			o.Cluster.Operator.ClusterID = otherID
+		},
+		control: true, codes: []string{"cr_status_stale"},
+		detail: "EtcdCluster etcd records cluster ID " + otherID + "; the members answer for " + clusterID,
+	},
+	{
+		name: "operator: its resources could not be read: nothing is held against them",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeOperatorOwned
+			o.Cluster.Operator = operatorSays(o, true)
+			o.Cluster.Operator.Members[2].MemberID = otherID
+			o.Cluster.Operator.Err = "forbidden"
+		},
+		control: true, fail: true,
 	},
 	{
 		name: "two of three members unreachable",

@@ -57,6 +57,7 @@ func (Rules) Judge(in model.JudgeInput) model.Judgement {
 	if s.probed {
 		s.probes(&r)
 		s.identity(&r)
+		s.operatorWord(&r)
 		s.duplicates(&r)
 		s.memberList(&r)
 		s.leaderReasons(&r)
@@ -436,6 +437,9 @@ func (s *state) bootstrapFlag(r *reasons) {
 	if !s.a.Formed {
 		return
 	}
+	if s.memberTemplates(r) {
+		return
+	}
 	t := c.Template
 	switch {
 	case c.Shape == model.ShapeStaticNew:
@@ -446,6 +450,66 @@ func (s *state) bootstrapFlag(r *reasons) {
 			from = " (" + t.InitialClusterStateFrom + ")"
 		}
 		r.Add(model.ReasonBootstrapFlagStale, "", "template sets initial-cluster-state=new%s but the cluster has formed (%s)", from, s.a.FormedBecause)
+	}
+}
+
+// memberTemplates judges each member's own pod where each is templated
+// on its own (an operator's, which never re-templates a running pod:
+// seed 000): a pod still told to bootstrap a new cluster after it formed
+// would, recreated on an empty volume, bootstrap one of its own. False
+// when the members share the cluster's template.
+func (s *state) memberTemplates(r *reasons) bool {
+	own := false
+	for _, m := range s.obs.Members {
+		t := m.Template
+		if t == nil {
+			continue
+		}
+		own = true
+		if strings.EqualFold(t.InitialClusterState, "new") {
+			r.Add(model.ReasonBootstrapFlagStale, m.Name, "its pod sets initial-cluster-state=new%s but the cluster has formed (%s): on an empty volume it would bootstrap a cluster of its own; have its operator render it again (one that still renders new must be upgraded first), deleting the pod while its volume holds data", from(t.InitialClusterStateFrom), s.a.FormedBecause)
+		}
+	}
+	return own
+}
+
+// from is " (where)" for a setting found in where, "" when unknown.
+func from(where string) string {
+	if where == "" {
+		return ""
+	}
+	return " (" + where + ")"
+}
+
+// operatorWord holds an operator's own word on the cluster (its custom
+// resources) against the members' answers: a cluster it calls available
+// while no quorum answers (cozystack/etcd-operator#367) or whose ID is
+// not the one the members answer for, and member IDs it recorded that
+// the members do not answer with (its finalizer removes the recorded
+// ID).
+func (s *state) operatorWord(r *reasons) {
+	op := s.obs.Cluster.Operator
+	if op == nil || op.Err != "" {
+		return
+	}
+	if op.Available != nil && *op.Available && s.a.Voters > 0 && s.a.AnsweringVoters < s.a.Quorum {
+		r.Add(model.ReasonCRStatusStale, "", "%s %s says Available (%s, %d members ready) but %d of %d voters answered; quorum needs %d",
+			op.Kind, op.Name, cmp.Or(op.AvailableReason, "no reason"), op.ReadyMembers, s.a.AnsweringVoters, s.a.Voters, s.a.Quorum)
+	}
+	if op.ClusterID != "" && s.a.ClusterID != "" && op.ClusterID != s.a.ClusterID {
+		r.Add(model.ReasonCRStatusStale, "", "%s %s records cluster ID %s; the members answer for %s", op.Kind, op.Name, op.ClusterID, s.a.ClusterID)
+	}
+	for _, v := range s.views {
+		rec := op.Member(v.m.Name)
+		if rec == nil || rec.MemberID == "" || !v.Answered || v.Engine.MemberID == "" || rec.MemberID == v.Engine.MemberID {
+			continue
+		}
+		other := s.nameOf(rec.MemberID)
+		if other == rec.MemberID {
+			other = "no member the others list"
+		}
+		r.Add(model.ReasonCRMemberMismatch, v.m.Name, "the operator records member ID %s for it, which answers as %s: deleting its %s would remove %s (%s), not it",
+			rec.MemberID, v.Engine.MemberID, cmp.Or(op.MemberKind, "record"), rec.MemberID, other)
 	}
 }
 

@@ -117,7 +117,8 @@ func (v Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 }
 
 // summaryLines are the cluster-wide facts: engine, shape, leader,
-// cluster ID and the quorum arithmetic.
+// cluster ID, who owns the members in hactl's stead, the quorum
+// arithmetic, and an operator's word on the cluster.
 func summaryLines(t common.Theme, views common.EngineViews, r status.Result, w int) []string {
 	c, a := r.Observation.Cluster, r.Analysis
 	parts := []string{c.Engine.String(), c.Shape.String()}
@@ -139,10 +140,17 @@ func summaryLines(t common.Theme, views common.EngineViews, r status.Result, w i
 	} else if r.Observation.EngineProbed {
 		q = append(q, "frontier unknown")
 	}
-	return []string{
+	if m := c.ManagedBy; m != nil {
+		parts = append(parts, c.Layout+", owned by "+m.Name)
+	}
+	lines := []string{
 		" " + strings.Join(parts, t.Dim.Render(" · ")),
 		" " + t.Dim.Render(strings.Join(q, " · ")),
 	}
+	if op := c.Operator; op != nil {
+		lines = append(lines, " "+t.Dim.Render(status.OperatorLine(op)))
+	}
+	return lines
 }
 
 // refresh rebuilds the member table's rows.
