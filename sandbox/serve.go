@@ -193,6 +193,11 @@ func (s *supervisor) start(ctx context.Context) error {
 	if err := m.SkipAnnotation(runner.MirrorAnnotation); err != nil {
 		return err
 	}
+	// So are the cozystack etcd-operator's member pods, which carry no
+	// label of the sandbox's: the runner knows them by their EtcdMember.
+	if err := m.SkipController(runner.OperatorGroup, runner.OperatorMemberKind); err != nil {
+		return err
+	}
 	if err := kwok.Install(ctx, s.dyn, m); err != nil {
 		return err
 	}
@@ -333,6 +338,7 @@ func (s *supervisor) runScenarios(ctx context.Context) error {
 	}
 	env := scenario.Env{
 		Kube:      s.kc,
+		Dynamic:   s.dyn,
 		Namespace: ns,
 		Break: func(ctx context.Context, pod string, kind fault.Kind, args []string) error {
 			return s.breakMember(ctx, ns, pod, kind, args)

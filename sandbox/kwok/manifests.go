@@ -124,6 +124,33 @@ func (m *Manifests) SkipAnnotation(annotation string) error {
 	return nil
 }
 
+// SkipController makes a pod Stage ignore pods whose controller owner
+// reference is of kind in API group (any version), as SkipLabel does for
+// a label: the sandbox's kwok never plays the kubelet for the cozystack
+// etcd-operator's member pods (controlled by an EtcdMember), which carry
+// no label of the sandbox's and which the runner runs.
+func SkipController(stage *unstructured.Unstructured, group, kind string) error {
+	return skip(stage, ControllerQuery(group, kind))
+}
+
+// ControllerQuery is the jq query (a Stage selector's key) yielding the
+// name of a pod's controller owner of kind in API group: DoesNotExist
+// selects the pods with no such controller.
+func ControllerQuery(group, kind string) string {
+	return fmt.Sprintf(`.metadata.ownerReferences[]? | select(.controller == true and .kind == %q and ((.apiVersion // "") | startswith(%q))) | .name`,
+		kind, group+"/")
+}
+
+// SkipController applies SkipController to every Stage of m.
+func (m *Manifests) SkipController(group, kind string) error {
+	for _, st := range m.Stages {
+		if err := SkipController(st, group, kind); err != nil {
+			return fmt.Errorf("stage %s: %w", st.GetName(), err)
+		}
+	}
+	return nil
+}
+
 // skip prepends `{key: <key>, operator: DoesNotExist}` to a pod Stage's
 // selector, once.
 func skip(stage *unstructured.Unstructured, key string) error {

@@ -120,3 +120,23 @@ func TestSkipAnnotationPrependsOnce(t *testing.T) {
 		t.Fatalf("annotation expression %v", second)
 	}
 }
+
+func TestSkipControllerQuery(t *testing.T) {
+	st := &unstructured.Unstructured{Object: map[string]any{
+		"kind": "Stage",
+		"spec": map[string]any{"resourceRef": map[string]any{"kind": "Pod"}},
+	}}
+	for range 2 {
+		if err := SkipController(st, "etcd-operator.cozystack.io", "EtcdMember"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exprs, _, _ := unstructured.NestedSlice(st.Object, "spec", "selector", "matchExpressions")
+	if len(exprs) != 1 {
+		t.Fatalf("want 1 expression, got %v", exprs)
+	}
+	want := `.metadata.ownerReferences[]? | select(.controller == true and .kind == "EtcdMember" and ((.apiVersion // "") | startswith("etcd-operator.cozystack.io/"))) | .name`
+	if e := exprs[0].(map[string]any); e["key"] != want || e["operator"] != "DoesNotExist" {
+		t.Fatalf("expression %v", e)
+	}
+}

@@ -1,7 +1,11 @@
 // Package runner is the sandbox's kubelet for HA cluster members: for each
 // pod labelled hactl.dev/engine (scheduled to one of kwok's fake nodes),
-// and each control-plane static pod's mirror pod (annotation
-// kubernetes.io/config.mirror, label tier=control-plane: kubeadm's etcd), it
+// each control-plane static pod's mirror pod (annotation
+// kubernetes.io/config.mirror, label tier=control-plane: kubeadm's etcd),
+// and each pod controlled by an EtcdMember of etcd-operator.cozystack.io
+// (playing the kubelet for the cozystack etcd-operator's pods, which
+// carry nothing of hactl's: found among the pods labelled
+// etcd-operator.cozystack.io/cluster by their controller owner), it
 // runs the pod's containers as real host processes — the container's own
 // command, args and environment, with the downward API and $(VAR)
 // references resolved, and only addresses substituted so the member
@@ -83,6 +87,12 @@
 // the ports of its containers' --listen-*-urls (they declare none), a
 // wipe empties the hostPath directory holding its --data-dir, and a
 // mirror pod gets no ServiceAccount kubeconfig (static pods have none).
+//
+// A pod's DNS names are those of a StatefulSet pod under its governing
+// Service (<pod>.<service>[.<ns>[.svc[.cluster.local]]]) and, for a pod
+// the runner runs that sets spec.hostname and spec.subdomain (the
+// cozystack etcd-operator's members), <hostname>.<subdomain>[...]: in
+// flags and environment they are rewritten to the member's address.
 //
 // Each member listens for peers on a second, hidden address (127.x.2.n);
 // the runner's peer proxy forwards the member's advertised peer address to

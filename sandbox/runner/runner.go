@@ -113,6 +113,11 @@ type Runner struct {
 	// those that are mirror pods (IsStaticControlPlane).
 	staticFactory informers.SharedInformerFactory
 	static        cache.SharedIndexInformer
+	// operator are the pods labelled with the cozystack etcd-operator's
+	// cluster label: the runner runs those an EtcdMember controls
+	// (IsOperatorMember), playing the kubelet for the operator's pods.
+	operatorFactory informers.SharedInformerFactory
+	operator        cache.SharedIndexInformer
 	// podNet is the pod network proxy hactl's agent dials pod IPs
 	// through (set by Start).
 	podNet *PodNetwork
@@ -140,21 +145,25 @@ func New(o Options) *Runner {
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = RunLabel }))
 	sf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = controlPlaneSelector }))
+	opf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = OperatorClusterLabel }))
 	r := &Runner{
-		othersFactory: of,
-		others:        of.Core().V1().Pods().Informer(),
-		staticFactory: sf,
-		static:        sf.Core().V1().Pods().Informer(),
-		o:             o,
-		addrs:         NewAddresses(o.Block),
-		proxy:         newPeerProxy(o.Logf),
-		fwd:           newForwardProxy(o.Logf),
-		factory:       f,
-		pods:          f.Core().V1().Pods().Informer(),
-		sets:          f.Apps().V1().StatefulSets().Informer(),
-		shutdown:      make(chan struct{}),
-		members:       map[types.UID]*member{},
-		byName:        map[string]*member{},
+		operatorFactory: opf,
+		operator:        opf.Core().V1().Pods().Informer(),
+		othersFactory:   of,
+		others:          of.Core().V1().Pods().Informer(),
+		staticFactory:   sf,
+		static:          sf.Core().V1().Pods().Informer(),
+		o:               o,
+		addrs:           NewAddresses(o.Block),
+		proxy:           newPeerProxy(o.Logf),
+		fwd:             newForwardProxy(o.Logf),
+		factory:         f,
+		pods:            f.Core().V1().Pods().Informer(),
+		sets:            f.Apps().V1().StatefulSets().Informer(),
+		shutdown:        make(chan struct{}),
+		members:         map[types.UID]*member{},
+		byName:          map[string]*member{},
 	}
 	r.proxy.owner = r.socketOwner
 	return r
@@ -194,7 +203,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			}
 		},
 	}
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator} {
 		if _, err := inf.AddEventHandler(handlers); err != nil {
 			return err
 		}
@@ -209,7 +218,8 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.factory.Start(r.shutdown)
 	r.othersFactory.Start(r.shutdown)
 	r.staticFactory.Start(r.shutdown)
-	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced, r.static.HasSynced) {
+	r.operatorFactory.Start(r.shutdown)
+	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced, r.static.HasSynced, r.operator.HasSynced) {
 		return fmt.Errorf("runner: caches did not sync: %w", ctx.Err())
 	}
 	go func() {
@@ -270,6 +280,7 @@ func (r *Runner) Stop() {
 	r.factory.Shutdown()
 	r.othersFactory.Shutdown()
 	r.staticFactory.Shutdown()
+	r.operatorFactory.Shutdown()
 }
 
 func (r *Runner) observe(o any) {
@@ -323,7 +334,10 @@ func (r *Runner) forget(pod *corev1.Pod) {
 }
 
 // resolve maps a sandbox pod's DNS name, seen from namespace ns, to its
-// address.
+// address: a StatefulSet pod's <pod>.<service>... (ResolvePodDNS) or, for
+// a pod the runner runs that sets spec.hostname and spec.subdomain (the
+// cozystack etcd-operator's members), <hostname>.<subdomain>...
+// (ResolveSubdomainDNS).
 func (r *Runner) resolve(ns string) func(string) (string, bool) {
 	return func(host string) (string, bool) {
 		var govs []Governor
@@ -333,6 +347,9 @@ func (r *Runner) resolve(ns string) func(string) (string, bool) {
 		}
 		podNS, pod, ok := ResolvePodDNS(host, ns, govs)
 		if !ok {
+			podNS, pod, ok = ResolveSubdomainDNS(host, ns, r.subdomains())
+		}
+		if !ok {
 			return "", false
 		}
 		a, err := r.addrs.For(podNS, pod)
@@ -341,6 +358,22 @@ func (r *Runner) resolve(ns string) func(string) (string, bool) {
 		}
 		return a.Address, true
 	}
+}
+
+// subdomains lists the pods the runner watches that set spec.hostname and
+// spec.subdomain.
+func (r *Runner) subdomains() []Subdomain {
+	var out []Subdomain
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator} {
+		for _, o := range inf.GetStore().List() {
+			p, ok := o.(*corev1.Pod)
+			if !ok || p.Spec.Hostname == "" || p.Spec.Subdomain == "" || !runs(p) {
+				continue
+			}
+			out = append(out, Subdomain{Namespace: p.Namespace, Pod: p.Name, Hostname: p.Spec.Hostname, Subdomain: p.Spec.Subdomain})
+		}
+	}
+	return out
 }
 
 // objects reads ConfigMaps and Secrets of one namespace from the API.

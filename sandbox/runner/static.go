@@ -44,7 +44,41 @@ func IsStaticControlPlane(pod *corev1.Pod) bool {
 	return IsMirror(pod) && pod.Labels[TierLabel] == ControlPlaneTier
 }
 
-// runs reports whether the runner runs pod's containers.
+// The cozystack etcd-operator's marks on the member pods it creates
+// (github.com/cozystack/etcd-operator, controllers/helpers.go and
+// etcdmember_controller.go buildPod): every one is labelled with its
+// cluster and controlled by its EtcdMember.
+const (
+	// OperatorGroup is the operator's API group.
+	OperatorGroup = "etcd-operator.cozystack.io"
+	// OperatorMemberKind is the kind of the object controlling a member
+	// pod.
+	OperatorMemberKind = "EtcdMember"
+	// OperatorClusterLabel is the operator's cluster label, on every
+	// object it creates: the runner's fourth watch selects pods by it.
+	OperatorClusterLabel = OperatorGroup + "/cluster"
+)
+
+// IsOperatorMember reports whether the runner plays the kubelet for pod
+// as one of the cozystack etcd-operator's member pods: its controller
+// owner is an EtcdMember of the operator's group (any version). Such pods
+// carry nothing of hactl's; the runner finds them, as the operator's own
+// pods, by the operator's marks only.
+func IsOperatorMember(pod *corev1.Pod) bool {
+	for _, o := range pod.OwnerReferences {
+		if o.Controller == nil || !*o.Controller || o.Kind != OperatorMemberKind {
+			continue
+		}
+		if g, _, _ := strings.Cut(o.APIVersion, "/"); g == OperatorGroup {
+			return true
+		}
+	}
+	return false
+}
+
+// runs reports whether the runner runs pod's containers: pods labelled
+// EngineLabel or RunLabel, control-plane mirror pods and the cozystack
+// etcd-operator's member pods.
 func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[EngineLabel]; ok {
 		return true
@@ -52,7 +86,7 @@ func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[RunLabel]; ok {
 		return true
 	}
-	return IsStaticControlPlane(pod)
+	return IsStaticControlPlane(pod) || IsOperatorMember(pod)
 }
 
 // listenFlags are the etcd flags whose URLs a container listens on.

@@ -75,6 +75,39 @@
 // the members so far, and promoted. None: failover-ready. The node IP
 // in the flags is the member's address (Env.AddressIn).
 //
+// cozystack etcd-operator (shape cozystack-operator, not in Demo;
+// cozystack.go): the operator (github.com/cozystack/etcd-operator,
+// v1alpha2, v0.5.x) cannot be built here, so these scenarios play it,
+// creating through the API (Env.Dynamic for the custom resources) its
+// CRDs, an EtcdCluster, EtcdMembers named <cluster>-<generated>, per
+// member a PVC data-<member> and a pod <member> controlled by its
+// EtcdMember (buildPod's spec: hostname/subdomain, client mTLS from the
+// Secret <cluster>-server-tls, plaintext peers), the Services <cluster>
+// and <cluster>-client, the PodDisruptionBudget <cluster>, and
+// cert-manager-style Secrets (CozystackServerSecret,
+// CozystackOperatorClientSecret). The seed starts "new" with itself only;
+// each later member is added as a learner (with the operator-client
+// certificate), started "existing" and promoted. Nothing carries a label
+// or annotation of hactl's.
+//
+//   - cozystack: 3 healthy members; the seed's pod still says state new
+//     while EtcdCluster.status.clusterID is set. bootstrap_flag_stale.
+//   - cozystack-split: the seed lost its data and re-bootstrapped with its
+//     pod's flags (the process with another --initial-cluster-token: with
+//     the same one etcd gives it its old IDs and it panics on the old
+//     leader's heartbeat): a one-member cluster of its own; the CRs keep
+//     the old IDs. cluster_id_split, bootstrap_flag_stale
+//     (leader_disagreement, member_list_disagreement, cr_member_mismatch,
+//     member_unreachable may show too).
+//   - cozystack-cr-stale: every pod "existing", 2 of 3 members stopped;
+//     the EtcdCluster still says Available with 3 ready members.
+//     quorum_unavailable, cr_status_stale (member_unreachable,
+//     pod_not_ready, leader_missing, lag_unknown, client_endpoints_missing
+//     may show too).
+//   - cozystack-member-stale: every pod "existing", healthy, but one
+//     non-seed EtcdMember records a member ID its member does not have.
+//     cr_member_mismatch.
+//
 // Patroni scenarios (shape patroni, 3 members; each waits until one
 // member is a running primary with the others streaming from it, judged
 // from the members' own GET /patroni, before it breaks anything):

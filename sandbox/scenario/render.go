@@ -40,14 +40,22 @@ const (
 	// as a learner, started "existing" and promoted. It has no template
 	// (see kubeadm.go) and is not in Shapes.
 	KubeadmStacked
+	// CozystackOperator is the cozystack etcd-operator's (v1alpha2,
+	// v0.5.x) layout: an EtcdCluster, one EtcdMember per member (named
+	// <cluster>-<random>) controlling its pod and PVC, the seed started
+	// "new" with itself only, each later member added as a learner,
+	// started "existing" and promoted. It has no template (see
+	// cozystack.go) and is not in Shapes.
+	CozystackOperator
 )
 
 var shapeNames = map[Shape]string{
-	StaticExisting:  "static-existing",
-	SelfRegistering: "self-registering",
-	StaticNew:       "static-new",
-	Patroni:         "patroni",
-	KubeadmStacked:  "kubeadm-stacked",
+	StaticExisting:    "static-existing",
+	SelfRegistering:   "self-registering",
+	StaticNew:         "static-new",
+	Patroni:           "patroni",
+	KubeadmStacked:    "kubeadm-stacked",
+	CozystackOperator: "cozystack-operator",
 }
 
 // shapeTemplates are the templates each shape renders (default: its own

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/model"
@@ -17,7 +18,10 @@ import (
 // sandbox's fault injection. Nothing else: a scenario's cluster is set up
 // the way an operator would set up a real one.
 type Env struct {
-	Kube      kubernetes.Interface
+	Kube kubernetes.Interface
+	// Dynamic reaches custom resources (the cozystack etcd-operator's
+	// CRDs and EtcdClusters and EtcdMembers).
+	Dynamic   dynamic.Interface
 	Namespace string
 	// Break injects a fault into the member running as pod name in
 	// Namespace.
@@ -85,11 +89,16 @@ func (s *Scenario) ClusterName() string {
 }
 
 // Owns reports whether pod (in ClusterNamespace) is one of the scenario's
-// members: <name>-<ordinal> of its StatefulSet, or for kubeadm's stacked
-// etcd the mirror pods etcd-<node>.
+// members: <name>-<ordinal> of its StatefulSet, for kubeadm's stacked
+// etcd the mirror pods etcd-<node>, and for the cozystack etcd-operator's
+// clusters <name>-<5 lowercase letters or digits> (its EtcdMembers'
+// names, which the API server generates).
 func (s *Scenario) Owns(pod string) bool {
 	if s.Shape == KubeadmStacked {
 		return strings.HasPrefix(pod, "etcd-")
+	}
+	if s.Shape == CozystackOperator {
+		return IsCozystackMemberName(s.ClusterName(), pod)
 	}
 	ord, ok := strings.CutPrefix(pod, s.Name+"-")
 	if !ok || ord == "" {
