@@ -241,7 +241,7 @@ func formCozystack(ctx context.Context, env Env, name string) (*cozyCluster, err
 	if env.Dynamic == nil {
 		return nil, errors.New("the sandbox gives no dynamic client")
 	}
-	if err := ensureCozystackCRDs(ctx, env.Dynamic); err != nil {
+	if err := EnsureCozystackCRDs(ctx, env.Dynamic); err != nil {
 		return nil, err
 	}
 	c := &cozyCluster{env: env, name: name, ns: env.Namespace}
@@ -265,11 +265,11 @@ func formCozystack(ctx context.Context, env Env, name string) (*cozyCluster, err
 	return c, nil
 }
 
-// ensureCozystackCRDs creates the operator's CRDs (minimal schemas:
+// EnsureCozystackCRDs creates the operator's CRDs (minimal schemas:
 // spec and status preserve unknown fields; the status subresource, and
 // scale as the operator declares it) unless they exist, and waits until
 // they are established.
-func ensureCozystackCRDs(ctx context.Context, dyn dynamic.Interface) error {
+func EnsureCozystackCRDs(ctx context.Context, dyn dynamic.Interface) error {
 	for _, d := range []struct {
 		kind, plural, statusReplicas string
 		columns                      []any
