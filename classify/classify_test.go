@@ -177,6 +177,31 @@ func rows() []row {
 					t.Errorf("blocker %q does not say which member would go", b.Detail)
 				}
 			}},
+		{name: "operator: its records could not be read: whether its steps remove the member cannot be checked, so no runbook", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the operator", Runbook: []string{"delete {member}"}}
+				o.Cluster.Operator = &model.OperatorFacts{Kind: "EtcdCluster", Name: "etcd", Err: "list etcdmembers: forbidden"}
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true},
+		{name: "operator: it records another cluster ID than the members answer for: no runbook", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the operator", Runbook: []string{"delete {member}"}}
+				o.Cluster.Operator = operatorRecords(o)
+				o.Cluster.Operator.ClusterID = "5b2a4b9c0e1f7d21"
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true},
+		{name: "operator: no member ID recorded yet, the member listed under its name: its steps, the ID padded as the operator writes it", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "the operator", Runbook: []string{"check {memberID16}"}}
+				o.Cluster.Operator = operatorRecords(o)
+				o.Cluster.Operator.Members[2].MemberID = ""
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				if want := []string{"check " + memberIDs[2]}; !slices.Equal(d.Runbook, want) {
+					t.Errorf("runbook %q, want %q", d.Runbook, want)
+				}
+			}},
 		{name: "operator: it has no record of the member: no runbook", intent: intentFor(model.ActionReseed, "etcd-2"),
 			mutate: func(o *model.Observation) {
 				o.Cluster.ManagedBy = &model.Manager{Name: "the operator", Runbook: []string{"delete {member}"}}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,19 +75,33 @@ func (c *classifier) handOver() {
 // when no operator's record was read, or it agrees.
 func (c *classifier) operatorRecordAgrees(target *model.Member) bool {
 	op := c.obs.Cluster.Operator
-	if op == nil || op.Err != "" {
+	if op == nil {
 		return true
 	}
 	kind := cmp.Or(op.MemberKind, "record")
+	if op.Err != "" {
+		c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator's record of %s could not be read (%s): whether deleting its %s removes %s cannot be checked", target.Name, op.Err, kind, target.Name)
+		return false
+	}
+	if op.ClusterID != "" && c.a.ClusterID != "" && op.ClusterID != c.a.ClusterID {
+		c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator records cluster ID %s; the members answer for %s: it acts on another cluster than the one it would change; see status", op.ClusterID, c.a.ClusterID)
+		return false
+	}
 	rec := op.Member(target.Name)
 	if rec == nil {
 		c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator has no %s %s: deleting one would not rebuild this member; see the operator's resources", kind, target.Name)
 		return false
 	}
+	p := c.peerOf(target)
 	if rec.MemberID == "" {
+		// The operator then looks the member up by name: it must be
+		// listed under the target's own.
+		if p == nil || p.Name != target.Name {
+			c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator has recorded no member ID for %s, and the members' list has no member named %s: deleting its %s would remove no member while its pod and data go", target.Name, target.Name, kind)
+			return false
+		}
 		return true
 	}
-	p := c.peerOf(target)
 	switch {
 	case p == nil:
 		c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator records member ID %s for %s, and the members' list has no entry for %s to check it against: deleting its %s could remove another member", rec.MemberID, target.Name, target.Name, kind)
@@ -201,8 +216,12 @@ func (c *classifier) runbookWords() []string {
 			healthy = m.Pod.Node
 		}
 	}
+	padded := id
+	if n, err := strconv.ParseUint(id, 16, 64); err == nil {
+		padded = fmt.Sprintf("%016x", n)
+	}
 	return []string{
-		"{member}", member, "{memberID}", id, "{node}", node, "{healthyNode}", healthy,
+		"{member}", member, "{memberID}", id, "{memberID16}", padded, "{node}", node, "{healthyNode}", healthy,
 		"{dataDir}", cmp.Or(ob.Cluster.Template.DataDir, "/var/lib/etcd"),
 		"{namespace}", ob.Cluster.Namespace, "{cluster}", ob.Cluster.Name,
 	}

@@ -53,10 +53,9 @@ const (
 	// cluster is available while its members' answers show no quorum
 	// (the operator is not reconciling, or judges by pod readiness).
 	ReasonCRStatusStale ReasonCode = "cr_status_stale"
-	// ReasonCRMemberMismatch: the operator's record of a member (its ID,
-	// whether it votes) disagrees with what the member answers; the
-	// operator acts on its record (its finalizer removes the ID it
-	// holds).
+	// ReasonCRMemberMismatch: the operator's record of a member's ID
+	// disagrees with the ID the member answers with; the operator acts
+	// on its record (its finalizer removes the ID it holds).
 	ReasonCRMemberMismatch ReasonCode = "cr_member_mismatch"
 	// ReasonEngineUnsupported: the cluster runs an engine hactl has no
 	// rules for; no other engine's rules judge it.

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,7 +148,7 @@ func isCozystackPod(p *corev1.Pod) bool {
 var CozystackOperator = &model.Manager{
 	Name: "the cozystack etcd-operator",
 	Runbook: []string{
-		"kubectl get etcdmember.etcd-operator.cozystack.io {member} -n {namespace} -o jsonpath='{.status.memberID}': it must print {memberID} (zero-padded to 16 hex digits), the ID the operator's finalizer removes",
+		"kubectl get etcdmember.etcd-operator.cozystack.io {member} -n {namespace} -o jsonpath='{.status.memberID}': it must print {memberID16}, the ID the operator's finalizer removes",
 		"kubectl delete etcdmember.etcd-operator.cozystack.io {member} -n {namespace} (its finalizer removes member {memberID} from the cluster; then its pod and claim data-{member} are collected)",
 		"kubectl get etcdmember.etcd-operator.cozystack.io -n {namespace} -l etcd-operator.cozystack.io/cluster={cluster} -w: the operator adds a new member with a new name and empty storage, as a learner it promotes once caught up",
 		"kubectl hactl status {cluster} -n {namespace}: wait until the new member is a voter that has caught up",
@@ -323,7 +325,7 @@ func cozystackFacts(name string, ec *EtcdCluster, ems []*EtcdMember, cz *Cozysta
 		f.ClusterID, f.ReadyMembers = hexID(ec.Status.ClusterID), int(ec.Status.ReadyMembers)
 		if c := meta(ec.Status.Conditions, "Available"); c != nil {
 			ok := c.Status == metav1.ConditionTrue
-			f.Available, f.AvailableReason, f.AvailableDetail = &ok, c.Reason, c.Message
+			f.Available, f.AvailableReason, f.AvailableDetail = &ok, printable(c.Reason), printable(c.Message)
 		}
 	}
 	for _, m := range ems {
@@ -343,11 +345,26 @@ func meta(cs []metav1.Condition, typ string) *metav1.Condition {
 }
 
 // hexID is a hex ID as etcd's answers spell it (FormatID: no padding);
-// the operator writes %016x. An ID that is no hex number stays as it is.
+// the operator writes %016x. An ID that is no hex number is quoted (it
+// can match no member, and its bytes reach no terminal raw).
 func hexID(s string) string {
+	if s == "" {
+		return ""
+	}
 	x, err := strconv.ParseUint(s, 16, 64)
 	if err != nil {
-		return s
+		return strconv.Quote(s)
 	}
 	return strconv.FormatUint(x, 16)
+}
+
+// printable is s with every character that is not printable replaced
+// (a resource's words reach terminals in reasons and explanations).
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return '?'
+	}, s)
 }

@@ -101,6 +101,9 @@ func TestCozystackClusters(t *testing.T) {
 	if m := op.Member("etcd-x9k2p"); m == nil || m.MemberID != "a1" || !m.Seed || !m.Voter {
 		t.Errorf("the seed's record %+v", m)
 	}
+	if got := hexID("\x1b]0;x\a"); got != `"\x1b]0;x\a"` {
+		t.Errorf("a recorded ID that is no hex number: %q, want it quoted", got)
+	}
 	if op.Member("other-aaaaa") != nil {
 		t.Error("another cluster's member is recorded as this one's")
 	}

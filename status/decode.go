@@ -144,7 +144,8 @@ func decodeCluster(w source.Workload, ix *index, at time.Time, p engineParts) mo
 			Layout: w.Layout, ManagedBy: w.ManagedBy, ServerName: w.ServerName, Operator: w.Operator,
 		},
 	}
-	if w.TLSSecret != "" || w.TLSCASecret != "" {
+	if (w.TLSSecret != "" || w.TLSCASecret != "") && obs.Cluster.TLSSecret == "" {
+		// hactl's annotation, where set, wins over the layout's own.
 		c := &obs.Cluster
 		c.TLSSecret, c.TLSCASecret, c.TLSSecretFrom = w.TLSSecret, w.TLSCASecret, w.TLSSecretFrom
 	}

@@ -482,6 +482,19 @@ var rows = []row{
 		codes: []string{"quorum_unavailable", "member_unreachable etcd-1", "member_unreachable etcd-2"},
 	},
 	{
+		name: "operator: says Available while hactl could not ask the members (no credentials): nothing contradicts it",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeOperatorOwned
+			o.Cluster.CreatedAt = now.Add(-time.Minute)
+			for i := range o.Members {
+				unreachable(o, i, model.ProbeFailureCredentials)
+				eng(o, i).Err = "secret db/etcd-operator-client-tls: forbidden"
+			}
+			o.Cluster.Operator = operatorSays(o, true)
+		},
+		codes: []string{"credentials_unavailable etcd-0", "credentials_unavailable etcd-1", "credentials_unavailable etcd-2"},
+	},
+	{
 		name: "operator: records another member ID than the member answers with",
 		mutate: func(o *model.Observation) {
 			o.Cluster.Shape = model.ShapeOperatorOwned

@@ -467,7 +467,7 @@ func (s *state) memberTemplates(r *reasons) bool {
 		}
 		own = true
 		if strings.EqualFold(t.InitialClusterState, "new") {
-			r.Add(model.ReasonBootstrapFlagStale, m.Name, "its pod sets initial-cluster-state=new%s but the cluster has formed (%s): on an empty volume it would bootstrap a cluster of its own; have its operator render it again (one that still renders new must be upgraded first), deleting the pod while its volume holds data", from(t.InitialClusterStateFrom), s.a.FormedBecause)
+			r.Add(model.ReasonBootstrapFlagStale, m.Name, "its pod sets initial-cluster-state=new%s but the cluster has formed (%s): on an empty volume it would bootstrap a cluster of its own (or, with its old identity, crash-loop); recreating the pod lets an operator that renders existing for a formed cluster render it again (one that still renders new must be upgraded first; where the member's storage is memory, recreating it replaces the member)", from(t.InitialClusterStateFrom), s.a.FormedBecause)
 		}
 	}
 	return own
@@ -492,7 +492,15 @@ func (s *state) operatorWord(r *reasons) {
 	if op == nil || op.Err != "" {
 		return
 	}
-	if op.Available != nil && *op.Available && s.a.Voters > 0 && s.a.AnsweringVoters < s.a.Quorum {
+	unasked := 0
+	for _, v := range s.views {
+		if v.Running && (v.Engine == nil || v.CredFail) && !v.learner {
+			unasked++
+		}
+	}
+	// Only a quorum the probes show lost contradicts the operator: a
+	// voter hactl could not ask may still vote.
+	if op.Available != nil && *op.Available && s.probed && s.a.Voters > 0 && s.a.AnsweringVoters+unasked < s.a.Quorum {
 		r.Add(model.ReasonCRStatusStale, "", "%s %s says Available (%s, %d members ready) but %d of %d voters answered; quorum needs %d",
 			op.Kind, op.Name, cmp.Or(op.AvailableReason, "no reason"), op.ReadyMembers, s.a.AnsweringVoters, s.a.Voters, s.a.Quorum)
 	}
