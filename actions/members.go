@@ -28,10 +28,16 @@ func Credentials(ctx context.Context, c kubernetes.Interface, cl model.ClusterFa
 	return status.ReadCredentials(ctx, status.SecretsFrom(c), cl, "act on the members")
 }
 
-// RESTAuth reads the REST API credentials a cluster names with the
-// annotation hactl.dev/rest-auth-secret; nil when it names none. Errors
-// name the Secret, never its contents.
+// RESTAuth reads the user and password the engine's actions send: the
+// password the members ask every client for, where the template names
+// one (etcd's auth), else the REST API credentials a cluster names with
+// the annotation hactl.dev/rest-auth-secret; nil when it names none.
+// Errors name the Secret, never its contents.
 func RESTAuth(ctx context.Context, c kubernetes.Interface, cl model.ClusterFacts) (*engine.BasicAuth, error) {
+	if cl.Template.Password != nil {
+		// The members ask every client for a password (etcd's auth).
+		return status.ReadMemberAuth(ctx, status.SecretsFrom(c), cl, "act on the members")
+	}
 	return status.ReadRESTAuth(ctx, status.SecretsFrom(c), cl, "act on the members")
 }
 

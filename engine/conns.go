@@ -41,9 +41,17 @@ func (c *Conns) Context() context.Context { return c.ctx }
 // ConnKey identifies a client: the engine, the member's pod (its UID
 // too, so a recreated pod never gets the old one's connection), the
 // port, the name its certificate is checked against and the client
-// credentials (a rotated Secret means a new client).
-func ConnKey(engine string, t Target, creds *Credentials) string {
+// credentials and user (a rotated Secret means a new client).
+func ConnKey(engine string, t Target, creds *Credentials, auth ...*BasicAuth) string {
 	k := fmt.Sprintf("%s|%s/%s|%s|%d|%s", engine, t.Namespace, t.Pod, t.UID, t.Port, t.ServerName)
+	for _, a := range auth {
+		if a == nil {
+			continue
+		}
+		h := sha256.New()
+		fmt.Fprintf(h, "%d:%s%d:%s", len(a.Username), a.Username, len(a.Password), a.Password)
+		k += "|auth:" + hex.EncodeToString(h.Sum(nil)[:8])
+	}
 	if creds != nil {
 		h := sha256.New()
 		for _, b := range [][]byte{creds.CertPEM, creds.KeyPEM, creds.CAPEM, []byte(creds.ServerName)} {

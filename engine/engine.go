@@ -58,9 +58,10 @@ type ProbeOptions struct {
 	// Conns, when set, keeps member clients open across Probe calls
 	// (engines that can reuse them do).
 	Conns *Conns
-	// Auth, when set, is the basic authentication the engine's actions
-	// send (Patroni's restapi.authentication guards its unsafe methods).
-	// Probes never send it: they only read.
+	// Auth, when set, is the user and password the engine sends: what
+	// Patroni's restapi.authentication asks of its unsafe methods (its
+	// actions alone send it; its probes only read), and what etcd with
+	// auth enabled asks of every client, probes too.
 	Auth *BasicAuth
 }
 

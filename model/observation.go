@@ -176,9 +176,10 @@ type Manager struct {
 	// Name names it in messages ("the kubelet (kubeadm static pods)").
 	Name string `json:"name"`
 	// Runbook are its own steps to rebuild a member, in its terms. The
-	// words {member}, {memberID}, {node}, {dataDir}, {namespace},
-	// {cluster} and {healthyNode} stand for the member's and cluster's
-	// (filled in by the classifier).
+	// words {member}, {memberID} ({memberID16}: zero-padded to 16 hex
+	// digits), {node}, {dataDir}, {namespace}, {cluster} and
+	// {healthyNode} stand for the member's and cluster's (filled in by
+	// the classifier).
 	Runbook []string `json:"runbook,omitempty"`
 	// Unevictable: no eviction reaches its pods (a kubelet's mirror
 	// pods, which a drain skips), so no disruption budget applies.
@@ -214,6 +215,14 @@ type TemplateFacts struct {
 	// (etcd's --client-cert-auth=true): without client credentials they
 	// cannot be asked.
 	ClientCertAuth bool `json:"clientCertAuth,omitempty"`
+	// Password is where the members' password for User comes from when
+	// they ask every client for one (etcd's auth; Bitnami's chart names
+	// the root user's with ETCD_ROOT_PASSWORD), nil when the template
+	// names none; PasswordFrom says where the reference was found. The
+	// password itself is never read into the model.
+	User         string        `json:"user,omitempty"`
+	Password     *SecretKeyRef `json:"password,omitempty"`
+	PasswordFrom string        `json:"passwordFrom,omitempty"`
 	// StartFromSnapshot: ETCD_START_FROM_SNAPSHOT=yes.
 	StartFromSnapshot bool `json:"startFromSnapshot,omitempty"`
 	// ShellWrapper: the container runs a shell script rather than the

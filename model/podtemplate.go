@@ -44,6 +44,15 @@ type EnvVar struct {
 	// reference to the pod's namespace, and "other" for any other
 	// reference (a Secret, a ConfigMap, another field).
 	Ref string
+	// Secret is the Secret key the value comes from (Ref "other"), nil
+	// for any other value.
+	Secret *SecretKeyRef
+}
+
+// SecretKeyRef names one key of a Secret in the workload's namespace.
+type SecretKeyRef struct {
+	Secret string `json:"secret"`
+	Key    string `json:"key"`
 }
 
 // Reference kinds of EnvVar.Ref.

@@ -147,6 +147,9 @@ func Container(c *corev1.Container) model.Container {
 			v.Ref = model.EnvRefNamespace
 		case e.ValueFrom != nil:
 			v.Ref = model.EnvRefOther
+			if r := e.ValueFrom.SecretKeyRef; r != nil {
+				v.Secret = &model.SecretKeyRef{Secret: r.Name, Key: r.Key}
+			}
 		}
 		out.Env = append(out.Env, v)
 	}

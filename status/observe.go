@@ -234,6 +234,10 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 			continue
 		}
 		creds, err := o.credentials(ctx, ob.Cluster)
+		var auth *engine.BasicAuth
+		if err == nil {
+			auth, err = ReadMemberAuth(ctx, o.Secrets, ob.Cluster, "probe the members")
+		}
 		if err != nil {
 			mu.Lock()
 			warn = append(warn, fmt.Sprintf("%s/%s: %v", ob.Cluster.Namespace, ob.Cluster.Name, err))
@@ -260,9 +264,9 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 				func() {
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Conns: o.Conns}
+					po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Conns: o.Conns, Auth: auth}
 					mu.Lock()
-					probed[engine.ConnKey(string(ob.Cluster.Engine), t, creds)] = true
+					probed[engine.ConnKey(string(ob.Cluster.Engine), t, creds, auth)] = true
 					mu.Unlock()
 					facts := eng.Probe(ctx, []engine.Target{t}, po)
 					if len(facts) == 1 {
@@ -382,6 +386,31 @@ func ReadCredentials(ctx context.Context, get SecretGetter, c model.ClusterFacts
 		cr.CAPEM = ca
 	}
 	return cr, nil
+}
+
+// ReadMemberAuth reads the password the members ask every client for
+// (etcd with auth enabled), from the Secret key the cluster's template
+// names (Bitnami's chart: ETCD_ROOT_PASSWORD from Secret <fullname>,
+// key etcd-root-password); nil when it names none. purpose completes the
+// RBAC hint. Errors name the Secret and key, never the password.
+func ReadMemberAuth(ctx context.Context, get SecretGetter, c model.ClusterFacts, purpose string) (*engine.BasicAuth, error) {
+	t := c.Template
+	if t.Password == nil {
+		return nil, nil
+	}
+	if get == nil {
+		return nil, fmt.Errorf("the members' password (Secret %q) cannot be read (no client)", t.Password.Secret)
+	}
+	namedBy := cmp.Or(t.PasswordFrom, "the pod template")
+	s, err := namedSecret(ctx, get, c.Namespace, t.Password.Secret, namedBy, "password", purpose)
+	if err != nil {
+		return nil, err
+	}
+	pw, ok := s.Data[t.Password.Key]
+	if !ok || len(pw) == 0 {
+		return nil, fmt.Errorf("password Secret %q (%s) has no key %q", t.Password.Secret, namedBy, t.Password.Key)
+	}
+	return &engine.BasicAuth{Username: cmp.Or(t.User, "root"), Password: string(pw)}, nil
 }
 
 // ReadRESTAuth reads the REST API credentials a cluster names with the

@@ -34,6 +34,10 @@ func (o *Observer) Report(ctx context.Context, ob model.Observation) ([]MemberRe
 	if err != nil {
 		return nil, err
 	}
+	auth, err := ReadMemberAuth(ctx, o.Secrets, ob.Cluster, "probe the members")
+	if err != nil {
+		return nil, err
+	}
 	targets := probeTargets(&ob)
 	out := make([]MemberReport, len(targets))
 	var wg sync.WaitGroup
@@ -41,7 +45,7 @@ func (o *Observer) Report(ctx context.Context, ob model.Observation) ([]MemberRe
 		m := &ob.Members[mi]
 		t := memberTarget(&ob, m)
 		wg.Go(func() {
-			po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds}
+			po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Auth: auth}
 			out[i] = MemberReport{Member: m.Name, Files: rep.Report(ctx, t, po)}
 		})
 	}

@@ -54,7 +54,8 @@ type Client struct {
 // Open builds a client for the member t. It does not block: the first call
 // dials. ctx bounds the client's whole life (Close it anyway); o.Timeout
 // bounds each connection attempt; o.Dial is required; o.Credentials, when
-// set, switch the client to TLS.
+// set, switch the client to TLS; o.Auth, when set, authenticates it (a
+// cluster with auth enabled).
 func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client, error) {
 	o = o.WithDefaults()
 	if o.Dial == nil {
@@ -123,6 +124,11 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 				MinConnectTimeout: o.Timeout,
 			}),
 		},
+	}
+	if o.Auth != nil {
+		// Auth enabled: the client asks the member for a token with
+		// these first, on the same connection.
+		cfg.Username, cfg.Password = o.Auth.Username, o.Auth.Password
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 // Members implements engine.Engine.
 func (Engine) Members(o engine.ProbeOptions) engine.MemberOps {
-	return Ops{Dial: o.Dial, Timeout: o.Timeout, Credentials: o.Credentials}
+	return Ops{Dial: o.Dial, Timeout: o.Timeout, Credentials: o.Credentials, Auth: o.Auth}
 }
 
 // Ops is engine.MemberOps for etcd, one client per call, dialled with Dial
@@ -21,10 +21,12 @@ type Ops struct {
 	Dial        engine.DialFunc
 	Timeout     time.Duration
 	Credentials *engine.Credentials
+	// Auth is the user and password of a cluster with auth enabled.
+	Auth *engine.BasicAuth
 }
 
 func (e Ops) open(ctx context.Context, via engine.Target) (*Client, error) {
-	return Open(ctx, via, engine.ProbeOptions{Dial: e.Dial, Timeout: e.timeout(), Credentials: e.Credentials})
+	return Open(ctx, via, engine.ProbeOptions{Dial: e.Dial, Timeout: e.timeout(), Credentials: e.Credentials, Auth: e.Auth})
 }
 
 func (e Ops) timeout() time.Duration {

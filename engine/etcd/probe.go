@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -96,7 +98,7 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions, start time
 // keeping) one when there is none. A member that did not answer loses its
 // client: the next round dials afresh, and nothing reconnects meanwhile.
 func probeKept(ctx context.Context, t engine.Target, o engine.ProbeOptions, start time.Time) model.EngineFacts {
-	key := engine.ConnKey(string(Name), t, o.Credentials)
+	key := engine.ConnKey(string(Name), t, o.Credentials, o.Auth)
 	var c *Client
 	if v, ok := o.Conns.Get(key); ok {
 		c = v.(*Client)
@@ -148,7 +150,28 @@ func openFailed(t engine.Target, start time.Time, err error) model.EngineFacts {
 	if errors.As(err, &ce) {
 		f.Failure = model.ProbeFailureCredentials
 	}
+	if why := authRefusal(err); why != "" {
+		f.Failure, f.Err = model.ProbeFailureCredentials, fmt.Sprintf("%s refused the client: %s", t.Member, why)
+	}
 	return f
+}
+
+// authRefusal says why a member with auth enabled refused the client
+// (no user given, or a user or password it does not take), "" for any
+// other error. It never repeats what was sent.
+func authRefusal(err error) string {
+	is := func(etcdErr, grpcErr error) bool {
+		return errors.Is(err, etcdErr) || errors.Is(err, grpcErr) || rpctypes.Error(errors.Unwrap(err)) == etcdErr || rpctypes.Error(err) == etcdErr
+	}
+	switch {
+	case is(rpctypes.ErrUserEmpty, rpctypes.ErrGRPCUserEmpty):
+		return "auth is enabled: it asks every client for a user and password, and none was given (hactl reads the password a Secret reference in the pod template names: ETCD_ROOT_PASSWORD)"
+	case is(rpctypes.ErrAuthFailed, rpctypes.ErrGRPCAuthFailed):
+		return "auth is enabled, and it does not take the user and password given (authentication failed): check the Secret the pod template names"
+	case is(rpctypes.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied), is(rpctypes.ErrInvalidAuthToken, rpctypes.ErrGRPCInvalidAuthToken):
+		return "auth is enabled, and the user and password given may not ask it (" + rpctypes.ErrorDesc(err) + ")"
+	}
+	return ""
 }
 
 // Facts asks this client's member about itself, bounded by ctx. It never
@@ -340,6 +363,9 @@ func (c *Client) explain(ctx context.Context, start time.Time, call string, err 
 
 	if hsErr != nil && engine.IsCredentialsError(hsErr) {
 		return model.ProbeFailureCredentials, fmt.Sprintf("TLS handshake with %s failed: %v", member, hsErr)
+	}
+	if why := authRefusal(err); why != "" {
+		return model.ProbeFailureCredentials, fmt.Sprintf("%s refused %s: %s", member, call, why)
 	}
 	if code := status.Code(err); code == codes.Unauthenticated || code == codes.PermissionDenied {
 		return model.ProbeFailureCredentials, fmt.Sprintf("%s refused %s: %s", member, call, grpcDesc(err))

@@ -110,6 +110,14 @@ func (Engine) Template(pt model.PodTemplate) model.TemplateFacts {
 			if n, err := strconv.ParseInt(e.Value, 10, 64); err == nil && t.QuotaBackendBytes == 0 {
 				t.QuotaBackendBytes = n
 			}
+		case "ETCD_ROOT_PASSWORD":
+			// Bitnami's chart: the root user's password, from the Secret
+			// it creates (<fullname>, key etcd-root-password). A literal
+			// value is not taken: it would be a password in the template.
+			if e.Secret != nil && t.Password == nil {
+				ref := *e.Secret
+				t.User, t.Password, t.PasswordFrom = "root", &ref, "env ETCD_ROOT_PASSWORD of container "+c.Name
+			}
 		case "ETCD_CLIENT_CERT_AUTH":
 			if b, err := strconv.ParseBool(e.Value); err == nil && b {
 				t.ClientCertAuth = true

@@ -1,0 +1,88 @@
+package etcd_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/poll"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/etcdcluster"
+)
+
+// A cluster with auth enabled (Bitnami's chart's default) answers no
+// unauthenticated probe: without a password every member is a
+// credentials failure that says so, with a wrong one too; with root's
+// password every member answers, in one cluster.
+func TestProbeAuthEnabled(t *testing.T) {
+	c := startCluster(t, etcdcluster.Options{Members: 3})
+	d := newTCPDialer(t, c)
+	ts := targets(c)
+	poll.Until(t, 10*time.Second, "a settled healthy cluster", func() error {
+		facts, _ := probe(t, d, ts, 2*time.Second)
+		return healthy(facts, 3)
+	})
+	// Enable auth as Bitnami's entrypoint does: user root, role root.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Members[0].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cli.UserAdd(ctx, "root", "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		auth *engine.BasicAuth
+		want string
+	}{
+		{"no password", nil, "user and password"},
+		{"a wrong password", &engine.BasicAuth{Username: "root", Password: "wrong"}, "user and password"},
+	} {
+		facts := etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: tc.auth})
+		for i, f := range facts {
+			if f.Reachable || f.Failure != model.ProbeFailureCredentials || !strings.Contains(f.Err, tc.want) {
+				t.Errorf("%s: %s: reachable %v, failure %q, err %q; want a credentials failure saying %q", tc.name, ts[i].Member, f.Reachable, f.Failure, f.Err, tc.want)
+			}
+			if strings.Contains(f.Err, "wrong") || strings.Contains(f.Err, "s3cret") {
+				t.Errorf("%s: the error carries the password: %q", tc.name, f.Err)
+			}
+		}
+	}
+	facts := etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: &engine.BasicAuth{Username: "root", Password: "s3cret"}})
+	if err := healthy(facts, 3); err != nil {
+		t.Errorf("with root's password: %v", err)
+	}
+}
+
+// Bitnami's chart names the root user's password with ETCD_ROOT_PASSWORD
+// from its Secret: the decoder keeps the reference (never a value); a
+// literal password in the template is not taken.
+func TestTemplatePasswordFromSecret(t *testing.T) {
+	pt := func(env ...model.EnvVar) model.PodTemplate {
+		return model.PodTemplate{Containers: []model.Container{{Name: "etcd", Image: "docker.io/bitnami/etcd:3.6.4",
+			Env: append([]model.EnvVar{{Name: "ETCD_ON_K8S", Value: "yes"}}, env...)}}}
+	}
+	ref := &model.SecretKeyRef{Secret: "etcd", Key: "etcd-root-password"}
+	got := etcd.New().Template(pt(model.EnvVar{Name: "ETCD_ROOT_PASSWORD", Ref: model.EnvRefOther, Secret: ref}))
+	if got.Password == nil || *got.Password != *ref || got.User != "root" || !strings.Contains(got.PasswordFrom, "ETCD_ROOT_PASSWORD") {
+		t.Errorf("from a Secret: user %q password %+v from %q", got.User, got.Password, got.PasswordFrom)
+	}
+	if got := etcd.New().Template(pt(model.EnvVar{Name: "ETCD_ROOT_PASSWORD", Value: "literal"})); got.Password != nil || got.User != "" {
+		t.Errorf("a literal password was taken: %+v", got.Password)
+	}
+}
