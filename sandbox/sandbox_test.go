@@ -198,17 +198,19 @@ func freePort(t *testing.T) int {
 // against it, then downs it and checks nothing is left.
 func TestSandbox(t *testing.T) {
 	dir := sandboxDir(t)
-	// The demo's scenarios, kubeadm's stacked etcd and the cozystack
-	// etcd-operator's clusters in one sandbox.
-	sb := start(t, dir, append(append(slices.Clone(scenario.Demo), "kubeadm"), cozystackScenarios...)...)
+	// The demo's scenarios, kubeadm's stacked etcd, the cozystack
+	// etcd-operator's clusters and Bitnami's chart with authentication in
+	// one sandbox.
+	sb := start(t, dir, append(append(slices.Clone(scenario.Demo), "kubeadm", bitnamiScenario), cozystackScenarios...)...)
 	kc := kube(t, sb)
 	ctx := context.Background()
 	ns := sb.State.Namespace
-	if len(sb.State.Clusters) != len(scenario.Demo)+1+len(cozystackScenarios) {
+	if len(sb.State.Clusters) != len(scenario.Demo)+2+len(cozystackScenarios) {
 		t.Fatalf("clusters %+v", sb.State.Clusters)
 	}
 	t.Run("kubeadm's stacked etcd", func(t *testing.T) { kubeadmStackedEtcd(t, sb, dir) })
 	t.Run("cozystack etcd-operator", func(t *testing.T) { cozystackOperator(t, sb) })
+	t.Run("bitnami chart with authentication", func(t *testing.T) { bitnamiAuth(t, sb) })
 
 	t.Run("kubectl port-forward reaches the member's real etcd", func(t *testing.T) {
 		bin := binDir(t)

@@ -198,6 +198,11 @@ func (s *supervisor) start(ctx context.Context) error {
 	if err := m.SkipController(runner.OperatorGroup, runner.OperatorMemberKind); err != nil {
 		return err
 	}
+	// And Bitnami-style etcd members (the chart's name label and
+	// ETCD_ON_K8S=yes), which carry nothing of hactl's either.
+	if err := m.SkipQuery(runner.BitnamiMemberQuery); err != nil {
+		return err
+	}
 	if err := kwok.Install(ctx, s.dyn, m); err != nil {
 		return err
 	}

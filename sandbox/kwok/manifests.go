@@ -151,6 +151,24 @@ func (m *Manifests) SkipController(group, kind string) error {
 	return nil
 }
 
+// SkipQuery makes a pod Stage ignore pods for which the jq query key
+// yields anything, as SkipLabel does for a label: the sandbox's kwok
+// never plays the kubelet for Bitnami-style etcd members, which carry no
+// label of the sandbox's and which the runner runs.
+func SkipQuery(stage *unstructured.Unstructured, key string) error {
+	return skip(stage, key)
+}
+
+// SkipQuery applies SkipQuery to every Stage of m.
+func (m *Manifests) SkipQuery(key string) error {
+	for _, st := range m.Stages {
+		if err := SkipQuery(st, key); err != nil {
+			return fmt.Errorf("stage %s: %w", st.GetName(), err)
+		}
+	}
+	return nil
+}
+
 // skip prepends `{key: <key>, operator: DoesNotExist}` to a pod Stage's
 // selector, once.
 func skip(stage *unstructured.Unstructured, key string) error {

@@ -5,7 +5,9 @@
 // and each pod controlled by an EtcdMember of etcd-operator.cozystack.io
 // (playing the kubelet for the cozystack etcd-operator's pods, which
 // carry nothing of hactl's: found among the pods labelled
-// etcd-operator.cozystack.io/cluster by their controller owner), it
+// etcd-operator.cozystack.io/cluster by their controller owner), and
+// each Bitnami-style etcd member (labelled app.kubernetes.io/name=etcd,
+// a container setting ETCD_ON_K8S=yes, nothing of hactl's), it
 // runs the pod's containers as real host processes — the container's own
 // command, args and environment, with the downward API and $(VAR)
 // references resolved, and only addresses substituted so the member

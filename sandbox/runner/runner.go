@@ -118,6 +118,12 @@ type Runner struct {
 	// (IsOperatorMember), playing the kubelet for the operator's pods.
 	operatorFactory informers.SharedInformerFactory
 	operator        cache.SharedIndexInformer
+	// bitnami are the pods and StatefulSets selected by BitnamiSelector:
+	// the runner runs the pods that are members of a Bitnami-style etcd
+	// (IsBitnamiMember), which carry nothing of hactl's.
+	bitnamiFactory informers.SharedInformerFactory
+	bitnami        cache.SharedIndexInformer
+	bitnamiSets    cache.SharedIndexInformer
 	// podNet is the pod network proxy hactl's agent dials pod IPs
 	// through (set by Start).
 	podNet *PodNetwork
@@ -147,9 +153,14 @@ func New(o Options) *Runner {
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = controlPlaneSelector }))
 	opf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = OperatorClusterLabel }))
+	bf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = BitnamiSelector }))
 	r := &Runner{
 		operatorFactory: opf,
 		operator:        opf.Core().V1().Pods().Informer(),
+		bitnamiFactory:  bf,
+		bitnami:         bf.Core().V1().Pods().Informer(),
+		bitnamiSets:     bf.Apps().V1().StatefulSets().Informer(),
 		othersFactory:   of,
 		others:          of.Core().V1().Pods().Informer(),
 		staticFactory:   sf,
@@ -203,7 +214,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			}
 		},
 	}
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami} {
 		if _, err := inf.AddEventHandler(handlers); err != nil {
 			return err
 		}
@@ -219,7 +230,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.othersFactory.Start(r.shutdown)
 	r.staticFactory.Start(r.shutdown)
 	r.operatorFactory.Start(r.shutdown)
-	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced, r.static.HasSynced, r.operator.HasSynced) {
+	r.bitnamiFactory.Start(r.shutdown)
+	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced, r.static.HasSynced, r.operator.HasSynced,
+		r.bitnami.HasSynced, r.bitnamiSets.HasSynced) {
 		return fmt.Errorf("runner: caches did not sync: %w", ctx.Err())
 	}
 	go func() {
@@ -281,6 +294,7 @@ func (r *Runner) Stop() {
 	r.othersFactory.Shutdown()
 	r.staticFactory.Shutdown()
 	r.operatorFactory.Shutdown()
+	r.bitnamiFactory.Shutdown()
 }
 
 func (r *Runner) observe(o any) {
@@ -341,7 +355,7 @@ func (r *Runner) forget(pod *corev1.Pod) {
 func (r *Runner) resolve(ns string) func(string) (string, bool) {
 	return func(host string) (string, bool) {
 		var govs []Governor
-		for _, o := range r.sets.GetStore().List() {
+		for _, o := range append(r.sets.GetStore().List(), r.bitnamiSets.GetStore().List()...) {
 			s := o.(*appsv1.StatefulSet)
 			govs = append(govs, Governor{Namespace: s.Namespace, Name: s.Name, Service: s.Spec.ServiceName})
 		}
@@ -364,7 +378,7 @@ func (r *Runner) resolve(ns string) func(string) (string, bool) {
 // spec.subdomain.
 func (r *Runner) subdomains() []Subdomain {
 	var out []Subdomain
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami} {
 		for _, o := range inf.GetStore().List() {
 			p, ok := o.(*corev1.Pod)
 			if !ok || p.Spec.Hostname == "" || p.Spec.Subdomain == "" || !runs(p) {

@@ -76,9 +76,47 @@ func IsOperatorMember(pod *corev1.Pod) bool {
 	return false
 }
 
+// Bitnami's etcd chart (bitnami/charts bitnami/etcd) labels its pods
+// app.kubernetes.io/name=etcd and runs Bitnami's entrypoint, which
+// self-registers the member when ETCD_ON_K8S=yes: the runner plays the
+// kubelet for such pods even though they carry nothing of hactl's.
+const (
+	// BitnamiNameLabel and BitnamiName are the chart's name label.
+	BitnamiNameLabel = "app.kubernetes.io/name"
+	BitnamiName      = "etcd"
+	// BitnamiSelector selects the pods and StatefulSets of the runner's
+	// fifth watch: the chart's name label, without EngineLabel (whose
+	// pods the first watch has).
+	BitnamiSelector = BitnamiNameLabel + "=" + BitnamiName + ",!" + EngineLabel
+	// BitnamiOnK8sEnv is the entrypoint's variable; "yes" marks a member.
+	BitnamiOnK8sEnv = "ETCD_ON_K8S"
+	// BitnamiMemberQuery is the jq query (a kwok Stage selector's key)
+	// that yields something exactly for the pods IsBitnamiMember reports
+	// (as far as labels and env go): DoesNotExist selects the others.
+	BitnamiMemberQuery = `select(.metadata.labels["` + BitnamiNameLabel + `"] == "` + BitnamiName + `") | ` +
+		`.spec.containers[]? | .env[]? | select(.name == "` + BitnamiOnK8sEnv + `" and .value == "yes") | .name`
+)
+
+// IsBitnamiMember reports whether the runner plays the kubelet for pod as
+// a member of a Bitnami-style etcd: labelled app.kubernetes.io/name=etcd,
+// with a container setting ETCD_ON_K8S=yes.
+func IsBitnamiMember(pod *corev1.Pod) bool {
+	if pod.Labels[BitnamiNameLabel] != BitnamiName {
+		return false
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == BitnamiOnK8sEnv && e.Value == "yes" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // runs reports whether the runner runs pod's containers: pods labelled
-// EngineLabel or RunLabel, control-plane mirror pods and the cozystack
-// etcd-operator's member pods.
+// EngineLabel or RunLabel, control-plane mirror pods, the cozystack
+// etcd-operator's member pods and Bitnami-style etcd members.
 func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[EngineLabel]; ok {
 		return true
@@ -86,7 +124,7 @@ func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[RunLabel]; ok {
 		return true
 	}
-	return IsStaticControlPlane(pod) || IsOperatorMember(pod)
+	return IsStaticControlPlane(pod) || IsOperatorMember(pod) || IsBitnamiMember(pod)
 }
 
 // listenFlags are the etcd flags whose URLs a container listens on.

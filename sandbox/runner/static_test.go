@@ -164,6 +164,34 @@ func TestRunsOnlyItsPods(t *testing.T) {
 	}
 }
 
+func TestIsBitnamiMember(t *testing.T) {
+	pod := func(labels map[string]string, env ...corev1.EnvVar) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Env: env}}},
+		}
+	}
+	chart := map[string]string{BitnamiNameLabel: BitnamiName, "app.kubernetes.io/instance": "e"}
+	onK8s := corev1.EnvVar{Name: BitnamiOnK8sEnv, Value: "yes"}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		{pod(chart, corev1.EnvVar{Name: "ETCD_NAME", Value: "e-0"}, onK8s), true},
+		{pod(chart, corev1.EnvVar{Name: BitnamiOnK8sEnv, Value: "no"}), false},
+		{pod(chart), false},
+		{pod(map[string]string{BitnamiNameLabel: "postgresql"}, onK8s), false},
+		{pod(nil, onK8s), false},
+	} {
+		if got := IsBitnamiMember(tc.pod); got != tc.want {
+			t.Errorf("IsBitnamiMember(%v, %v) = %v", tc.pod.Labels, tc.pod.Spec.Containers[0].Env, got)
+		}
+		if got := runs(tc.pod); got != tc.want {
+			t.Errorf("runs(%v, %v) = %v", tc.pod.Labels, tc.pod.Spec.Containers[0].Env, got)
+		}
+	}
+}
+
 func TestHostPathDir(t *testing.T) {
 	root := t.TempDir()
 	typ := func(x corev1.HostPathType) *corev1.HostPathType { return &x }

@@ -33,7 +33,8 @@
 // Every etcd cluster has a headless Service (<name>-headless, giving members
 // their DNS names), a client Service (<name>-client) and, unless the
 // scenario says otherwise, a PodDisruptionBudget (maxUnavailable 1); its
-// StatefulSet, pods and PVCs carry hactl.dev/engine=etcd. Templates use
+// StatefulSet, pods and PVCs carry hactl.dev/engine=etcd (except
+// bitnami-auth's, which carry nothing of hactl's). Templates use
 // podManagementPolicy Parallel, as etcd charts do (members of a forming
 // cluster are only Ready together).
 //
@@ -64,6 +65,19 @@
 //     pod_not_ready (member_lagging or lag_unknown may show too). Its
 //     voters run with --strict-reconfig-check=false so the learner can be
 //     added at once instead of 5 s after the members connected.
+//
+// bitnami-auth (shape self-registering, not in Demo; bitnami.go): the
+// cluster laid out as Bitnami's etcd chart lays it out with its default
+// authentication (auth.rbac.create: true; Params.BitnamiAuth): the
+// chart's labels only (nothing of hactl's), the client Service <name>,
+// the Secret <name> (Opaque, BitnamiPasswordKey: a random password) read
+// as ETCD_ROOT_PASSWORD through a secretKeyRef beside
+// ALLOW_NONE_AUTHENTICATION=no, and the entrypoint's etcdctl calls and
+// readiness probe made as root. Once formed, the scenario does in member
+// 0 what Bitnami's entrypoint does on a first start (user add root, user
+// grant-role root root, auth enable) and waits until every member refuses
+// an anonymous client and answers root. None: failover-ready (hactl reads
+// the password through the StatefulSet's secretKeyRef).
 //
 // kubeadm (shape kubeadm-stacked, in kube-system, not in Demo): kubeadm's
 // stacked etcd, laid out as kubeadm and the kubelet do (kubeadm.go): an

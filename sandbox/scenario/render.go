@@ -3,6 +3,7 @@ package scenario
 import (
 	"bytes"
 	"embed"
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -131,6 +132,19 @@ type Params struct {
 	// (restapi.authentication, from the Secret <name>-rest-auth, which
 	// the StatefulSet names with hactl.dev/rest-auth-secret).
 	RESTAuth bool
+
+	// Self-registering only.
+	//
+	// BitnamiAuth lays the cluster out as Bitnami's etcd chart does with
+	// its default authentication (auth.rbac.create: true): the chart's
+	// labels only (nothing of hactl's), the client Service named <name>,
+	// the Secret <name> (BitnamiPasswordKey: RootPassword) read by the
+	// container as ETCD_ROOT_PASSWORD (secretKeyRef) beside
+	// ALLOW_NONE_AUTHENTICATION=no, and every etcdctl call of the
+	// entrypoint and the readiness probe made as the root user.
+	BitnamiAuth bool
+	// RootPassword is the root user's password (BitnamiAuth).
+	RootPassword string
 }
 
 // Objects are a rendered cluster.
@@ -168,6 +182,8 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"voterOrdinals":       voterOrdinals,
 	"restUser":            func() string { return RESTUser },
 	"restPassword":        func() string { return RESTPassword },
+	"b64":                 func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) },
+	"bitnamiPasswordKey":  func() string { return BitnamiPasswordKey },
 }).ParseFS(templateFS, "templates/*.yaml"))
 
 func voterOrdinals(p Params) string {
@@ -198,9 +214,14 @@ func initialCluster(p Params, fqdn bool) string {
 // by n spaces, each on its own line.
 func labels(p Params, n int) string {
 	pad := "\n" + strings.Repeat(" ", n)
-	return pad + "app.kubernetes.io/name: etcd" +
-		pad + "app.kubernetes.io/instance: " + p.Name +
-		pad + "hactl.dev/engine: etcd"
+	l := pad + "app.kubernetes.io/name: etcd" +
+		pad + "app.kubernetes.io/instance: " + p.Name
+	if p.BitnamiAuth {
+		// The chart's: Helm's managed-by; hactl finds the cluster by its
+		// entrypoint's ETCD_ON_K8S.
+		return l + pad + "app.kubernetes.io/managed-by: Helm"
+	}
+	return l + pad + "hactl.dev/engine: etcd"
 }
 
 // patroniLabels renders the labels of a Patroni cluster's objects (as
@@ -255,6 +276,9 @@ func Render(shape Shape, p Params) (*Objects, error) {
 		if p.RunAsUser == 0 || p.PGBinDir == "" || p.KubeContext == "" {
 			return nil, fmt.Errorf("render %s: runAsUser (non-root), PostgreSQL's bin dir and the kube context are required", name)
 		}
+	}
+	if p.BitnamiAuth && (shape != SelfRegistering || p.RootPassword == "") {
+		return nil, fmt.Errorf("render %s: Bitnami's authentication needs the self-registering shape and a root password", name)
 	}
 	files := shapeTemplates[shape]
 	if files == nil {
