@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hactl-dev/hactl/sandbox/scenario"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// bitnamiAsk asks member pod its own member ID as root with password,
+// through a port-forward, without hactl; "" when it does not answer.
+func bitnamiAsk(ns, pod, password string) string {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{"member:2379"}, DialTimeout: 5 * time.Second, Username: scenario.BitnamiRootUser, Password: password, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return s.Dial(ctx, ns, pod, 2379)
+		})},
+	})
+	if err != nil {
+		return ""
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := cli.Status(ctx, "member:2379")
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%x", st.Header.MemberId)
+}
+
+// Bitnami's chart with its default auth (every client must give a user
+// and password), no hactl label anywhere, through the real kubectl: the
+// members are asked as root with the password the StatefulSet's own
+// ETCD_ROOT_PASSWORD names, each answers with the ID it gives etcd's own
+// client, and the password appears nowhere in hactl's output. A user who
+// may not read that Secret gets credentials_unavailable naming it, and
+// what to grant.
+func TestBitnamiAuthThroughKubectl(t *testing.T) {
+	skipShort(t)
+	name, ns := cluster(t, "bitnami-auth")
+	ctx := context.Background()
+	password, err := scenario.BitnamiRootPassword(ctx, s.KC, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts, err := s.KC.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range sts.Labels {
+		if strings.Contains(k, "hactl") {
+			t.Errorf("the StatefulSet carries label %s: the layout must be found without one", k)
+		}
+	}
+	if id := bitnamiAsk(ns, name+"-0", ""); id != "" {
+		t.Fatalf("%s-0 answers an anonymous client: auth is not on", name)
+	}
+
+	var cs status.ClusterStatus
+	out, errOut, code := kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &cs); err != nil {
+		t.Fatalf("not a ClusterStatus (exit %d): %v\n%s%s", code, err, out, errOut)
+	}
+	if code != 0 || !cs.Verdict.FailoverReady {
+		t.Errorf("exit %d, failover-ready %v: %+v\n%s", code, cs.Verdict.FailoverReady, cs.Verdict.Reasons, errOut)
+	}
+	for _, m := range cs.Members {
+		want := bitnamiAsk(ns, m.Name, password)
+		if m.Reachable == nil || !*m.Reachable || want == "" || m.MemberID != want {
+			t.Errorf("member %s: reachable %v, ID %q; as root it says %q", m.Name, m.Reachable, m.MemberID, want)
+		}
+	}
+	table, tableErr, _ := kubectl(t, "hactl", "status", name, "-n", ns, "-o", "wide")
+	report, reportErr, _ := kubectl(t, "hactl", "explain", name, name+"-1", "-n", ns, "--intent", "replace")
+	for what, text := range map[string]string{"json": out + errOut, "table": table + tableErr, "explain": report + reportErr} {
+		if strings.Contains(text, password) {
+			t.Errorf("the root password appears in %s output", what)
+		}
+	}
+
+	// A user who may not read the Secret: told which Secret and what to
+	// grant, the members not asked.
+	user := "bitnami-reader"
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+	if _, err := s.KC.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.KC.RbacV1().RoleBindings(ns).Delete(ctx, user, metav1.DeleteOptions{}) }()
+	out, errOut, code = kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json", "--as", user)
+	if code != 4 || !strings.Contains(out+errOut, "credentials_unavailable") || !strings.Contains(out+errOut, `secret "`+scenario.BitnamiSecret(name)+`"`) {
+		t.Errorf("without get on the Secret: exit %d, want 4 and credentials_unavailable naming it\n%s%s", code, out, errOut)
+	}
+}
