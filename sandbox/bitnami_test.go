@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -88,46 +87,17 @@ func bitnamiAuth(t *testing.T, sb *Sandbox) {
 	})
 
 	t.Run("nothing of hactl's on the chart's objects", func(t *testing.T) {
-		check := func(kind, name string, labels, annotations map[string]string) {
-			for _, m := range []map[string]string{labels, annotations} {
-				for k := range m {
-					if strings.HasPrefix(k, "hactl.dev/") || strings.Contains(k, ".hactl.dev/") {
-						t.Errorf("%s %s carries %s", kind, name, k)
-					}
-				}
-			}
-		}
 		sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name}
 		sts, err := kc.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("StatefulSet", sts.Name, sts.Labels, sts.Annotations)
-		check("pod template", sts.Name, sts.Spec.Template.Labels, sts.Spec.Template.Annotations)
+		hactlFree(t, "StatefulSet", sts.Name, sts.Labels, sts.Annotations)
+		hactlFree(t, "pod template", sts.Name, sts.Spec.Template.Labels, sts.Spec.Template.Annotations)
 		for _, v := range sts.Spec.VolumeClaimTemplates {
-			check("volume claim template", v.Name, v.Labels, v.Annotations)
+			hactlFree(t, "volume claim template", v.Name, v.Labels, v.Annotations)
 		}
-		pods, err := kc.CoreV1().Pods(ns).List(ctx, sel)
-		if err != nil || len(pods.Items) != 3 {
-			t.Fatalf("pods of %s: %d, %v", name, len(pods.Items), err)
-		}
-		for _, o := range pods.Items {
-			check("Pod", o.Name, o.Labels, o.Annotations)
-		}
-		pvcs, err := kc.CoreV1().PersistentVolumeClaims(ns).List(ctx, sel)
-		if err != nil || len(pvcs.Items) != 3 {
-			t.Fatalf("PVCs of %s: %d, %v", name, len(pvcs.Items), err)
-		}
-		for _, o := range pvcs.Items {
-			check("PVC", o.Name, o.Labels, o.Annotations)
-		}
-		svcs, err := kc.CoreV1().Services(ns).List(ctx, sel)
-		if err != nil || len(svcs.Items) != 2 {
-			t.Fatalf("Services of %s: %d, %v", name, len(svcs.Items), err)
-		}
-		for _, o := range svcs.Items {
-			check("Service", o.Name, o.Labels, o.Annotations)
-		}
+		selectedHactlFree(ctx, t, kc, ns, name, sel, 3, 3, 2)
 		if _, err := kc.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Errorf("the chart's client Service %s: %v", name, err)
 		}
@@ -135,11 +105,11 @@ func bitnamiAuth(t *testing.T, sb *Sandbox) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("PodDisruptionBudget", pdb.Name, pdb.Labels, pdb.Annotations)
+		hactlFree(t, "PodDisruptionBudget", pdb.Name, pdb.Labels, pdb.Annotations)
 		sec, err := kc.CoreV1().Secrets(ns).Get(ctx, scenario.BitnamiSecret(name), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("Secret", sec.Name, sec.Labels, sec.Annotations)
+		hactlFree(t, "Secret", sec.Name, sec.Labels, sec.Annotations)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/sandbox/scenario"
 )
@@ -149,55 +150,26 @@ func cozystackOperator(t *testing.T, sb *Sandbox) {
 	}
 
 	t.Run("nothing of hactl's on the operator's objects", func(t *testing.T) {
-		check := func(kind, name string, labels, annotations map[string]string) {
-			for _, m := range []map[string]string{labels, annotations} {
-				for k := range m {
-					if strings.HasPrefix(k, "hactl.dev/") || strings.Contains(k, ".hactl.dev/") {
-						t.Errorf("%s %s carries %s", kind, name, k)
-					}
-				}
-			}
-		}
 		for _, name := range cozystackScenarios {
 			sel := metav1.ListOptions{LabelSelector: scenario.CozystackClusterLabel + "=" + name}
 			cl, err := dyn.Resource(scenario.EtcdClusterGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			check("EtcdCluster", cl.GetName(), cl.GetLabels(), cl.GetAnnotations())
+			hactlFree(t, "EtcdCluster", cl.GetName(), cl.GetLabels(), cl.GetAnnotations())
 			crs, err := dyn.Resource(scenario.EtcdMemberGVR).Namespace(ns).List(ctx, sel)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, o := range crs.Items {
-				check("EtcdMember", o.GetName(), o.GetLabels(), o.GetAnnotations())
+				hactlFree(t, "EtcdMember", o.GetName(), o.GetLabels(), o.GetAnnotations())
 			}
-			pods, err := kc.CoreV1().Pods(ns).List(ctx, sel)
-			if err != nil || len(pods.Items) != 3 {
-				t.Fatalf("pods of %s: %d, %v", name, len(pods.Items), err)
-			}
-			for _, o := range pods.Items {
-				check("Pod", o.Name, o.Labels, o.Annotations)
-			}
-			pvcs, err := kc.CoreV1().PersistentVolumeClaims(ns).List(ctx, sel)
-			if err != nil || len(pvcs.Items) != 3 {
-				t.Fatalf("PVCs of %s: %d, %v", name, len(pvcs.Items), err)
-			}
-			for _, o := range pvcs.Items {
-				check("PVC", o.Name, o.Labels, o.Annotations)
-			}
-			svcs, err := kc.CoreV1().Services(ns).List(ctx, sel)
-			if err != nil || len(svcs.Items) != 2 {
-				t.Fatalf("Services of %s: %d, %v", name, len(svcs.Items), err)
-			}
-			for _, o := range svcs.Items {
-				check("Service", o.Name, o.Labels, o.Annotations)
-			}
+			selectedHactlFree(ctx, t, kc, ns, name, sel, 3, 3, 2)
 			pdbs, err := kc.PolicyV1().PodDisruptionBudgets(ns).List(ctx, sel)
 			if err != nil || len(pdbs.Items) != 1 {
 				t.Fatalf("PDBs of %s: %d, %v", name, len(pdbs.Items), err)
 			}
-			check("PodDisruptionBudget", pdbs.Items[0].Name, pdbs.Items[0].Labels, pdbs.Items[0].Annotations)
+			hactlFree(t, "PodDisruptionBudget", pdbs.Items[0].Name, pdbs.Items[0].Labels, pdbs.Items[0].Annotations)
 			for _, s := range []string{scenario.CozystackServerSecret(name), scenario.CozystackOperatorClientSecret(name)} {
 				sec, err := kc.CoreV1().Secrets(ns).Get(ctx, s, metav1.GetOptions{})
 				if err != nil {
@@ -206,7 +178,7 @@ func cozystackOperator(t *testing.T, sb *Sandbox) {
 				if sec.Type != corev1.SecretTypeTLS || len(sec.Data["ca.crt"]) == 0 {
 					t.Errorf("Secret %s: type %s, keys %d", s, sec.Type, len(sec.Data))
 				}
-				check("Secret", sec.Name, sec.Labels, sec.Annotations)
+				hactlFree(t, "Secret", sec.Name, sec.Labels, sec.Annotations)
 			}
 		}
 	})
@@ -315,4 +287,45 @@ func cozystackOperator(t *testing.T, sb *Sandbox) {
 			t.Errorf("%d EtcdMembers record another member ID than their member's, want 1", stale)
 		}
 	})
+}
+
+// hactlFree reports every label or annotation of hactl's on the object
+// kind name: the layouts are found without one.
+func hactlFree(t *testing.T, kind, name string, labels, annotations map[string]string) {
+	t.Helper()
+	for _, m := range []map[string]string{labels, annotations} {
+		for k := range m {
+			if strings.HasPrefix(k, "hactl.dev/") || strings.Contains(k, ".hactl.dev/") {
+				t.Errorf("%s %s carries %s", kind, name, k)
+			}
+		}
+	}
+}
+
+// selectedHactlFree lists the pods, claims and Services sel selects in
+// ns, wanting pods, pvcs and svcs of them, and reports any of hactl's
+// labels or annotations on them (hactlFree).
+func selectedHactlFree(ctx context.Context, t *testing.T, kc kubernetes.Interface, ns, name string, sel metav1.ListOptions, pods, pvcs, svcs int) {
+	t.Helper()
+	pl, err := kc.CoreV1().Pods(ns).List(ctx, sel)
+	if err != nil || len(pl.Items) != pods {
+		t.Fatalf("pods of %s: %d, %v", name, len(pl.Items), err)
+	}
+	for _, o := range pl.Items {
+		hactlFree(t, "Pod", o.Name, o.Labels, o.Annotations)
+	}
+	cl, err := kc.CoreV1().PersistentVolumeClaims(ns).List(ctx, sel)
+	if err != nil || len(cl.Items) != pvcs {
+		t.Fatalf("PVCs of %s: %d, %v", name, len(cl.Items), err)
+	}
+	for _, o := range cl.Items {
+		hactlFree(t, "PVC", o.Name, o.Labels, o.Annotations)
+	}
+	sl, err := kc.CoreV1().Services(ns).List(ctx, sel)
+	if err != nil || len(sl.Items) != svcs {
+		t.Fatalf("Services of %s: %d, %v", name, len(sl.Items), err)
+	}
+	for _, o := range sl.Items {
+		hactlFree(t, "Service", o.Name, o.Labels, o.Annotations)
+	}
 }
