@@ -209,6 +209,16 @@ func rows() []row {
 				o.Cluster.Operator.Members = o.Cluster.Operator.Members[:2]
 			},
 			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true},
+		{name: "auth enabled: the learner flow cannot watch a learner catch up (etcd issues it no token)", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.Template.Password, o.Cluster.Template.PasswordFrom = &model.SecretKeyRef{Secret: "etcd", Key: "etcd-root-password"}, "env ETCD_ROOT_PASSWORD"
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeActionUnsupported}, noSteps: true},
+		{name: "auth enabled: no seed (the capture takes no password)", intent: intentFor(model.ActionSeed, ""),
+			mutate: func(o *model.Observation) {
+				o.Cluster.Template.Password, o.Cluster.Template.PasswordFrom = &model.SecretKeyRef{Secret: "etcd", Key: "etcd-root-password"}, "env ETCD_ROOT_PASSWORD"
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeActionUnsupported}, noSteps: true},
 		{name: "leader without --move-leader", intent: intentFor(model.ActionReplace, "etcd-0"), verb: model.VerbRefuse,
 			codes: []model.Code{model.CodeTargetIsLeader},
 			check: func(t *testing.T, d model.Decision) {

@@ -63,9 +63,42 @@ func TestProbeAuthEnabled(t *testing.T) {
 			}
 		}
 	}
-	facts := etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: &engine.BasicAuth{Username: "root", Password: "s3cret"}})
+	root := &engine.BasicAuth{Username: "root", Password: "s3cret"}
+	facts := etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: root})
 	if err := healthy(facts, 3); err != nil {
 		t.Errorf("with root's password: %v", err)
+	}
+	// Kept clients keep their token from round to round.
+	conns := engine.NewConns()
+	defer conns.Close()
+	for round := 0; round < 2; round++ {
+		facts = etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: root, Conns: conns})
+		if err := healthy(facts, 3); err != nil {
+			t.Errorf("kept clients, round %d: %v", round, err)
+		}
+	}
+
+	// Quorum lost: a member that runs answers, but etcd issues no token
+	// without a quorum; the stopped ones are not reached. Each says so,
+	// not a bare deadline.
+	for _, m := range c.Members[1:] {
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	facts = etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 2 * time.Second, Dial: d.Dial, Auth: root})
+	if f := facts[0]; f.Reachable || f.Failure != model.ProbeFailureTimeout || !strings.Contains(f.Err, "issued no auth token") {
+		t.Errorf("the member left running: reachable %v, failure %q, err %q; want it said that no token was issued", f.Reachable, f.Failure, f.Err)
+	}
+	for i, f := range facts[1:] {
+		if f.Reachable || f.Failure != model.ProbeFailureConnect {
+			t.Errorf("stopped %s: reachable %v, failure %q, err %q; want a connect failure", ts[i+1].Member, f.Reachable, f.Failure, f.Err)
+		}
+	}
+	// A kept client still has its token: the survivor answers for itself.
+	facts = etcd.New().Probe(context.Background(), ts[:1], engine.ProbeOptions{Timeout: 2 * time.Second, Dial: d.Dial, Auth: root, Conns: conns})
+	if f := facts[0]; !f.Reachable || f.MemberID == "" {
+		t.Errorf("the kept client of the survivor: reachable %v, err %q", f.Reachable, f.Err)
 	}
 }
 

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/metadata"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -49,6 +52,13 @@ type Client struct {
 	keepPeers bool
 	mu        sync.Mutex
 	known     *knownPeers
+
+	// auth is the user and password of a cluster with auth enabled (nil
+	// without); token is the member's token for them, asked once and
+	// kept while the member takes it (tokenMu: one request at a time).
+	auth    *engine.BasicAuth
+	tokenMu sync.Mutex
+	token   string
 }
 
 // Open builds a client for the member t. It does not block: the first call
@@ -78,7 +88,7 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 	}
 	creds = observedCreds{TransportCredentials: creds, state: st, port: t.Port}
 
-	c := &Client{target: t, state: st, hasTLS: o.Credentials != nil, certRead: time.Now()}
+	c := &Client{target: t, state: st, hasTLS: o.Credentials != nil, certRead: time.Now(), auth: o.Auth}
 	dial := o.Dial
 	contextDialer := func(gctx context.Context, _ string) (net.Conn, error) {
 		// gRPC's context ends when the connection attempt is abandoned
@@ -125,17 +135,60 @@ func Open(ctx context.Context, t engine.Target, o engine.ProbeOptions) (*Client,
 			}),
 		},
 	}
-	if o.Auth != nil {
-		// Auth enabled: the client asks the member for a token with
-		// these first, on the same connection.
-		cfg.Username, cfg.Password = o.Auth.Username, o.Auth.Password
-	}
+	// With auth enabled the client's calls ask for a token themselves
+	// (authed), not clientv3 at New: its request would block New until
+	// the member answered and a quorum issued the token, and its failure
+	// would say nothing of the connection.
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating etcd client for %s: %w", t.Member, err)
 	}
 	c.cli = cli
 	return c, nil
+}
+
+// authed is ctx carrying the client's auth token, asked of the member
+// first when the client has none; ctx as it is without auth. Etcd issues
+// a token through its log: a member without quorum issues none, and a
+// learner refuses the request.
+func (c *Client) authed(ctx context.Context) (context.Context, error) {
+	if c.auth == nil {
+		return ctx, nil
+	}
+	c.tokenMu.Lock()
+	defer c.tokenMu.Unlock()
+	if c.token == "" {
+		resp, err := c.cli.Authenticate(ctx, c.auth.Username, c.auth.Password)
+		if err != nil {
+			return ctx, err
+		}
+		c.token = resp.Token
+	}
+	return metadata.AppendToOutgoingContext(ctx, rpctypes.TokenFieldNameGRPC, c.token), nil
+}
+
+// checked forgets the token when err says the member no longer takes it
+// (expired, or the member restarted): the next call asks for another.
+// It returns err.
+func (c *Client) checked(err error) error {
+	if err != nil && c.auth != nil && (errors.Is(err, rpctypes.ErrInvalidAuthToken) || errors.Is(err, rpctypes.ErrGRPCInvalidAuthToken) || rpctypes.Error(err) == rpctypes.ErrInvalidAuthToken) {
+		c.tokenMu.Lock()
+		c.token = ""
+		c.tokenMu.Unlock()
+	}
+	return err
+}
+
+// call runs f with the client's auth token (authed), forgetting the
+// token when the member no longer takes it (checked).
+func call[T any](c *Client, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	var zero T
+	actx, err := c.authed(ctx)
+	if err != nil {
+		return zero, err
+	}
+	v, err := f(actx)
+	return v, c.checked(err)
 }
 
 // Target is the member this client talks to.

@@ -130,7 +130,9 @@ func peerOf(m *pb.Member) model.Peer {
 // locally (serializable), so a member without quorum, or one that formed
 // a cluster of its own, still reports its own view.
 func (c *Client) MemberList(ctx context.Context) ([]model.Peer, error) {
-	resp, err := c.cli.MemberList(ctx, clientv3.WithSerializable())
+	resp, err := call(c, ctx, func(ctx context.Context) (*clientv3.MemberListResponse, error) {
+		return c.cli.MemberList(ctx, clientv3.WithSerializable())
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listing members via %s: %w", c.target.Member, classify(err))
 	}
@@ -141,7 +143,7 @@ func (c *Client) MemberList(ctx context.Context) ([]model.Peer, error) {
 // Etcd answers it through a raft proposal: it needs quorum and appends to
 // the log, so Probe reads alarms from Status instead.
 func (c *Client) AlarmList(ctx context.Context) ([]model.Alarm, error) {
-	resp, err := c.cli.AlarmList(ctx)
+	resp, err := call(c, ctx, func(ctx context.Context) (*clientv3.AlarmResponse, error) { return c.cli.AlarmList(ctx) })
 	if err != nil {
 		return nil, fmt.Errorf("listing alarms via %s: %w", c.target.Member, classify(err))
 	}
@@ -162,7 +164,7 @@ func (c *Client) MemberRemove(ctx context.Context, id string) ([]model.Peer, err
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.cli.MemberRemove(ctx, n)
+	resp, err := call(c, ctx, func(ctx context.Context) (*clientv3.MemberRemoveResponse, error) { return c.cli.MemberRemove(ctx, n) })
 	if err != nil {
 		return nil, fmt.Errorf("removing member %s via %s: %w", id, c.target.Member, classify(err))
 	}
@@ -175,7 +177,9 @@ func (c *Client) MemberAddAsLearner(ctx context.Context, peerURLs ...string) (mo
 	if len(peerURLs) == 0 {
 		return model.Peer{}, nil, errors.New("adding a learner needs at least one peer URL")
 	}
-	resp, err := c.cli.MemberAddAsLearner(ctx, peerURLs)
+	resp, err := call(c, ctx, func(ctx context.Context) (*clientv3.MemberAddResponse, error) {
+		return c.cli.MemberAddAsLearner(ctx, peerURLs)
+	})
 	if err != nil {
 		return model.Peer{}, nil, fmt.Errorf("adding learner %v via %s: %w", peerURLs, c.target.Member, classify(err))
 	}
@@ -189,7 +193,7 @@ func (c *Client) MemberPromote(ctx context.Context, id string) ([]model.Peer, er
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.cli.MemberPromote(ctx, n)
+	resp, err := call(c, ctx, func(ctx context.Context) (*clientv3.MemberPromoteResponse, error) { return c.cli.MemberPromote(ctx, n) })
 	if err != nil {
 		return nil, fmt.Errorf("promoting member %s via %s: %w", id, c.target.Member, classify(err))
 	}
@@ -203,7 +207,7 @@ func (c *Client) MoveLeader(ctx context.Context, toID string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.cli.MoveLeader(ctx, n); err != nil {
+	if _, err := call(c, ctx, func(ctx context.Context) (*clientv3.MoveLeaderResponse, error) { return c.cli.MoveLeader(ctx, n) }); err != nil {
 		return fmt.Errorf("moving leadership to %s via %s: %w", toID, c.target.Member, classify(err))
 	}
 	return nil
@@ -212,7 +216,7 @@ func (c *Client) MoveLeader(ctx context.Context, toID string) error {
 // Put writes key=value through this member and returns the revision of the
 // write.
 func (c *Client) Put(ctx context.Context, key, value string) (int64, error) {
-	resp, err := c.cli.Put(ctx, key, value)
+	resp, err := call(c, ctx, func(ctx context.Context) (*clientv3.PutResponse, error) { return c.cli.Put(ctx, key, value) })
 	if err != nil {
 		return 0, fmt.Errorf("writing %q via %s: %w", key, c.target.Member, classify(err))
 	}
@@ -223,7 +227,9 @@ func (c *Client) Put(ctx context.Context, key, value string) (int64, error) {
 // this member would serve, which is the point of a per-member sentinel
 // check). found is false when the key does not exist there.
 func (c *Client) Get(ctx context.Context, key string) (value string, found bool, err error) {
-	resp, err := c.cli.Get(ctx, key, clientv3.WithSerializable())
+	resp, err := call(c, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+		return c.cli.Get(ctx, key, clientv3.WithSerializable())
+	})
 	if err != nil {
 		return "", false, fmt.Errorf("reading %q from %s: %w", key, c.target.Member, classify(err))
 	}
@@ -259,7 +265,9 @@ func (c *Client) Snapshot(ctx context.Context, w io.Writer) (SnapshotInfo, error
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("reading the status of %s before a snapshot: %w", c.target.Member, classify(err))
 	}
-	rev, err := c.cli.Get(ctx, "\x00", clientv3.WithSerializable(), clientv3.WithCountOnly())
+	rev, err := call(c, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+		return c.cli.Get(ctx, "\x00", clientv3.WithSerializable(), clientv3.WithCountOnly())
+	})
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("reading the revision of %s before a snapshot: %w", c.target.Member, classify(err))
 	}
@@ -270,7 +278,11 @@ func (c *Client) Snapshot(ctx context.Context, w io.Writer) (SnapshotInfo, error
 		RaftApplied: st.RaftAppliedIndex,
 		Revision:    rev.Header.GetRevision(),
 	}
-	resp, err := c.cli.SnapshotWithVersion(ctx)
+	sctx, err := c.authed(ctx)
+	if err != nil {
+		return info, fmt.Errorf("asking %s for an auth token before a snapshot: %w", c.target.Member, classify(err))
+	}
+	resp, err := c.cli.SnapshotWithVersion(sctx)
 	if err != nil {
 		return info, fmt.Errorf("starting snapshot of %s: %w", c.target.Member, classify(err))
 	}

@@ -51,6 +51,12 @@ func (c etcd) flow() model.Flow {
 	t := c.Observation().Cluster.Template
 	switch c.Observation().Cluster.Shape {
 	case model.ShapeStaticExisting:
+		if t.Password != nil {
+			// A learner cannot be watched catching up: with auth on it
+			// answers nothing without a token, and etcd issues it none.
+			c.Block(model.CodeActionUnsupported, "", "", "auth is enabled (%s names the password): the learner flow must watch the new member catch up, and etcd answers a learner nothing without a token and issues it none; rebuild the member by hand (etcdctl member remove, then add it as a learner and promote it)", t.PasswordFrom)
+			return model.FlowNone
+		}
 		return model.FlowLearner
 	case model.ShapeSelfRegistering:
 		if t.StartFromSnapshot {

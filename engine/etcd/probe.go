@@ -168,8 +168,10 @@ func authRefusal(err error) string {
 		return "auth is enabled: it asks every client for a user and password, and none was given (hactl reads the password a Secret reference in the pod template names: ETCD_ROOT_PASSWORD)"
 	case is(rpctypes.ErrAuthFailed, rpctypes.ErrGRPCAuthFailed):
 		return "auth is enabled, and it does not take the user and password given (authentication failed): check the Secret the pod template names"
-	case is(rpctypes.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied), is(rpctypes.ErrInvalidAuthToken, rpctypes.ErrGRPCInvalidAuthToken):
-		return "auth is enabled, and the user and password given may not ask it (" + rpctypes.ErrorDesc(err) + ")"
+	case is(rpctypes.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied):
+		return "auth is enabled, and the user given may not ask it (" + rpctypes.ErrorDesc(err) + ")"
+	case is(rpctypes.ErrInvalidAuthToken, rpctypes.ErrGRPCInvalidAuthToken):
+		return "auth is enabled, and it no longer takes the client's token (expired, or the member restarted): the next probe asks for another"
 	}
 	return ""
 }
@@ -290,11 +292,22 @@ func (c *Client) factsKeepingPeers(ctx context.Context, start time.Time, f model
 }
 
 func (c *Client) status(ctx context.Context) (*pb.StatusResponse, error) {
+	ctx, err := c.authed(ctx)
+	if err != nil {
+		return nil, &authError{err: err}
+	}
 	// The maintenance client's Status(endpoint) would open a second
 	// connection; ask over the one this client has.
 	m := clientv3.RetryMaintenanceClient(c.cli, c.cli.ActiveConnection())
-	return m.Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(true))
+	st, err := m.Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(true))
+	return st, c.checked(err)
 }
+
+// authError is a failed request for an auth token.
+type authError struct{ err error }
+
+func (e *authError) Error() string { return e.err.Error() }
+func (e *authError) Unwrap() error { return e.err }
 
 func fillStatus(f *model.EngineFacts, st *pb.StatusResponse) {
 	if h := st.GetHeader(); h != nil {
@@ -375,6 +388,15 @@ func (c *Client) explain(ctx context.Context, start time.Time, call string, err 
 	}
 	deadline := errors.Is(ctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded ||
 		errors.Is(err, context.DeadlineExceeded)
+	var ae *authError
+	if errors.As(err, &ae) {
+		switch {
+		case errors.Is(err, rpctypes.ErrGRPCNotSupportedForLearner) || rpctypes.ErrorDesc(ae.err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCNotSupportedForLearner):
+			return model.ProbeFailureOther, fmt.Sprintf("%s is a learner: with auth enabled it answers nothing without a token, and etcd issues a learner none (see the others' member list)", member)
+		case deadline && connected:
+			return model.ProbeFailureTimeout, fmt.Sprintf("%s answered, but issued no auth token within %s: etcd issues tokens through its log, which needs a quorum", member, took)
+		}
+	}
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled) && !deadline:
 		return model.ProbeFailureOther, fmt.Sprintf("probe of %s cancelled after %s", member, took)

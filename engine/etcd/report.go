@@ -34,7 +34,11 @@ func (Engine) Report(ctx context.Context, t engine.Target, o engine.ProbeOptions
 	}
 	return []engine.ReportFile{
 		file("member-list.json", func(ctx context.Context) (any, error) {
-			return c.cli.MemberList(ctx, clientv3.WithSerializable())
+			actx, err := c.authed(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.cli.MemberList(actx, clientv3.WithSerializable())
 		}),
 		file("endpoint-status.json", func(ctx context.Context) (any, error) { return c.status(ctx) }),
 	}
