@@ -83,7 +83,7 @@ func (c *classifier) operatorRecordAgrees(target *model.Member) bool {
 		c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator's record of %s could not be read (%s): whether deleting its %s removes %s cannot be checked", target.Name, op.Err, kind, target.Name)
 		return false
 	}
-	if op.ClusterID != "" && c.a.ClusterID != "" && op.ClusterID != c.a.ClusterID {
+	if op.OtherCluster(c.a.ClusterID) {
 		c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the operator records cluster ID %s; the members answer for %s: it acts on another cluster than the one it would change; see status", op.ClusterID, c.a.ClusterID)
 		return false
 	}

@@ -3,15 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -22,23 +17,8 @@ import (
 // bitnamiAsk asks member pod its own member ID as root with password,
 // through a port-forward, without hactl; "" when it does not answer.
 func bitnamiAsk(ns, pod, password string) string {
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{"member:2379"}, DialTimeout: 5 * time.Second, Username: scenario.BitnamiRootUser, Password: password, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return s.Dial(ctx, ns, pod, 2379)
-		})},
-	})
-	if err != nil {
-		return ""
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := cli.Status(ctx, "member:2379")
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("%x", st.Header.MemberId)
+	id, _ := askMember(ns, pod, "member:2379", clientv3.Config{Username: scenario.BitnamiRootUser, Password: password})
+	return id
 }
 
 // Bitnami's chart with its default auth (every client must give a user

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -120,13 +121,19 @@ func cozyTLS(t *testing.T, ns, cluster string) *tls.Config {
 func cozyAsk(ns, cluster, pod string, tc *tls.Config) (id, clusterID string) {
 	// The endpoint's host is the name the serving certificate is
 	// checked against: the pod's under the headless Service.
-	ep := pod + "." + cluster + "." + ns + ".svc:2379"
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{ep}, DialTimeout: 5 * time.Second, TLS: tc.Clone(),
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return s.Dial(ctx, ns, pod, 2379)
-		})},
-	})
+	return askMember(ns, pod, pod+"."+cluster+"."+ns+".svc:2379", clientv3.Config{TLS: tc.Clone()})
+}
+
+// askMember asks member pod, through a port-forward and without hactl,
+// its own member and cluster ID, with cfg's credentials and ep as its
+// endpoint (whose host the serving certificate is checked against); ""
+// when it does not answer.
+func askMember(ns, pod, ep string, cfg clientv3.Config) (id, clusterID string) {
+	cfg.Endpoints, cfg.DialTimeout, cfg.Logger = []string{ep}, 5*time.Second, zap.NewNop()
+	cfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		return s.Dial(ctx, ns, pod, 2379)
+	})}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return "", ""
 	}

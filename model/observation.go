@@ -158,6 +158,12 @@ type OperatorMember struct {
 	PodUID string `json:"podUID,omitempty"`
 }
 
+// OtherCluster reports whether the operator recorded a cluster ID and
+// the members answer for another (id, "" when none was agreed).
+func (o *OperatorFacts) OtherCluster(id string) bool {
+	return o != nil && o.ClusterID != "" && id != "" && o.ClusterID != id
+}
+
 // Member is the operator's record of member name, nil when it has none.
 func (o *OperatorFacts) Member(name string) *OperatorMember {
 	if o == nil {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/sandbox/scenario"
@@ -21,15 +19,7 @@ const bitnamiScenario = "bitnami-auth"
 // authStatus asks one member, dialled alone as user:password (anonymous
 // when user is empty), for its status.
 func authStatus(ctx context.Context, url, user, password string) (*clientv3.StatusResponse, error) {
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 2 * time.Second,
-		Username: user, Password: password, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	return c.Status(ctx, url)
+	return memberStatus(ctx, url, clientv3.Config{Username: user, Password: password})
 }
 
 // bitnamiAuth checks, in TestSandbox's sandbox, that bitnami-auth's

@@ -27,7 +27,14 @@ var cozystackScenarios = []string{"cozystack", "cozystack-split", "cozystack-cr-
 
 // tlsStatus asks one member, dialled alone over TLS, for its status.
 func tlsStatus(ctx context.Context, url string, tc *tls.Config) (*clientv3.StatusResponse, error) {
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 2 * time.Second, TLS: tc, Logger: zap.NewNop()})
+	return memberStatus(ctx, url, clientv3.Config{TLS: tc})
+}
+
+// memberStatus asks one member, dialled alone at url with cfg's
+// credentials, for its status.
+func memberStatus(ctx context.Context, url string, cfg clientv3.Config) (*clientv3.StatusResponse, error) {
+	cfg.Endpoints, cfg.DialTimeout, cfg.Logger = []string{url}, 2*time.Second, zap.NewNop()
+	c, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -492,19 +492,13 @@ func (s *state) operatorWord(r *reasons) {
 	if op == nil || op.Err != "" {
 		return
 	}
-	unasked := 0
-	for _, v := range s.views {
-		if v.Running && (v.Engine == nil || v.CredFail) && !v.learner {
-			unasked++
-		}
-	}
 	// Only a quorum the probes show lost contradicts the operator: a
 	// voter hactl could not ask may still vote.
-	if op.Available != nil && *op.Available && s.probed && s.a.Voters > 0 && s.a.AnsweringVoters+unasked < s.a.Quorum {
+	if op.Available != nil && *op.Available && s.probed && s.a.Voters > 0 && s.a.AnsweringVoters+s.unaskedVoters() < s.a.Quorum {
 		r.Add(model.ReasonCRStatusStale, "", "%s %s says Available (%s, %d members ready) but %d of %d voters answered; quorum needs %d",
 			op.Kind, op.Name, cmp.Or(op.AvailableReason, "no reason"), op.ReadyMembers, s.a.AnsweringVoters, s.a.Voters, s.a.Quorum)
 	}
-	if op.ClusterID != "" && s.a.ClusterID != "" && op.ClusterID != s.a.ClusterID {
+	if op.OtherCluster(s.a.ClusterID) {
 		r.Add(model.ReasonCRStatusStale, "", "%s %s records cluster ID %s; the members answer for %s", op.Kind, op.Name, op.ClusterID, s.a.ClusterID)
 	}
 	for _, v := range s.views {
@@ -521,15 +515,20 @@ func (s *state) operatorWord(r *reasons) {
 	}
 }
 
-func (s *state) quorumReasons(r *reasons) {
-	// Voters that did not answer for want of credentials, or were not
-	// asked, may still vote: count every such running container.
-	unasked := 0
+// unaskedVoters counts the running containers of voters that did not
+// answer for want of credentials, or were not asked: they may still vote.
+func (s *state) unaskedVoters() int {
+	n := 0
 	for _, v := range s.views {
 		if v.Running && (v.Engine == nil || v.CredFail) && !v.learner {
-			unasked++
+			n++
 		}
 	}
+	return n
+}
+
+func (s *state) quorumReasons(r *reasons) {
+	unasked := s.unaskedVoters()
 	if s.a.AnsweringVoters+unasked >= s.a.Quorum {
 		return
 	}
