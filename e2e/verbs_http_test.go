@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +23,12 @@ import (
 // the leader and reseeding are refused and change nothing; replacing a
 // replica deletes its volume and pod (fenced, under the lock), and the
 // member Patroni rebuilds on the new volume holds a row written through
-// the leader before, read on its own PostgreSQL. The cluster is then
-// failover-ready natively again.
+// the leader before, read on its own PostgreSQL. The plan is saved first
+// and applied only after Patroni itself rewrote the replica's status
+// annotation (the row moved its replayed position): what the members
+// write on their own pods (the mapping's selfWrittenAnnotations) is no
+// change to the confirmed plan. The cluster is then failover-ready
+// natively again.
 func TestHTTPReplaceRecreatesAMember(t *testing.T) {
 	skipShort(t)
 	name, ns := cluster(t, "pg-healthy")
@@ -50,7 +56,6 @@ func TestHTTPReplaceRecreatesAMember(t *testing.T) {
 			target = m.Name
 		}
 	}
-	row := s.WriteRow(t, ns, name, leader, "http-replace")
 	uids := func(member string) (pod, pvc string) {
 		p, err := s.KC.CoreV1().Pods(ns).Get(ctx, member, metav1.GetOptions{})
 		if err != nil {
@@ -80,7 +85,30 @@ func TestHTTPReplaceRecreatesAMember(t *testing.T) {
 	}
 
 	beforePod, beforePVC := uids(target)
-	r := s.Run(t, 5*time.Minute, "hactl", "replace", name, target, "-n", ns, "--yes")
+	r := s.Run(t, time.Minute, "hactl", "replace", name, target, "-n", ns, "--dry-run=client", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("the plan to replace %s: exit %d\n%s\n%s", target, r.Code, r.Stdout, r.Stderr)
+	}
+	plan := filepath.Join(t.TempDir(), "replace.json")
+	if err := os.WriteFile(plan, []byte(r.Stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	annotation := func() string {
+		p, err := s.KC.CoreV1().Pods(ns).Get(ctx, target, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Annotations["status"]
+	}
+	planned := annotation()
+	row := s.WriteRow(t, ns, name, leader, "http-replace")
+	poll.Until(t, time.Minute, "Patroni to rewrite "+target+"'s status annotation", func() error {
+		if a := annotation(); a == planned {
+			return fmt.Errorf("still %s", a)
+		}
+		return nil
+	}, poll.Every(500*time.Millisecond))
+	r = s.Run(t, 5*time.Minute, "hactl", "apply", "-f", plan, "-n", ns, "--yes")
 	if r.Code != 0 {
 		t.Fatalf("replace of %s: exit %d\n%s\n%s", target, r.Code, r.Stdout, r.Stderr)
 	}

@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // Keys of a mapping (the ConfigMap's data).
@@ -38,6 +40,13 @@ const (
 	KeyQuorum       = "quorum"
 	KeyLagThreshold = "lagThreshold"
 	KeyReplace      = "replace"
+	// KeySelfWrittenLabels and KeySelfWrittenAnnotations name the pod
+	// labels and annotations the members rewrite on their own pods (as a
+	// Patroni member its role label and its status annotation): a fence
+	// on a member's pod leaves them out, or every such write would read
+	// as a change by someone since the plan was confirmed.
+	KeySelfWrittenLabels      = "selfWrittenLabels"
+	KeySelfWrittenAnnotations = "selfWrittenAnnotations"
 )
 
 // ReplaceRecreate, the value of a mapping's replace key, says that a
@@ -61,7 +70,7 @@ const (
 var expressions = []string{KeyMemberID, KeyClusterID, KeyRole, KeyLeader, KeyLearner, KeyTerm, KeyApplied, KeyFrontier, KeyReady, KeyVersion, KeyPaused}
 
 // known are every key a mapping may hold.
-var known = append(slices.Clone(expressions), KeyPort, KeyScheme, KeyPath, KeyMethod, KeyBody, KeyLeaderRoles, KeyLearnerRoles, KeyReadyValues, KeyQuorum, KeyLagThreshold, KeyReplace)
+var known = append(slices.Clone(expressions), KeyPort, KeyScheme, KeyPath, KeyMethod, KeyBody, KeyLeaderRoles, KeyLearnerRoles, KeyReadyValues, KeyQuorum, KeyLagThreshold, KeyReplace, KeySelfWrittenLabels, KeySelfWrittenAnnotations)
 
 // Mapping says where a member's status document is served and how to
 // read hactl's facts from it.
@@ -88,6 +97,9 @@ type Mapping struct {
 	// Replace is how a member is replaced: ReplaceRecreate, or "" when
 	// the mapping does not say (hactl then offers no replace).
 	Replace string
+	// SelfWritten are the pod labels and annotations the members rewrite
+	// on their own pods; nil when the mapping names none.
+	SelfWritten *model.SelfWritten
 }
 
 // Parse reads a mapping from a ConfigMap's data. It names every problem
@@ -206,7 +218,30 @@ func (m *Mapping) parseRules(data map[string]string) []error {
 		}
 		m.Replace = v
 	}
+	sw := &model.SelfWritten{Labels: keys(data[KeySelfWrittenLabels]), Annotations: keys(data[KeySelfWrittenAnnotations])}
+	for k, names := range map[string][]string{KeySelfWrittenLabels: sw.Labels, KeySelfWrittenAnnotations: sw.Annotations} {
+		for _, n := range names {
+			if bad := validation.IsQualifiedName(n); len(bad) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %q is not a label or annotation key: %s", k, n, strings.Join(bad, "; ")))
+			}
+		}
+	}
+	if len(sw.Labels)+len(sw.Annotations) > 0 {
+		m.SelfWritten = sw
+	}
 	return errs
+}
+
+// keys are the comma-separated keys in v, trimmed, without empties, as
+// written (label and annotation keys are case-sensitive).
+func keys(v string) []string {
+	var out []string
+	for _, k := range strings.Split(v, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Document is one member's decoded status document.
@@ -290,11 +325,9 @@ func scalar(x reflect.Value) (string, bool, error) {
 }
 
 func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, strings.ToLower(f))
-		}
+	out := keys(s)
+	for i := range out {
+		out[i] = strings.ToLower(out[i])
 	}
 	return out
 }

@@ -1,10 +1,13 @@
 package http
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hactl-dev/hactl/internal/fixtures"
+	"github.com/hactl-dev/hactl/model"
 )
 
 // example reads one of the mappings docs/examples ships.
@@ -111,5 +114,44 @@ func TestFactsRefuseAnObjectWhereAValueBelongs(t *testing.T) {
 	d, _ := Decode([]byte(patroniReplica))
 	if _, err := m.Facts(d, "pg-1"); err == nil || !strings.Contains(err.Error(), "applied") {
 		t.Errorf("an object read as a position: err %v", err)
+	}
+}
+
+// TestSelfWrittenKeys: the keys the members rewrite on their own pods
+// are read as written (case kept), a bad key is named, and the cluster's
+// facts carry them through Keep; the shipped Patroni mapping names
+// Patroni's role label and status annotation.
+func TestSelfWrittenKeys(t *testing.T) {
+	base := map[string]string{"port": "80", "role": "{.role}"}
+	with := func(kv ...string) map[string]string {
+		d := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			d[kv[i]] = kv[i+1]
+		}
+		return d
+	}
+	m, err := Parse(with(KeySelfWrittenLabels, " Role , ", KeySelfWrittenAnnotations, "status,example.com/last-seen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SelfWritten == nil || !slices.Equal(m.SelfWritten.Labels, []string{"Role"}) || !slices.Equal(m.SelfWritten.Annotations, []string{"status", "example.com/last-seen"}) {
+		t.Errorf("self-written %+v", m.SelfWritten)
+	}
+	if m, err := Parse(base); err != nil || m.SelfWritten != nil {
+		t.Errorf("no keys named: %+v, %v", m, err)
+	}
+	if _, err := Parse(with(KeySelfWrittenAnnotations, "status,bad key")); err == nil || !strings.Contains(err.Error(), `selfWrittenAnnotations: "bad key" is not a label or annotation key`) {
+		t.Errorf("a bad key: %v", err)
+	}
+
+	c := &model.ClusterFacts{EngineConfig: example(t, "patroni")}
+	Engine{}.Keep(model.PodTemplate{}, nil, c)
+	if c.SelfWritten == nil || !slices.Equal(c.SelfWritten.Labels, []string{"role"}) || !slices.Equal(c.SelfWritten.Annotations, []string{"status"}) {
+		t.Errorf("the shipped Patroni mapping: self-written %+v, want the role label and the status annotation", c.SelfWritten)
+	}
+	c = &model.ClusterFacts{EngineConfig: map[string]string{"port": "x"}}
+	Engine{}.Keep(model.PodTemplate{}, nil, c)
+	if c.SelfWritten != nil {
+		t.Errorf("a mapping that does not parse: self-written %+v", c.SelfWritten)
 	}
 }
