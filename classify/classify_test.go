@@ -209,6 +209,38 @@ func rows() []row {
 				o.Cluster.Operator.Members = o.Cluster.Operator.Members[:2]
 			},
 			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true},
+		{name: "operator removing by name (etcd-druid): a stale recorded ID and an unread Etcd do not matter, its runbook is handed over", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "etcd-druid", Runbook: []string{"delete pod {member} ({memberID})"}}
+				o.Cluster.Operator = operatorRecords(o)
+				o.Cluster.Operator.RemovesByName, o.Cluster.Operator.Err = true, "list etcds: forbidden"
+				o.Cluster.Operator.Members[2].MemberID = memberIDs[1]
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				if want := []string{"delete pod etcd-2 (" + memberIDs[2] + ")"}; !slices.Equal(d.Runbook, want) {
+					t.Errorf("runbook %q, want %q", d.Runbook, want)
+				}
+			}},
+		{name: "operator removing by name (etcd-druid): the members' list has no member under its name, so no runbook", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "etcd-druid", Runbook: []string{"delete pod {member}"}}
+				o.Cluster.Operator = operatorRecords(o)
+				o.Cluster.Operator.RemovesByName = true
+				for i := range o.Members {
+					for j := range o.Members[i].Engine.Peers {
+						if o.Members[i].Engine.Peers[j].ID == memberIDs[2] {
+							o.Members[i].Engine.Peers[j].Name = "etcd-2-old"
+						}
+					}
+				}
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				if b := d.Blockers[1]; !strings.Contains(b.Detail, "no member named etcd-2") {
+					t.Errorf("blocker %q does not say the member is not listed under its name", b.Detail)
+				}
+			}},
 		{name: "auth enabled: the learner flow cannot watch a learner catch up (etcd issues it no token)", intent: intentFor(model.ActionReplace, "etcd-2"),
 			mutate: func(o *model.Observation) {
 				o.Cluster.Template.Password, o.Cluster.Template.PasswordFrom = &model.SecretKeyRef{Secret: "etcd", Key: "etcd-root-password"}, "env ETCD_ROOT_PASSWORD"

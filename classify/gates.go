@@ -71,11 +71,23 @@ func (c *classifier) handOver() {
 // operatorRecordAgrees blocks a rebuild through an operator whose record
 // of target is not target: it has none (deleting would delete nothing of
 // target's), or it records another member ID than the one the cluster
-// lists for target (its finalizer would remove that other member). True
-// when no operator's record was read, or it agrees.
+// lists for target (its finalizer would remove that other member); for
+// an operator that removes by name (RemovesByName), the cluster lists no
+// member under target's name. True when no operator's record was read,
+// or it agrees.
 func (c *classifier) operatorRecordAgrees(target *model.Member) bool {
 	op := c.obs.Cluster.Operator
 	if op == nil {
+		return true
+	}
+	if op.RemovesByName {
+		// Its way removes whichever member the cluster lists under the
+		// target's name (etcd-druid's sidecar finds itself in the
+		// member list by name), whatever ID it recorded.
+		if p := c.peerOf(target); p == nil || p.Name != target.Name {
+			c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the members' list has no member named %s: %s's way would remove no member while its pod and data go, and could not add it back", target.Name, op.Kind)
+			return false
+		}
 		return true
 	}
 	kind := cmp.Or(op.MemberKind, "record")

@@ -111,7 +111,9 @@ type ClusterFacts struct {
 	// operator's server Secret beside its client one); TLSSecretFrom
 	// says which field named TLSSecret and TLSCASecret ("" for the
 	// annotation hactl.dev/client-tls-secret).
-	TLSCASecret   string `json:"tlsCASecret,omitempty"`
+	TLSCASecret string `json:"tlsCASecret,omitempty"`
+	// TLSCAKey is the key of TLSCASecret holding the CA ("" for ca.crt).
+	TLSCAKey      string `json:"tlsCAKey,omitempty"`
 	TLSSecretFrom string `json:"tlsSecretFrom,omitempty"`
 	// Operator is what an operator's own objects say of the cluster,
 	// to hold against its members' answers; nil when the layout has no
@@ -134,15 +136,55 @@ type OperatorFacts struct {
 	// ClusterID is the cluster ID the operator recorded (hex), "" when
 	// none.
 	ClusterID string `json:"clusterID,omitempty"`
-	// Available is the resource's Available condition (nil when it has
-	// none), with its reason and message.
+	// Available is the resource's condition that says the cluster
+	// serves (nil when it has none), with its reason and message;
+	// AvailableType is that condition's type ("Available" when empty;
+	// etcd-druid's is "Ready").
 	Available       *bool  `json:"available,omitempty"`
+	AvailableType   string `json:"availableType,omitempty"`
 	AvailableReason string `json:"availableReason,omitempty"`
 	AvailableDetail string `json:"availableMessage,omitempty"`
 	// ReadyMembers is how many members the operator counts ready.
 	ReadyMembers int `json:"readyMembers"`
 	// Members are the operator's records of each member, by name.
 	Members []OperatorMember `json:"members,omitempty"`
+	// RemovesByName: the operator's way to rebuild a member removes the
+	// member the cluster lists under the member's name (etcd-druid's
+	// backup-restore sidecar), not an ID it recorded (cozystack's
+	// finalizer): the rebuild then needs the member listed under its
+	// name, and a stale recorded ID misleads only the reader.
+	RemovesByName bool `json:"removesByName,omitempty"`
+	// Backup is what the operator's backups say (etcd-druid's snapshot
+	// Leases), nil where it keeps none.
+	Backup *OperatorBackup `json:"backup,omitempty"`
+}
+
+// OperatorBackup is an operator's record of its own backups of the
+// cluster (etcd-druid: the backup-restore sidecar's full and delta
+// snapshot Leases, and the Etcd's BackupReady condition).
+type OperatorBackup struct {
+	// FullRevision is the etcd revision the newest full snapshot holds
+	// and FullAt when it was taken; 0 and nil when none is recorded.
+	FullRevision int64      `json:"fullRevision,omitempty"`
+	FullAt       *time.Time `json:"fullAt,omitempty"`
+	// DeltaRevision is the newest revision delta snapshots hold and
+	// DeltaAt when they were last renewed; 0 and nil when none.
+	DeltaRevision int64      `json:"deltaRevision,omitempty"`
+	DeltaAt       *time.Time `json:"deltaAt,omitempty"`
+	// Ready is the BackupReady condition (nil when absent), with its
+	// reason.
+	Ready       *bool  `json:"ready,omitempty"`
+	ReadyReason string `json:"readyReason,omitempty"`
+	// Err says why the snapshot Leases could not be read.
+	Err string `json:"error,omitempty"`
+}
+
+// Condition is the type of the condition Available holds.
+func (o *OperatorFacts) Condition() string {
+	if o.AvailableType == "" {
+		return "Available"
+	}
+	return o.AvailableType
 }
 
 // OperatorMember is an operator's record of one member.

@@ -22,6 +22,9 @@ type Objects struct {
 	// Cozystack are the cozystack etcd-operator's resources, nil when
 	// they were not read (no pod of theirs).
 	Cozystack *Cozystack
+	// Druid are etcd-druid's Etcds and Leases, nil when they were not
+	// read (no StatefulSet of an Etcd).
+	Druid *Druid
 }
 
 // Index groups a read's pods and claims once, so that listing the members
@@ -79,8 +82,11 @@ type Layout interface {
 }
 
 // Default are the layouts read when none are named: StatefulSets,
-// kubeadm's static pods and the cozystack etcd-operator's members.
-func Default() []Layout { return []Layout{StatefulSets{}, StaticPods{}, CozystackClusters{}} }
+// etcd-druid's, kubeadm's static pods and the cozystack etcd-operator's
+// members.
+func Default() []Layout {
+	return []Layout{StatefulSets{}, DruidClusters{}, StaticPods{}, CozystackClusters{}}
+}
 
 // Workload is one HA cluster as its layout found it.
 type Workload struct {
@@ -117,10 +123,10 @@ type Workload struct {
 	// where each member's pod is templated on its own (an operator's);
 	// nil where Template holds for every member.
 	Templates map[string]model.PodTemplate
-	// TLSSecret, TLSCASecret and TLSSecretFrom are the client TLS
-	// Secrets the layout's own objects name (model.ClusterFacts); ""
+	// TLSSecret, TLSCASecret, TLSCAKey and TLSSecretFrom are the client
+	// TLS Secrets the layout's own objects name (model.ClusterFacts); ""
 	// where hactl's annotation names them.
-	TLSSecret, TLSCASecret, TLSSecretFrom string
+	TLSSecret, TLSCASecret, TLSCAKey, TLSSecretFrom string
 	// Operator is the operator's word on the cluster, nil without an
 	// operator.
 	Operator *model.OperatorFacts
@@ -141,7 +147,8 @@ func Sort(ws []Workload) {
 
 // StatefulSets is the layout whose members are a StatefulSet's ordinals:
 // pod <sts>-<n> and claim <template>-<sts>-<n> for every ordinal it
-// wants, then each extra pod it still owns.
+// wants, then each extra pod it still owns. An etcd-druid Etcd's
+// StatefulSet is DruidClusters'.
 type StatefulSets struct{}
 
 // Workloads implements Layout.
@@ -149,6 +156,9 @@ func (StatefulSets) Workloads(o Objects, detect Detect) []Workload {
 	var out []Workload
 	for i := range o.StatefulSets {
 		sts := &o.StatefulSets[i]
+		if IsDruidStatefulSet(sts) {
+			continue
+		}
 		t := PodTemplate(sts)
 		if eng, ok := detect(sts.Labels, t); ok {
 			out = append(out, StatefulSetWorkload(sts, eng, t))

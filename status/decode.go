@@ -79,7 +79,7 @@ type selectingService struct {
 
 func newIndex(o *Objects) *index {
 	ix := &index{
-		src: source.NewIndex(source.Objects{StatefulSets: o.StatefulSets, Pods: o.Pods, PVCs: o.PVCs, Cozystack: o.Cozystack}), podByName: map[string]*corev1.Pod{},
+		src: source.NewIndex(source.Objects{StatefulSets: o.StatefulSets, Pods: o.Pods, PVCs: o.PVCs, Cozystack: o.Cozystack, Druid: o.Druid}), podByName: map[string]*corev1.Pod{},
 		pdbs: map[string][]selectingPDB{}, svcs: map[string][]selectingService{},
 		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
 		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: configMapsErr(o),
@@ -147,7 +147,7 @@ func decodeCluster(w source.Workload, ix *index, at time.Time, p engineParts) mo
 	if (w.TLSSecret != "" || w.TLSCASecret != "") && obs.Cluster.TLSSecret == "" {
 		// hactl's annotation, where set, wins over the layout's own.
 		c := &obs.Cluster
-		c.TLSSecret, c.TLSCASecret, c.TLSSecretFrom = w.TLSSecret, w.TLSCASecret, w.TLSSecretFrom
+		c.TLSSecret, c.TLSCASecret, c.TLSCAKey, c.TLSSecretFrom = w.TLSSecret, w.TLSCASecret, w.TLSCAKey, w.TLSSecretFrom
 	}
 	if op := w.Operator; op != nil && op.ClusterID != "" {
 		// The operator latched the cluster's ID once it formed: evidence

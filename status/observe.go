@@ -162,7 +162,7 @@ func (o *Observer) workloads(objs *Objects, parts engineParts, namespace, name s
 		return detect(l, t, parts.decoders)
 	}
 	var all []source.Workload
-	so := source.Objects{StatefulSets: objs.StatefulSets, Pods: objs.Pods, PVCs: objs.PVCs, Cozystack: objs.Cozystack}
+	so := source.Objects{StatefulSets: objs.StatefulSets, Pods: objs.Pods, PVCs: objs.PVCs, Cozystack: objs.Cozystack, Druid: objs.Druid}
 	for _, l := range layouts {
 		all = append(all, l.Workloads(so, detectIn)...)
 	}
@@ -356,7 +356,8 @@ var ErrNoMemberTLS = errors.New("the members ask every client for a certificate 
 // ReadCredentials reads the client TLS material a cluster names: with the
 // annotation hactl.dev/client-tls-secret, or with its operator's own
 // fields (TLSSecretFrom: the client identity in TLSSecret, the CA that
-// verifies the members in TLSCASecret's ca.crt); nil when it names none.
+// verifies the members in TLSCASecret's ca.crt, or its TLSCAKey); nil
+// when it names none.
 // purpose ("probe the members", "act on the members") completes the RBAC
 // hint. Errors name the Secret, never its contents.
 func ReadCredentials(ctx context.Context, get SecretGetter, c model.ClusterFacts, purpose string) (*engine.Credentials, error) {
@@ -376,9 +377,10 @@ func ReadCredentials(ctx context.Context, get SecretGetter, c model.ClusterFacts
 		if err != nil {
 			return nil, err
 		}
-		ca := s.Data["ca.crt"]
+		key := cmp.Or(c.TLSCAKey, "ca.crt")
+		ca := s.Data[key]
 		if len(ca) == 0 {
-			return nil, fmt.Errorf("TLS Secret %q (%s) has no ca.crt to verify the members with", c.TLSCASecret, namedBy)
+			return nil, fmt.Errorf("TLS Secret %q (%s) has no %s to verify the members with", c.TLSCASecret, namedBy, key)
 		}
 		if cr == nil {
 			cr = &engine.Credentials{}

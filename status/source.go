@@ -48,6 +48,9 @@ type Objects struct {
 	// Cozystack are the cozystack etcd-operator's resources, read only
 	// where one of its members' pods is (nil elsewhere).
 	Cozystack *source.Cozystack
+	// Druid are etcd-druid's Etcds and Leases, read only where an
+	// Etcd's StatefulSet is (source.IsDruidStatefulSet).
+	Druid *source.Druid
 	// Leases and Ledgers are hactl's own lock Leases and ledger
 	// ConfigMaps (labelled LabelCluster), listed by that label, or read
 	// one per cluster (GET hactl-NAME) where the list is forbidden.
@@ -154,6 +157,9 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	if readCMs {
 		wg.Go(func() { cms, cmsErr = c.CoreV1().ConfigMaps(ns).List(ctx, lo) })
 	}
+	if source.HasDruidStatefulSets(o.StatefulSets) {
+		wg.Go(func() { o.Druid = readDruid(ctx, c, ns) })
+	}
 	wg.Go(func() {
 		if s.Cluster != "" {
 			readActionObjectsByName(ctx, c, named(o.StatefulSets, s.Cluster), s.Engines).put(o)
@@ -222,6 +228,45 @@ func layoutPods(ctx context.Context, c kubernetes.Interface, ns string) (*corev1
 		}
 	}
 	return out, nil
+}
+
+// readDruid reads etcd-druid's Etcds and Leases in ns, both at once.
+// Where the Etcds cannot be read (druid's resource is not installed, or
+// not readable), Err says why, and where the Leases cannot, LeasesErr:
+// the clusters are then shown from their StatefulSets alone.
+func readDruid(ctx context.Context, c kubernetes.Interface, ns string) *source.Druid {
+	d := &source.Druid{}
+	rc := c.Discovery().RESTClient()
+	if rc == nil {
+		d.Err = errors.New("no client reads the operator's resources")
+		return d
+	}
+	var raw []byte
+	var leases *coordinationv1.LeaseList
+	var err error
+	var wg sync.WaitGroup
+	wg.Go(func() { raw, err = rc.Get().AbsPath(source.DruidPath(ns)).DoRaw(ctx) })
+	wg.Go(func() {
+		var lerr error
+		leases, lerr = c.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{LabelSelector: source.DruidLeaseSelector})
+		if lerr != nil {
+			d.LeasesErr = explainAPIError(lerr, "list", "leases.coordination.k8s.io", ns)
+		}
+	})
+	wg.Wait()
+	resource := "etcds." + source.DruidGroup
+	switch {
+	case apierrors.IsNotFound(err):
+		d.Err = fmt.Errorf("the API server serves no %s: the operator's resources are not installed", resource)
+	case err != nil:
+		d.Err = explainAPIError(err, "list", resource, ns)
+	default:
+		d.Etcds, d.Err = source.DecodeDruidEtcds(raw)
+	}
+	if d.LeasesErr == nil {
+		d.Leases = leases.Items
+	}
+	return d
 }
 
 // readCozystack reads the cozystack etcd-operator's EtcdClusters and

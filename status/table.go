@@ -131,6 +131,9 @@ func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string)
 	}
 	if op := cs.Operator; op != nil {
 		out = append(out, "  "+OperatorLine(op))
+		if b := BackupLine(op, o.Now); b != "" {
+			out = append(out, "  "+b)
+		}
 	}
 	for _, r := range cs.Verdict.Reasons {
 		c := ansiYellow
@@ -159,11 +162,11 @@ func OperatorLine(op *model.OperatorFacts) string {
 	line := op.Kind + " " + op.Name + " says: "
 	switch {
 	case op.Available == nil:
-		line += "no Available condition"
+		line += "no " + op.Condition() + " condition"
 	case *op.Available:
-		line += "Available"
+		line += op.Condition()
 	default:
-		line += "not Available"
+		line += "not " + op.Condition()
 	}
 	if op.AvailableReason != "" {
 		line += " (" + op.AvailableReason + ")"
@@ -172,6 +175,39 @@ func OperatorLine(op *model.OperatorFacts) string {
 	if op.ClusterID != "" {
 		line += ", cluster " + op.ClusterID
 	}
+	return printers.EscapeTerminal(line)
+}
+
+// BackupLine is what an operator's record of its own backups says
+// (etcd-druid's snapshot Leases), in one line with ages as of now; ""
+// where it keeps none.
+func BackupLine(op *model.OperatorFacts, now time.Time) string {
+	b := op.Backup
+	if b == nil || op.Err != "" {
+		return ""
+	}
+	line := "its backups: "
+	switch {
+	case b.Ready == nil:
+		line += "no BackupReady condition"
+	case *b.Ready:
+		line += "BackupReady"
+	default:
+		line += "not BackupReady"
+	}
+	if b.ReadyReason != "" {
+		line += " (" + b.ReadyReason + ")"
+	}
+	if b.Err != "" {
+		return printers.EscapeTerminal(line + "; snapshot Leases not read: " + b.Err)
+	}
+	snap := func(kind string, rev int64, at *time.Time) string {
+		if at == nil {
+			return "no " + kind + " snapshot recorded"
+		}
+		return fmt.Sprintf("%s snapshot at revision %d, %s ago", kind, rev, format.Age(*at, now))
+	}
+	line += "; " + snap("full", b.FullRevision, b.FullAt) + "; " + snap("delta", b.DeltaRevision, b.DeltaAt)
 	return printers.EscapeTerminal(line)
 }
 

@@ -110,9 +110,11 @@ type Watcher struct {
 	lastActions actionObjects
 	haveActions bool
 	// lastCozystack are the cozystack etcd-operator's resources as last
-	// read (Watcher.cozystack), nil before the first read.
+	// read (cachedRead), nil before the first read.
 	lastCozystack *source.Cozystack
-	cancel        context.CancelFunc
+	// lastDruid are etcd-druid's Etcds and Leases as last read (likewise).
+	lastDruid *source.Druid
+	cancel    context.CancelFunc
 
 	// directBegun is set by ExpectDirect (or ObserveDirect), and listed
 	// closed once the direct read's lists have returned: Start waits for
@@ -571,7 +573,10 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 		}
 	}
 	if source.HasCozystackPods(objs.Pods) {
-		objs.Cozystack = s.w.cozystack(ctx, ns, s.probe)
+		objs.Cozystack = cachedRead(s.w, &s.w.lastCozystack, s.probe, func() *source.Cozystack { return readCozystack(ctx, s.w.client, ns) })
+	}
+	if source.HasDruidStatefulSets(objs.StatefulSets) {
+		objs.Druid = cachedRead(s.w, &s.w.lastDruid, s.probe, func() *source.Druid { return readDruid(ctx, s.w.client, ns) })
 	}
 	if len(objs.StatefulSets) == 0 {
 		return objs, nil
@@ -587,21 +592,21 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 	return objs, nil
 }
 
-// cozystack are the cozystack etcd-operator's resources, read from the
-// API server (they are not watched) on a probe round, or when none were
-// read yet; a round between probes reuses the last read.
-func (w *Watcher) cozystack(ctx context.Context, ns string, probe bool) *source.Cozystack {
+// cachedRead is an operator's resources (they are not watched): read
+// from the API server by read on a probe round, or when none were read
+// yet (*last is nil); a round between probes reuses the last read.
+func cachedRead[T any](w *Watcher, last **T, probe bool, read func() *T) *T {
 	w.mu.Lock()
-	last := w.lastCozystack
+	prev := *last
 	w.mu.Unlock()
-	if last != nil && !probe {
-		return last
+	if prev != nil && !probe {
+		return prev
 	}
-	cz := readCozystack(ctx, w.client, ns)
+	v := read()
 	w.mu.Lock()
-	w.lastCozystack = cz
+	*last = v
 	w.mu.Unlock()
-	return cz
+	return v
 }
 
 // actions are hactl's own objects read from the API server while their

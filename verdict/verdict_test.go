@@ -47,6 +47,17 @@ func operatorSays(o *model.Observation, available bool) *model.OperatorFacts {
 	return op
 }
 
+// druidSays is etcd-druid's word on o as its Etcd's status says it:
+// Ready, every member recorded by the ID it has.
+func druidSays(o *model.Observation) *model.OperatorFacts {
+	ready := true
+	op := &model.OperatorFacts{Kind: "Etcd", Name: o.Cluster.Name, AvailableType: "Ready", Available: &ready, AvailableReason: "Quorate", ReadyMembers: len(o.Members), RemovesByName: true}
+	for i, m := range o.Members {
+		op.Members = append(op.Members, model.OperatorMember{Name: m.Name, MemberID: memberID(i), Voter: true})
+	}
+	return op
+}
+
 func peers(n int) []model.Peer {
 	out := make([]model.Peer, n)
 	for i := range out {
@@ -513,6 +524,27 @@ var rows = []row{
 		},
 		control: true, codes: []string{"cr_status_stale"},
 		detail: "EtcdCluster etcd records cluster ID " + otherID + "; the members answer for " + clusterID,
+	},
+	{
+		name: "etcd-druid: its Etcd says Ready while no quorum answers (its member Leases lag by minutes)",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeOperatorOwned
+			unreachable(o, 1, model.ProbeFailureTimeout)
+			unreachable(o, 2, model.ProbeFailureTimeout)
+			o.Cluster.Operator = druidSays(o)
+		},
+		codes:  []string{"quorum_unavailable", "cr_status_stale", "member_unreachable etcd-1", "member_unreachable etcd-2"},
+		detail: "Etcd etcd says Ready (Quorate, 3 members ready) but 1 of 3 voters answered; quorum needs 2",
+	},
+	{
+		name: "etcd-druid: its status records another member ID: stale, but its way removes by name",
+		mutate: func(o *model.Observation) {
+			o.Cluster.Shape = model.ShapeOperatorOwned
+			o.Cluster.Operator = druidSays(o)
+			o.Cluster.Operator.Members[2].MemberID = otherID
+		},
+		control: true, codes: []string{"cr_member_mismatch etcd-2"},
+		detail: "Etcd etcd records member ID " + otherID + " (no member the others list) for it, which answers as " + memberID(2) + ": the operator's word on it is stale",
 	},
 	{
 		name: "operator: its resources could not be read: nothing is held against them",

@@ -495,8 +495,8 @@ func (s *state) operatorWord(r *reasons) {
 	// Only a quorum the probes show lost contradicts the operator: a
 	// voter hactl could not ask may still vote.
 	if op.Available != nil && *op.Available && s.probed && s.a.Voters > 0 && s.a.AnsweringVoters+s.unaskedVoters() < s.a.Quorum {
-		r.Add(model.ReasonCRStatusStale, "", "%s %s says Available (%s, %d members ready) but %d of %d voters answered; quorum needs %d",
-			op.Kind, op.Name, cmp.Or(op.AvailableReason, "no reason"), op.ReadyMembers, s.a.AnsweringVoters, s.a.Voters, s.a.Quorum)
+		r.Add(model.ReasonCRStatusStale, "", "%s %s says %s (%s, %d members ready) but %d of %d voters answered; quorum needs %d",
+			op.Kind, op.Name, op.Condition(), cmp.Or(op.AvailableReason, "no reason"), op.ReadyMembers, s.a.AnsweringVoters, s.a.Voters, s.a.Quorum)
 	}
 	if op.OtherCluster(s.a.ClusterID) {
 		r.Add(model.ReasonCRStatusStale, "", "%s %s records cluster ID %s; the members answer for %s", op.Kind, op.Name, op.ClusterID, s.a.ClusterID)
@@ -509,6 +509,13 @@ func (s *state) operatorWord(r *reasons) {
 		other := s.nameOf(rec.MemberID)
 		if other == rec.MemberID {
 			other = "no member the others list"
+		}
+		if op.RemovesByName {
+			// Its way removes the member by name: the stale record
+			// misleads whoever reads it, not the rebuild.
+			r.Add(model.ReasonCRMemberMismatch, v.m.Name, "%s %s records member ID %s (%s) for it, which answers as %s: the operator's word on it is stale",
+				op.Kind, op.Name, rec.MemberID, other, v.Engine.MemberID)
+			continue
 		}
 		r.Add(model.ReasonCRMemberMismatch, v.m.Name, "the operator records member ID %s for it, which answers as %s: deleting its %s would remove %s (%s), not it",
 			rec.MemberID, v.Engine.MemberID, cmp.Or(op.MemberKind, "record"), rec.MemberID, other)

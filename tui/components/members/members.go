@@ -119,7 +119,7 @@ func (v Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 // summaryLines are the cluster-wide facts: engine, shape, leader,
 // cluster ID, who owns the members in hactl's stead, the quorum
 // arithmetic, and an operator's word on the cluster.
-func summaryLines(t common.Theme, views common.EngineViews, r status.Result, w int) []string {
+func summaryLines(t common.Theme, views common.EngineViews, r status.Result, w int, now time.Time) []string {
 	c, a := r.Observation.Cluster, r.Analysis
 	parts := []string{c.Engine.String(), c.Shape.String()}
 	if a.LeaderMember != "" {
@@ -149,6 +149,9 @@ func summaryLines(t common.Theme, views common.EngineViews, r status.Result, w i
 	}
 	if op := c.Operator; op != nil {
 		lines = append(lines, " "+t.Dim.Render(status.OperatorLine(op)))
+		if b := status.BackupLine(op, now); b != "" {
+			lines = append(lines, " "+t.Dim.Render(b))
+		}
 	}
 	return lines
 }
@@ -191,7 +194,7 @@ func (v *Model) refresh() {
 	}
 	v.table.SetColumns(memberColumns(viewColumns(v.views.Of(v.result.Observation.Cluster).Columns())))
 	v.table.SetRows(rows)
-	v.summary = summaryLines(t, v.views, v.result, v.table.Width())
+	v.summary = summaryLines(t, v.views, v.result, v.table.Width(), v.now())
 	v.paneLines = v.pane()
 }
 
