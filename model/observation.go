@@ -112,8 +112,13 @@ type ClusterFacts struct {
 	// says which field named TLSSecret and TLSCASecret ("" for the
 	// annotation hactl.dev/client-tls-secret).
 	TLSCASecret string `json:"tlsCASecret,omitempty"`
-	// TLSCAKey is the key of TLSCASecret holding the CA ("" for ca.crt).
+	// TLSCAKey is the key of TLSCASecret holding the CA ("" for ca.crt);
+	// TLSCertKey and TLSKeyKey the keys of TLSSecret holding the client
+	// certificate and its key ("" for the usual names: tls.crt, tls.key,
+	// cert.pem, key.pem).
 	TLSCAKey      string `json:"tlsCAKey,omitempty"`
+	TLSCertKey    string `json:"tlsCertKey,omitempty"`
+	TLSKeyKey     string `json:"tlsKeyKey,omitempty"`
 	TLSSecretFrom string `json:"tlsSecretFrom,omitempty"`
 	// Operator is what an operator's own objects say of the cluster,
 	// to hold against its members' answers; nil when the layout has no

@@ -123,10 +123,11 @@ type Workload struct {
 	// where each member's pod is templated on its own (an operator's);
 	// nil where Template holds for every member.
 	Templates map[string]model.PodTemplate
-	// TLSSecret, TLSCASecret, TLSCAKey and TLSSecretFrom are the client
-	// TLS Secrets the layout's own objects name (model.ClusterFacts); ""
-	// where hactl's annotation names them.
-	TLSSecret, TLSCASecret, TLSCAKey, TLSSecretFrom string
+	// TLSSecret, TLSCASecret, their keys and TLSSecretFrom are the
+	// client TLS Secrets the layout's own objects name
+	// (model.ClusterFacts); "" where hactl's annotation names them.
+	TLSSecret, TLSCASecret, TLSSecretFrom string
+	TLSCAKey, TLSCertKey, TLSKeyKey       string
 	// Operator is the operator's word on the cluster, nil without an
 	// operator.
 	Operator *model.OperatorFacts
@@ -161,7 +162,9 @@ func (StatefulSets) Workloads(o Objects, detect Detect) []Workload {
 		}
 		t := PodTemplate(sts)
 		if eng, ok := detect(sts.Labels, t); ok {
-			out = append(out, StatefulSetWorkload(sts, eng, t))
+			w := StatefulSetWorkload(sts, eng, t)
+			bitnamiTLS(sts, &w)
+			out = append(out, w)
 		}
 	}
 	return out

@@ -147,7 +147,8 @@ func decodeCluster(w source.Workload, ix *index, at time.Time, p engineParts) mo
 	if (w.TLSSecret != "" || w.TLSCASecret != "") && obs.Cluster.TLSSecret == "" {
 		// hactl's annotation, where set, wins over the layout's own.
 		c := &obs.Cluster
-		c.TLSSecret, c.TLSCASecret, c.TLSCAKey, c.TLSSecretFrom = w.TLSSecret, w.TLSCASecret, w.TLSCAKey, w.TLSSecretFrom
+		c.TLSSecret, c.TLSCASecret, c.TLSSecretFrom = w.TLSSecret, w.TLSCASecret, w.TLSSecretFrom
+		c.TLSCAKey, c.TLSCertKey, c.TLSKeyKey = w.TLSCAKey, w.TLSCertKey, w.TLSKeyKey
 	}
 	if op := w.Operator; op != nil && op.ClusterID != "" {
 		// The operator latched the cluster's ID once it formed: evidence

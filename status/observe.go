@@ -368,7 +368,16 @@ func ReadCredentials(ctx context.Context, get SecretGetter, c model.ClusterFacts
 		if err != nil {
 			return nil, err
 		}
-		if cr, err = engine.CredentialsFromKeys(s.Data); err != nil {
+		data := s.Data
+		if c.TLSCertKey != "" || c.TLSKeyKey != "" {
+			// The layout names the keys (Bitnami's certFilename,
+			// certKeyFilename): those, not the usual names.
+			data = map[string][]byte{"tls.crt": s.Data[c.TLSCertKey], "tls.key": s.Data[c.TLSKeyKey]}
+			if len(data["tls.crt"]) == 0 || len(data["tls.key"]) == 0 {
+				return nil, fmt.Errorf("TLS Secret %q (%s) has no %s and %s to identify hactl with", c.TLSSecret, namedBy, c.TLSCertKey, c.TLSKeyKey)
+			}
+		}
+		if cr, err = engine.CredentialsFromKeys(data); err != nil {
 			return nil, fmt.Errorf("TLS Secret %q has %w", c.TLSSecret, err)
 		}
 	}
