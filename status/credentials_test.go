@@ -17,7 +17,7 @@ import (
 // printing a value.
 func TestReadCredentialsNamedKeys(t *testing.T) {
 	secrets := map[string]map[string][]byte{
-		"bitnami": {"tls.crt": []byte("OTHER-CERT"), "server.pem": []byte("CERT"), "server-key.pem": []byte("KEY"), "root.pem": []byte("CA")},
+		"bitnami":  {"tls.crt": []byte("OTHER-CERT"), "server.pem": []byte("CERT"), "server-key.pem": []byte("KEY"), "root.pem": []byte("CA")},
 		"druid-ca": {"bundle.crt": []byte("DRUID-CA")},
 	}
 	get := func(_ context.Context, _, name string) (*corev1.Secret, error) {
