@@ -191,6 +191,15 @@ func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder,
 		r.receipt(model.StepCaptureSnapshot, model.ActionPhaseFailed, model.OutcomeFailed, "stopped before capturing: "+err.Error(), nil, src)
 		return err
 	}
+	var auth *engine.BasicAuth
+	if cl.Template.Password != nil {
+		// The members ask every client for a password (etcd's auth):
+		// the capture gives the one the template names.
+		if auth, err = RESTAuth(ctx, r.x.client(), cl); err != nil {
+			r.receipt(model.StepCaptureSnapshot, model.ActionPhaseFailed, model.OutcomeFailed, "stopped before capturing: "+err.Error(), nil, src)
+			return err
+		}
+	}
 	var member model.Member
 	for _, m := range r.last.Observation.Members {
 		if m.Name == src.Member {
@@ -208,7 +217,7 @@ func (r *run) capture(ctx context.Context, store *artifact.Store, seeder Seeder,
 	c := SeedCapture{
 		Store: store, Generation: r.confirmed.Intent.Options.Generation, Cluster: cl,
 		Member: src.Member, MemberID: src.MemberID, ClusterID: clusterIDOf(r.last),
-		Source: target(cl, src.Member), Probe: engine.ProbeOptions{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds},
+		Source: target(cl, src.Member), Probe: engine.ProbeOptions{Dial: r.x.Observer.Dial, Timeout: r.x.Observer.ProbeTimeout, Credentials: creds, Auth: auth},
 		Info:      artifact.Source{Namespace: r.ns, Cluster: r.name, Member: src.Member, UID: r.confirmed.Cluster.UID},
 		CreatedBy: "kubectl-hactl " + buildinfo.Version,
 		Progress: func(n int64) {
@@ -290,10 +299,13 @@ func (r *run) captureInPod(ctx context.Context, pc PodCapturer, c SeedCapture, m
 		}
 		return SeedOutcome{}, false, fb.reason, nil
 	}
+	cl := c.Cluster
+	if t := cl.Template; t.Password != nil {
+		return fallback(&errFallback{"auth is enabled (" + t.PasswordFrom + " names the password), and hactl hands no password to a capture pod"})
+	}
 	if err := r.capturePodRoute(ctx, mode, r.o.Seed.StoreURL, r.o.Seed.StoreSecret); err != nil {
 		return fallback(err)
 	}
-	cl := c.Cluster
 	endpoint, serverName, err := captureEndpoint(cl, m)
 	if err != nil {
 		return fallback(&errFallback{err.Error()})

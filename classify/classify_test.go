@@ -246,11 +246,11 @@ func rows() []row {
 				o.Cluster.Template.Password, o.Cluster.Template.PasswordFrom = &model.SecretKeyRef{Secret: "etcd", Key: "etcd-root-password"}, "env ETCD_ROOT_PASSWORD"
 			},
 			verb: model.VerbRefuse, codes: []model.Code{model.CodeActionUnsupported}, noSteps: true},
-		{name: "auth enabled: no seed (the capture takes no password)", intent: intentFor(model.ActionSeed, ""),
+		{name: "auth enabled: a seed is planned as any (the capture gives the password; docs/actions.md)", intent: withOpts(intentFor(model.ActionSeed, ""), func(o *model.ActionOptions) { o.SeedStore = "s3://b" }),
 			mutate: func(o *model.Observation) {
 				o.Cluster.Template.Password, o.Cluster.Template.PasswordFrom = &model.SecretKeyRef{Secret: "etcd", Key: "etcd-root-password"}, "env ETCD_ROOT_PASSWORD"
 			},
-			verb: model.VerbRefuse, codes: []model.Code{model.CodeActionUnsupported}, noSteps: true},
+			verb: model.VerbProceed, steps: []model.StepKind{model.StepCaptureSnapshot, model.StepUpload, model.StepPublish}},
 		{name: "leader without --move-leader", intent: intentFor(model.ActionReplace, "etcd-0"), verb: model.VerbRefuse,
 			codes: []model.Code{model.CodeTargetIsLeader},
 			check: func(t *testing.T, d model.Decision) {

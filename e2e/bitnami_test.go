@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hactl-dev/hactl/artifact"
 	"github.com/hactl-dev/hactl/sandbox/scenario"
 	"github.com/hactl-dev/hactl/status"
 )
@@ -84,5 +86,53 @@ func TestBitnamiAuthThroughKubectl(t *testing.T) {
 	out, errOut, code = kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json", "--as", user)
 	if code != 4 || !strings.Contains(out+errOut, "credentials_unavailable") || !strings.Contains(out+errOut, `secret "`+scenario.BitnamiSecret(name)+`"`) {
 		t.Errorf("without get on the Secret: exit %d, want 4 and credentials_unavailable naming it\n%s%s", code, out, errOut)
+	}
+}
+
+// A seed of Bitnami's auth-enabled cluster: the capture asks as root with
+// the password the StatefulSet names, through a port-forward (hactl hands
+// no password to a capture pod, and says so), and the generation it
+// publishes is the cluster's: read back from the store without hactl, its
+// manifest names the member and cluster the members themselves answer
+// with, and every file's digest checks. The password appears nowhere in
+// the output.
+func TestBitnamiAuthSeed(t *testing.T) {
+	skipShort(t)
+	name, ns := cluster(t, "bitnami-auth")
+	ctx := context.Background()
+	password, err := scenario.BitnamiRootPassword(ctx, s.KC, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetupStore(t, name)
+	gen := "auth-1"
+	r := s.Run(t, 3*time.Minute, "hactl", "seed", name, "--generation", gen, "-n", ns, "--yes", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("seed of %s: exit %d\n%s\n%s", name, r.Code, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "hactl hands no password to a capture pod") {
+		t.Errorf("the seed does not say why it captured through a port-forward:\n%s", r.Stderr)
+	}
+	if strings.Contains(r.Stdout+r.Stderr, password) {
+		t.Error("the root password appears in the seed's output")
+	}
+	s3, err := s.SB.S3()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := strings.Replace(s3.URL(), "s3://"+s3.Bucket, "s3://"+s3.Bucket+"/"+name, 1)
+	store, err := artifact.OpenStore(ctx, url, artifact.Options{Credentials: &artifact.Credentials{AccessKeyID: s3.AccessKey, SecretAccessKey: s3.SecretKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	m, err := store.Verify(ctx, gen, artifact.Expect{}, nil)
+	if err != nil {
+		t.Fatalf("generation %s does not verify: %v", gen, err)
+	}
+	src := m.Source.Member
+	want := bitnamiAsk(ns, src, password)
+	if want == "" || m.Identity.SourceMemberID != want {
+		t.Errorf("the generation names member %s of %s; as root %s says %q", m.Identity.SourceMemberID, src, src, want)
 	}
 }

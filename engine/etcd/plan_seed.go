@@ -12,10 +12,6 @@ func (c etcd) seed() {
 	if !c.engineGates("") {
 		return
 	}
-	if t := c.Observation().Cluster.Template; t.Password != nil {
-		c.Block(model.CodeActionUnsupported, "", "", "auth is enabled (%s names the password): the capture does not take a password yet; take a snapshot with etcdctl --user root snapshot save instead", t.PasswordFrom)
-		return
-	}
 	if c.Analysis().Frontier == nil {
 		c.Block(model.CodeNoSeedSource, "", "", "no real leader frontier (%s): a source's freshness cannot be judged", c.Analysis().NoFrontierBecause)
 		return
