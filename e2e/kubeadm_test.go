@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/status"
 )
 
@@ -137,10 +138,28 @@ func TestKubeadmEtcdThroughKubectl(t *testing.T) {
 		}
 	}
 
-	// Without the files: not asked, exit 4, and what to pass.
+	// Without the files: not asked, exit 4, and what to pass; what each
+	// member's plaintext metrics listener (127.0.0.1:2381, kubeadm's)
+	// says comes beside: its own ID, as etcd's client port tells, and
+	// which facts stay unknown.
 	out, errOut, code = kubectl(t, "hactl", "status", "etcd", "-n", "kube-system", "-o", "json")
 	if code != 4 || !strings.Contains(out+errOut, "--etcd-cert") {
 		t.Errorf("without certificates: exit %d, want 4 and what to pass\n%s%s", code, out, errOut)
+	}
+	cs = status.ClusterStatus{}
+	if err := json.Unmarshal([]byte(out), &cs); err != nil {
+		t.Fatalf("without certificates, not a ClusterStatus: %v\n%s", err, out)
+	}
+	said := map[string]string{}
+	for _, r := range cs.Verdict.Reasons {
+		if r.Code == string(model.ReasonCredentialsUnavailable) {
+			said[r.Member] = r.Detail
+		}
+	}
+	for node, id := range ids {
+		if d := said["etcd-"+node]; !strings.Contains(d, "its metrics listener (port 2381") || !strings.Contains(d, "says member "+id+",") || !strings.Contains(d, "cluster ID, member list, term and alarms stay unknown") {
+			t.Errorf("without certificates, etcd-%s: %q; want what its metrics listener says of member %s", node, d, id)
+		}
 	}
 
 	// Found among every namespace's clusters, without a label.

@@ -42,6 +42,9 @@ type Target struct {
 	// model.TemplateFacts.CertPorts) whose serving certificate the probe
 	// reads with a handshake alone: nothing is sent on them.
 	CertPorts []int
+	// MetricsPort is the member's plaintext metrics port
+	// (model.TemplateFacts.MetricsPort), 0 when none.
+	MetricsPort int
 }
 
 // ProbeOptions tune one Probe call.
@@ -63,6 +66,21 @@ type ProbeOptions struct {
 	// actions alone send it; its probes only read), and what etcd with
 	// auth enabled asks of every client, probes too.
 	Auth *BasicAuth
+	// Unasked, when set, says why the members' client port is not to be
+	// asked (the credentials it needs are missing): each target is a
+	// credentials failure with it, and an engine may read what needs no
+	// credentials beside (etcd: its plaintext metrics listener).
+	Unasked error
+}
+
+// UnaskedFacts are targets' facts when o.Unasked says they are not to
+// be asked: a credentials failure each, with its reason.
+func UnaskedFacts(targets []Target, o ProbeOptions) []model.EngineFacts {
+	out := make([]model.EngineFacts, len(targets))
+	for i := range out {
+		out[i] = model.EngineFacts{ProbedAt: time.Now(), Failure: model.ProbeFailureCredentials, Err: o.Unasked.Error()}
+	}
+	return out
 }
 
 // WithDefaults returns o with zero values replaced by their defaults.

@@ -256,6 +256,12 @@ type TemplateFacts struct {
 	// certificates the probe reads too: etcd's peer port when its peer
 	// URLs are https.
 	CertPorts []int `json:"certPorts,omitempty"`
+	// MetricsPort is the port of a plaintext metrics listener the
+	// members serve beside the client port (etcd's
+	// --listen-metrics-urls=http://...; kubeadm's 127.0.0.1:2381), 0
+	// when none: read when the client port cannot be (no client
+	// certificate).
+	MetricsPort int `json:"metricsPort,omitempty"`
 	// QuotaBackendBytes is --quota-backend-bytes when set, else 0.
 	QuotaBackendBytes int64  `json:"quotaBackendBytes,omitempty"`
 	Image             string `json:"image,omitempty"`
@@ -459,6 +465,10 @@ type EngineFacts struct {
 	// Alarms are the cluster alarms this member reported ("NOSPACE",
 	// "CORRUPT") with the member they concern.
 	Alarms []Alarm `json:"alarms,omitempty"`
+	// Metrics is what the member's plaintext metrics listener says,
+	// read when its client port refused hactl for want of credentials
+	// (nil otherwise): a few of its facts, the rest unknown.
+	Metrics *MetricsFacts `json:"metrics,omitempty"`
 	// Peers is the member list as this member sees it.
 	Peers []Peer `json:"peers,omitempty"`
 	// PeersErr says why Peers is empty although the member was reachable
@@ -567,6 +577,23 @@ type Fence struct {
 	// other objects): the fingerprint leaves it out (Patroni rewrites
 	// it), so a promotion since the plan was confirmed is told by it.
 	Role string `json:"role,omitempty"`
+}
+
+// MetricsFacts are the facts an etcd member's metrics listener serves
+// (etcd_server_id, etcd_server_is_leader, etcd_server_has_leader,
+// etcd_server_is_learner, etcd_server_proposals_applied_total,
+// etcd_server_proposals_committed_total, etcd_server_version): no cluster
+// ID, member list, term or alarms, which only the client port answers.
+type MetricsFacts struct {
+	MemberID  string `json:"memberID,omitempty"`
+	IsLeader  bool   `json:"isLeader"`
+	HasLeader bool   `json:"hasLeader"`
+	IsLearner bool   `json:"isLearner"`
+	Applied   uint64 `json:"applied"`
+	Committed uint64 `json:"committed"`
+	Version   string `json:"version,omitempty"`
+	// Port is the listener's port.
+	Port int `json:"port"`
 }
 
 // SelfWritten are the pod labels and annotations an engine's members

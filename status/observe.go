@@ -238,13 +238,19 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 		if err == nil {
 			auth, err = ReadMemberAuth(ctx, o.Secrets, ob.Cluster, "probe the members")
 		}
+		var unasked error
 		if err != nil {
 			mu.Lock()
 			warn = append(warn, fmt.Sprintf("%s/%s: %v", ob.Cluster.Namespace, ob.Cluster.Name, err))
 			mu.Unlock()
 			o.credentialsFailed(ob, err)
-			done(ci)
-			continue
+			if ob.Cluster.Template.MetricsPort == 0 {
+				done(ci)
+				continue
+			}
+			// Not asked; what needs no credentials is read beside (a
+			// plaintext metrics listener).
+			unasked, creds, auth = err, nil, nil
 		}
 		ob.EngineProbed = true
 		targets := probeTargets(ob)
@@ -264,7 +270,7 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 				func() {
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Conns: o.Conns, Auth: auth}
+					po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Conns: o.Conns, Auth: auth, Unasked: unasked}
 					mu.Lock()
 					probed[engine.ConnKey(string(ob.Cluster.Engine), t, creds, auth)] = true
 					mu.Unlock()
@@ -293,7 +299,7 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 // client port, and the name its serving certificate carries.
 func memberTarget(ob *model.Observation, m *model.Member) engine.Target {
 	t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID,
-		Config: ob.Cluster.EngineConfig, CertPorts: ob.Cluster.Template.CertPorts}
+		Config: ob.Cluster.EngineConfig, CertPorts: ob.Cluster.Template.CertPorts, MetricsPort: ob.Cluster.Template.MetricsPort}
 	switch {
 	case ob.Cluster.ServerName != "":
 		t.ServerName = ob.Cluster.ServerName

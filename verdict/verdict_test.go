@@ -594,6 +594,16 @@ var rows = []row{
 		detail: "credentials missing or rejected: tls: bad certificate",
 	},
 	{
+		name: "no client certificate, a metrics listener: still a credentials failure, saying what the listener says and what stays unknown",
+		mutate: func(o *model.Observation) {
+			unreachable(o, 2, model.ProbeFailureCredentials)
+			eng(o, 2).Err = "tls: certificate required"
+			eng(o, 2).Metrics = &model.MetricsFacts{MemberID: memberID(2), HasLeader: true, Applied: 4990, Committed: 5000, Version: "3.6.16", Port: 2381}
+		},
+		codes:  []string{"credentials_unavailable etcd-2"},
+		detail: "its metrics listener (port 2381, no certificate needed) says member " + memberID(2) + ", a follower, has a leader, applied 4990 of 5000 committed, version 3.6.16; its cluster ID, member list, term and alarms stay unknown without a client certificate",
+	},
+	{
 		name: "a serving certificate expiring within the warning window",
 		mutate: func(o *model.Observation) {
 			eng(o, 1).ServingCerts = []model.CertFacts{{Subject: "CN=etcd-1", Issuer: "CN=etcd-ca", Port: 2379, NotAfter: now.Add(10 * 24 * time.Hour), Verified: true}}

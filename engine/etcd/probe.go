@@ -43,6 +43,16 @@ const Name model.Engine = "etcd"
 // reported unanswered and its client closes in the background.
 func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.ProbeOptions) []model.EngineFacts {
 	o = o.WithDefaults()
+	if o.Unasked != nil {
+		// The client port needs what hactl was not given: what the
+		// metrics listener says, where there is one.
+		return engine.ProbeEach(ctx, targets, o, func(ctx context.Context, t engine.Target, start time.Time) model.EngineFacts {
+			f := engine.UnaskedFacts([]engine.Target{t}, o)[0]
+			f.ProbedAt, f.Metrics = start, readMetrics(ctx, t, o)
+			f.Took = time.Since(start)
+			return f
+		})
+	}
 	return engine.ProbeEach(ctx, targets, o, func(ctx context.Context, t engine.Target, start time.Time) model.EngineFacts {
 		// The peer port's certificate expires as the client port's
 		// does, and breaks the members' own traffic when it does: read
@@ -51,6 +61,11 @@ func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.Probe
 		go func() { others <- otherCerts(ctx, t, o) }()
 		f := ask(ctx, t, o, start)
 		f.ServingCerts = append(f.ServingCerts, <-others...)
+		if f.Failure == model.ProbeFailureCredentials {
+			// What the plaintext metrics listener says, where there
+			// is one: a few facts, the rest said to be unknown.
+			f.Metrics = readMetrics(ctx, t, o)
+		}
 		return f
 	})
 }

@@ -59,6 +59,9 @@ var (
 	// reVarRef is a Kubernetes $(VAR) reference in a command or value.
 	reVarRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	reShell  = regexp.MustCompile(`(^|/)(ba|da|a)?sh$`)
+	// reMetricsURL is the port of the first plaintext URL of
+	// --listen-metrics-urls (a comma-separated list).
+	reMetricsURL = regexp.MustCompile(`--listen-metrics-urls(?:=|\s+)["']?(?:[^\s"',]*,)*http://[^\s/"',]*:(\d+)`)
 )
 
 // Template implements engine.Decoder: the bootstrap-relevant facts of
@@ -85,6 +88,9 @@ func (Engine) Template(pt model.PodTemplate) model.TemplateFacts {
 		}
 	}
 	text := strings.Join(c.Argv(), " ")
+	if m := reMetricsURL.FindStringSubmatch(text); m != nil {
+		t.MetricsPort, _ = strconv.Atoi(m[1])
+	}
 	if len(c.Command) > 0 && reShell.MatchString(c.Command[0]) {
 		t.ShellWrapper = true
 	} else if len(c.Command) == 0 && len(c.Args) > 0 && strings.HasSuffix(c.Args[0], ".sh") {

@@ -557,7 +557,11 @@ func (s *state) probes(r *reasons) {
 		}
 		switch {
 		case v.CredFail:
-			r.Add(model.ReasonCredentialsUnavailable, v.m.Name, "%s", model.ProbeDetail("credentials missing or rejected", v.Engine))
+			d := model.ProbeDetail("credentials missing or rejected", v.Engine)
+			if m := v.Engine.Metrics; m != nil {
+				d += "; " + MetricsSummary(m)
+			}
+			r.Add(model.ReasonCredentialsUnavailable, v.m.Name, "%s", d)
 		case v.Unreachable:
 			r.Add(model.ReasonMemberUnreachable, v.m.Name, "%s", model.ProbeDetail("no answer", v.Engine))
 		}

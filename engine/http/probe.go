@@ -50,6 +50,9 @@ func (Engine) Members(engine.ProbeOptions) engine.MemberOps { return noOps{} }
 // Probe implements engine.Engine: every target on its own, in parallel,
 // each bounded by o.Timeout (dial included) and ctx.
 func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.ProbeOptions) []model.EngineFacts {
+	if o.Unasked != nil {
+		return engine.UnaskedFacts(targets, o)
+	}
 	o = o.WithDefaults()
 	return engine.ProbeEach(ctx, targets, o, func(ctx context.Context, t engine.Target, start time.Time) model.EngineFacts {
 		f := ask(ctx, t, o)

@@ -31,6 +31,9 @@ const Name model.Engine = "patroni"
 // Probe implements engine.Engine: every target on its own, in parallel,
 // each bounded by o.Timeout (dial included) and ctx.
 func (Engine) Probe(ctx context.Context, targets []engine.Target, o engine.ProbeOptions) []model.EngineFacts {
+	if o.Unasked != nil {
+		return engine.UnaskedFacts(targets, o)
+	}
 	o = o.WithDefaults()
 	return engine.ProbeEach(ctx, targets, o, func(ctx context.Context, t engine.Target, start time.Time) model.EngineFacts {
 		return ask(ctx, t, o, start)
