@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,15 +54,20 @@ func TestProbeAuthEnabled(t *testing.T) {
 		{"no password", nil, "user and password"},
 		{"a wrong password", &engine.BasicAuth{Username: "root", Password: "wrong"}, "user and password"},
 	} {
-		facts := etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: tc.auth})
-		for i, f := range facts {
-			if f.Reachable || f.Failure != model.ProbeFailureCredentials || !strings.Contains(f.Err, tc.want) {
-				t.Errorf("%s: %s: reachable %v, failure %q, err %q; want a credentials failure saying %q", tc.name, ts[i].Member, f.Reachable, f.Failure, f.Err, tc.want)
+		// The leader answered AuthEnable once it applied it; each
+		// follower applies it a moment later.
+		poll.Until(t, 10*time.Second, tc.name+": every member refusing", func() error {
+			facts := etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: tc.auth})
+			for i, f := range facts {
+				if strings.Contains(f.Err, "wrong") || strings.Contains(f.Err, "s3cret") {
+					t.Fatalf("%s: the error carries the password: %q", tc.name, f.Err)
+				}
+				if f.Reachable || f.Failure != model.ProbeFailureCredentials || !strings.Contains(f.Err, tc.want) {
+					return fmt.Errorf("%s: reachable %v, failure %q, err %q; want a credentials failure saying %q", ts[i].Member, f.Reachable, f.Failure, f.Err, tc.want)
+				}
 			}
-			if strings.Contains(f.Err, "wrong") || strings.Contains(f.Err, "s3cret") {
-				t.Errorf("%s: the error carries the password: %q", tc.name, f.Err)
-			}
-		}
+			return nil
+		})
 	}
 	root := &engine.BasicAuth{Username: "root", Password: "s3cret"}
 	facts := etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: root})
@@ -117,5 +123,82 @@ func TestTemplatePasswordFromSecret(t *testing.T) {
 	}
 	if got := etcd.New().Template(pt(model.EnvVar{Name: "ETCD_ROOT_PASSWORD", Value: "literal"})); got.Password != nil || got.User != "" {
 		t.Errorf("a literal password was taken: %+v", got.Password)
+	}
+}
+
+// A learner of a cluster with auth enabled issues no token (it refuses
+// Authenticate), but takes the one a voter issued, which every member
+// applied through the log: probed with root's password it answers as a
+// learner, beside the voters and on its own after them, as etcd's client
+// with a voter's token sees it.
+func TestProbeAuthLearner(t *testing.T) {
+	c := startCluster(t, etcdcluster.Options{Members: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	learner, err := c.AddLearner(ctx, "etcd-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Members[0].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for _, step := range []func() error{
+		func() error { _, err := cli.UserAdd(ctx, "root", "s3cret"); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := cli.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newTCPDialer(t, c)
+	ts := targets(c)
+	root := &engine.BasicAuth{Username: "root", Password: "s3cret"}
+	// The learner's own word, through a client holding a voter's token.
+	auth, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Members[0].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), Username: "root", Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer auth.Close()
+	st, err := auth.Status(ctx, c.Members[0].ClientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := auth.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var learnerID string
+	for _, m := range list.Members {
+		if m.Name == learner.Name && m.IsLearner {
+			learnerID = etcd.FormatID(m.ID)
+		}
+	}
+	if learnerID == "" {
+		t.Fatalf("%s is not listed as a learner: %+v", learner.Name, list.Members)
+	}
+	poll.Until(t, 20*time.Second, "every member, the learner too, answering root", func() error {
+		facts := etcd.New().Probe(context.Background(), ts, engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: root})
+		for i, f := range facts {
+			if !f.Reachable || f.ClusterID != etcd.FormatID(st.Header.ClusterId) {
+				return fmt.Errorf("%s: reachable %v, cluster %q, err %q", ts[i].Member, f.Reachable, f.ClusterID, f.Err)
+			}
+		}
+		if f := facts[3]; !f.IsLearner || f.MemberID != learnerID {
+			return fmt.Errorf("the learner answers learner %v, ID %q; etcd lists it as learner %s", f.IsLearner, f.MemberID, learnerID)
+		}
+		return nil
+	})
+	// Alone, after the voters: the token they issued.
+	if f := etcd.New().Probe(context.Background(), ts[3:], engine.ProbeOptions{Timeout: 3 * time.Second, Dial: d.Dial, Auth: root})[0]; !f.Reachable || !f.IsLearner {
+		t.Errorf("the learner alone: reachable %v, learner %v, err %q", f.Reachable, f.IsLearner, f.Err)
+	}
+	// With a wrong password no voter issues a token: the learner is not
+	// answered for by another's.
+	wrong := &engine.BasicAuth{Username: "root", Password: "wrong"}
+	if f := etcd.New().Probe(context.Background(), ts[3:], engine.ProbeOptions{Timeout: 2 * time.Second, Dial: d.Dial, Auth: wrong})[0]; f.Reachable {
+		t.Errorf("the learner answered with a wrong password")
 	}
 }

@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -158,13 +160,99 @@ func (c *Client) authed(ctx context.Context) (context.Context, error) {
 	c.tokenMu.Lock()
 	defer c.tokenMu.Unlock()
 	if c.token == "" {
+		key := tokenKey(c.target, c.auth)
 		resp, err := c.cli.Authenticate(ctx, c.auth.Username, c.auth.Password)
-		if err != nil {
+		switch {
+		case err == nil:
+			c.token = resp.Token
+			shared.put(key, c.token)
+		case isLearnerRefusal(err):
+			// A learner refuses to issue a token; the token a voter
+			// issued was applied on every member through the log, the
+			// learner too: it takes that one, waiting for it at most
+			// half of what is left (the voters are asked meanwhile).
+			wctx, cancel := halfLeft(ctx)
+			tok := shared.wait(wctx, key)
+			cancel()
+			if tok == "" {
+				return ctx, err
+			}
+			c.token = tok
+		default:
 			return ctx, err
 		}
-		c.token = resp.Token
 	}
 	return metadata.AppendToOutgoingContext(ctx, rpctypes.TokenFieldNameGRPC, c.token), nil
+}
+
+// isLearnerRefusal: err is a learner refusing a request it does not
+// serve (Authenticate among them).
+func isLearnerRefusal(err error) bool {
+	return errors.Is(err, rpctypes.ErrGRPCNotSupportedForLearner) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCNotSupportedForLearner)
+}
+
+// tokenKey is the key of the tokens the members of t's namespace issue
+// to this user and password: a digest, never the password itself. A
+// token of another cluster with the same user and password is refused
+// as invalid, and forgotten (checked).
+func tokenKey(t engine.Target, a *engine.BasicAuth) string {
+	h := sha256.Sum256([]byte(t.Namespace + "\x00" + a.Username + "\x00" + a.Password))
+	return hex.EncodeToString(h[:16])
+}
+
+// shared are the auth tokens voters issued, by tokenKey, for learners
+// to present: a learner issues none.
+var shared = &tokenShare{tokens: map[string]string{}}
+
+type tokenShare struct {
+	mu     sync.Mutex
+	tokens map[string]string
+}
+
+func (s *tokenShare) put(key, tok string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens[key] = tok
+}
+
+// drop forgets tok under key, if it is still the one shared (a member
+// no longer took it).
+func (s *tokenShare) drop(key, tok string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tokens[key] == tok {
+		delete(s.tokens, key)
+	}
+}
+
+// halfLeft is ctx bounded to half the time it has left (ctx itself,
+// cancellable, when it has no deadline).
+func halfLeft(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(d)/2)
+}
+
+// wait is the token shared under key, waiting for one until ctx ends
+// (the voters are asked at the same time); "" when none came.
+func (s *tokenShare) wait(ctx context.Context, key string) string {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		tok := s.tokens[key]
+		s.mu.Unlock()
+		if tok != "" {
+			return tok
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-tick.C:
+		}
+	}
 }
 
 // checked forgets the token when err says the member no longer takes it
@@ -173,6 +261,7 @@ func (c *Client) authed(ctx context.Context) (context.Context, error) {
 func (c *Client) checked(err error) error {
 	if err != nil && c.auth != nil && (errors.Is(err, rpctypes.ErrInvalidAuthToken) || errors.Is(err, rpctypes.ErrGRPCInvalidAuthToken) || rpctypes.Error(err) == rpctypes.ErrInvalidAuthToken) {
 		c.tokenMu.Lock()
+		shared.drop(tokenKey(c.target, c.auth), c.token)
 		c.token = ""
 		c.tokenMu.Unlock()
 	}

@@ -52,9 +52,9 @@ func (c etcd) flow() model.Flow {
 	switch c.Observation().Cluster.Shape {
 	case model.ShapeStaticExisting:
 		if t.Password != nil {
-			// A learner cannot be watched catching up: with auth on it
-			// answers nothing without a token, and etcd issues it none.
-			c.Block(model.CodeActionUnsupported, "", "", "auth is enabled (%s names the password): the learner flow must watch the new member catch up, and etcd answers a learner nothing without a token and issues it none; rebuild the member by hand (etcdctl member remove, then add it as a learner and promote it)", t.PasswordFrom)
+			// Not yet run end to end with auth on: a learner issues no
+			// token, and is watched with one a voter issued.
+			c.Block(model.CodeActionUnsupported, "", "", "auth is enabled (%s names the password): hactl's learner flow is not offered with etcd's auth yet (a learner issues no token of its own); rebuild the member by hand (etcdctl --user root member remove, then add it as a learner and promote it once caught up)", t.PasswordFrom)
 			return model.FlowNone
 		}
 		return model.FlowLearner

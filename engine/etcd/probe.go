@@ -407,7 +407,7 @@ func (c *Client) explain(ctx context.Context, start time.Time, call string, err 
 	if errors.As(err, &ae) {
 		switch {
 		case errors.Is(err, rpctypes.ErrGRPCNotSupportedForLearner) || rpctypes.ErrorDesc(ae.err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCNotSupportedForLearner):
-			return model.ProbeFailureOther, fmt.Sprintf("%s is a learner: with auth enabled it answers nothing without a token, and etcd issues a learner none (see the others' member list)", member)
+			return model.ProbeFailureOther, fmt.Sprintf("%s is a learner: with auth enabled it answers nothing without a token, issues none itself, and no voter issued one within the probe to present to it (see the others' member list)", member)
 		case deadline && connected:
 			return model.ProbeFailureTimeout, fmt.Sprintf("%s answered, but issued no auth token within %s: etcd issues tokens through its log, which needs a quorum", member, took)
 		}
