@@ -19,6 +19,7 @@ import (
 
 	"github.com/hactl-dev/hactl/internal/testbins"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
+	"github.com/hactl-dev/hactl/sandbox/druidstandin"
 	"github.com/hactl-dev/hactl/sandbox/fault"
 	"github.com/hactl-dev/hactl/sandbox/internal/proc"
 	"github.com/hactl-dev/hactl/sandbox/internal/reap"
@@ -34,6 +35,7 @@ const ServeCommand = "serve"
 // as `<program> serve --dir DIR` (by Start); otherwise it returns at once.
 // A test binary that starts sandboxes calls it first in TestMain.
 func ServeIfAsked() {
+	StandInIfAsked()
 	if len(os.Args) < 2 || os.Args[1] != ServeCommand {
 		return
 	}
@@ -49,6 +51,20 @@ func ServeIfAsked() {
 	}
 	stop()
 	os.Exit(0)
+}
+
+// StandInIfAsked runs a stand-in for one of etcd-druid's images and
+// exits when the program was started under a stand-in's name
+// (druidstandin.Commands: the runner links the supervisor's program under
+// those names for the containers of those images); otherwise it returns.
+// ServeIfAsked calls it first.
+func StandInIfAsked() {
+	if len(os.Args) == 0 {
+		return
+	}
+	if code, ok := druidstandin.Main(os.Args[0], os.Args[1:]); ok {
+		os.Exit(code)
+	}
 }
 
 // Options configures Start.

@@ -201,15 +201,17 @@ func TestSandbox(t *testing.T) {
 	// The demo's scenarios, kubeadm's stacked etcd, the cozystack
 	// etcd-operator's clusters and Bitnami's chart with authentication in
 	// one sandbox.
-	sb := start(t, dir, append(append(slices.Clone(scenario.Demo), "kubeadm", bitnamiScenario), cozystackScenarios...)...)
+	// etcd-druid's clusters too.
+	sb := start(t, dir, append(append(append(slices.Clone(scenario.Demo), "kubeadm", bitnamiScenario), cozystackScenarios...), druidScenarios...)...)
 	kc := kube(t, sb)
 	ctx := context.Background()
 	ns := sb.State.Namespace
-	if len(sb.State.Clusters) != len(scenario.Demo)+2+len(cozystackScenarios) {
+	if len(sb.State.Clusters) != len(scenario.Demo)+2+len(cozystackScenarios)+len(druidScenarios) {
 		t.Fatalf("clusters %+v", sb.State.Clusters)
 	}
 	t.Run("kubeadm's stacked etcd", func(t *testing.T) { kubeadmStackedEtcd(t, sb, dir) })
 	t.Run("cozystack etcd-operator", func(t *testing.T) { cozystackOperator(t, sb) })
+	t.Run("druid etcd-druid", func(t *testing.T) { druidOperator(t, sb) })
 	t.Run("bitnami chart with authentication", func(t *testing.T) { bitnamiAuth(t, sb) })
 
 	t.Run("kubectl port-forward reaches the member's real etcd", func(t *testing.T) {

@@ -203,6 +203,11 @@ func (s *supervisor) start(ctx context.Context) error {
 	if err := m.SkipQuery(runner.BitnamiMemberQuery); err != nil {
 		return err
 	}
+	// And etcd-druid's member pods (druid's managed-by label, controlled
+	// by a StatefulSet), which carry nothing of hactl's either.
+	if err := m.SkipQuery(runner.DruidMemberQuery); err != nil {
+		return err
+	}
 	if err := kwok.Install(ctx, s.dyn, m); err != nil {
 		return err
 	}
@@ -236,9 +241,16 @@ func (s *supervisor) start(ctx context.Context) error {
 	s.prov = volumes.New(s.kc, s.l.volumes(), s.logf)
 	provErr := make(chan error, 1)
 	go func() { provErr <- s.prov.Run(ctx) }()
+	// This program runs the stand-ins for etcd-druid's images when
+	// started under their names (StandInIfAsked).
+	standIn, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	s.run = runner.New(runner.Options{
 		Kube: s.kc, Dynamic: s.dyn, BinDir: s.cfg.BinDir, AgentPath: agent, Dir: s.l.runner(), Block: block,
 		HostDir: s.prov.HostDir, NodeDir: s.l.node, Logf: s.logf, Server: s.cp.Server, CA: s.cp.CAData,
+		StandIn: standIn,
 	})
 	if err := s.run.Start(ctx); err != nil {
 		return err

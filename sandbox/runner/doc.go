@@ -7,7 +7,12 @@
 // carry nothing of hactl's: found among the pods labelled
 // etcd-operator.cozystack.io/cluster by their controller owner), and
 // each Bitnami-style etcd member (labelled app.kubernetes.io/name=etcd,
-// a container setting ETCD_ON_K8S=yes, nothing of hactl's), it
+// a container setting ETCD_ON_K8S=yes, nothing of hactl's), and each of
+// etcd-druid's member pods (labelled app.kubernetes.io/managed-by=
+// etcd-druid, controlled by a StatefulSet an Etcd of druid.gardener.cloud
+// controls; containers of the etcd-wrapper and etcdbrctl images run the
+// stand-ins of package druidstandin, Options.StandIn, with a
+// druidstandin.Context in their environment), it
 // runs the pod's containers as real host processes — the container's own
 // command, args and environment, with the downward API and $(VAR)
 // references resolved, and only addresses substituted so the member

@@ -838,6 +838,9 @@ func (c *container) start(ov *override, restarts int32) (*process, Launch, error
 		TmpDir:     tmp,
 		Kubeconfig: kubeconfig,
 	}
+	if IsDruidMember(pod) {
+		pe.Hosts = m.r.standInHosts(pod, m.addrs.Address)
+	}
 	if m.r.podNet != nil {
 		pe.PodProxy = m.r.podNet.URL()
 	}

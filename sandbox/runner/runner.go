@@ -94,6 +94,12 @@ type Options struct {
 	// KubeContext) with a token of the pod's ServiceAccount.
 	Server string
 	CA     []byte
+	// StandIn is the program that runs the stand-ins for the images of
+	// etcd-druid's member pods (etcd-wrapper, etcdbrctl: see package
+	// druidstandin) when started under their names: the runner links it
+	// as Dir/standin/<name> and puts that directory on the containers'
+	// PATH after BinDir. Empty: such containers fail to start.
+	StandIn string
 }
 
 // Runner runs the members of the sandbox's HA clusters.
@@ -124,6 +130,12 @@ type Runner struct {
 	bitnamiFactory informers.SharedInformerFactory
 	bitnami        cache.SharedIndexInformer
 	bitnamiSets    cache.SharedIndexInformer
+	// druid are the pods and StatefulSets selected by DruidSelector: the
+	// runner runs the pods of StatefulSets an Etcd of etcd-druid
+	// controls (IsDruidMember, druidSet).
+	druidFactory informers.SharedInformerFactory
+	druid        cache.SharedIndexInformer
+	druidSets    cache.SharedIndexInformer
 	// podNet is the pod network proxy hactl's agent dials pod IPs
 	// through (set by Start).
 	podNet *PodNetwork
@@ -155,7 +167,12 @@ func New(o Options) *Runner {
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = OperatorClusterLabel }))
 	bf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = BitnamiSelector }))
+	df := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = DruidSelector }))
 	r := &Runner{
+		druidFactory:    df,
+		druid:           df.Core().V1().Pods().Informer(),
+		druidSets:       df.Apps().V1().StatefulSets().Informer(),
 		operatorFactory: opf,
 		operator:        opf.Core().V1().Pods().Informer(),
 		bitnamiFactory:  bf,
@@ -189,13 +206,21 @@ func (r *Runner) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	r.pathEnv = r.o.BinDir + ":/usr/local/bin:/usr/bin:/bin"
+	head := r.o.BinDir
+	if r.o.StandIn != "" {
+		dir, err := linkStandIns(r.o.StandIn, filepath.Join(r.o.Dir, "standin"))
+		if err != nil {
+			return err
+		}
+		head += ":" + dir
+	}
+	r.pathEnv = head + ":/usr/local/bin:/usr/bin:/bin"
 	if r.o.AgentPath != "" {
 		dir, err := linkAgent(r.o.AgentPath, filepath.Join(r.o.Dir, "agent"))
 		if err != nil {
 			return err
 		}
-		r.pathEnv = r.o.BinDir + ":" + dir + ":/usr/local/bin:/usr/bin:/bin"
+		r.pathEnv = head + ":" + dir + ":/usr/local/bin:/usr/bin:/bin"
 	}
 	pn, err := StartPodNetwork(fmt.Sprintf("127.%d.0.1:0", r.o.Block), r.addrs.ByPodIP, r.o.Logf)
 	if err != nil {
@@ -214,7 +239,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			}
 		},
 	}
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid} {
 		if _, err := inf.AddEventHandler(handlers); err != nil {
 			return err
 		}
@@ -231,8 +256,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.staticFactory.Start(r.shutdown)
 	r.operatorFactory.Start(r.shutdown)
 	r.bitnamiFactory.Start(r.shutdown)
+	r.druidFactory.Start(r.shutdown)
 	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced, r.static.HasSynced, r.operator.HasSynced,
-		r.bitnami.HasSynced, r.bitnamiSets.HasSynced) {
+		r.bitnami.HasSynced, r.bitnamiSets.HasSynced, r.druid.HasSynced, r.druidSets.HasSynced) {
 		return fmt.Errorf("runner: caches did not sync: %w", ctx.Err())
 	}
 	go func() {
@@ -295,6 +321,7 @@ func (r *Runner) Stop() {
 	r.staticFactory.Shutdown()
 	r.operatorFactory.Shutdown()
 	r.bitnamiFactory.Shutdown()
+	r.druidFactory.Shutdown()
 }
 
 func (r *Runner) observe(o any) {
@@ -313,6 +340,12 @@ func (r *Runner) observe(o any) {
 	if m == nil {
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || !runs(pod) {
 			return
+		}
+		if IsDruidMember(pod) && !hasEngine(pod) {
+			if _, ok := r.druidSet(pod); !ok {
+				go r.druidPending(pod)
+				return
+			}
 		}
 		key := pod.Namespace + "/" + pod.Name
 		addrs, err := r.addrs.For(pod.Namespace, pod.Name)
@@ -355,7 +388,8 @@ func (r *Runner) forget(pod *corev1.Pod) {
 func (r *Runner) resolve(ns string) func(string) (string, bool) {
 	return func(host string) (string, bool) {
 		var govs []Governor
-		for _, o := range append(r.sets.GetStore().List(), r.bitnamiSets.GetStore().List()...) {
+		sets := append(r.sets.GetStore().List(), r.bitnamiSets.GetStore().List()...)
+		for _, o := range append(sets, r.druidSets.GetStore().List()...) {
 			s := o.(*appsv1.StatefulSet)
 			govs = append(govs, Governor{Namespace: s.Namespace, Name: s.Name, Service: s.Spec.ServiceName})
 		}
@@ -378,7 +412,7 @@ func (r *Runner) resolve(ns string) func(string) (string, bool) {
 // spec.subdomain.
 func (r *Runner) subdomains() []Subdomain {
 	var out []Subdomain
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid} {
 		for _, o := range inf.GetStore().List() {
 			p, ok := o.(*corev1.Pod)
 			if !ok || p.Spec.Hostname == "" || p.Spec.Subdomain == "" || !runs(p) {

@@ -116,7 +116,8 @@ func IsBitnamiMember(pod *corev1.Pod) bool {
 
 // runs reports whether the runner runs pod's containers: pods labelled
 // EngineLabel or RunLabel, control-plane mirror pods, the cozystack
-// etcd-operator's member pods and Bitnami-style etcd members.
+// etcd-operator's member pods, Bitnami-style etcd members and
+// etcd-druid's member pods.
 func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[EngineLabel]; ok {
 		return true
@@ -124,7 +125,14 @@ func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[RunLabel]; ok {
 		return true
 	}
-	return IsStaticControlPlane(pod) || IsOperatorMember(pod) || IsBitnamiMember(pod)
+	return IsStaticControlPlane(pod) || IsOperatorMember(pod) || IsBitnamiMember(pod) || IsDruidMember(pod)
+}
+
+// hasEngine reports whether pod carries one of the sandbox's own labels.
+func hasEngine(pod *corev1.Pod) bool {
+	_, e := pod.Labels[EngineLabel]
+	_, r := pod.Labels[RunLabel]
+	return e || r
 }
 
 // listenFlags are the etcd flags whose URLs a container listens on.

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/druidstandin"
 )
 
 // PodEnv is what the runner knows about a pod when it starts one of its
@@ -66,6 +68,10 @@ type PodEnv struct {
 	// hactl's agent (AgentCommand) get it as ALL_PROXY, unless they set
 	// ALL_PROXY themselves, to reach pod IPs.
 	PodProxy string
+	// Hosts, for a stand-in's container (druidstandin), maps the DNS
+	// names it may meet in what it reads at run time (its StatefulSet's
+	// pods, its host aliases) to sandbox addresses.
+	Hosts map[string]string
 }
 
 // Objects reads the data of ConfigMaps and Secrets in the pod's namespace.
@@ -168,6 +174,10 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 	}
 
 	argv := append([]string(nil), c.Command...)
+	standInCmd, isStandIn := standIn(c)
+	if len(argv) == 0 && isStandIn {
+		argv = append(argv, standInCmd)
+	}
 	if len(argv) == 0 {
 		ep, ok := imageEntrypoints[model.ImageBase(c.Image)]
 		if !ok {
@@ -215,6 +225,14 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 			order = append(order, extra[0])
 		}
 	}
+	if isStandIn {
+		v, err := standInContext(pe, c)
+		if err != nil {
+			return l, fmt.Errorf("container %s: %w", c.Name, err)
+		}
+		vars[druidstandin.ContextEnv] = v
+		order = append(order, druidstandin.ContextEnv)
+	}
 	for _, k := range order {
 		l.Env = append(l.Env, k+"="+vars[k])
 	}
@@ -231,6 +249,16 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 		l.Env = append(l.Env, "ALL_PROXY="+pe.PodProxy)
 	}
 	l.PeerPorts = s.peerPorts()
+	if isStandIn && standInCmd == druidstandin.WrapperCommand && pe.PeerAddress != "" && pe.PeerAddress != pe.Address {
+		// The wrapper's etcd listens for peers on PeerAddress (see
+		// druidstandin's translateConfig): druid names the peer port
+		// "server".
+		for _, p := range c.Ports {
+			if p.Name == "server" && !slices.Contains(l.PeerPorts, int(p.ContainerPort)) {
+				l.PeerPorts = append(l.PeerPorts, int(p.ContainerPort))
+			}
+		}
+	}
 	if c.ReadinessProbe != nil {
 		l.Readiness, err = translateProbe(pe, c, c.ReadinessProbe, lookup, s, l)
 		if err != nil {

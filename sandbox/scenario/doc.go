@@ -122,6 +122,26 @@
 //     non-seed EtcdMember records a member ID its member does not have.
 //     cr_member_mismatch.
 //
+// etcd-druid (shape druid-operator, not in Demo; druid.go): druid
+// (github.com/gardener/etcd-druid, druid.gardener.cloud/v1alpha1, v0.37)
+// cannot be built here, so these scenarios play it: its CRD
+// (EnsureDruidCRDs), an Etcd (DruidEtcd), the Secrets of its client TLS,
+// and what its components render: the StatefulSet <etcd>
+// (DruidStatefulSet: the etcd-wrapper and backup-restore containers), the
+// ConfigMap <etcd>-config (DruidConfigMap), the Services, the PDB, the
+// ServiceAccount, Role and RoleBinding, the member and snapshot Leases
+// (DruidLeases); then the Etcd's status as druid's health checks compute
+// it. The runner runs stand-ins for the two images (sandbox/druidstandin)
+// around a real etcd; the backup-restore stand-ins renew the Leases.
+//
+//   - druid: 3 healthy members, member Leases naming their real IDs and
+//     roles, a full snapshot in the Local store. None: failover-ready.
+//   - druid-cr-stale: 2 of 3 pods stopped (both containers): no quorum,
+//     their Leases no longer renewed, while the Etcd still says Ready.
+//     quorum_unavailable, cr_status_stale (member_unreachable,
+//     pod_not_ready, leader_missing, lag_unknown,
+//     client_endpoints_missing may show too).
+//
 // Patroni scenarios (shape patroni, 3 members; each waits until one
 // member is a running primary with the others streaming from it, judged
 // from the members' own GET /patroni, before it breaks anything):

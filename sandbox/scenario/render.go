@@ -48,6 +48,12 @@ const (
 	// started "existing" and promoted. It has no template (see
 	// cozystack.go) and is not in Shapes.
 	CozystackOperator
+	// DruidOperator is etcd-druid's (v1alpha1, v0.37) layout: an Etcd, a
+	// StatefulSet <name> of Parallel pods running the etcd-wrapper and
+	// backup-restore containers around etcd (configured by the
+	// ConfigMap <name>-config), member and snapshot Leases. It has no
+	// template (see druid.go) and is not in Shapes.
+	DruidOperator
 )
 
 var shapeNames = map[Shape]string{
@@ -57,6 +63,7 @@ var shapeNames = map[Shape]string{
 	Patroni:           "patroni",
 	KubeadmStacked:    "kubeadm-stacked",
 	CozystackOperator: "cozystack-operator",
+	DruidOperator:     "druid-operator",
 }
 
 // shapeTemplates are the templates each shape renders (default: its own
