@@ -34,6 +34,20 @@ func explainAPIError(err error, verb, resource, ns string) error {
 	return fmt.Errorf("while trying to %s %s %s: %w", verb, resource, where, err)
 }
 
+// explainOperatorRead is explainAPIError for an operator's resources,
+// read beside a cluster's own objects: a refusal names the grant that
+// shows the operator's word, and the cluster is shown without it.
+func explainOperatorRead(err error, resource, ns string) error {
+	if !apierrors.IsForbidden(err) {
+		return explainAPIError(err, "list", resource, ns)
+	}
+	where := fmt.Sprintf("in namespace %q", ns)
+	if ns == "" {
+		where = "at cluster scope (all namespaces)"
+	}
+	return fmt.Errorf("%w: you may not list %s %s; grant list on it to see the operator's word beside the members' (docs/rbac.md)", ErrForbidden, resource, where)
+}
+
 // NotFoundError reports a named cluster that does not exist, listing those
 // that do.
 type NotFoundError struct {

@@ -250,7 +250,7 @@ func readDruid(ctx context.Context, c kubernetes.Interface, ns string) *source.D
 		var lerr error
 		leases, lerr = c.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{LabelSelector: source.DruidLeaseSelector})
 		if lerr != nil {
-			d.LeasesErr = explainAPIError(lerr, "list", "leases.coordination.k8s.io", ns)
+			d.LeasesErr = explainOperatorRead(lerr, "leases.coordination.k8s.io", ns)
 		}
 	})
 	wg.Wait()
@@ -259,7 +259,7 @@ func readDruid(ctx context.Context, c kubernetes.Interface, ns string) *source.D
 	case apierrors.IsNotFound(err):
 		d.Err = fmt.Errorf("the API server serves no %s: the operator's resources are not installed", resource)
 	case err != nil:
-		d.Err = explainAPIError(err, "list", resource, ns)
+		d.Err = explainOperatorRead(err, resource, ns)
 	default:
 		d.Etcds, d.Err = source.DecodeDruidEtcds(raw)
 	}
@@ -293,7 +293,7 @@ func readCozystack(ctx context.Context, c kubernetes.Interface, ns string) *sour
 		case apierrors.IsNotFound(err):
 			cz.Err = fmt.Errorf("the API server serves no %s: the operator's resources are not installed", resource)
 		case err != nil:
-			cz.Err = explainAPIError(err, "list", resource, ns)
+			cz.Err = explainOperatorRead(err, resource, ns)
 		default:
 			cz.Err = source.DecodeCozystackList(r, raws[i], cz)
 		}
