@@ -202,7 +202,8 @@ func (o *ActionOptions) prepareRestore(ctx context.Context) error {
 	src, err := actions.ReadRestoreSource(ctx, o.client, o.Namespace, o.Cluster, o.Generation, o.store.ref())
 	switch {
 	case errors.Is(err, actions.ErrNoStore):
-		return withCode(ExitUsage, err)
+		// A cluster another owns is refused for that, store or none.
+		return refuseManaged(ctx, o.human(), o.executor().Observer, o.Namespace, o.Cluster, o.intent(), withCode(ExitUsage, err))
 	case err != nil && refusedRestore(err):
 		return withCode(ExitRefused, fmt.Errorf("generation %s cannot be restored, nothing was changed: %w", o.Generation, err))
 	case err != nil:

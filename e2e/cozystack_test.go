@@ -147,12 +147,24 @@ func askMember(ns, pod, ep string, cfg clientv3.Config) (id, clusterID string) {
 	return fmt.Sprintf("%x", st.Header.MemberId), fmt.Sprintf("%x", st.Header.ClusterId)
 }
 
-// cozyStatus is `kubectl hactl status NAME -o json` of a cozystack
-// cluster once it reports every reason of want ("code member" strings)
-// and no other than those of codes mayAlso (what a down member also
-// shows, depending on the instant it is probed); polled: a member may
-// answer a moment late.
+// cozyStatus is statusReasons of a cozystack cluster, laid out as the
+// operator's: every reason of want ("code member" strings) and no other
+// than those of codes mayAlso (what a down member also shows, depending
+// on the instant it is probed); polled: a member may answer a moment
+// late.
 func cozyStatus(t *testing.T, ns, name string, want []string, mayAlso ...model.ReasonCode) status.ClusterStatus {
+	t.Helper()
+	cs := statusReasons(t, ns, name, want, mayAlso...)
+	if cs.Layout != "cozystack etcd-operator" || !strings.Contains(cs.ManagedBy, "cozystack") {
+		t.Errorf("layout %q, managed by %q", cs.Layout, cs.ManagedBy)
+	}
+	return cs
+}
+
+// statusReasons is `kubectl hactl status NAME -o json` once it reports
+// every reason of want ("code member" strings) and no other than those
+// of codes mayAlso; polled.
+func statusReasons(t *testing.T, ns, name string, want []string, mayAlso ...model.ReasonCode) status.ClusterStatus {
 	t.Helper()
 	var cs status.ClusterStatus
 	var out, errOut string
@@ -179,9 +191,6 @@ func cozyStatus(t *testing.T, ns, name string, want []string, mayAlso ...model.R
 	})
 	if err != nil {
 		t.Fatalf("%s/%s: %v\n%s%s", ns, name, err, out, errOut)
-	}
-	if cs.Layout != "cozystack etcd-operator" || !strings.Contains(cs.ManagedBy, "cozystack") {
-		t.Errorf("layout %q, managed by %q", cs.Layout, cs.ManagedBy)
 	}
 	return cs
 }

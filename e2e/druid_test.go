@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/scenario"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// druidAsk asks member pod of Etcd etcd its own member and cluster ID as
+// druid's backup-restore sidecar does (the client Secret, the server
+// name <etcd>-local), without hactl; "" when it does not answer.
+func druidAsk(t *testing.T, ns, etcd, pod string) (id, clusterID string) {
+	t.Helper()
+	tc, err := scenario.DruidClientTLS(context.Background(), s.KC, ns, etcd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return askMember(ns, pod, etcd+"-local:2379", clientv3.Config{TLS: tc})
+}
+
+// etcd-druid's layout, laid out as druid renders an Etcd (its StatefulSet,
+// ConfigMap, Services, member and snapshot Leases, TLS Secrets; no hactl
+// label anywhere), real etcd members run by stand-ins for druid's images,
+// through the real kubectl: found, probed with the client TLS the
+// StatefulSet mounts for the sidecar, each member answering with the ID
+// it gives etcd's own client and its Lease names; the Etcd's word and its
+// backups shown; every action refused with druid's way, which explain
+// prints, and nothing changed. A second cluster whose Etcd still says
+// Ready while two of three members are down is cr_status_stale.
+func TestDruidThroughKubectl(t *testing.T) {
+	skipShort(t)
+	name, ns := cluster(t, "druid")
+	ctx := context.Background()
+	sts, err := s.KC.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range sts.Labels {
+		if strings.Contains(k, "hactl") {
+			t.Errorf("the StatefulSet carries label %s: the layout must be found without one", k)
+		}
+	}
+	for k := range sts.Annotations {
+		if strings.Contains(k, "hactl") {
+			t.Errorf("the StatefulSet carries annotation %s", k)
+		}
+	}
+	var cs status.ClusterStatus
+	out, errOut, code := kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &cs); err != nil {
+		t.Fatalf("not a ClusterStatus (exit %d): %v\n%s%s", code, err, out, errOut)
+	}
+	if code != 0 || !cs.Verdict.FailoverReady || cs.Layout != "etcd-druid" || cs.ManagedBy != "etcd-druid" {
+		t.Errorf("exit %d, failover-ready %v (%+v), layout %q, managed by %q\n%s", code, cs.Verdict.FailoverReady, cs.Verdict.Reasons, cs.Layout, cs.ManagedBy, errOut)
+	}
+	pods := map[string]string{}
+	for _, m := range cs.Members {
+		id, _ := druidAsk(t, ns, name, m.Name)
+		pods[m.Name] = id
+		if m.Reachable == nil || !*m.Reachable || id == "" || m.MemberID != id {
+			t.Errorf("member %s: reachable %v, ID %q; etcd says %q", m.Name, m.Reachable, m.MemberID, id)
+		}
+		l, err := s.KC.CoordinationV1().Leases(ns).Get(ctx, m.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := l.Spec.HolderIdentity; h == nil || !strings.HasPrefix(*h, id+":") {
+			t.Errorf("member %s's Lease holder %v does not name its ID %s", m.Name, h, id)
+		}
+	}
+	op := cs.Operator
+	if op == nil || op.Err != "" || op.Kind != "Etcd" || op.Available == nil || !*op.Available || op.ReadyMembers != 3 {
+		t.Fatalf("the Etcd's word: %+v", op)
+	}
+	if b := op.Backup; b == nil || b.FullAt == nil || b.Ready == nil || !*b.Ready {
+		t.Errorf("its backups: %+v", b)
+	}
+	table, tableErr, _ := kubectl(t, "hactl", "status", name, "-n", ns)
+	for _, want := range []string{"(etcd-druid, owned by etcd-druid)", "Etcd " + name + " says: Ready (Quorate), 3 members ready", "its backups: BackupReady", "full snapshot at revision"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table does not say %q:\n%s%s", want, table, tableErr)
+		}
+	}
+
+	member := name + "-1"
+	out, errOut, _ = kubectl(t, "hactl", "explain", name, member, "-n", ns, "--intent", "replace")
+	for _, want := range []string{"member_managed", "kubectl annotate etcd.druid.gardener.cloud " + name, "kubectl delete pvc " + name + "-" + member, "removes member " + pods[member]} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain does not say %q:\n%s%s", want, out, errOut)
+		}
+	}
+	uids := map[string]string{}
+	for m := range pods {
+		p, err := s.KC.CoreV1().Pods(ns).Get(ctx, m, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids[m] = string(p.UID)
+	}
+	for _, verb := range [][]string{
+		{"replace", name, member},
+		{"reseed", name, member},
+		{"seed", name, "--generation", "g1"},
+		{"restore", name, "--generation", "g1"},
+	} {
+		out, errOut, code = kubectl(t, append(append([]string{"hactl"}, verb...), "-n", ns, "--yes")...)
+		if code != 5 || !strings.Contains(out+errOut, "member_managed") {
+			t.Errorf("%s: exit %d, want 5 (refused, member_managed)\n%s%s", verb[0], code, out, errOut)
+		}
+	}
+	// Nothing changed, as the API server and the members tell.
+	for m, uid := range uids {
+		p, err := s.KC.CoreV1().Pods(ns).Get(ctx, m, metav1.GetOptions{})
+		if err != nil || string(p.UID) != uid || p.DeletionTimestamp != nil {
+			t.Errorf("pod %s was touched: %v", m, err)
+		}
+		if id, _ := druidAsk(t, ns, name, m); id != pods[m] {
+			t.Errorf("member %s answers %q, was %q", m, id, pods[m])
+		}
+	}
+	if _, err := s.KC.CoordinationV1().Leases(ns).Get(ctx, "hactl-"+name, metav1.GetOptions{}); err == nil {
+		t.Error("a refused action took a lock Lease")
+	}
+
+	t.Run("Ready while no quorum answers", func(t *testing.T) {
+		name, ns := cluster(t, "druid-cr-stale")
+		answering := 0
+		var down []string
+		for n := range 3 {
+			pod := name + "-" + string(rune('0'+n))
+			if id, _ := druidAsk(t, ns, name, pod); id != "" {
+				answering++
+			} else {
+				down = append(down, pod)
+			}
+		}
+		if answering != 1 {
+			t.Fatalf("%d members answer, want 1", answering)
+		}
+		want := []string{"cr_status_stale", "quorum_unavailable"}
+		for _, d := range down {
+			want = append(want, "member_unreachable "+d)
+		}
+		cs := statusReasons(t, ns, name, want, model.ReasonLeaderMissing, model.ReasonLagUnknown, model.ReasonPodNotReady, model.ReasonClientEndpointsMissing)
+		if cs.Verdict.ControlReady || cs.Layout != "etcd-druid" {
+			t.Errorf("control-ready %v (no quorum), layout %q", cs.Verdict.ControlReady, cs.Layout)
+		}
+		for _, r := range cs.Verdict.Reasons {
+			if r.Code == string(model.ReasonCRStatusStale) && !strings.Contains(r.Detail, "Etcd "+name+" says Ready") {
+				t.Errorf("cr_status_stale: %q", r.Detail)
+			}
+		}
+	})
+}
