@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hactl-dev/hactl/engine"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
+	"github.com/hactl-dev/hactl/internal/fixtures"
 	"github.com/hactl-dev/hactl/internal/testenv"
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/scenario"
@@ -29,9 +31,10 @@ import (
 const layoutClusters = 5
 
 // BenchmarkLayouts: `status` of a namespace whose clusters are laid out
-// three ways at once — StatefulSets, control-plane static pods, and the
+// four ways at once — StatefulSets, control-plane static pods, the
 // cozystack etcd-operator's EtcdMembers (whose EtcdCluster and
-// EtcdMembers are read beside) — against `status` of a namespace holding
+// EtcdMembers are read beside) and etcd-druid's Etcds (whose Etcds and
+// Leases are read beside) — against `status` of a namespace holding
 // the same number of members in StatefulSets alone (the layout hactl read
 // before), every member probed against real etcd members in both: goal
 // ≤ 1.3×. It reports the API calls of each read too.
@@ -46,12 +49,16 @@ func BenchmarkLayouts(b *testing.B) {
 	if err := scenario.EnsureCozystackCRDs(ctx, dyn); err != nil {
 		b.Fatal(err)
 	}
-	base := populate(b, 3*layoutClusters)
+	if err := scenario.EnsureDruidCRDs(ctx, dyn); err != nil {
+		b.Fatal(err)
+	}
+	base := populate(b, 4*layoutClusters)
 	mixed := testenv.Namespace(b, cp)
 	for i := 0; i < layoutClusters; i++ {
 		createCluster(b, admin, mixed, i)
 		createStaticPods(b, admin, mixed, fmt.Sprintf("etcd-static-%03d", i))
 		createCozystack(b, admin, dyn, mixed, fmt.Sprintf("cozy-%03d", i))
+		createDruid(b, admin, dyn, mixed, fmt.Sprintf("druid-%03d", i))
 	}
 	dial := pool(b, 3)
 	var baseCalls, mixedCalls atomic.Int64
@@ -67,18 +74,18 @@ func BenchmarkLayouts(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
 		rs, _, err := bo.Observe(ctx, base, "")
-		if err != nil || len(rs) != 3*layoutClusters {
+		if err != nil || len(rs) != 4*layoutClusters {
 			b.Fatalf("baseline: %d clusters, %v", len(rs), err)
 		}
 		baseWall += time.Since(start)
 		start = time.Now()
 		rs, _, err = mo.Observe(ctx, mixed, "")
-		if err != nil || len(rs) != 3*layoutClusters {
+		if err != nil || len(rs) != 4*layoutClusters {
 			b.Fatalf("mixed layouts: %d clusters, %v", len(rs), err)
 		}
 		mixedWall += time.Since(start)
 		for _, r := range rs {
-			if r.Observation.Cluster.Layout == "cozystack etcd-operator" && (r.Observation.Cluster.Operator == nil || r.Observation.Cluster.Operator.Err != "") {
+			if l := r.Observation.Cluster.Layout; (l == "cozystack etcd-operator" || l == "etcd-druid") && (r.Observation.Cluster.Operator == nil || r.Observation.Cluster.Operator.Err != "") {
 				b.Fatalf("%s: the operator's resources were not read: %+v", r.Observation.Cluster.Name, r.Observation.Cluster.Operator)
 			}
 		}
@@ -191,6 +198,48 @@ func createCozystack(b *testing.B, c kubernetes.Interface, dyn dynamic.Interface
 		{ObjectMeta: metav1.ObjectMeta{Name: name + "-client"}, Spec: corev1.ServiceSpec{Selector: sel, Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}}},
 	} {
 		if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// createDruid creates an etcd-druid Etcd with its status, the StatefulSet
+// it controls (pods, claims; plaintext members: the probe's cost, not a
+// certificate's, is measured) and its member and snapshot Leases, renewed
+// as the backup-restore sidecars renew them.
+func createDruid(b *testing.B, c kubernetes.Interface, dyn dynamic.Interface, ns, name string) {
+	ctx := context.Background()
+	now := metav1.Now().UTC().Format(time.RFC3339)
+	e, err := dyn.Resource(scenario.EtcdGVR).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": scenario.DruidAPIVersion, "kind": "Etcd",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"replicas": int64(3), "labels": toAny(scenario.DruidLabels(name)),
+			"etcd": map[string]any{}, "backup": map[string]any{"store": map[string]any{"provider": "Local", "container": name}}},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var members []any
+	for i := range 3 {
+		members = append(members, map[string]any{"name": fmt.Sprintf("%s-%d", name, i), "id": fmt.Sprintf("%x", i+1), "role": "Member", "status": "Ready", "reason": "LeaseSucceeded", "lastTransitionTime": now})
+	}
+	e.Object["status"] = map[string]any{"readyReplicas": int64(3), "members": members, "conditions": []any{
+		map[string]any{"type": "Ready", "status": "True", "reason": "Quorate", "message": "The majority of ETCD members is ready", "lastTransitionTime": now, "lastUpdateTime": now},
+		map[string]any{"type": "BackupReady", "status": "True", "reason": "BackupSucceeded", "message": "Snapshot backup succeeded", "lastTransitionTime": now, "lastUpdateTime": now}}}
+	if _, err := dyn.Resource(scenario.EtcdGVR).Namespace(ns).UpdateStatus(ctx, e, metav1.UpdateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	spec := fixtures.DefaultSpec(name)
+	spec.Owner = &metav1.OwnerReference{APIVersion: scenario.DruidAPIVersion, Kind: "Etcd", Name: name, UID: e.GetUID(), Controller: new(true)}
+	fixtures.CreateCluster(b, c, ns, spec)
+	renew := metav1.NewMicroTime(time.Now())
+	lease := func(n, holder string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: scenario.DruidLabels(name)},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &renew}}
+	}
+	for _, l := range []*coordinationv1.Lease{lease(name+"-0", "1:c1:Leader"), lease(name+"-1", "2:c1:Member"), lease(name+"-2", "3:c1:Member"),
+		lease(scenario.DruidFullSnapLease(name), "10"), lease(scenario.DruidDeltaSnapLease(name), "12")} {
+		if _, err := c.CoordinationV1().Leases(ns).Create(ctx, l, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
