@@ -29,23 +29,7 @@ func TestProbeAuthEnabled(t *testing.T) {
 		facts, _ := probe(t, d, ts, 2*time.Second)
 		return healthy(facts, 3)
 	})
-	// Enable auth as Bitnami's entrypoint does: user root, role root.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Members[0].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := cli.UserAdd(ctx, "root", "s3cret"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.AuthEnable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	enableAuth(t, c)
 	for _, tc := range []struct {
 		name string
 		auth *engine.BasicAuth
@@ -139,20 +123,7 @@ func TestProbeAuthLearner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Members[0].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	for _, step := range []func() error{
-		func() error { _, err := cli.UserAdd(ctx, "root", "s3cret"); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := cli.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enableAuth(t, c)
 	d := newTCPDialer(t, c)
 	ts := targets(c)
 	root := &engine.BasicAuth{Username: "root", Password: "s3cret"}
@@ -200,5 +171,27 @@ func TestProbeAuthLearner(t *testing.T) {
 	wrong := &engine.BasicAuth{Username: "root", Password: "wrong"}
 	if f := etcd.New().Probe(context.Background(), ts[3:], engine.ProbeOptions{Timeout: 2 * time.Second, Dial: d.Dial, Auth: wrong})[0]; f.Reachable {
 		t.Errorf("the learner answered with a wrong password")
+	}
+}
+
+// enableAuth turns c's auth on as Bitnami's entrypoint does: user root
+// (password s3cret) with role root.
+func enableAuth(t *testing.T, c *etcdcluster.Cluster) {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Members[0].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cli.UserAdd(ctx, "root", "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

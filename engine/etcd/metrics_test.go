@@ -47,15 +47,7 @@ func TestProbeMetricsFallback(t *testing.T) {
 	id := strconv.FormatUint(st.Header.MemberId, 16)
 	// Auth on: a client without a password is refused, as one without a
 	// certificate is by kubeadm's etcd.
-	for _, step := range []func() error{
-		func() error { _, err := cli.UserAdd(ctx, "root", "s3cret"); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := cli.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enableAuth(t, c)
 	d := newTCPDialer(t, c)
 	dial := func(ctx context.Context, ns, pod string, port int) (net.Conn, error) {
 		if port == metricsPort {
