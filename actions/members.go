@@ -43,7 +43,7 @@ func RESTAuth(ctx context.Context, c kubernetes.Interface, cl model.ClusterFacts
 
 // target is how to dial a member.
 func target(cl model.ClusterFacts, member string) engine.Target {
-	t := engine.Target{Member: member, Namespace: cl.Namespace, Pod: member, Port: cl.Template.ClientPort}
+	t := engine.Target{Member: member, Namespace: cl.Namespace, Cluster: cl.Name, Pod: member, Port: cl.Template.ClientPort}
 	if t.Port == 0 {
 		t.Port = 2379
 	}

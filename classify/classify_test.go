@@ -209,17 +209,48 @@ func rows() []row {
 				o.Cluster.Operator.Members = o.Cluster.Operator.Members[:2]
 			},
 			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true},
-		{name: "operator removing by name (etcd-druid): a stale recorded ID and an unread Etcd do not matter, its runbook is handed over", intent: intentFor(model.ActionReplace, "etcd-2"),
+		{name: "operator removing by name (etcd-druid): a stale recorded ID does not matter, its runbook is handed over", intent: intentFor(model.ActionReplace, "etcd-2"),
 			mutate: func(o *model.Observation) {
-				o.Cluster.ManagedBy = &model.Manager{Name: "etcd-druid", Runbook: []string{"delete pod {member} ({memberID})"}}
+				o.Cluster.ManagedBy = &model.Manager{Name: "etcd-druid", Runbook: []string{"delete pod {member} ({memberID}, lease {memberName})"}}
 				o.Cluster.Operator = operatorRecords(o)
-				o.Cluster.Operator.RemovesByName, o.Cluster.Operator.Err = true, "list etcds: forbidden"
+				o.Cluster.Operator.RemovesByName = true
 				o.Cluster.Operator.Members[2].MemberID = memberIDs[1]
 			},
 			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged}, noSteps: true,
 			check: func(t *testing.T, d model.Decision) {
-				if want := []string{"delete pod etcd-2 (" + memberIDs[2] + ")"}; !slices.Equal(d.Runbook, want) {
+				if want := []string{"delete pod etcd-2 (" + memberIDs[2] + ", lease etcd-2)"}; !slices.Equal(d.Runbook, want) {
 					t.Errorf("runbook %q, want %q", d.Runbook, want)
+				}
+			}},
+		{name: "operator removing by name (etcd-druid): its resource unread, or being deleted, or two members of the name: no runbook", intent: intentFor(model.ActionReplace, "etcd-2"),
+			mutate: func(o *model.Observation) {
+				o.Cluster.ManagedBy = &model.Manager{Name: "etcd-druid", Runbook: []string{"delete pod {member}"}}
+				o.Cluster.Operator = operatorRecords(o)
+				o.Cluster.Operator.RemovesByName, o.Cluster.Operator.Err = true, "list etcds: forbidden"
+			},
+			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true,
+			check: func(t *testing.T, d model.Decision) {
+				for _, mut := range []func(op *model.OperatorFacts, o *model.Observation){
+					func(op *model.OperatorFacts, _ *model.Observation) { op.Deleting = true },
+					func(_ *model.OperatorFacts, o *model.Observation) {
+						for i := range o.Members {
+							for j := range o.Members[i].Engine.Peers {
+								if o.Members[i].Engine.Peers[j].ID == memberIDs[1] {
+									o.Members[i].Engine.Peers[j].Name = "etcd-2"
+								}
+							}
+						}
+					},
+				} {
+					o := healthyN(3)
+					o.Cluster.ManagedBy = &model.Manager{Name: "etcd-druid", Runbook: []string{"delete pod {member}"}}
+					o.Cluster.Operator = operatorRecords(&o)
+					o.Cluster.Operator.RemovesByName = true
+					mut(o.Cluster.Operator, &o)
+					d := judgedClassify(o, intentFor(model.ActionReplace, "etcd-2"), now)
+					if len(d.Runbook) != 0 || !slices.ContainsFunc(d.Blockers, func(b model.Blocker) bool { return b.Code == model.CodeOperatorRecordMismatch }) {
+						t.Errorf("runbook %q handed out, blockers %+v", d.Runbook, d.Blockers)
+					}
 				}
 			}},
 		{name: "operator removing by name (etcd-druid): the members' list has no member under its name, so no runbook", intent: intentFor(model.ActionReplace, "etcd-2"),
@@ -237,7 +268,7 @@ func rows() []row {
 			},
 			verb: model.VerbRefuse, codes: []model.Code{model.CodeMemberManaged, model.CodeOperatorRecordMismatch}, notes: []model.Code{model.CodeRunbookWithheld}, noSteps: true,
 			check: func(t *testing.T, d model.Decision) {
-				if b := d.Blockers[1]; !strings.Contains(b.Detail, "no member named etcd-2") {
+				if b := d.Blockers[1]; !strings.Contains(b.Detail, "no member named etcd-2 for etcd-2") {
 					t.Errorf("blocker %q does not say the member is not listed under its name", b.Detail)
 				}
 			}},

@@ -82,10 +82,30 @@ func (c *classifier) operatorRecordAgrees(target *model.Member) bool {
 	}
 	if op.RemovesByName {
 		// Its way removes whichever member the cluster lists under the
-		// target's name (etcd-druid's sidecar finds itself in the
-		// member list by name), whatever ID it recorded.
-		if p := c.peerOf(target); p == nil || p.Name != target.Name {
-			c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the members' list has no member named %s: %s's way would remove no member while its pod and data go, and could not add it back", target.Name, op.Kind)
+		// member's name (etcd-druid's sidecar finds itself in the member
+		// list by name, the first so named), whatever ID it recorded.
+		name := op.MemberPrefix + target.Name
+		if op.Err != "" {
+			c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "%s %s could not be read (%s): its steps act on it, and whether it is being deleted cannot be checked", op.Kind, op.Name, op.Err)
+			return false
+		}
+		if op.Deleting {
+			c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "%s %s is being deleted: the operator is removing the cluster, not rebuilding members", op.Kind, op.Name)
+			return false
+		}
+		named := 0
+		for _, p := range c.a.MemberList {
+			if p.Name == name {
+				named++
+			}
+		}
+		p := c.peerOf(target)
+		switch {
+		case named > 1:
+			c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the members' list has %d members named %s: %s's way removes the first so named, which may be another than %s", named, name, op.Kind, target.Name)
+			return false
+		case p == nil || p.Name != name:
+			c.Block(model.CodeOperatorRecordMismatch, target.Name, "", "the members' list has no member named %s for %s: %s's way would remove no member while its pod and data go, and could not add it back", name, target.Name, op.Kind)
 			return false
 		}
 		return true
@@ -232,8 +252,12 @@ func (c *classifier) runbookWords() []string {
 	if n, err := strconv.ParseUint(id, 16, 64); err == nil {
 		padded = fmt.Sprintf("%016x", n)
 	}
+	prefix := ""
+	if op := ob.Cluster.Operator; op != nil {
+		prefix = op.MemberPrefix
+	}
 	return []string{
-		"{member}", member, "{memberID}", id, "{memberID16}", padded, "{node}", node, "{healthyNode}", healthy,
+		"{member}", member, "{memberName}", prefix + member, "{memberID}", id, "{memberID16}", padded, "{node}", node, "{healthyNode}", healthy,
 		"{dataDir}", cmp.Or(ob.Cluster.Template.DataDir, "/var/lib/etcd"),
 		"{namespace}", ob.Cluster.Namespace, "{cluster}", ob.Cluster.Name,
 	}

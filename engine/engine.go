@@ -25,6 +25,10 @@ type Target struct {
 	Member string
 	// Namespace and Pod are passed to the DialFunc.
 	Namespace, Pod string
+	// Cluster names the member's cluster (within Namespace), when known:
+	// what the members of one cluster share (etcd's auth tokens) is kept
+	// by it.
+	Cluster string
 	// Port is the engine's client port inside the pod (2379 for etcd).
 	Port int
 	// UID is the pod's UID, when known: a connection kept open (Conns)

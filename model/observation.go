@@ -159,6 +159,12 @@ type OperatorFacts struct {
 	// finalizer): the rebuild then needs the member listed under its
 	// name, and a stale recorded ID misleads only the reader.
 	RemovesByName bool `json:"removesByName,omitempty"`
+	// MemberPrefix is what the operator puts before a pod's name to name
+	// its etcd member (etcd-druid's spec.memberNamePrefix, with its
+	// dash), "" for none.
+	MemberPrefix string `json:"memberPrefix,omitempty"`
+	// Deleting: the operator's resource is being deleted.
+	Deleting bool `json:"deleting,omitempty"`
 	// Backup is what the operator's backups say (etcd-druid's snapshot
 	// Leases), nil where it keeps none.
 	Backup *OperatorBackup `json:"backup,omitempty"`
@@ -229,10 +235,11 @@ type Manager struct {
 	// Name names it in messages ("the kubelet (kubeadm static pods)").
 	Name string `json:"name"`
 	// Runbook are its own steps to rebuild a member, in its terms. The
-	// words {member}, {memberID} ({memberID16}: zero-padded to 16 hex
-	// digits), {node}, {dataDir}, {namespace}, {cluster} and
-	// {healthyNode} stand for the member's and cluster's (filled in by
-	// the classifier).
+	// words {member}, {memberName} (its etcd member's name: the
+	// operator's MemberPrefix and {member}), {memberID} ({memberID16}:
+	// zero-padded to 16 hex digits), {node}, {dataDir}, {namespace},
+	// {cluster} and {healthyNode} stand for the member's and cluster's
+	// (filled in by the classifier).
 	Runbook []string `json:"runbook,omitempty"`
 	// Unevictable: no eviction reaches its pods (a kubelet's mirror
 	// pods, which a drain skips), so no disruption budget applies.

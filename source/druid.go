@@ -140,10 +140,10 @@ func druidOperator(claim string) *model.Manager {
 	return &model.Manager{
 		Name: "etcd-druid",
 		Runbook: []string{
-			"kubectl get lease {member} -n {namespace} -o jsonpath='{.spec.holderIdentity}': it must begin with {memberID}, the member its backup-restore sidecar renews (without it the sidecar would not rebuild the member)",
+			"kubectl get lease {memberName} -n {namespace} -o jsonpath='{.spec.holderIdentity}': while its sidecar runs it begins with {memberID}, the member you mean",
 			"kubectl annotate etcd.druid.gardener.cloud {cluster} -n {namespace} " + druidDisableProtection + "= (druid's webhook denies deleting the member's claim otherwise)",
 			"kubectl delete pvc " + claim + "-{member} -n {namespace} --wait=false",
-			"kubectl delete pod {member} -n {namespace}: the StatefulSet recreates it on a new, empty volume; its backup-restore sidecar removes member {memberID} (listed as {member}) and adds it back as a learner, which it promotes once caught up",
+			"kubectl delete pod {member} -n {namespace}: the StatefulSet recreates it on a new, empty volume; its backup-restore sidecar, finding {memberName} in the member list, removes member {memberID} and adds it back as a learner, which it promotes once caught up",
 			"kubectl annotate etcd.druid.gardener.cloud {cluster} -n {namespace} " + druidDisableProtection + "- (protection back on)",
 			"kubectl hactl status {cluster} -n {namespace}: wait until {member} is a voter that has caught up",
 		},
@@ -252,6 +252,7 @@ func druidFacts(name string, sts *appsv1.StatefulSet, d *Druid) *model.OperatorF
 	if e.Spec.MemberNamePrefix != nil && *e.Spec.MemberNamePrefix != "" {
 		prefix = *e.Spec.MemberNamePrefix + "-"
 	}
+	f.MemberPrefix, f.Deleting = printable(prefix), e.DeletionTimestamp != nil
 	leases := map[string]*coordinationv1.Lease{}
 	for i := range d.Leases {
 		if l := &d.Leases[i]; l.Namespace == sts.Namespace {

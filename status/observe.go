@@ -298,7 +298,7 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 // memberTarget is how member m of ob's cluster is reached: its pod, the
 // client port, and the name its serving certificate carries.
 func memberTarget(ob *model.Observation, m *model.Member) engine.Target {
-	t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID,
+	t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Cluster: ob.Cluster.Name, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID,
 		Config: ob.Cluster.EngineConfig, CertPorts: ob.Cluster.Template.CertPorts, MetricsPort: ob.Cluster.Template.MetricsPort}
 	switch {
 	case ob.Cluster.ServerName != "":

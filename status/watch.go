@@ -573,10 +573,10 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 		}
 	}
 	if source.HasCozystackPods(objs.Pods) {
-		objs.Cozystack = cachedRead(s.w, &s.w.lastCozystack, s.probe, func() *source.Cozystack { return readCozystack(ctx, s.w.client, ns) })
+		objs.Cozystack = cachedRead(ctx, s.w, &s.w.lastCozystack, s.probe, func() *source.Cozystack { return readCozystack(ctx, s.w.client, ns) })
 	}
 	if source.HasDruidStatefulSets(objs.StatefulSets) {
-		objs.Druid = cachedRead(s.w, &s.w.lastDruid, s.probe, func() *source.Druid { return readDruid(ctx, s.w.client, ns) })
+		objs.Druid = cachedRead(ctx, s.w, &s.w.lastDruid, s.probe, func() *source.Druid { return readDruid(ctx, s.w.client, ns) })
 	}
 	if len(objs.StatefulSets) == 0 {
 		return objs, nil
@@ -594,8 +594,9 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 
 // cachedRead is an operator's resources (they are not watched): read
 // from the API server by read on a probe round, or when none were read
-// yet (*last is nil); a round between probes reuses the last read.
-func cachedRead[T any](w *Watcher, last **T, probe bool, read func() *T) *T {
+// yet (*last is nil); a round between probes reuses the last read. A
+// read ctx cut short is not kept.
+func cachedRead[T any](ctx context.Context, w *Watcher, last **T, probe bool, read func() *T) *T {
 	w.mu.Lock()
 	prev := *last
 	w.mu.Unlock()
@@ -603,6 +604,10 @@ func cachedRead[T any](w *Watcher, last **T, probe bool, read func() *T) *T {
 		return prev
 	}
 	v := read()
+	if ctx.Err() != nil {
+		// Cut short by the round's end: not kept for the rounds after.
+		return v
+	}
 	w.mu.Lock()
 	*last = v
 	w.mu.Unlock()

@@ -61,6 +61,9 @@ type Client struct {
 	auth    *engine.BasicAuth
 	tokenMu sync.Mutex
 	token   string
+	// borrowed: the token is one a voter issued (this member is a
+	// learner); rejected: the member did not take such a token.
+	borrowed, rejected bool
 }
 
 // Open builds a client for the member t. It does not block: the first call
@@ -159,12 +162,17 @@ func (c *Client) authed(ctx context.Context) (context.Context, error) {
 	}
 	c.tokenMu.Lock()
 	defer c.tokenMu.Unlock()
+	key := tokenKey(c.target, c.auth)
+	if c.token != "" && !c.borrowed && shared.isStale(key, c.token) {
+		// A learner did not take this token (it joined after it was
+		// issued): issue another, which the learner applies too.
+		c.token = ""
+	}
 	if c.token == "" {
-		key := tokenKey(c.target, c.auth)
 		resp, err := c.cli.Authenticate(ctx, c.auth.Username, c.auth.Password)
 		switch {
 		case err == nil:
-			c.token = resp.Token
+			c.token, c.borrowed, c.rejected = resp.Token, false, false
 			shared.put(key, c.token)
 		case isLearnerRefusal(err):
 			// A learner refuses to issue a token; the token a voter
@@ -177,7 +185,7 @@ func (c *Client) authed(ctx context.Context) (context.Context, error) {
 			if tok == "" {
 				return ctx, err
 			}
-			c.token = tok
+			c.token, c.borrowed, c.rejected = tok, true, false
 		default:
 			return ctx, err
 		}
@@ -191,22 +199,21 @@ func isLearnerRefusal(err error) bool {
 	return errors.Is(err, rpctypes.ErrGRPCNotSupportedForLearner) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCNotSupportedForLearner)
 }
 
-// tokenKey is the key of the tokens the members of t's namespace issue
-// to this user and password: a digest, never the password itself. A
-// token of another cluster with the same user and password is refused
-// as invalid, and forgotten (checked).
+// tokenKey is the key of the tokens cluster t.Cluster's members issue to
+// this user and password: a digest, never the password itself.
 func tokenKey(t engine.Target, a *engine.BasicAuth) string {
-	h := sha256.Sum256([]byte(t.Namespace + "\x00" + a.Username + "\x00" + a.Password))
+	h := sha256.Sum256([]byte(t.Namespace + "\x00" + t.Cluster + "\x00" + a.Username + "\x00" + a.Password))
 	return hex.EncodeToString(h[:16])
 }
 
 // shared are the auth tokens voters issued, by tokenKey, for learners
-// to present: a learner issues none.
-var shared = &tokenShare{tokens: map[string]string{}}
+// to present (a learner issues none), and the tokens a learner did not
+// take (stale), which voters then replace.
+var shared = &tokenShare{tokens: map[string]string{}, stale: map[string]string{}}
 
 type tokenShare struct {
-	mu     sync.Mutex
-	tokens map[string]string
+	mu            sync.Mutex
+	tokens, stale map[string]string
 }
 
 func (s *tokenShare) put(key, tok string) {
@@ -215,14 +222,31 @@ func (s *tokenShare) put(key, tok string) {
 	s.tokens[key] = tok
 }
 
-// drop forgets tok under key, if it is still the one shared (a member
-// no longer took it).
+// drop forgets tok under key, if it is still the one shared (a voter no
+// longer took it).
 func (s *tokenShare) drop(key, tok string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tokens[key] == tok {
 		delete(s.tokens, key)
 	}
+}
+
+// reject marks tok under key as one a learner did not take: voters
+// holding it issue another.
+func (s *tokenShare) reject(key, tok string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stale[key] = tok
+	if s.tokens[key] == tok {
+		delete(s.tokens, key)
+	}
+}
+
+func (s *tokenShare) isStale(key, tok string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stale[key] == tok
 }
 
 // halfLeft is ctx bounded to half the time it has left (ctx itself,
@@ -235,14 +259,18 @@ func halfLeft(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, time.Until(d)/2)
 }
 
-// wait is the token shared under key, waiting for one until ctx ends
-// (the voters are asked at the same time); "" when none came.
+// wait is the token shared under key, one a learner took or was not yet
+// offered, waiting for one until ctx ends (the voters are asked at the
+// same time); "" when none came.
 func (s *tokenShare) wait(ctx context.Context, key string) string {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		s.mu.Lock()
 		tok := s.tokens[key]
+		if tok == s.stale[key] {
+			tok = ""
+		}
 		s.mu.Unlock()
 		if tok != "" {
 			return tok
@@ -261,7 +289,12 @@ func (s *tokenShare) wait(ctx context.Context, key string) string {
 func (c *Client) checked(err error) error {
 	if err != nil && c.auth != nil && (errors.Is(err, rpctypes.ErrInvalidAuthToken) || errors.Is(err, rpctypes.ErrGRPCInvalidAuthToken) || rpctypes.Error(err) == rpctypes.ErrInvalidAuthToken) {
 		c.tokenMu.Lock()
-		shared.drop(tokenKey(c.target, c.auth), c.token)
+		if key := tokenKey(c.target, c.auth); c.borrowed {
+			shared.reject(key, c.token)
+			c.rejected = true
+		} else {
+			shared.drop(key, c.token)
+		}
 		c.token = ""
 		c.tokenMu.Unlock()
 	}

@@ -392,6 +392,12 @@ func (c *Client) explain(ctx context.Context, start time.Time, call string, err 
 	if hsErr != nil && engine.IsCredentialsError(hsErr) {
 		return model.ProbeFailureCredentials, fmt.Sprintf("TLS handshake with %s failed: %v", member, hsErr)
 	}
+	c.tokenMu.Lock()
+	rejected := c.rejected
+	c.tokenMu.Unlock()
+	if rejected && (errors.Is(err, rpctypes.ErrInvalidAuthToken) || errors.Is(err, rpctypes.ErrGRPCInvalidAuthToken) || rpctypes.Error(err) == rpctypes.ErrInvalidAuthToken) {
+		return model.ProbeFailureOther, fmt.Sprintf("%s is a learner and did not take the token a voter issued (it joined after it was issued): a voter issues another, which it applies once caught up; asked again next round", member)
+	}
 	if why := authRefusal(err); why != "" {
 		return model.ProbeFailureCredentials, fmt.Sprintf("%s refused %s: %s", member, call, why)
 	}

@@ -125,3 +125,51 @@ func TestProbeWithoutMembersAnswering(t *testing.T) {
 		t.Errorf("probe with a cancelled context: %+v", got[0])
 	}
 }
+
+// The token share: a learner waits for a token a voter issued; one a
+// learner did not take is stale, so a voter holding it issues another,
+// and the learner waits for that one, not the stale one.
+func TestTokenShare(t *testing.T) {
+	s := &tokenShare{tokens: map[string]string{}, stale: map[string]string{}}
+	short := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 120*time.Millisecond)
+	}
+	ctx, cancel := short()
+	if tok := s.wait(ctx, "k"); tok != "" {
+		t.Errorf("a token %q with none issued", tok)
+	}
+	cancel()
+	s.put("k", "t1")
+	ctx, cancel = short()
+	if tok := s.wait(ctx, "k"); tok != "t1" {
+		t.Errorf("wait: %q, want t1", tok)
+	}
+	cancel()
+	s.reject("k", "t1")
+	if !s.isStale("k", "t1") || s.isStale("k", "t2") || s.isStale("other", "t1") {
+		t.Error("staleness is not t1's under k alone")
+	}
+	s.put("k", "t1") // a voter that has not yet noticed
+	ctx, cancel = short()
+	if tok := s.wait(ctx, "k"); tok != "" {
+		t.Errorf("wait handed out the stale token %q", tok)
+	}
+	cancel()
+	s.put("k", "t2")
+	ctx, cancel = short()
+	if tok := s.wait(ctx, "k"); tok != "t2" {
+		t.Errorf("wait: %q, want the fresh t2", tok)
+	}
+	cancel()
+	s.drop("k", "t1")
+	if s.tokens["k"] != "t2" {
+		t.Error("dropping an old token dropped the current one")
+	}
+	a := &engine.BasicAuth{Username: "root", Password: "p"}
+	if tokenKey(engine.Target{Namespace: "db", Cluster: "a"}, a) == tokenKey(engine.Target{Namespace: "db", Cluster: "b"}, a) {
+		t.Error("two clusters of one namespace share a token key")
+	}
+	if k := tokenKey(engine.Target{Namespace: "db", Cluster: "a"}, a); strings.Contains(k, "root") {
+		t.Errorf("the key %q carries the user", k)
+	}
+}

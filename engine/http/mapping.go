@@ -224,12 +224,26 @@ func (m *Mapping) parseRules(data map[string]string) []error {
 			if bad := validation.IsQualifiedName(n); len(bad) > 0 {
 				errs = append(errs, fmt.Errorf("%s: %q is not a label or annotation key: %s", k, n, strings.Join(bad, "; ")))
 			}
+			if notSelfWritten(n) {
+				errs = append(errs, fmt.Errorf("%s: %q is hactl's or the StatefulSet controller's, never a member's own: a fence must see its changes", k, n))
+			}
 		}
 	}
 	if len(sw.Labels)+len(sw.Annotations) > 0 {
 		m.SelfWritten = sw
 	}
 	return errs
+}
+
+// notSelfWritten: key is one no member writes on its own pod, whose
+// change a fence must see: hactl's, and those the StatefulSet controller
+// sets on each pod.
+func notSelfWritten(key string) bool {
+	switch key {
+	case "controller-revision-hash", "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index":
+		return true
+	}
+	return strings.HasPrefix(key, "hactl.dev/")
 }
 
 // keys are the comma-separated keys in v, trimmed, without empties, as

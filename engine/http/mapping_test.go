@@ -144,7 +144,18 @@ func TestSelfWrittenKeys(t *testing.T) {
 		t.Errorf("a bad key: %v", err)
 	}
 
-	c := &model.ClusterFacts{EngineConfig: example(t, "patroni")}
+	for _, k := range []string{"hactl.dev/lock", "controller-revision-hash", "statefulset.kubernetes.io/pod-name"} {
+		if _, err := Parse(with(KeySelfWrittenLabels, k)); err == nil || !strings.Contains(err.Error(), "never a member's own") {
+			t.Errorf("%s named self-written: %v", k, err)
+		}
+	}
+	// A label the template sets stays in the fence.
+	c := &model.ClusterFacts{EngineConfig: with(KeySelfWrittenLabels, "app,role", KeySelfWrittenAnnotations, "status")}
+	Engine{}.Keep(model.PodTemplate{Labels: map[string]string{"app": "pg"}}, nil, c)
+	if c.SelfWritten == nil || !slices.Equal(c.SelfWritten.Labels, []string{"role"}) {
+		t.Errorf("with the template's label app named: self-written %+v, want role alone", c.SelfWritten)
+	}
+	c = &model.ClusterFacts{EngineConfig: example(t, "patroni")}
 	Engine{}.Keep(model.PodTemplate{}, nil, c)
 	if c.SelfWritten == nil || !slices.Equal(c.SelfWritten.Labels, []string{"role"}) || !slices.Equal(c.SelfWritten.Annotations, []string{"status"}) {
 		t.Errorf("the shipped Patroni mapping: self-written %+v, want the role label and the status annotation", c.SelfWritten)
