@@ -201,18 +201,19 @@ func TestSandbox(t *testing.T) {
 	// The demo's scenarios, kubeadm's stacked etcd, the cozystack
 	// etcd-operator's clusters and Bitnami's chart with authentication in
 	// one sandbox.
-	// etcd-druid's clusters too.
-	sb := start(t, dir, append(append(append(slices.Clone(scenario.Demo), "kubeadm", bitnamiScenario), cozystackScenarios...), druidScenarios...)...)
+	// etcd-druid's clusters too, and Bitnami's chart with client TLS.
+	sb := start(t, dir, append(append(append(slices.Clone(scenario.Demo), "kubeadm", bitnamiScenario, bitnamiTLSScenario), cozystackScenarios...), druidScenarios...)...)
 	kc := kube(t, sb)
 	ctx := context.Background()
 	ns := sb.State.Namespace
-	if len(sb.State.Clusters) != len(scenario.Demo)+2+len(cozystackScenarios)+len(druidScenarios) {
+	if len(sb.State.Clusters) != len(scenario.Demo)+3+len(cozystackScenarios)+len(druidScenarios) {
 		t.Fatalf("clusters %+v", sb.State.Clusters)
 	}
 	t.Run("kubeadm's stacked etcd", func(t *testing.T) { kubeadmStackedEtcd(t, sb, dir) })
 	t.Run("cozystack etcd-operator", func(t *testing.T) { cozystackOperator(t, sb) })
 	t.Run("druid etcd-druid", func(t *testing.T) { druidOperator(t, sb) })
 	t.Run("bitnami chart with authentication", func(t *testing.T) { bitnamiAuth(t, sb) })
+	t.Run("bitnami chart with client TLS", func(t *testing.T) { bitnamiTLS(t, sb) })
 
 	t.Run("kubectl port-forward reaches the member's real etcd", func(t *testing.T) {
 		bin := binDir(t)

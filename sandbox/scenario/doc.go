@@ -34,7 +34,7 @@
 // their DNS names), a client Service (<name>-client) and, unless the
 // scenario says otherwise, a PodDisruptionBudget (maxUnavailable 1); its
 // StatefulSet, pods and PVCs carry hactl.dev/engine=etcd (except
-// bitnami-auth's, which carry nothing of hactl's). Templates use
+// bitnami-auth's and bitnami-tls's, which carry nothing of hactl's). Templates use
 // podManagementPolicy Parallel, as etcd charts do (members of a forming
 // cluster are only Ready together).
 //
@@ -78,6 +78,17 @@
 // grant-role root root, auth enable) and waits until every member refuses
 // an anonymous client and answers root. None: failover-ready (hactl reads
 // the password through the StatefulSet's secretKeyRef).
+//
+// bitnami-tls (shape self-registering, not in Demo; bitnami.go):
+// bitnami-auth plus the chart's client TLS with client-certificate auth
+// (auth.client.secureTransport, enableAuthentication, existingSecret
+// <name>-client-certs; Params.ClientTLS): the Secret's cert.pem, key.pem
+// and ca.crt (MintBitnamiCerts: the members' one key pair, serverAuth and
+// clientAuth) mounted as the volume etcd-client-certs at
+// BitnamiCertsDir, ETCD_CERT_FILE, ETCD_KEY_FILE, ETCD_CLIENT_CERT_AUTH
+// and ETCD_TRUSTED_CA_FILE naming them, https client URLs, and every
+// etcdctl call dialling with those files. None: failover-ready (hactl
+// follows the volume and the ETCD_* files to the Secret).
 //
 // kubeadm (shape kubeadm-stacked, in kube-system, not in Demo): kubeadm's
 // stacked etcd, laid out as kubeadm and the kubelet do (kubeadm.go): an

@@ -152,6 +152,23 @@ type Params struct {
 	BitnamiAuth bool
 	// RootPassword is the root user's password (BitnamiAuth).
 	RootPassword string
+	// ClientTLS, with BitnamiAuth, adds the chart's client TLS with
+	// client-certificate authentication (auth.client.secureTransport and
+	// enableAuthentication, existingSecret <name>-client-certs,
+	// certFilename cert.pem, certKeyFilename key.pem, caFilename empty):
+	// the Secret BitnamiCertsSecret holding these files, mounted as the
+	// volume etcd-client-certs at BitnamiCertsDir, the ETCD_CERT_FILE,
+	// ETCD_KEY_FILE, ETCD_CLIENT_CERT_AUTH and ETCD_TRUSTED_CA_FILE the
+	// chart sets, https client URLs, and every etcdctl call (the
+	// entrypoint's, the readiness probe's) dialling with those files.
+	ClientTLS *BitnamiCerts
+}
+
+// BitnamiCerts are the PEM files of the Secret auth.client.existingSecret:
+// the members' own key pair (serving, and the client certificate of the
+// chart's own etcdctl) and their CA.
+type BitnamiCerts struct {
+	Cert, Key, CA []byte
 }
 
 // Objects are a rendered cluster.
@@ -191,6 +208,12 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"restPassword":        func() string { return RESTPassword },
 	"b64":                 func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) },
 	"bitnamiPasswordKey":  func() string { return BitnamiPasswordKey },
+	"bitnamiCertsSecret":  func(p Params) string { return BitnamiCertsSecret(p.Name) },
+	"bitnamiCertsDir":     func() string { return BitnamiCertsDir },
+	"bitnamiCertFile":     func() string { return BitnamiCertFile },
+	"bitnamiKeyFile":      func() string { return BitnamiKeyFile },
+	"bitnamiCAFile":       func() string { return BitnamiCAFile },
+	"clientScheme":        clientScheme,
 }).ParseFS(templateFS, "templates/*.yaml"))
 
 func voterOrdinals(p Params) string {
@@ -242,9 +265,18 @@ func clientEndpoints(p Params) string {
 	var parts []string
 	for i := range p.Members {
 		m := MemberName(p.Name, i)
-		parts = append(parts, "http://"+m+"."+p.Name+"-headless."+p.Namespace+".svc.cluster.local:2379")
+		parts = append(parts, clientScheme(p)+"://"+m+"."+p.Name+"-headless."+p.Namespace+".svc.cluster.local:2379")
 	}
 	return strings.Join(parts, ",")
+}
+
+// clientScheme is the scheme of the members' client URLs (the chart's
+// etcd.clientProtocol): https with ClientTLS.
+func clientScheme(p Params) string {
+	if p.ClientTLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 func (p Params) withDefaults() Params {
@@ -286,6 +318,9 @@ func Render(shape Shape, p Params) (*Objects, error) {
 	}
 	if p.BitnamiAuth && (shape != SelfRegistering || p.RootPassword == "") {
 		return nil, fmt.Errorf("render %s: Bitnami's authentication needs the self-registering shape and a root password", name)
+	}
+	if c := p.ClientTLS; c != nil && (!p.BitnamiAuth || len(c.Cert) == 0 || len(c.Key) == 0 || len(c.CA) == 0) {
+		return nil, fmt.Errorf("render %s: Bitnami's client TLS needs BitnamiAuth and a certificate, key and CA", name)
 	}
 	files := shapeTemplates[shape]
 	if files == nil {
