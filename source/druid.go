@@ -51,17 +51,8 @@ func DruidPath(ns string) string {
 type DruidEtcd struct {
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
-		Replicas         int32   `json:"replicas"`
 		MemberNamePrefix *string `json:"memberNamePrefix,omitempty"`
-		Etcd             struct {
-			ClientURLTLS *struct {
-				TLSCASecretRef struct {
-					Name    string  `json:"name"`
-					DataKey *string `json:"dataKey,omitempty"`
-				} `json:"tlsCASecretRef"`
-			} `json:"clientUrlTls,omitempty"`
-		} `json:"etcd"`
-		Backup struct {
+		Backup           struct {
 			Store *json.RawMessage `json:"store,omitempty"`
 		} `json:"backup"`
 	} `json:"spec"`
@@ -131,11 +122,12 @@ func HasDruidStatefulSets(sts []appsv1.StatefulSet) bool {
 // druidOperator is etcd-druid for a cluster whose members' claims are
 // <claim>-<member>: druid owns the StatefulSet, and a member's
 // backup-restore sidecar rebuilds it when it restarts on an empty
-// volume while its member Lease shows it was in the cluster (it removes
-// the member listed under its name and adds it back as a learner,
-// etcd-backup-restore pkg/initializer restoreInMultiNode). Druid's
-// component-protection webhook denies deleting the claim until the Etcd
-// is annotated.
+// volume while the cluster still lists it (asked of the cluster, else
+// its member Lease's holder): it removes the member listed under its
+// name and adds it back as a learner (etcd-backup-restore
+// pkg/initializer restoreInMultiNode, pkg/member WasMemberInCluster).
+// Druid's component-protection webhook denies deleting the claim until
+// the Etcd is annotated.
 func druidOperator(claim string) *model.Manager {
 	return &model.Manager{
 		Name: "etcd-druid",
