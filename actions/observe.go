@@ -35,6 +35,8 @@ type Observer struct {
 	// MemberTLS are client credentials from local files
 	// (status.Observer.MemberTLS).
 	MemberTLS    *engine.Credentials
+	// TLSSecret is the Secret --secret names (status.Observer.TLSSecret).
+	TLSSecret string
 	ProbeTimeout time.Duration
 	Verdict      model.VerdictOptions
 	// Now is the clock (time.Now when nil).
@@ -88,6 +90,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 		Dial:         o.Dial,
 		Secrets:      status.SecretsFrom(o.Client),
 		MemberTLS:    o.MemberTLS,
+		TLSSecret:    o.TLSSecret,
 		ProbeTimeout: o.ProbeTimeout,
 		Verdict:      o.Verdict,
 		Now:          o.Now,

@@ -84,7 +84,8 @@ type ActionOptions struct {
 
 	client    kubernetes.Interface
 	dial      engine.DialFunc
-	memberTLS *engine.Credentials
+	memberTLS    *engine.Credentials
+	memberSecret string
 	inIsTTY   bool
 	errIsTTY  bool
 	saved     savedPlan
@@ -164,7 +165,7 @@ func (o *ActionOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.client, o.dial, o.memberTLS = c.namespace, c.client, c.dial, c.memberTLS
+	o.Namespace, o.client, o.dial, o.memberTLS, o.memberSecret = c.namespace, c.client, c.dial, c.memberTLS, c.memberSecret
 	o.inIsTTY, o.errIsTTY = isTerminal(o.In), isTerminal(o.ErrOut)
 	return nil
 }
@@ -281,7 +282,7 @@ func validateOutput(s string) error {
 
 func (o *ActionOptions) executor() *actions.Executor {
 	return &actions.Executor{
-		Observer: &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, MemberTLS: o.memberTLS, ProbeTimeout: o.ProbeTimeout,
+		Observer: &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, MemberTLS: o.memberTLS, TLSSecret: o.memberSecret, ProbeTimeout: o.ProbeTimeout,
 			Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold}},
 		Seeders:     registry.Seeders(),
 		WaitTimeout: o.Timeout,

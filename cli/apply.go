@@ -70,6 +70,7 @@ type ApplyOptions struct {
 	client          kubernetes.Interface
 	dial            engine.DialFunc
 	memberTLS       *engine.Credentials
+	memberSecret    string
 	inIsTTY         bool
 	errIsTTY        bool
 	now             func() time.Time
@@ -173,7 +174,7 @@ func (o *ApplyOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	o.client, o.dial, o.memberTLS = c.client, c.dial, c.memberTLS
+	o.client, o.dial, o.memberTLS, o.memberSecret = c.client, c.dial, c.memberTLS, c.memberSecret
 	o.server = serverOf(o.configFlags)
 	o.inIsTTY, o.errIsTTY = isTerminal(o.In), isTerminal(o.ErrOut)
 	return nil
@@ -353,7 +354,7 @@ func (o *ApplyOptions) actionOptions() *ActionOptions {
 		ao.storeURL, ao.secretName = p.Options.Store, p.Options.StoreSecret
 	}
 	ao.ProbeTimeout, ao.Timeout = o.durations()
-	ao.client, ao.dial, ao.memberTLS, ao.inIsTTY = o.client, o.dial, o.memberTLS, o.inIsTTY
+	ao.client, ao.dial, ao.memberTLS, ao.memberSecret, ao.inIsTTY = o.client, o.dial, o.memberTLS, o.memberSecret, o.inIsTTY
 	return ao
 }
 
@@ -534,7 +535,7 @@ func (o *ApplyOptions) runSeed(ctx context.Context) error {
 		so.Capture = string(actions.CaptureAuto)
 	}
 	so.store = storeFlags{URL: p.Options.Store, Secret: p.Options.StoreSecret}
-	so.client, so.dial, so.memberTLS, so.inIsTTY, so.errIsTTY = o.client, o.dial, o.memberTLS, o.inIsTTY, o.errIsTTY
+	so.client, so.dial, so.memberTLS, so.memberSecret, so.inIsTTY, so.errIsTTY = o.client, o.dial, o.memberTLS, o.memberSecret, o.inIsTTY, o.errIsTTY
 	so.identity = actions.ProcessIdentity()
 	doc := &seedDoc{APIVersion: status.SchemaVersion, Kind: "SeedReceipt", Cluster: p.Cluster,
 		Generation: p.Options.Generation, Phase: model.ActionPhaseRequested, Receipts: []model.Receipt{}}

@@ -25,8 +25,10 @@ type conn struct {
 	namespace string
 	client    kubernetes.Interface
 	dial      engine.DialFunc
-	// memberTLS are the member TLS files' credentials (memberTLS).
-	memberTLS *engine.Credentials
+	// memberTLS are the member TLS files' credentials (memberTLS);
+	// memberSecret the Secret --secret names.
+	memberTLS    *engine.Credentials
+	memberSecret string
 }
 
 // userAgent is client-go's default user agent followed by this process's
@@ -126,9 +128,18 @@ func connect(flags *kubeflags.ConfigFlags, withDial bool) (conn, error) {
 		if c.memberTLS, err = memberTLS(flags); err != nil {
 			return c, err
 		}
+		c.memberSecret = flags.MemberSecret
 		c.dial, err = portforward.NewDialer(cfg)
 	}
 	return c, err
+}
+
+// memberSecret is the Secret --secret names, "" when none.
+func memberSecret(f *kubeflags.ConfigFlags) string {
+	if f == nil {
+		return ""
+	}
+	return f.MemberSecret
 }
 
 // memberTLS reads the member TLS files the flags name (--etcd-cacert,

@@ -39,7 +39,8 @@ type ExplainOptions struct {
 
 	client    kubernetes.Interface
 	dial      engine.DialFunc
-	memberTLS *engine.Credentials
+	memberTLS    *engine.Credentials
+	memberSecret string
 
 	genericiooptions.IOStreams
 }
@@ -109,7 +110,7 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.Member = args[1]
 	}
 	c, err := connect(o.configFlags, true)
-	o.Namespace, o.client, o.dial, o.memberTLS = c.namespace, c.client, c.dial, c.memberTLS
+	o.Namespace, o.client, o.dial, o.memberTLS, o.memberSecret = c.namespace, c.client, c.dial, c.memberTLS, c.memberSecret
 	return err
 }
 
@@ -141,7 +142,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	obs := &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, MemberTLS: o.memberTLS, ProbeTimeout: o.ProbeTimeout,
+	obs := &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, MemberTLS: o.memberTLS, TLSSecret: o.memberSecret, ProbeTimeout: o.ProbeTimeout,
 		Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold}}
 	in := model.Intent{Action: model.Action(o.Intent), Member: o.Member, Options: model.ActionOptions{
 		MoveLeader: o.MoveLeader, SwitchoverFirst: o.SwitchoverFirst, Supersede: o.Supersede, Generation: o.Generation,

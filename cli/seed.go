@@ -47,7 +47,8 @@ type SeedOptions struct {
 
 	client    kubernetes.Interface
 	dial      engine.DialFunc
-	memberTLS *engine.Credentials
+	memberTLS    *engine.Credentials
+	memberSecret string
 	inIsTTY   bool
 	errIsTTY  bool
 	identity  string
@@ -157,7 +158,7 @@ func (o *SeedOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	o.Namespace, o.client, o.dial, o.memberTLS = c.namespace, c.client, c.dial, c.memberTLS
+	o.Namespace, o.client, o.dial, o.memberTLS, o.memberSecret = c.namespace, c.client, c.dial, c.memberTLS, c.memberSecret
 	o.inIsTTY, o.errIsTTY = isTerminal(o.In), isTerminal(o.ErrOut)
 	o.identity = actions.ProcessIdentity()
 	return nil
@@ -194,7 +195,7 @@ func (o *SeedOptions) human() io.Writer {
 }
 
 func (o *SeedOptions) observer() *actions.Observer {
-	return &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, MemberTLS: o.memberTLS, ProbeTimeout: o.ProbeTimeout, Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold}}
+	return &actions.Observer{Engines: registry.Engines(), Client: o.client, Dial: o.dial, MemberTLS: o.memberTLS, TLSSecret: o.memberSecret, ProbeTimeout: o.ProbeTimeout, Verdict: model.VerdictOptions{LagThreshold: o.LagThreshold}}
 }
 
 func (o *SeedOptions) intent(cs *actions.ClusterStore) model.Intent {

@@ -315,6 +315,7 @@ func (o *StatusOptions) observer(src status.Source) *status.Observer {
 		Engines:      registry.Engines(),
 		Secrets:      status.SecretsFrom(o.client),
 		MemberTLS:    o.memberTLS,
+		TLSSecret:    memberSecret(o.configFlags),
 		HolderGone:   actions.HolderGone,
 		ProbeTimeout: o.ProbeTimeout,
 		Verdict:      model.VerdictOptions{LagThreshold: o.LagThreshold, WALLagThreshold: o.WALLagThreshold, CertWarn: o.CertWarn},

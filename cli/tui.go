@@ -334,6 +334,7 @@ func (o *TUIOptions) executor(s *StatusOptions) *actions.Executor {
 			Client:       s.client,
 			Dial:         s.dial,
 			MemberTLS:    s.memberTLS,
+			TLSSecret:    memberSecret(s.configFlags),
 			ProbeTimeout: s.ProbeTimeout,
 			Verdict:      model.VerdictOptions{LagThreshold: s.LagThreshold, WALLagThreshold: s.WALLagThreshold, CertWarn: s.CertWarn},
 		},

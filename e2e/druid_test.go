@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/model"
@@ -87,6 +88,31 @@ func TestDruidThroughKubectl(t *testing.T) {
 	for _, want := range []string{"(etcd-druid, owned by etcd-druid)", "Etcd " + name + " says: Ready (Quorate), 3 members ready", "its backups: BackupReady", "full snapshot at revision"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table does not say %q:\n%s%s", want, table, tableErr)
+		}
+	}
+
+	// --secret names another Secret (as one may for an operator whose
+	// objects may not be annotated): the members are dialled with it, a
+	// Secret that does not exist is named, and nothing else is used.
+	orig, err := s.KC.CoreV1().Secrets(ns).Get(ctx, scenario.DruidClientSecret(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alt := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-alt-client"}, Data: orig.Data}
+	if _, err := s.KC.CoreV1().Secrets(ns).Create(ctx, alt, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.KC.CoreV1().Secrets(ns).Delete(ctx, alt.Name, metav1.DeleteOptions{}) }()
+	if out, errOut, code := kubectl(t, "hactl", "status", name, "-n", ns, "--secret", alt.Name); code != 0 {
+		t.Errorf("--secret %s: exit %d\n%s%s", alt.Name, code, out, errOut)
+	}
+	out, errOut, code = kubectl(t, "hactl", "status", name, "-n", ns, "--secret", "no-such-secret")
+	if code != 4 || !strings.Contains(out+errOut, `"no-such-secret"`) || !strings.Contains(out+errOut, "--secret") {
+		t.Errorf("--secret no-such-secret: exit %d, want 4 naming it\n%s%s", code, out, errOut)
+	}
+	for _, text := range []string{out, errOut} {
+		if strings.Contains(text, string(orig.Data["tls.key"])) {
+			t.Error("a private key appears in the output")
 		}
 	}
 

@@ -50,6 +50,10 @@ type Observer struct {
 	// certificates exist only as files on its nodes; nothing of theirs
 	// can name a Secret). Nil when none were given.
 	MemberTLS    *engine.Credentials
+	// TLSSecret (--secret), when set, names the Secret in each cluster's
+	// namespace its members are dialled with, over the annotation and
+	// what a layout names (UseTLSSecret).
+	TLSSecret string
 	ProbeTimeout time.Duration
 	// Conns, when set, keeps member connections open from one Observe to
 	// the next (a watch's rounds); clients of members no longer probed
@@ -233,6 +237,9 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 			done(ci)
 			continue
 		}
+		if o.TLSSecret != "" {
+			UseTLSSecret(&ob.Cluster, o.TLSSecret)
+		}
 		creds, err := o.credentials(ctx, ob.Cluster)
 		var auth *engine.BasicAuth
 		if err == nil {
@@ -352,6 +359,13 @@ func (o *Observer) credentials(ctx context.Context, c model.ClusterFacts) (*engi
 		return o.MemberTLS, nil
 	}
 	return ReadCredentials(ctx, o.Secrets, c, "probe the members")
+}
+
+// UseTLSSecret makes c's members dialled with Secret secret (--secret),
+// whatever the annotation or c's layout names.
+func UseTLSSecret(c *model.ClusterFacts, secret string) {
+	c.TLSSecret, c.TLSSecretFrom = secret, "--secret"
+	c.TLSCASecret, c.TLSCAKey, c.TLSCertKey, c.TLSKeyKey = "", "", "", ""
 }
 
 // ErrNoMemberTLS: static pods' members ask every client for a

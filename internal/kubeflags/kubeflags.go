@@ -60,6 +60,10 @@ type ConfigFlags struct {
 	// certificate of clusters whose certificates exist only as files
 	// (kubeadm's etcd).
 	MemberCAFile, MemberCertFile, MemberKeyFile string
+	// MemberSecret (--secret) names a Secret in each cluster's namespace
+	// holding the client TLS material to dial its members with, over the
+	// annotation hactl.dev/client-tls-secret and what a layout names.
+	MemberSecret string
 
 	persistent bool
 	mu         sync.Mutex
@@ -167,6 +171,7 @@ func (f *ConfigFlags) AddMemberFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.MemberCAFile, "etcd-cacert", "", "CA bundle verifying the etcd members' serving certificates, for clusters of static pods whose members ask clients for certificates (kubeadm's etcd: /etc/kubernetes/pki/etcd/ca.crt on a control-plane node). Read locally; never copied into the cluster.")
 	fs.StringVar(&f.MemberCertFile, "etcd-cert", "", "Client certificate for those etcd members (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.crt).")
 	fs.StringVar(&f.MemberKeyFile, "etcd-key", "", "Key of --etcd-cert (kubeadm: /etc/kubernetes/pki/etcd/healthcheck-client.key).")
+	fs.StringVar(&f.MemberSecret, "secret", "", "Secret in the cluster's namespace holding the client TLS material to dial the members with (tls.crt and tls.key, ca.crt to verify them): over the annotation hactl.dev/client-tls-secret and the Secrets an operator's objects name (for an operator whose objects may not be annotated). Its values are never printed.")
 }
 
 // ToRawKubeConfigLoader is the client configuration the kubeconfig and
