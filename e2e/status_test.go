@@ -112,7 +112,9 @@ func TestStatusThroughKubectl(t *testing.T) {
 func TestOpenMetricsThroughKubectl(t *testing.T) {
 	skipShort(t)
 	poll.Until(t, 2*time.Minute, "every scenario's verdict as metrics", func() error {
-		out, errOut, _ := kubectl(t, append([]string{"hactl", "status", "-A", "-o", "openmetrics"}, allProbeArgs()...)...)
+		// Every member of every scenario at once: a probe timeout for a
+		// loaded machine (the document's format is what is tested here).
+		out, errOut, _ := kubectl(t, append([]string{"hactl", "status", "-A", "-o", "openmetrics", "--probe-timeout", "5s"}, allProbeArgs()...)...)
 		var p expfmt.TextParser
 		mfs, err := p.TextToMetricFamilies(strings.NewReader(out))
 		if err != nil {
@@ -145,7 +147,20 @@ func TestOpenMetricsThroughKubectl(t *testing.T) {
 				want = 1
 			}
 			if v, ok := series("hactl_cluster_failover_ready", id); !ok || v != want {
-				return fmt.Errorf("%s: hactl_cluster_failover_ready %v (found %v), want %v", c.Scenario, v, ok, want)
+				// Say why: the cluster's reason series.
+				var why []string
+				if mf := mfs["hactl_reason"]; mf != nil {
+					for _, m := range mf.GetMetric() {
+						have := map[string]string{}
+						for _, l := range m.GetLabel() {
+							have[l.GetName()] = l.GetValue()
+						}
+						if have["namespace"] == c.Namespace && have["cluster"] == c.Name {
+							why = append(why, strings.TrimSpace(have["code"]+" "+have["member"]))
+						}
+					}
+				}
+				return fmt.Errorf("%s: hactl_cluster_failover_ready %v (found %v), want %v; reasons %v\n%s", c.Scenario, v, ok, want, why, errOut)
 			}
 			for _, code := range c.Reasons {
 				if _, ok := series("hactl_reason", map[string]string{"namespace": c.Namespace, "cluster": c.Name, "code": code}); !ok {
