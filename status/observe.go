@@ -49,11 +49,11 @@ type Observer struct {
 	// members ask every client for a certificate (kubeadm's etcd, whose
 	// certificates exist only as files on its nodes; nothing of theirs
 	// can name a Secret). Nil when none were given.
-	MemberTLS    *engine.Credentials
+	MemberTLS *engine.Credentials
 	// TLSSecret (--secret), when set, names the Secret in each cluster's
 	// namespace its members are dialled with, over the annotation and
 	// what a layout names (UseTLSSecret).
-	TLSSecret string
+	TLSSecret    string
 	ProbeTimeout time.Duration
 	// Conns, when set, keeps member connections open from one Observe to
 	// the next (a watch's rounds); clients of members no longer probed
