@@ -34,9 +34,9 @@ type Observer struct {
 	Dial engine.DialFunc
 	// MemberTLS are client credentials from local files
 	// (status.Observer.MemberTLS).
-	MemberTLS    *engine.Credentials
+	MemberTLS *engine.Credentials
 	// TLSSecret is the Secret --secret names (status.Observer.TLSSecret).
-	TLSSecret string
+	TLSSecret    string
 	ProbeTimeout time.Duration
 	Verdict      model.VerdictOptions
 	// Now is the clock (time.Now when nil).

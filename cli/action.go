@@ -82,13 +82,13 @@ type ActionOptions struct {
 	Timeout      time.Duration
 	LagThreshold uint64
 
-	client    kubernetes.Interface
-	dial      engine.DialFunc
+	client       kubernetes.Interface
+	dial         engine.DialFunc
 	memberTLS    *engine.Credentials
 	memberSecret string
-	inIsTTY   bool
-	errIsTTY  bool
-	saved     savedPlan
+	inIsTTY      bool
+	errIsTTY     bool
+	saved        savedPlan
 
 	genericiooptions.IOStreams
 }

@@ -37,8 +37,8 @@ type ExplainOptions struct {
 	ProbeTimeout     time.Duration
 	LagThreshold     uint64
 
-	client    kubernetes.Interface
-	dial      engine.DialFunc
+	client       kubernetes.Interface
+	dial         engine.DialFunc
 	memberTLS    *engine.Credentials
 	memberSecret string
 

@@ -45,14 +45,14 @@ type SeedOptions struct {
 	Capture      string
 	AgentImage   string
 
-	client    kubernetes.Interface
-	dial      engine.DialFunc
+	client       kubernetes.Interface
+	dial         engine.DialFunc
 	memberTLS    *engine.Credentials
 	memberSecret string
-	inIsTTY   bool
-	errIsTTY  bool
-	identity  string
-	saved     savedPlan
+	inIsTTY      bool
+	errIsTTY     bool
+	identity     string
+	saved        savedPlan
 
 	genericiooptions.IOStreams
 }
