@@ -23,6 +23,30 @@ func bitnamiAsk(ns, pod, password string) string {
 	return id
 }
 
+// bitnamiPassword is the root password Bitnami-style cluster name's
+// Secret holds, read without hactl.
+func bitnamiPassword(t *testing.T, ns, name string) string {
+	t.Helper()
+	pw, err := scenario.BitnamiRootPassword(context.Background(), s.KC, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pw
+}
+
+// noHactlKeys fails t for every key of ms that names hactl: what (an
+// object) must be found with no hactl label or annotation.
+func noHactlKeys(t *testing.T, what string, ms ...map[string]string) {
+	t.Helper()
+	for _, m := range ms {
+		for k := range m {
+			if strings.Contains(k, "hactl") {
+				t.Errorf("%s carries %s: the layout must be found without one", what, k)
+			}
+		}
+	}
+}
+
 // Bitnami's chart with its default auth (every client must give a user
 // and password), no hactl label anywhere, through the real kubectl: the
 // members are asked as root with the password the StatefulSet's own
@@ -34,19 +58,12 @@ func TestBitnamiAuthThroughKubectl(t *testing.T) {
 	skipShort(t)
 	name, ns := cluster(t, "bitnami-auth")
 	ctx := context.Background()
-	password, err := scenario.BitnamiRootPassword(ctx, s.KC, ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	password := bitnamiPassword(t, ns, name)
 	sts, err := s.KC.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k := range sts.Labels {
-		if strings.Contains(k, "hactl") {
-			t.Errorf("the StatefulSet carries label %s: the layout must be found without one", k)
-		}
-	}
+	noHactlKeys(t, "the StatefulSet", sts.Labels)
 	if id := bitnamiAsk(ns, name+"-0", ""); id != "" {
 		t.Fatalf("%s-0 answers an anonymous client: auth is not on", name)
 	}
@@ -100,10 +117,7 @@ func TestBitnamiAuthSeed(t *testing.T) {
 	skipShort(t)
 	name, ns := cluster(t, "bitnami-auth")
 	ctx := context.Background()
-	password, err := scenario.BitnamiRootPassword(ctx, s.KC, ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	password := bitnamiPassword(t, ns, name)
 	s.SetupStore(t, name)
 	gen := "auth-1"
 	r := s.Run(t, 3*time.Minute, "hactl", "seed", name, "--generation", gen, "-n", ns, "--yes", "-o", "json")

@@ -52,10 +52,7 @@ func TestBitnamiTLSThroughKubectl(t *testing.T) {
 	skipShort(t)
 	name, ns := cluster(t, "bitnami-tls")
 	ctx := context.Background()
-	password, err := scenario.BitnamiRootPassword(ctx, s.KC, ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	password := bitnamiPassword(t, ns, name)
 	certs, err := s.KC.CoreV1().Secrets(ns).Get(ctx, scenario.BitnamiCertsSecret(name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -68,13 +65,7 @@ func TestBitnamiTLSThroughKubectl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kv := range []map[string]string{sts.Labels, sts.Annotations, sts.Spec.Template.Labels, sts.Spec.Template.Annotations} {
-		for k := range kv {
-			if strings.Contains(k, "hactl") {
-				t.Errorf("the StatefulSet carries %s: the layout must be found without one", k)
-			}
-		}
-	}
+	noHactlKeys(t, "the StatefulSet", sts.Labels, sts.Annotations, sts.Spec.Template.Labels, sts.Spec.Template.Annotations)
 	// The members ask for both: a certificate and a user.
 	if id := askMemberNoCert(ns, name, password); id != "" {
 		t.Fatalf("%s-0 answers a client without a certificate", name)

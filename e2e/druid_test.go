@@ -44,16 +44,7 @@ func TestDruidThroughKubectl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k := range sts.Labels {
-		if strings.Contains(k, "hactl") {
-			t.Errorf("the StatefulSet carries label %s: the layout must be found without one", k)
-		}
-	}
-	for k := range sts.Annotations {
-		if strings.Contains(k, "hactl") {
-			t.Errorf("the StatefulSet carries annotation %s", k)
-		}
-	}
+	noHactlKeys(t, "the StatefulSet", sts.Labels, sts.Annotations)
 	var cs status.ClusterStatus
 	out, errOut, code := kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json")
 	if err := json.Unmarshal([]byte(out), &cs); err != nil {

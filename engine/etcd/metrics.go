@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/hactl-dev/hactl/engine"
+	"github.com/hactl-dev/hactl/internal/format"
 	"github.com/hactl-dev/hactl/model"
 )
 
@@ -125,12 +126,5 @@ func MetricsSummary(m *model.MetricsFacts) string {
 		leader = "has no leader"
 	}
 	return fmt.Sprintf("its metrics listener (port %d, no certificate needed) says member %s, %s, %s, applied %d of %d committed, version %s; "+
-		"its cluster ID, member list, term and alarms stay unknown without a client certificate", m.Port, m.MemberID, role, leader, m.Applied, m.Committed, orDash(m.Version))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+		"its cluster ID, member list, term and alarms stay unknown without a client certificate", m.Port, m.MemberID, role, leader, m.Applied, m.Committed, format.Dash(m.Version))
 }

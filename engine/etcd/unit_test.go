@@ -131,36 +131,31 @@ func TestProbeWithoutMembersAnswering(t *testing.T) {
 // and the learner waits for that one, not the stale one.
 func TestTokenShare(t *testing.T) {
 	s := &tokenShare{tokens: map[string]string{}, stale: map[string]string{}}
-	short := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), 120*time.Millisecond)
+	// wait is what a learner waiting briefly under k gets.
+	wait := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Millisecond)
+		defer cancel()
+		return s.wait(ctx, "k")
 	}
-	ctx, cancel := short()
-	if tok := s.wait(ctx, "k"); tok != "" {
+	if tok := wait(); tok != "" {
 		t.Errorf("a token %q with none issued", tok)
 	}
-	cancel()
 	s.put("k", "t1")
-	ctx, cancel = short()
-	if tok := s.wait(ctx, "k"); tok != "t1" {
+	if tok := wait(); tok != "t1" {
 		t.Errorf("wait: %q, want t1", tok)
 	}
-	cancel()
 	s.reject("k", "t1")
 	if !s.isStale("k", "t1") || s.isStale("k", "t2") || s.isStale("other", "t1") {
 		t.Error("staleness is not t1's under k alone")
 	}
 	s.put("k", "t1") // a voter that has not yet noticed
-	ctx, cancel = short()
-	if tok := s.wait(ctx, "k"); tok != "" {
+	if tok := wait(); tok != "" {
 		t.Errorf("wait handed out the stale token %q", tok)
 	}
-	cancel()
 	s.put("k", "t2")
-	ctx, cancel = short()
-	if tok := s.wait(ctx, "k"); tok != "t2" {
+	if tok := wait(); tok != "t2" {
 		t.Errorf("wait: %q, want the fresh t2", tok)
 	}
-	cancel()
 	s.drop("k", "t1")
 	if s.tokens["k"] != "t2" {
 		t.Error("dropping an old token dropped the current one")
