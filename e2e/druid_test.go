@@ -35,7 +35,9 @@ func druidAsk(t *testing.T, ns, etcd, pod string) (id, clusterID string) {
 // it gives etcd's own client and its Lease names; the Etcd's word and its
 // backups shown; every action refused with druid's way, which explain
 // prints, and nothing changed. A second cluster whose Etcd still says
-// Ready while two of three members are down is cr_status_stale.
+// Ready while two of three members are down is cr_status_stale; a third
+// whose Etcd records for one member an ID it does not answer with is
+// cr_member_mismatch on that member.
 func TestDruidThroughKubectl(t *testing.T) {
 	skipShort(t)
 	name, ns := cluster(t, "druid")
@@ -174,6 +176,62 @@ func TestDruidThroughKubectl(t *testing.T) {
 			if r.Code == string(model.ReasonCRStatusStale) && !strings.Contains(r.Detail, "Etcd "+name+" says Ready") {
 				t.Errorf("cr_status_stale: %q", r.Detail)
 			}
+		}
+	})
+
+	t.Run("the Etcd records another ID for one member", func(t *testing.T) {
+		name, ns := cluster(t, "druid-member-stale")
+		raw, err := s.KC.Discovery().RESTClient().Get().
+			AbsPath("/apis/" + scenario.DruidAPIVersion + "/namespaces/" + ns + "/etcds/" + name).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("reading Etcd %s: %v", name, err)
+		}
+		var e struct {
+			Status struct {
+				Members []struct {
+					Name string `json:"name"`
+					ID   string `json:"id"`
+				} `json:"members"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			t.Fatal(err)
+		}
+		// The member whose entry names another ID than it answers with,
+		// asked without hactl.
+		var stale, recorded, answers string
+		for _, m := range e.Status.Members {
+			id, _ := druidAsk(t, ns, name, m.Name)
+			if id == "" {
+				t.Fatalf("member %s does not answer", m.Name)
+			}
+			if strings.TrimLeft(m.ID, "0") != id {
+				if stale != "" {
+					t.Fatalf("the Etcd records other IDs for %s and %s", stale, m.Name)
+				}
+				stale, recorded, answers = m.Name, strings.TrimLeft(m.ID, "0"), id
+			}
+		}
+		if len(e.Status.Members) != 3 || stale == "" {
+			t.Fatalf("no member of the Etcd's %d is recorded with another ID than it answers with: %+v", len(e.Status.Members), e.Status.Members)
+		}
+		cs := statusReasons(t, ns, name, []string{"cr_member_mismatch " + stale})
+		for _, r := range cs.Verdict.Reasons {
+			if !strings.Contains(r.Detail, "Etcd "+name) || !strings.Contains(r.Detail, "member ID "+recorded) ||
+				!strings.Contains(r.Detail, "answers as "+answers) {
+				t.Errorf("cr_member_mismatch %s: %q does not name the Etcd, the recorded ID %s and the answered %s", r.Member, r.Detail, recorded, answers)
+			}
+		}
+		if cs.Layout != "etcd-druid" || !cs.Verdict.ControlReady || cs.Verdict.FailoverReady {
+			t.Errorf("layout %q, control-ready %v (a quorate cluster), failover-ready %v (the Etcd's word on a member is stale)",
+				cs.Layout, cs.Verdict.ControlReady, cs.Verdict.FailoverReady)
+		}
+		// druid rebuilds a member by name: its way, which explain hands
+		// over, removes the ID the member answers with, not the recorded one.
+		out, errOut, code := kubectl(t, "hactl", "explain", name, stale, "-n", ns, "--intent", "replace")
+		if !strings.Contains(out, "cr_member_mismatch "+stale) || !strings.Contains(out, "removes member "+answers) ||
+			strings.Contains(out, "removes member "+recorded) {
+			t.Errorf("explain (exit %d) does not show the mismatch and druid's way removing %s:\n%s%s", code, answers, out, errOut)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ import (
 
 // druidScenarios are etcd-druid's scenarios, which TestSandbox starts
 // beside the demo set.
-var druidScenarios = []string{"druid", "druid-cr-stale"}
+var druidScenarios = []string{"druid", "druid-cr-stale", "druid-member-stale"}
 
 // druidOperator checks, in TestSandbox's sandbox, that etcd-druid's
 // scenarios are laid out as druid lays them out, with nothing of hactl's
@@ -33,7 +34,9 @@ var druidScenarios = []string{"druid", "druid-cr-stale"}
 // one cluster whose member Leases name their real IDs and the leader, a
 // full snapshot in the Local store whose revision the full-snap Lease
 // holds, the delta-snap Lease renewing (druid); one member answering and
-// no quorum while the Etcd still says Ready (druid-cr-stale).
+// no quorum while the Etcd still says Ready (druid-cr-stale); 3 members
+// answering while the Etcd's entry of one names an ID none of them has
+// and its Lease keeps naming its real ID (druid-member-stale).
 func druidOperator(t *testing.T, sb *Sandbox) {
 	kc := kube(t, sb)
 	cfg, err := sb.RESTConfig()
@@ -255,6 +258,65 @@ func druidOperator(t *testing.T, sb *Sandbox) {
 		defer cancel()
 		if _, err := c.Get(gctx, "quorum-check"); err == nil || !strings.Contains(err.Error(), "deadline") {
 			t.Errorf("a linearizable read on %s: %v", ms[0].name, err)
+		}
+	})
+
+	t.Run("druid-member-stale: the Etcd records another ID for one member", func(t *testing.T) {
+		const name = "druid-member-stale"
+		e, _, ms := load(t, name)
+		ready(t, e)
+		ids := map[string]uint64{}
+		for _, m := range ms {
+			if m.err != nil {
+				t.Fatalf("%s: %v", m.name, m.err)
+			}
+			ids[m.name] = m.st.Header.MemberId
+		}
+		members, _, _ := unstructured.NestedSlice(e.Object, "status", "members")
+		var stale []string
+		for _, m := range members {
+			mm := m.(map[string]any)
+			n := fmt.Sprint(mm["name"])
+			id, err := strconv.ParseUint(fmt.Sprint(mm["id"]), 16, 64)
+			if err != nil {
+				t.Fatalf("Etcd member %v: %v", mm, err)
+			}
+			if id == ids[n] {
+				continue
+			}
+			stale = append(stale, n)
+			for other, oid := range ids {
+				if oid == id {
+					t.Errorf("Etcd member %s records %s's ID", n, other)
+				}
+			}
+		}
+		if want := scenario.DruidMemberLease(name, 1); len(stale) != 1 || stale[0] != want {
+			t.Fatalf("Etcd members recording another ID: %v, want [%s]", stale, want)
+		}
+		// Its Lease, still renewed, names its real ID, and the status stays
+		// stale past a heartbeat.
+		since := time.Now()
+		poll.Until(t, 30*time.Second, "the stale member's Lease renewed with its real ID", func() error {
+			l, err := leases.Get(ctx, stale[0], metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			prefix := strconv.FormatUint(ids[stale[0]], 16) + ":"
+			if l.Spec.HolderIdentity == nil || !strings.HasPrefix(*l.Spec.HolderIdentity, prefix) || l.Spec.RenewTime == nil {
+				return fmt.Errorf("Lease %s holds %v, want %s…", stale[0], l.Spec.HolderIdentity, prefix)
+			}
+			if !l.Spec.RenewTime.After(since) {
+				return errors.New("not renewed yet")
+			}
+			return nil
+		})
+		again, err := dyn.Resource(scenario.EtcdGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now, _, _ := unstructured.NestedSlice(again.Object, "status", "members"); !reflect.DeepEqual(now, members) {
+			t.Errorf("Etcd %s's members changed: %v, then %v", name, members, now)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,6 +191,15 @@ func init() {
 			model.ReasonClientEndpointsMissing,
 		},
 		run: runDruidCRStale,
+	})
+	register(&Scenario{
+		Name:  "druid-member-stale",
+		Shape: DruidOperator,
+		Summary: "etcd-druid's layout, 3 healthy members, but the Etcd's status.members entry of one member carries " +
+			"an ID its member does not answer with (that of an earlier incarnation), while its member Lease, renewed " +
+			"by its backup-restore stand-in, names its real ID: druid has not reconciled the status since",
+		Reasons: []model.ReasonCode{model.ReasonCRMemberMismatch},
+		run:     runDruidMemberStale,
 	})
 }
 
@@ -662,7 +672,7 @@ func formDruid(ctx context.Context, env Env, name string) (*druidCluster, error)
 	if err := c.waitLeases(ctx, ids); err != nil {
 		return nil, err
 	}
-	if err := c.writeStatus(ctx); err != nil {
+	if err := c.writeStatus(ctx, ""); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -897,11 +907,14 @@ func (c *druidCluster) waitLeases(ctx context.Context, ids druidIDs) error {
 // member Ready/LeaseSucceeded with the ID and role of its Lease;
 // internal/health/condition: Ready Quorate, AllMembersReady,
 // BackupReady, ClusterIDMismatch False, DataVolumesReady) and the
-// StatefulSet's replicas.
-func (c *druidCluster) writeStatus(ctx context.Context) error {
+// StatefulSet's replicas. staleMember, when set, is the member (its
+// Lease's name) whose entry carries an ID none of the members has, as
+// druid last recorded it for an earlier incarnation.
+func (c *druidCluster) writeStatus(ctx context.Context, staleMember string) error {
 	leases := c.env.Kube.CoordinationV1().Leases(c.ns)
 	now := metav1.Now().UTC().Format(time.RFC3339)
 	var members []any
+	var ids []uint64
 	for i := range druidReplicas {
 		l, err := leases.Get(ctx, DruidMemberLease(c.name, i), metav1.GetOptions{})
 		if err != nil {
@@ -912,6 +925,16 @@ func (c *druidCluster) writeStatus(ctx context.Context) error {
 			"name": l.Name, "id": parts[0], "role": parts[len(parts)-1],
 			"status": "Ready", "reason": "LeaseSucceeded", "lastTransitionTime": now,
 		})
+		id, err := strconv.ParseUint(parts[0], 16, 64)
+		if err != nil {
+			return fmt.Errorf("Lease %s holds %q: %w", l.Name, *l.Spec.HolderIdentity, err)
+		}
+		ids = append(ids, id)
+	}
+	for i, m := range members {
+		if m := m.(map[string]any); m["name"] == staleMember {
+			m["id"] = strconv.FormatUint(druidWrongID(ids[i], ids), 16)
+		}
 	}
 	sort.Slice(members, func(i, j int) bool {
 		return members[i].(map[string]any)["name"].(string) < members[j].(map[string]any)["name"].(string)
@@ -951,8 +974,56 @@ func (c *druidCluster) writeStatus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("Etcd %s's status: %w", c.name, err)
 	}
+	if staleMember != "" {
+		c.logf("Etcd status rewritten: Ready (Quorate), all members Ready, %s's entry naming an ID none of the members has", staleMember)
+		return nil
+	}
 	c.logf("Etcd status written: Ready (Quorate), all members Ready")
 	return nil
+}
+
+// druidWrongID is an ID none of ids is, derived from id.
+func druidWrongID(id uint64, ids []uint64) uint64 {
+	for w := id ^ 0x5a5a5a5a5a5a5a5a; ; w++ {
+		if w != 0 && !slices.Contains(ids, w) {
+			return w
+		}
+	}
+}
+
+// runDruidMemberStale forms the cluster, then rewrites the Etcd's status
+// with member 1's entry naming an ID none of the members has, and checks
+// that it reads back so. Nothing else writes the status (druid does not
+// run; the backup-restore stand-ins renew only the Leases), so it stays.
+func runDruidMemberStale(ctx context.Context, env Env, s *Scenario) error {
+	c, err := formDruid(ctx, env, s.Name)
+	if err != nil {
+		return err
+	}
+	stale := DruidMemberLease(c.name, 1)
+	if err := c.writeStatus(ctx, stale); err != nil {
+		return err
+	}
+	l, err := c.env.Kube.CoordinationV1().Leases(c.ns).Get(ctx, stale, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	answers, _, _ := strings.Cut(*l.Spec.HolderIdentity, ":")
+	e, err := c.env.Dynamic.Resource(EtcdGVR).Namespace(c.ns).Get(ctx, c.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	members, _, _ := unstructured.NestedSlice(e.Object, "status", "members")
+	for _, m := range members {
+		if m := m.(map[string]any); m["name"] == stale {
+			if m["id"] == answers {
+				return fmt.Errorf("Etcd %s's member %s still names its ID %s", c.name, stale, answers)
+			}
+			c.logf("the Etcd's member %s records ID %v; its member answers as %s", stale, m["id"], answers)
+			return nil
+		}
+	}
+	return fmt.Errorf("Etcd %s's status lists no member %s", c.name, stale)
 }
 
 func runDruidCRStale(ctx context.Context, env Env, s *Scenario) error {

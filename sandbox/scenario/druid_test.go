@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hactl-dev/hactl/model"
 )
 
 // druidOwned checks that meta is controlled by Etcd e (uid u) as druid's
@@ -35,7 +37,7 @@ func druidOwned(t *testing.T, what string, meta metav1.ObjectMeta, e string, u s
 }
 
 func TestDruidScenarios(t *testing.T) {
-	for _, n := range []string{"druid", "druid-cr-stale"} {
+	for _, n := range []string{"druid", "druid-cr-stale", "druid-member-stale"} {
 		s, err := Get(n)
 		if err != nil {
 			t.Fatal(err)
@@ -59,6 +61,23 @@ func TestDruidScenarios(t *testing.T) {
 	}
 	if got := DruidHolderIdentity(0x52ac9c992c52bd02, 0x257ff375908b00e, true); got != "52ac9c992c52bd02:257ff375908b00e:Leader" {
 		t.Errorf("holder identity %s", got)
+	}
+}
+
+func TestDruidMemberStaleScenario(t *testing.T) {
+	s, err := Get("druid-member-stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Reasons, []model.ReasonCode{model.ReasonCRMemberMismatch}) || len(s.MayAlso) != 0 {
+		t.Errorf("reasons %v, may also %v", s.Reasons, s.MayAlso)
+	}
+	ids := []uint64{0x52ac9c992c52bd02, 0x52ac9c992c52bd02 ^ 0x5a5a5a5a5a5a5a5a, 7}
+	if w := druidWrongID(ids[0], ids); w == 0 || slices.Contains(ids, w) {
+		t.Errorf("wrong ID %x is a member's", w)
+	}
+	if w := druidWrongID(0x5a5a5a5a5a5a5a5a, nil); w == 0 {
+		t.Error("wrong ID 0")
 	}
 }
 
