@@ -74,6 +74,7 @@ now, without changing anything:
   history.json             the failover timeline (as kubectl hactl history)
   objects/                 the StatefulSet, pods, claims, disruption budgets,
                            Services, EndpointSlices, the engine's ConfigMaps
+                           (and Endpoints: Patroni's DCS in Endpoints mode)
                            and the Events about them, as YAML
   hactl/                   hactl's lock Lease and ledger for the cluster
   members/MEMBER/          each member in its engine's words: etcd's member
@@ -454,6 +455,7 @@ func (o *ReportOptions) objectFiles(objs *status.Objects, red *redact.Redactor) 
 		{"objects/services.yaml", "v1", "Service", objectsOf(objs.Services)},
 		{"objects/endpointslices.yaml", "discovery.k8s.io/v1", "EndpointSlice", objectsOf(objs.EndpointSlices)},
 		{"objects/configmaps.yaml", "v1", "ConfigMap", objectsOf(objs.ConfigMaps)},
+		{"objects/endpoints.yaml", "v1", "Endpoints", objectsOf(objs.Endpoints)},
 		{"objects/events.yaml", "v1", "Event", objectsOf(objs.Events)},
 		{"hactl/lock.yaml", "coordination.k8s.io/v1", "Lease", objectsOf(objs.Leases)},
 		{"hactl/ledger.yaml", "v1", "ConfigMap", objectsOf(objs.Ledgers)},

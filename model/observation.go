@@ -87,6 +87,11 @@ type ClusterFacts struct {
 	// (Patroni's timeline history and leader lock), filled by its keeper;
 	// nil for an engine that keeps none.
 	Record *EngineRecord `json:"record,omitempty"`
+	// Notes are what the engine's keeper says of where it read the
+	// cluster's state, a line each, for the reader (Patroni: the kind of
+	// DCS object and what says so, a leader record of the other kind
+	// left behind); nil when it has nothing to say.
+	Notes []string `json:"notes,omitempty"`
 	// EngineConfig is the engine's own settings for this cluster: the
 	// data of the ConfigMap the StatefulSet names with the annotation
 	// hactl.dev/engine-config (an http engine's mapping), nil when it
@@ -149,6 +154,11 @@ type OperatorFacts struct {
 	AvailableType   string `json:"availableType,omitempty"`
 	AvailableReason string `json:"availableReason,omitempty"`
 	AvailableDetail string `json:"availableMessage,omitempty"`
+	// Status is the resource's one status word where it keeps no
+	// conditions (Zalando's PostgresClusterStatus: Running, SyncFailed,
+	// …), "" where it keeps conditions; Available is then whether the
+	// word means the cluster serves (Running).
+	Status string `json:"status,omitempty"`
 	// ReadyMembers is how many members the operator counts ready.
 	ReadyMembers int `json:"readyMembers"`
 	// Members are the operator's records of each member, by name.
@@ -417,6 +427,11 @@ type PDBFacts struct {
 	// StatefulSet's replicas; -1 when unset.
 	MinAvailable   int `json:"minAvailable"`
 	MaxUnavailable int `json:"maxUnavailable"`
+	// Role, when set, is the role label value the budget's selector
+	// adds to the cluster's pod labels: it covers only the pods of that
+	// role (Zalando's operator's budget selects spilo-role=master), not
+	// every member.
+	Role string `json:"role,omitempty"`
 }
 
 // EndpointFacts summarises the client Service's EndpointSlices.

@@ -120,14 +120,27 @@ type TimelineSwitch struct {
 
 // PatroniClusterFacts is what the API server holds for a Patroni cluster
 // using the Kubernetes DCS: the leader lock, the dynamic configuration and
-// the sync object (ConfigMaps <scope>-leader, <scope>-config, <scope>-sync,
-// or the Endpoints of the same names). It is nil for other engines.
+// the sync object (ConfigMaps <scope>-leader, <scope>-config,
+// <scope>-sync, or the Endpoints <scope>, <scope>-config, <scope>-sync).
+// It is nil for other engines.
 type PatroniClusterFacts struct {
 	// Scope is the Patroni cluster name (PATRONI_SCOPE, else the
 	// cluster-name label, else the StatefulSet's name).
 	Scope string `json:"scope"`
 	// RoleLabel is the pod label Patroni writes the role into ("role").
 	RoleLabel string `json:"roleLabel"`
+	// ScopeLabel is the pod label whose value is the scope
+	// ("cluster-name").
+	ScopeLabel string `json:"scopeLabel,omitempty"`
+	// DCS is where the Kubernetes DCS keeps the objects below:
+	// DCSConfigMaps or DCSEndpoints; DCSFrom says how that was decided
+	// (the variable that says so, or the objects found).
+	DCS     string `json:"dcs,omitempty"`
+	DCSFrom string `json:"dcsFrom,omitempty"`
+	// Orphaned describes a leader record of the other kind of DCS
+	// object that was left behind (a cluster moved from Endpoints to
+	// ConfigMaps keeps the old Endpoints): not read as a second leader.
+	Orphaned string `json:"orphaned,omitempty"`
 	// RESTPort is Patroni's REST API port in the pod (8008).
 	RESTPort int `json:"restPort"`
 	// ObjectsErr says why the objects below could not be read (RBAC);
@@ -167,6 +180,21 @@ type PatroniClusterFacts struct {
 	SyncStandby string `json:"syncStandby,omitempty"`
 	// FailoverPending: a switchover or failover request is recorded.
 	FailoverPending bool `json:"failoverPending,omitempty"`
+}
+
+// Where Patroni's Kubernetes DCS keeps its objects.
+const (
+	DCSConfigMaps = "ConfigMaps"
+	DCSEndpoints  = "Endpoints"
+)
+
+// LeaderObject names the object holding the leader lock: "ConfigMap
+// <scope>-leader", or "Endpoints <scope>" in Endpoints mode.
+func (c *PatroniClusterFacts) LeaderObject() string {
+	if c.DCS == DCSEndpoints {
+		return "Endpoints " + c.Scope
+	}
+	return "ConfigMap " + c.Scope + "-leader"
 }
 
 // LockStale reports whether the leader lock has outlived its ttl at now.

@@ -121,6 +121,13 @@ type APIObjects interface {
 	ConfigMap(name string) (annotations map[string]string, ok bool)
 	// Err says why the ConfigMaps could not be read, nil when they were.
 	Err() error
+	// Endpoints is the annotations of the v1 Endpoints name (Patroni's
+	// DCS keeps them there in its Endpoints mode); ok is false when
+	// there is none.
+	Endpoints(name string) (annotations map[string]string, ok bool)
+	// EndpointsErr says why the Endpoints could not be read, nil when
+	// they were.
+	EndpointsErr() error
 }
 
 // Kept is what an engine's keeper says of a cluster's pods beside its own
@@ -132,4 +139,9 @@ type Kept struct {
 	// cluster's client endpoint.
 	RoleLabel    string
 	PrimaryRoles []string
+	// PrimaryService is a Service without a selector whose endpoints
+	// the engine writes itself with the primary's address (Patroni's
+	// Endpoints mode: the Service <scope>), "" when none: it is then the
+	// cluster's client endpoint.
+	PrimaryService string
 }

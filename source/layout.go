@@ -25,6 +25,9 @@ type Objects struct {
 	// Druid are etcd-druid's Etcds and Leases, nil when they were not
 	// read (no StatefulSet of an Etcd).
 	Druid *Druid
+	// Zalando are Zalando's postgresqls, nil when they were not read (no
+	// StatefulSet laid out by its operator).
+	Zalando *Zalando
 }
 
 // Index groups a read's pods and claims once, so that listing the members
@@ -157,17 +160,32 @@ func (StatefulSets) Workloads(o Objects, detect Detect) []Workload {
 	var out []Workload
 	for i := range o.StatefulSets {
 		sts := &o.StatefulSets[i]
-		if IsDruidStatefulSet(sts) {
+		if IsDruidStatefulSet(sts) || isPGOInstance(sts) {
 			continue
 		}
 		t := PodTemplate(sts)
 		if eng, ok := detect(sts.Labels, t); ok {
 			w := StatefulSetWorkload(sts, eng, t)
 			bitnamiTLS(sts, &w)
+			if IsZalandoStatefulSet(sts) {
+				w.Operator = zalandoOperator(o.Zalando, sts)
+			}
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// isPGOInstance reports whether sts is one instance of a Crunchy PGO
+// PostgresCluster (a StatefulSet per instance, replicas 1): one member
+// of a cluster, never a cluster of its own. Such clusters are not read
+// as one yet, so they are not shown.
+func isPGOInstance(sts *appsv1.StatefulSet) bool {
+	_, ok := sts.Labels["postgres-operator.crunchydata.com/instance"]
+	if c := metav1.GetControllerOfNoCopy(sts); c != nil && c.Kind == "PostgresCluster" {
+		ok = true
+	}
+	return ok
 }
 
 // StatefulSetWorkload is sts as a workload of engine eng, with pod

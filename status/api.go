@@ -55,6 +55,9 @@ type ClusterStatus struct {
 	// (cozystack's EtcdCluster and EtcdMembers), shown beside the
 	// verdict that holds it against the members' answers.
 	Operator *model.OperatorFacts `json:"operator,omitempty"`
+	// Notes are the engine's words on where it read the cluster's state
+	// (model.ClusterFacts.Notes).
+	Notes []string `json:"notes,omitempty"`
 
 	// table is how the members read in the human table, in its engine's
 	// words (ToAPI; not part of the schema).
@@ -238,6 +241,7 @@ func ToAPI(r Result) *ClusterStatus {
 		EngineProbed:    o.EngineProbed,
 		Patroni:         o.Cluster.Patroni,
 		Operator:        o.Cluster.Operator,
+		Notes:           o.Cluster.Notes,
 		ObservedAt:      o.At.UTC(),
 		Verdict:         VerdictStatus{ControlReady: v.ControlReady, FailoverReady: v.FailoverReady, Reasons: []ReasonStatus{}},
 		Members:         []MemberStatus{},

@@ -53,7 +53,11 @@ type index struct {
 	configMaps map[string]*corev1.ConfigMap // ns/name
 	// configMapsErr says why they were not read.
 	configMapsErr error
-	events        map[string][]*corev1.Event // ns/kind/name
+	// endpoints are the v1 Endpoints, read with the ConfigMaps, and
+	// endpointsErr why they were not.
+	endpoints    map[string]*corev1.Endpoints //nolint:staticcheck // see Objects.Endpoints
+	endpointsErr error
+	events       map[string][]*corev1.Event // ns/kind/name
 	// leases and ledgers are hactl's lock Leases and ledger ConfigMaps,
 	// by ns/name.
 	leases  map[string]*coordinationv1.Lease
@@ -79,10 +83,11 @@ type selectingService struct {
 
 func newIndex(o *Objects) *index {
 	ix := &index{
-		src: source.NewIndex(source.Objects{StatefulSets: o.StatefulSets, Pods: o.Pods, PVCs: o.PVCs, Cozystack: o.Cozystack, Druid: o.Druid}), podByName: map[string]*corev1.Pod{},
+		src: source.NewIndex(source.Objects{StatefulSets: o.StatefulSets, Pods: o.Pods, PVCs: o.PVCs, Cozystack: o.Cozystack, Druid: o.Druid, Zalando: o.Zalando}), podByName: map[string]*corev1.Pod{},
 		pdbs: map[string][]selectingPDB{}, svcs: map[string][]selectingService{},
 		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
 		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: configMapsErr(o),
+		endpoints: map[string]*corev1.Endpoints{}, endpointsErr: endpointsErr(o), //nolint:staticcheck // see Objects.Endpoints
 		leases: map[string]*coordinationv1.Lease{}, ledgers: map[string]*corev1.ConfigMap{},
 	}
 	for i := range o.Leases {
@@ -96,6 +101,10 @@ func newIndex(o *Objects) *index {
 	for i := range o.ConfigMaps {
 		c := &o.ConfigMaps[i]
 		ix.configMaps[c.Namespace+"/"+c.Name] = c
+	}
+	for i := range o.Endpoints {
+		e := &o.Endpoints[i]
+		ix.endpoints[e.Namespace+"/"+e.Name] = e
 	}
 	for i := range o.Pods {
 		p := &o.Pods[i]
@@ -176,6 +185,9 @@ func decodeCluster(w source.Workload, ix *index, at time.Time, p engineParts) mo
 		roleLabels(&obs, ix, kept.RoleLabel)
 		if kept.RoleLabel != "" {
 			obs.ClientEndpoints = primaryEndpoints(w, ix, kept)
+			if obs.PDB == nil {
+				obs.PDB = rolePDB(w, ix, kept)
+			}
 		}
 	}
 	obs.Events = clusterEvents(w, ix, obs.Members)
@@ -357,6 +369,15 @@ func configMapsErr(o *Objects) error {
 	return errors.New("ConfigMaps were not read with the other objects")
 }
 
+// endpointsErr says why o holds no Endpoints to read, nil when it does
+// (they are read with the ConfigMaps).
+func endpointsErr(o *Objects) error {
+	if o.EndpointsErr != nil || o.EndpointsRead {
+		return o.EndpointsErr
+	}
+	return errors.New("Endpoints were not read with the other objects")
+}
+
 // namespaceObjects are a namespace's objects as an engine's keeper reads
 // them (model.APIObjects).
 type namespaceObjects struct {
@@ -374,6 +395,16 @@ func (o namespaceObjects) ConfigMap(name string) (map[string]string, bool) {
 
 func (o namespaceObjects) Err() error { return o.ix.configMapsErr }
 
+func (o namespaceObjects) Endpoints(name string) (map[string]string, bool) {
+	e, ok := o.ix.endpoints[o.ns+"/"+name]
+	if !ok {
+		return nil, false
+	}
+	return e.Annotations, true
+}
+
+func (o namespaceObjects) EndpointsErr() error { return o.ix.endpointsErr }
+
 // roleLabels fills each member pod's role, read from its label label.
 func roleLabels(obs *model.Observation, ix *index, label string) {
 	if label == "" {
@@ -390,10 +421,33 @@ func roleLabels(obs *model.Observation, ix *index, label string) {
 	}
 }
 
+// rolePDB is the disruption budget whose selector picks the cluster's
+// pods only with one of the primary's roles (kept.PrimaryRoles under
+// kept.RoleLabel), nil when there is none: it covers the primary alone
+// (PDBFacts.Role).
+func rolePDB(w source.Workload, ix *index, kept model.Kept) *model.PDBFacts {
+	for _, role := range kept.PrimaryRoles {
+		podLabels := maps.Clone(w.PodLabels)
+		if podLabels == nil {
+			podLabels = labels.Set{}
+		}
+		podLabels[kept.RoleLabel] = role
+		for _, p := range ix.pdbs[w.Owner.Namespace] {
+			if p.sel != nil && p.sel.Matches(podLabels) {
+				f := decodePDB(p.pdb, w.Replicas)
+				f.Role = role
+				return f
+			}
+		}
+	}
+	return nil
+}
+
 // primaryEndpoints finds the primary's Service: a Service whose selector
 // picks the cluster's pods labelled with one of the primary's roles
-// (kept.PrimaryRoles under kept.RoleLabel); its ready endpoints name the
-// pods behind it.
+// (kept.PrimaryRoles under kept.RoleLabel), else the Service
+// kept.PrimaryService names if it has no selector (its endpoints are the
+// engine's to write); its ready endpoints name the pods behind it.
 func primaryEndpoints(w source.Workload, ix *index, kept model.Kept) *model.EndpointFacts {
 	podLabels := maps.Clone(w.PodLabels)
 	if podLabels == nil {
@@ -410,6 +464,13 @@ func primaryEndpoints(w source.Workload, ix *index, kept model.Kept) *model.Endp
 			continue
 		}
 		return serviceEndpoints(svc, ix)
+	}
+	if kept.PrimaryService != "" {
+		for _, s := range ix.svcs[w.Owner.Namespace] {
+			if s.svc.Name == kept.PrimaryService && len(s.svc.Spec.Selector) == 0 {
+				return serviceEndpoints(s.svc, ix)
+			}
+		}
 	}
 	return nil
 }

@@ -3,24 +3,32 @@ package status
 import (
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/hactl-dev/hactl/engine"
 	"github.com/hactl-dev/hactl/internal/format"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/source"
 )
 
-// needConfigMaps reports whether any of sts needs ConfigMaps read: its
-// engine, named by its label, keeps objects in them (one of keepers), or
+// needConfigMaps reports whether any of sts needs ConfigMaps (and
+// Endpoints) read: its engine keeps objects in them (one of p's
+// keepers), named by its label or recognised by that engine's decoder
+// from its pod template (a Patroni cluster with the Kubernetes DCS), or
 // it names one with AnnotationEngineConfig.
-func needConfigMaps(sts []appsv1.StatefulSet, keepers map[model.Engine]engine.Keeper) bool {
+func needConfigMaps(sts []appsv1.StatefulSet, p engineParts) bool {
 	for i := range sts {
 		if sts[i].Annotations[AnnotationEngineConfig] != "" {
 			return true
 		}
-		// Engines that keep objects in ConfigMaps are found by their
-		// label (Patroni's: docs/contract.md).
-		if e := sts[i].Labels[LabelEngine]; e != "" && keepers[model.Engine(e)] != nil {
-			return true
+		if e := sts[i].Labels[LabelEngine]; e != "" {
+			if p.keepers[model.Engine(e)] != nil {
+				return true
+			}
+			continue
+		}
+		for e, k := range p.keepers {
+			if d := p.decoders[e]; k != nil && d != nil && d.Recognises(source.PodTemplate(&sts[i])) {
+				return true
+			}
 		}
 	}
 	return false

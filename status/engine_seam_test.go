@@ -83,7 +83,7 @@ func TestToyEngineThroughTheStatusSeam(t *testing.T) {
 	if obs.Cluster.Template.ClientPort != 7777 || obs.Cluster.Shape != model.ShapeOperatorOwned || obs.Cluster.Patroni != nil {
 		t.Errorf("toy decode: template %+v, shape %s, patroni %v", obs.Cluster.Template, obs.Cluster.Shape, obs.Cluster.Patroni)
 	}
-	if !needConfigMaps([]appsv1.StatefulSet{*sts}, toyParts().keepers) || needConfigMaps([]appsv1.StatefulSet{*toyStatefulSet("etcd")}, toyParts().keepers) {
+	if !needConfigMaps([]appsv1.StatefulSet{*sts}, toyParts()) || needConfigMaps([]appsv1.StatefulSet{*toyStatefulSet("etcd")}, toyParts()) {
 		t.Error("ConfigMaps are needed for exactly the engines that say so")
 	}
 	obs.Members = []model.Member{{Name: "kv-0", Engine: &model.EngineFacts{Reachable: true, MemberID: "m0"}}}
@@ -133,7 +133,7 @@ func TestUnknownEngineTableIsPlain(t *testing.T) {
 func TestEngineConfigAndPositionsTable(t *testing.T) {
 	sts := toyStatefulSet("http")
 	sts.Annotations = map[string]string{AnnotationEngineConfig: "kv-mapping"}
-	if !needConfigMaps([]appsv1.StatefulSet{*sts}, nil) {
+	if !needConfigMaps([]appsv1.StatefulSet{*sts}, engineParts{}) {
 		t.Fatal("a StatefulSet naming its engine's ConfigMap needs ConfigMaps read")
 	}
 	cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "kv-mapping"}, Data: map[string]string{"port": "8080"}}

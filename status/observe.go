@@ -166,7 +166,7 @@ func (o *Observer) workloads(objs *Objects, parts engineParts, namespace, name s
 		return detect(l, t, parts.decoders)
 	}
 	var all []source.Workload
-	so := source.Objects{StatefulSets: objs.StatefulSets, Pods: objs.Pods, PVCs: objs.PVCs, Cozystack: objs.Cozystack, Druid: objs.Druid}
+	so := source.Objects{StatefulSets: objs.StatefulSets, Pods: objs.Pods, PVCs: objs.PVCs, Cozystack: objs.Cozystack, Druid: objs.Druid, Zalando: objs.Zalando}
 	for _, l := range layouts {
 		all = append(all, l.Workloads(so, detectIn)...)
 	}

@@ -139,7 +139,7 @@ func TestPatroniFromTheAPIServer(t *testing.T) {
 		if p == nil {
 			t.Fatalf("no Patroni facts: %+v", fresh.Observation.Cluster)
 		}
-		want := model.PatroniClusterFacts{Scope: "pgfresh", RoleLabel: "role", RESTPort: 8009, LockFound: true, LockHolder: "pgfresh-0",
+		want := model.PatroniClusterFacts{Scope: "pgfresh", RoleLabel: "role", ScopeLabel: "cluster-name", DCS: model.DCSConfigMaps, DCSFrom: "where its leader record is", RESTPort: 8009, LockFound: true, LockHolder: "pgfresh-0",
 			LockTTL: 30 * time.Second, LockTransitions: 2, ConfigFound: true, MaximumLagOnFailover: 2 << 20, SynchronousMode: true,
 			Initialize: "7714413371406231513", SyncStandby: "pgfresh-1"}
 		want.History = []model.TimelineSwitch{
@@ -242,5 +242,227 @@ func TestPatroniFromTheAPIServer(t *testing.T) {
 		if hasReason(rs[0], model.ReasonLeaderLockStale, "") || hasReason(rs[0], model.ReasonPrimaryMissing, "") {
 			t.Errorf("an unread lock was judged: %+v", rs[0].Verdict.Reasons)
 		}
+	})
+}
+
+// spiloObjects writes a 3-member cluster as Zalando's postgres-operator
+// lays it out, with nothing of hactl's: Spilo's variables (SCOPE,
+// DCS_ENABLE_KUBERNETES_API, KUBERNETES_ROLE_LABEL and, for ConfigMaps,
+// KUBERNETES_USE_CONFIGMAPS), pods labelled application=spilo,
+// cluster-name and spilo-role, and the leader and config records on
+// ConfigMaps <name>-leader/-config or on the Endpoints <name>/-config.
+// orphan, with ConfigMaps, also leaves the Endpoints <name> an earlier
+// Endpoints-mode run wrote, naming another leader, renewed hours ago.
+func spiloObjects(t *testing.T, c kubernetes.Interface, ns, name string, endpoints, orphan bool, renew time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	labels := map[string]string{"application": "spilo", "cluster-name": name}
+	env := []corev1.EnvVar{
+		{Name: "SCOPE", Value: name}, {Name: "PGROOT", Value: "/home/postgres/pgdata/pgroot"},
+		{Name: "KUBERNETES_SCOPE_LABEL", Value: "cluster-name"}, {Name: "KUBERNETES_ROLE_LABEL", Value: "spilo-role"},
+		{Name: "KUBERNETES_LABELS", Value: `{"application":"spilo"}`}, {Name: "DCS_ENABLE_KUBERNETES_API", Value: "true"},
+	}
+	if !endpoints {
+		env = append(env, corev1.EnvVar{Name: "KUBERNETES_USE_CONFIGMAPS", Value: "true"})
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(int32(3)), ServiceName: name,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "postgres", Image: "ghcr.io/zalando/spilo-15:3.0-p1", Env: env,
+					Ports: []corev1.ContainerPort{{ContainerPort: 8008}, {ContainerPort: 5432}, {ContainerPort: 8080}},
+				}}},
+			},
+		},
+	}
+	sts, err := c.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: sts.UID, Controller: ptr.To(true)}
+	for i := range 3 {
+		pl := map[string]string{"spilo-role": "replica"}
+		if i == 0 {
+			pl["spilo-role"] = "master"
+		}
+		for k, v := range labels {
+			pl[k] = v
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Labels: pl, OwnerReferences: []metav1.OwnerReference{owner},
+				Annotations: map[string]string{"status": `{"state":"running","role":"replica","version":"3.0.2"}`}},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i), Containers: sts.Spec.Template.Spec.Containers},
+		}
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamp := func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000+00:00") }
+	leader := map[string]string{"leader": name + "-0", "renewTime": stamp(renew), "acquireTime": stamp(renew), "transitions": "1", "ttl": "30"}
+	config := map[string]string{"config": `{"ttl":30,"loop_wait":10,"maximum_lag_on_failover":33554432}`, "initialize": "7714413371406231513"}
+	put := func(kind, n string, ann map[string]string) {
+		meta := metav1.ObjectMeta{Name: n, Labels: labels, Annotations: ann}
+		var err error
+		if kind == model.DCSEndpoints {
+			_, err = c.CoreV1().Endpoints(ns).Create(ctx, &corev1.Endpoints{ObjectMeta: meta}, metav1.CreateOptions{}) //nolint:staticcheck // Patroni's objects
+		} else {
+			_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The operator's Services and budget: the primary's Service (on
+	// Endpoints without a selector, Patroni writing its endpoints; the
+	// mirrored slice names the leader) and a budget of the primary alone.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5432}}}}
+	if !endpoints {
+		svc.Spec.Selector = map[string]string{"application": "spilo", "cluster-name": name, "spilo-role": "master"}
+	}
+	if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name + "-x", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: name + "-0", Namespace: ns}}},
+	}
+	if _, err := c.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "postgres-" + name + "-pdb"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"application": "spilo", "cluster-name": name, "spilo-role": "master"}}}}
+	if _, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if endpoints {
+		put(model.DCSEndpoints, name, leader)
+		put(model.DCSEndpoints, name+"-config", config)
+		return
+	}
+	put(model.DCSConfigMaps, name+"-leader", leader)
+	put(model.DCSConfigMaps, name+"-config", config)
+	if orphan {
+		old := renew.Add(-3 * time.Hour)
+		put(model.DCSEndpoints, name, map[string]string{"leader": name + "-2", "renewTime": stamp(old), "acquireTime": stamp(old), "transitions": "7", "ttl": "30"})
+		put(model.DCSEndpoints, name+"-config", map[string]string{"config": `{"ttl":30,"pause":true}`, "initialize": "7714413371406231513"})
+	}
+}
+
+// TestSpiloClustersWithoutHactlLabels: clusters laid out as Zalando's
+// postgres-operator does, with no hactl label, are found by their Spilo
+// container and read on the DCS their template names: ConfigMaps (with
+// an upgrade's orphaned Endpoints, reported and not read: no second
+// leader, no pause), Endpoints (fresh, and stale: leader_lock_stale
+// naming the Endpoints), through list calls and watch caches.
+func TestSpiloClustersWithoutHactlLabels(t *testing.T) {
+	testenv.SkipShort(t)
+	admin := testenv.Clientset(t, cp.Admin)
+	ns := testenv.Namespace(t, cp)
+	now := time.Now()
+	spiloObjects(t, admin, ns, "acid-cm", false, true, now.Add(-2*time.Second))
+	spiloObjects(t, admin, ns, "acid-ep", true, false, now.Add(-2*time.Second))
+	spiloObjects(t, admin, ns, "acid-stale", true, false, now.Add(-5*time.Minute))
+
+	check := func(t *testing.T, rs []Result) {
+		t.Helper()
+		by := map[string]Result{}
+		for _, r := range rs {
+			by[r.Observation.Cluster.Name] = r
+		}
+		for _, c := range []struct {
+			name, dcs, from string
+			orphan          bool
+			stale           bool
+		}{
+			{"acid-cm", model.DCSConfigMaps, "Spilo's KUBERNETES_USE_CONFIGMAPS", true, false},
+			{"acid-ep", model.DCSEndpoints, "Spilo without KUBERNETES_USE_CONFIGMAPS", false, false},
+			{"acid-stale", model.DCSEndpoints, "Spilo without KUBERNETES_USE_CONFIGMAPS", false, true},
+		} {
+			r, ok := by[c.name]
+			if !ok {
+				t.Errorf("%s not found among %d clusters", c.name, len(rs))
+				continue
+			}
+			p := r.Observation.Cluster.Patroni
+			if r.Observation.Cluster.Engine != "patroni" || p == nil {
+				t.Errorf("%s: engine %q, Patroni facts %+v", c.name, r.Observation.Cluster.Engine, p)
+				continue
+			}
+			if p.Scope != c.name || p.RoleLabel != "spilo-role" || p.DCS != c.dcs || p.DCSFrom != c.from || p.ObjectsErr != "" {
+				t.Errorf("%s: scope %q, role label %q, DCS %q from %q, error %q", c.name, p.Scope, p.RoleLabel, p.DCS, p.DCSFrom, p.ObjectsErr)
+			}
+			if !p.LockFound || p.LockHolder != c.name+"-0" || p.Initialize != "7714413371406231513" || p.MaximumLagOnFailover != 33554432 || p.Paused {
+				t.Errorf("%s: lock %v held by %q, initialize %q, maximum lag %d, paused %v", c.name, p.LockFound, p.LockHolder, p.Initialize, p.MaximumLagOnFailover, p.Paused)
+			}
+			if got := p.Orphaned != ""; got != c.orphan || (c.orphan && (!strings.Contains(p.Orphaned, "Endpoints "+c.name) || !strings.Contains(p.Orphaned, c.name+"-2"))) {
+				t.Errorf("%s: orphaned %q, want one: %v", c.name, p.Orphaned, c.orphan)
+			}
+			roles := []string{}
+			for _, m := range r.Observation.Members {
+				roles = append(roles, m.Pod.RoleLabel)
+			}
+			if !slices.Equal(roles, []string{"master", "replica", "replica"}) {
+				t.Errorf("%s: role labels %v", c.name, roles)
+			}
+			stale := false
+			for _, rr := range r.Verdict.Reasons {
+				if rr.Code == model.ReasonLeaderLockStale {
+					stale = rr.Member == c.name+"-0" && strings.Contains(rr.Detail, "Endpoints "+c.name+" ")
+				}
+				if rr.Code == model.ReasonLeaderLockUnknown || rr.Code == model.ReasonMaintenancePaused {
+					t.Errorf("%s: %s %s", c.name, rr.Code, rr.Detail)
+				}
+			}
+			if stale != c.stale {
+				t.Errorf("%s: leader_lock_stale naming the Endpoints %v, want %v: %+v", c.name, stale, c.stale, r.Verdict.Reasons)
+			}
+			// The primary's Service, by its selector or (on Endpoints)
+			// by its name, points at the primary.
+			if e := r.Observation.ClientEndpoints; e == nil || e.Service != c.name || !slices.Equal(e.Pods, []string{c.name + "-0"}) {
+				t.Errorf("%s: primary endpoints %+v", c.name, e)
+			}
+			// The operator's budget covers the primary alone: a drain may
+			// take every replica.
+			if p := r.Observation.PDB; p == nil || p.Role != "master" {
+				t.Errorf("%s: budget %+v, want the primary's", c.name, p)
+			}
+			pdbNamed := false
+			for _, rr := range r.Verdict.Reasons {
+				pdbNamed = pdbNamed || (rr.Code == model.ReasonPDBAllowsQuorumLoss && strings.Contains(rr.Detail, "selects only the pod labelled spilo-role=master"))
+				if rr.Code == model.ReasonPDBMissing || rr.Code == model.ReasonClientEndpointsMissing {
+					t.Errorf("%s: %s %s", c.name, rr.Code, rr.Detail)
+				}
+			}
+			if !pdbNamed {
+				t.Errorf("%s: no pdb_allows_quorum_loss for the primary's budget: %+v", c.name, r.Verdict.Reasons)
+			}
+		}
+	}
+	t.Run("list calls", func(t *testing.T) { check(t, observe(t, admin, ns, "", model.VerdictOptions{})) })
+	t.Run("watch caches", func(t *testing.T) {
+		w, ctx := startWatcher(t, admin, ns, WatchOptions{})
+		var rs []Result
+		testenv.Poll(t, 30*time.Second, func() (bool, error) {
+			var err error
+			rs, _, err = w.Observe(ctx, "", false)
+			if err != nil {
+				return false, err
+			}
+			for _, r := range rs {
+				if p := r.Observation.Cluster.Patroni; p == nil || p.ObjectsErr != "" {
+					return false, nil
+				}
+			}
+			return len(rs) == 3, nil
+		})
+		check(t, rs)
 	})
 }

@@ -88,6 +88,13 @@ func selecting(out, objs *Objects, c model.ClusterFacts, podLabels labels.Set, i
 			involved["ConfigMap/"+cm.Name] = true
 		}
 	}
+	// Patroni's DCS in Endpoints mode labels its objects as its pods.
+	for _, e := range objs.Endpoints {
+		if len(e.Labels) > 0 && podLabels != nil && labels.SelectorFromSet(e.Labels).Matches(podLabels) {
+			out.Endpoints = append(out.Endpoints, e)
+			involved["Endpoints/"+e.Name] = true
+		}
+	}
 }
 
 // ClusterObjects are the objects of objs that belong to the cluster ob
@@ -99,7 +106,7 @@ func selecting(out, objs *Objects, c model.ClusterFacts, podLabels labels.Set, i
 // Lease; and the Events about any of these, oldest first.
 func ClusterObjects(objs *Objects, ob model.Observation) *Objects {
 	c := ob.Cluster
-	out := &Objects{EventsErr: objs.EventsErr, ConfigMapsErr: objs.ConfigMapsErr, ActionsErr: objs.ActionsErr}
+	out := &Objects{EventsErr: objs.EventsErr, ConfigMapsErr: objs.ConfigMapsErr, EndpointsErr: objs.EndpointsErr, ActionsErr: objs.ActionsErr}
 	var podLabels labels.Set
 	for _, s := range objs.StatefulSets {
 		if s.Name == c.Name && (c.UID == "" || string(s.UID) == c.UID) {

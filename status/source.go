@@ -45,12 +45,22 @@ type Objects struct {
 	ConfigMaps     []corev1.ConfigMap
 	ConfigMapsRead bool
 	ConfigMapsErr  error
+	// Endpoints are the v1 Endpoints, listed where ConfigMaps are:
+	// Patroni's Kubernetes DCS in its Endpoints mode keeps its leader
+	// record and configuration there. EndpointsErr is set when they
+	// could not be read (only such clusters then cannot judge the lock).
+	Endpoints     []corev1.Endpoints //nolint:staticcheck // Patroni writes v1 Endpoints; EndpointSlices do not carry its annotations.
+	EndpointsRead bool
+	EndpointsErr  error
 	// Cozystack are the cozystack etcd-operator's resources, read only
 	// where one of its members' pods is (nil elsewhere).
 	Cozystack *source.Cozystack
 	// Druid are etcd-druid's Etcds and Leases, read only where an
 	// Etcd's StatefulSet is (source.IsDruidStatefulSet).
 	Druid *source.Druid
+	// Zalando are Zalando's postgresqls, read only where a StatefulSet
+	// laid out by its operator is (source.IsZalandoStatefulSet).
+	Zalando *source.Zalando
 	// Leases and Ledgers are hactl's own lock Leases and ledger
 	// ConfigMaps (labelled LabelCluster), listed by that label, or read
 	// one per cluster (GET hactl-NAME) where the list is forbidden.
@@ -137,7 +147,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	// The other lists do not depend on each other: all at once, so the
 	// read takes about two round trips, not seven or eight. The first error in
 	// the order below is the one reported, whatever order they end in.
-	readCMs := needConfigMaps(o.StatefulSets, engine.Keepers(s.Engines))
+	readCMs := needConfigMaps(o.StatefulSets, partsOf(s.Engines))
 	var pvcs *corev1.PersistentVolumeClaimList
 	var pdbs *policyv1.PodDisruptionBudgetList
 	var svcs *corev1.ServiceList
@@ -154,11 +164,16 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	wg.Go(func() { svcs, svcsErr = c.CoreV1().Services(ns).List(ctx, lo) })
 	wg.Go(func() { eps, epsErr = c.DiscoveryV1().EndpointSlices(ns).List(ctx, lo) })
 	wg.Go(func() { evs, evsErr = c.CoreV1().Events(ns).List(ctx, lo) })
+	var dcsEndpoints endpointsRead
 	if readCMs {
 		wg.Go(func() { cms, cmsErr = c.CoreV1().ConfigMaps(ns).List(ctx, lo) })
+		wg.Go(func() { dcsEndpoints = readEndpoints(ctx, c, ns) })
 	}
 	if source.HasDruidStatefulSets(o.StatefulSets) {
 		wg.Go(func() { o.Druid = readDruid(ctx, c, ns) })
+	}
+	if source.HasZalandoStatefulSets(o.StatefulSets) {
+		wg.Go(func() { o.Zalando = readZalando(ctx, c, ns) })
 	}
 	wg.Go(func() {
 		if s.Cluster != "" {
@@ -198,8 +213,31 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 		} else {
 			o.ConfigMaps, o.ConfigMapsRead = cms.Items, true
 		}
+		dcsEndpoints.put(o)
 	}
 	return o, nil
+}
+
+// endpointsRead is one read of a namespace's v1 Endpoints.
+type endpointsRead struct {
+	items []corev1.Endpoints //nolint:staticcheck // see Objects.Endpoints
+	err   error
+}
+
+// put sets o's Endpoints from r.
+func (r endpointsRead) put(o *Objects) {
+	o.Endpoints, o.EndpointsErr, o.EndpointsRead = r.items, r.err, r.err == nil
+}
+
+// readEndpoints lists ns's v1 Endpoints (Patroni's DCS in Endpoints
+// mode). The API server's warning that v1 Endpoints are deprecated is
+// not passed on: hactl reads them because Patroni writes them.
+func readEndpoints(ctx context.Context, c kubernetes.Interface, ns string) endpointsRead {
+	l, err := c.CoreV1().Endpoints(ns).List(ctx, metav1.ListOptions{}) //nolint:staticcheck // see Objects.Endpoints
+	if err != nil {
+		return endpointsRead{err: explainAPIError(err, "list", "endpoints", ns)}
+	}
+	return endpointsRead{items: l.Items}
 }
 
 // layoutPods lists the pods of the layouts that have no StatefulSet:
@@ -267,6 +305,29 @@ func readDruid(ctx context.Context, c kubernetes.Interface, ns string) *source.D
 		d.Leases = leases.Items
 	}
 	return d
+}
+
+// readZalando reads Zalando's postgresqls in ns. Where they cannot be
+// read (the operator's resource is not installed, or not readable), Err
+// says why.
+func readZalando(ctx context.Context, c kubernetes.Interface, ns string) *source.Zalando {
+	z := &source.Zalando{}
+	rc := c.Discovery().RESTClient()
+	if rc == nil {
+		z.Err = errors.New("no client reads the operator's resources")
+		return z
+	}
+	raw, err := rc.Get().AbsPath(source.ZalandoPath(ns)).DoRaw(ctx)
+	resource := "postgresqls." + source.ZalandoGroup
+	switch {
+	case apierrors.IsNotFound(err):
+		z.Err = fmt.Errorf("the API server serves no %s: the operator's resources are not installed", resource)
+	case err != nil:
+		z.Err = explainOperatorRead(err, resource, ns)
+	default:
+		z.Clusters, z.Err = source.DecodeZalandoClusters(raw)
+	}
+	return z
 }
 
 // readCozystack reads the cozystack etcd-operator's EtcdClusters and
@@ -471,13 +532,16 @@ func (s CacheSource) Read(_ context.Context, ns string) (*Objects, error) {
 	o.EndpointSlices = values(eps)
 	evs, _ := f.Core().V1().Events().Lister().Events(ns).List(all)
 	o.Events = values(evs)
-	if needConfigMaps(o.StatefulSets, engine.Keepers(s.Engines)) {
+	if needConfigMaps(o.StatefulSets, partsOf(s.Engines)) {
 		if !f.Core().V1().ConfigMaps().Informer().HasSynced() {
 			o.ConfigMapsErr = errors.New("the ConfigMaps watch has not synced yet")
 			return o, nil
 		}
 		cms, _ := f.Core().V1().ConfigMaps().Lister().ConfigMaps(ns).List(all)
 		o.ConfigMaps, o.ConfigMapsRead = values(cms), true
+		// Endpoints are not watched: the Watcher's reads add them
+		// (watchSource); a cache read alone has none.
+		o.EndpointsErr = errors.New("Endpoints are not watched")
 	}
 	return o, nil
 }

@@ -129,6 +129,9 @@ func clusterFooter(cs *ClusterStatus, o TableOptions, paint func(code, s string)
 		}
 		out = append(out, line)
 	}
+	for _, n := range cs.Notes {
+		out = append(out, "  "+printers.EscapeTerminal(n))
+	}
 	if op := cs.Operator; op != nil {
 		out = append(out, "  "+OperatorLine(op))
 		if b := BackupLine(op, o.Now); b != "" {
@@ -160,6 +163,10 @@ func OperatorLine(op *model.OperatorFacts) string {
 		return printers.EscapeTerminal(op.Kind + " " + op.Name + " not read: " + op.Err)
 	}
 	line := op.Kind + " " + op.Name + " says: "
+	if op.Status != "" {
+		// One status word, no conditions and no member count (Zalando's).
+		return printers.EscapeTerminal(line + op.Status)
+	}
 	switch {
 	case op.Available == nil:
 		line += "no " + op.Condition() + " condition"

@@ -114,7 +114,12 @@ type Watcher struct {
 	lastCozystack *source.Cozystack
 	// lastDruid are etcd-druid's Etcds and Leases as last read (likewise).
 	lastDruid *source.Druid
-	cancel    context.CancelFunc
+	// lastZalando are Zalando's postgresqls as last read (likewise).
+	lastZalando *source.Zalando
+	// lastEndpoints are the v1 Endpoints as last read (likewise), for
+	// Patroni clusters whose DCS is on Endpoints.
+	lastEndpoints *endpointsRead
+	cancel        context.CancelFunc
 
 	// directBegun is set by ExpectDirect (or ObserveDirect), and listed
 	// closed once the direct read's lists have returned: Start waits for
@@ -572,11 +577,22 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 			objs.ConfigMapsErr = explainAPIError(cmErr, "list and watch", "configmaps", ns)
 		}
 	}
+	if objs.ConfigMapsRead {
+		// Patroni's Endpoints mode: not watched (v1 Endpoints change
+		// with every Service), read again on probe rounds.
+		cachedRead(ctx, s.w, &s.w.lastEndpoints, s.probe, func() *endpointsRead {
+			r := readEndpoints(ctx, s.w.client, ns)
+			return &r
+		}).put(objs)
+	}
 	if source.HasCozystackPods(objs.Pods) {
 		objs.Cozystack = cachedRead(ctx, s.w, &s.w.lastCozystack, s.probe, func() *source.Cozystack { return readCozystack(ctx, s.w.client, ns) })
 	}
 	if source.HasDruidStatefulSets(objs.StatefulSets) {
 		objs.Druid = cachedRead(ctx, s.w, &s.w.lastDruid, s.probe, func() *source.Druid { return readDruid(ctx, s.w.client, ns) })
+	}
+	if source.HasZalandoStatefulSets(objs.StatefulSets) {
+		objs.Zalando = cachedRead(ctx, s.w, &s.w.lastZalando, s.probe, func() *source.Zalando { return readZalando(ctx, s.w.client, ns) })
 	}
 	if len(objs.StatefulSets) == 0 {
 		return objs, nil

@@ -22,6 +22,11 @@ func (s *state) pdb(r *reasons) {
 		r.Add(model.ReasonPDBMissing, "", "no PodDisruptionBudget selects the cluster's pods")
 		return
 	}
+	if p.Role != "" {
+		r.Add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s selects only the pods of role %s: the others may all be evicted at once; %s tolerate losing %d",
+			p.Name, p.Role, model.Plural(s.a.Voters, "voter"), s.a.Tolerance)
+		return
+	}
 	var allowed int
 	var how string
 	switch {

@@ -13,17 +13,17 @@ import (
 )
 
 // This file decodes what the API server holds for a Patroni cluster using
-// Patroni's Kubernetes DCS (use_endpoints: false): the ConfigMaps
-// <scope>-leader (the leader lock), <scope>-config (the dynamic
-// configuration and the cluster's system identifier), <scope>-sync and
-// <scope>-failover, and which pod label carries each member's role.
+// Patroni's Kubernetes DCS: the ConfigMaps <scope>-leader (the leader
+// lock), <scope>-config (the dynamic configuration and the cluster's
+// system identifier), <scope>-sync and <scope>-failover, or with
+// use_endpoints the Endpoints <scope>, <scope>-config, <scope>-sync and
+// <scope>-failover; and which pod label carries each member's role.
 
 var _ engine.Keeper = Engine{}
 
-// Keep implements engine.Keeper: the scope is the pods' cluster-name
-// label, PATRONI_SCOPE or the workload's name; the role label
-// PATRONI_KUBERNETES_ROLE_LABEL or "role", whose values master and
-// primary mean the primary.
+// Keep implements engine.Keeper: the scope, the scope and role labels and
+// the kind of DCS object as templateSettings reads them; the role
+// label's values master and primary mean the primary.
 func (Engine) Keep(t model.PodTemplate, objs model.APIObjects, c *model.ClusterFacts) model.Kept {
 	// A Patroni member on an empty volume bootstraps itself from the
 	// leader (or initialises the cluster): it registers on its own.
@@ -32,9 +32,21 @@ func (Engine) Keep(t model.PodTemplate, objs model.APIObjects, c *model.ClusterF
 		c.Shape = model.ShapeOperatorOwned
 	}
 	c.Patroni = decodeCluster(t, objs, c.Name, c.Template)
+	if p := c.Patroni; p.DCS != "" {
+		c.Notes = append(c.Notes, fmt.Sprintf("Patroni's DCS on %s, by %s; leader lock %s", p.DCS, p.DCSFrom, p.LeaderObject()))
+	}
+	if p := c.Patroni; p.Orphaned != "" {
+		c.Notes = append(c.Notes, p.Orphaned)
+	}
 	c.SelfWritten = &model.SelfWritten{Labels: []string{c.Patroni.RoleLabel}, Annotations: []string{StatusAnnotation}}
 	c.Record = Record(c.Patroni)
-	return model.Kept{RoleLabel: c.Patroni.RoleLabel, PrimaryRoles: []string{"master", "primary"}}
+	k := model.Kept{RoleLabel: c.Patroni.RoleLabel, PrimaryRoles: []string{"master", "primary"}}
+	if c.Patroni.DCS == model.DCSEndpoints {
+		// Patroni writes the Endpoints <scope> with the leader's address,
+		// for the Service of that name (which has no selector).
+		k.PrimaryService = c.Patroni.Scope
+	}
+	return k
 }
 
 // StatusAnnotation is the pod annotation a Patroni member rewrites with
@@ -55,7 +67,7 @@ func Record(p *model.PatroniClusterFacts) *model.EngineRecord {
 	}
 	if p.LockFound && !p.LockAcquired.IsZero() {
 		r.Events = append(r.Events, model.RecordEvent{At: p.LockAcquired, Member: p.LockHolder, Event: "leader-lock",
-			Detail: fmt.Sprintf("%s took the leader lock (%s-leader; %d transitions so far)", format.Dash(p.LockHolder), p.Scope, p.LockTransitions)})
+			Detail: fmt.Sprintf("%s took the leader lock (%s; %d transitions so far)", format.Dash(p.LockHolder), p.LeaderObject(), p.LockTransitions)})
 	}
 	if p.LockFound && p.LockHolder != "" {
 		r.Holder = p.LockHolder
@@ -66,26 +78,140 @@ func Record(p *model.PatroniClusterFacts) *model.EngineRecord {
 	return r
 }
 
+// settings are where a cluster's Patroni keeps its DCS and which pod
+// labels it writes, as its pod template says.
+type settings struct {
+	scope, scopeLabel, roleLabel string
+	// dcs is model.DCSConfigMaps or model.DCSEndpoints, "" when the
+	// template does not say; dcsFrom is the variable that says it.
+	dcs, dcsFrom string
+}
+
+// templateSettings reads c's settings: Patroni's own variables
+// (PATRONI_SCOPE, PATRONI_KUBERNETES_SCOPE_LABEL, …_ROLE_LABEL,
+// …_USE_ENDPOINTS) first, as Patroni lets them override its file, then
+// Spilo's (SCOPE, KUBERNETES_SCOPE_LABEL and KUBERNETES_ROLE_LABEL with
+// Spilo's defaults version and spilo-role, and KUBERNETES_USE_CONFIGMAPS:
+// set to anything but "" it is ConfigMaps, else Endpoints, as
+// configure_spilo.py decides), then Patroni's defaults (cluster-name,
+// role). The scope falls back to the pod template's scope label, then to
+// name.
+func templateSettings(t model.PodTemplate, c *model.Container, name string) settings {
+	s := settings{scopeLabel: "cluster-name", roleLabel: "role"}
+	lit := func(v string) string {
+		if c == nil {
+			return ""
+		}
+		x, _ := c.Literal(v)
+		return x
+	}
+	if c != nil && spilo(*c) {
+		s.scope = lit("SCOPE")
+		// Spilo's own defaults (configure_spilo.py); Zalando's operator
+		// sets both.
+		s.roleLabel, s.scopeLabel = "spilo-role", "version"
+		if v := lit("KUBERNETES_ROLE_LABEL"); v != "" {
+			s.roleLabel = v
+		}
+		if v := lit("KUBERNETES_SCOPE_LABEL"); v != "" {
+			s.scopeLabel = v
+		}
+		s.dcs, s.dcsFrom = model.DCSEndpoints, "Spilo without KUBERNETES_USE_CONFIGMAPS"
+		if lit("KUBERNETES_USE_CONFIGMAPS") != "" {
+			s.dcs, s.dcsFrom = model.DCSConfigMaps, "Spilo's KUBERNETES_USE_CONFIGMAPS"
+		}
+	}
+	if v := lit("PATRONI_SCOPE"); v != "" {
+		s.scope = v
+	}
+	if v := lit("PATRONI_KUBERNETES_SCOPE_LABEL"); v != "" {
+		s.scopeLabel = v
+	}
+	if v := lit("PATRONI_KUBERNETES_ROLE_LABEL"); v != "" {
+		s.roleLabel = v
+	}
+	if v := lit("PATRONI_KUBERNETES_USE_ENDPOINTS"); v != "" {
+		s.dcs, s.dcsFrom = model.DCSConfigMaps, "PATRONI_KUBERNETES_USE_ENDPOINTS"
+		if truthy(v) {
+			s.dcs = model.DCSEndpoints
+		}
+	}
+	if s.scope == "" {
+		s.scope = t.Labels[s.scopeLabel]
+	}
+	if s.scope == "" {
+		s.scope = name
+	}
+	return s
+}
+
+// leaderRecord is a leader object's annotations as one kind of DCS
+// object holds them: ok when the object exists and carries a leader
+// record (a Service's own Endpoints share the name and carry none).
+type leaderRecord struct {
+	kind, name string
+	a          map[string]string
+	ok         bool
+}
+
+func (r leaderRecord) renewed() time.Time { return parseTime(r.a["renewTime"]) }
+
+// leaderRecords are the leader objects of scope under both kinds: the
+// ConfigMap <scope>-leader and the Endpoints <scope>.
+func leaderRecords(objs model.APIObjects, scope string) (cm, ep leaderRecord) {
+	cm = leaderRecord{kind: model.DCSConfigMaps, name: scope + "-leader"}
+	ep = leaderRecord{kind: model.DCSEndpoints, name: scope}
+	if objs.Err() == nil {
+		cm.a, cm.ok = objs.ConfigMap(cm.name)
+	}
+	if objs.EndpointsErr() == nil {
+		ep.a, ep.ok = objs.Endpoints(ep.name)
+		_, leader := ep.a["leader"]
+		_, renew := ep.a["renewTime"]
+		ep.ok = ep.ok && (leader || renew)
+	}
+	return cm, ep
+}
+
 // decodeCluster reads the Patroni objects of cluster name, whose pod
-// template is t and its facts (decoded by Template) tf.
+// template is t and its facts (decoded by Template) tf: from the kind of
+// DCS object the template names, else the kind whose leader record was
+// renewed last (Patroni's default, ConfigMaps, when neither holds one). A
+// leader record of the other kind is reported as orphaned, never read.
 func decodeCluster(t model.PodTemplate, objs model.APIObjects, name string, tf model.TemplateFacts) *model.PatroniClusterFacts {
-	f := &model.PatroniClusterFacts{Scope: name, RoleLabel: "role", RESTPort: tf.ClientPort}
-	if v := t.Labels["cluster-name"]; v != "" {
-		f.Scope = v
-	}
-	if c := t.Container(tf.Container); c != nil {
-		if v, ok := c.Literal("PATRONI_SCOPE"); ok && v != "" {
-			f.Scope = v
+	s := templateSettings(t, t.Container(tf.Container), name)
+	f := &model.PatroniClusterFacts{Scope: s.scope, ScopeLabel: s.scopeLabel, RoleLabel: s.roleLabel, RESTPort: tf.ClientPort, DCS: s.dcs, DCSFrom: s.dcsFrom}
+	cm, ep := leaderRecords(objs, f.Scope)
+	if f.DCS == "" {
+		switch {
+		case objs.Err() != nil && objs.EndpointsErr() != nil:
+			f.ObjectsErr = objs.Err().Error()
+			return f
+		case cm.ok && (!ep.ok || !ep.renewed().After(cm.renewed())):
+			f.DCS, f.DCSFrom = model.DCSConfigMaps, "where its leader record is"
+		case ep.ok:
+			f.DCS, f.DCSFrom = model.DCSEndpoints, "where its leader record is"
+		case objs.Err() != nil:
+			// Only ConfigMaps could hold it, and they were not read.
+			f.ObjectsErr = objs.Err().Error()
+			return f
+		default:
+			f.DCS, f.DCSFrom = model.DCSConfigMaps, "Patroni's default"
 		}
-		if v, ok := c.Literal("PATRONI_KUBERNETES_ROLE_LABEL"); ok && v != "" {
-			f.RoleLabel = v
-		}
 	}
-	if err := objs.Err(); err != nil {
+	get, err, lock, other := objs.ConfigMap, objs.Err(), cm, ep
+	if f.DCS == model.DCSEndpoints {
+		get, err, lock, other = objs.Endpoints, objs.EndpointsErr(), ep, cm
+	}
+	if err != nil {
 		f.ObjectsErr = err.Error()
 		return f
 	}
-	if a, ok := objs.ConfigMap(f.Scope + "-leader"); ok {
+	if other.ok {
+		f.Orphaned = fmt.Sprintf("%s %s holds a leader record (%s, renewed %s) that this cluster no longer writes (its DCS is on %s): left from an earlier DCS mode, not read",
+			other.kind, other.name, format.Dash(other.a["leader"]), format.Dash(other.a["renewTime"]), f.DCS)
+	}
+	if a, ok := get(lock.name); ok {
 		f.LockFound = true
 		f.LockHolder = a["leader"]
 		f.LockRenew = parseTime(a["renewTime"])
@@ -95,7 +221,7 @@ func decodeCluster(t model.PodTemplate, objs model.APIObjects, name string, tf m
 		f.LockTransitions, _ = strconv.Atoi(a["transitions"])
 		f.LockAcquired = parseTime(a["acquireTime"])
 	}
-	if a, ok := objs.ConfigMap(f.Scope + "-config"); ok {
+	if a, ok := get(f.Scope + "-config"); ok {
 		f.ConfigFound = true
 		f.Initialize = a["initialize"]
 		f.History = parseHistory(a["history"])
@@ -118,10 +244,10 @@ func decodeCluster(t model.PodTemplate, objs model.APIObjects, name string, tf m
 			}
 		}
 	}
-	if a, ok := objs.ConfigMap(f.Scope + "-sync"); ok {
+	if a, ok := get(f.Scope + "-sync"); ok {
 		f.SyncStandby = a["sync_standby"]
 	}
-	if a, ok := objs.ConfigMap(f.Scope + "-failover"); ok {
+	if a, ok := get(f.Scope + "-failover"); ok {
 		f.FailoverPending = a["leader"] != "" || a["member"] != "" || a["scheduled_at"] != ""
 	}
 	return f

@@ -3,16 +3,20 @@ package patroni
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hactl-dev/hactl/model"
 )
 
-// objects are ConfigMap annotations by name, or an error reading them.
+// objects are ConfigMap and Endpoints annotations by name, or an error
+// reading each kind.
 type objects struct {
-	cms map[string]map[string]string
-	err error
+	cms   map[string]map[string]string
+	err   error
+	eps   map[string]map[string]string
+	epErr error
 }
 
 func (o objects) ConfigMap(name string) (map[string]string, bool) {
@@ -21,6 +25,13 @@ func (o objects) ConfigMap(name string) (map[string]string, bool) {
 }
 
 func (o objects) Err() error { return o.err }
+
+func (o objects) Endpoints(name string) (map[string]string, bool) {
+	a, ok := o.eps[name]
+	return a, ok
+}
+
+func (o objects) EndpointsErr() error { return o.epErr }
 
 // Keep reads the DCS under the scope the pods' cluster-name label names,
 // says which label carries the role, and says why when the ConfigMaps
@@ -55,5 +66,79 @@ func TestKeepReadsTheDCS(t *testing.T) {
 	Engine{}.Keep(tpl, objects{err: errors.New("forbidden")}, &c)
 	if c.Patroni.ObjectsErr != "forbidden" || c.Patroni.LockFound || c.Shape != model.ShapeOperatorOwned {
 		t.Errorf("unread ConfigMaps: %+v, shape %s", c.Patroni, c.Shape)
+	}
+}
+
+// Keep reads the DCS kind the template names (Patroni's variable before
+// Spilo's), else the kind whose leader record was renewed last, else
+// Patroni's default; a leader record of the other kind is reported as
+// orphaned and never read, and a Service's own Endpoints (no leader
+// record) are not taken for one.
+func TestKeepFindsTheDCSKind(t *testing.T) {
+	const old, fresh = "2026-12-01T16:00:00+00:00", "2026-12-01T19:04:02+00:00"
+	spiloEnv := []model.EnvVar{{Name: "DCS_ENABLE_KUBERNETES_API", Value: "true"}, {Name: "SCOPE", Value: "acid"}}
+	cmLock := map[string]map[string]string{"acid-leader": {"leader": "acid-0", "renewTime": fresh}, "acid-config": {"initialize": "1"}}
+	epLock := map[string]map[string]string{"acid": {"leader": "acid-1", "renewTime": fresh}, "acid-config": {"initialize": "2"}}
+	oldEp := map[string]map[string]string{"acid": {"leader": "acid-2", "renewTime": old}, "acid-config": {"config": `{"pause": true}`}}
+	for _, c := range []struct {
+		name                 string
+		env                  []model.EnvVar
+		objs                 objects
+		dcs, from, holder    string
+		orphaned, objectsErr bool
+	}{
+		{"Spilo on ConfigMaps, with an upgrade's Endpoints", append(spiloEnv, model.EnvVar{Name: "KUBERNETES_USE_CONFIGMAPS", Value: "true"}),
+			objects{cms: cmLock, eps: oldEp}, model.DCSConfigMaps, "Spilo's KUBERNETES_USE_CONFIGMAPS", "acid-0", true, false},
+		{"Spilo on Endpoints", spiloEnv, objects{eps: epLock}, model.DCSEndpoints, "Spilo without KUBERNETES_USE_CONFIGMAPS", "acid-1", false, false},
+		{"Patroni's variable over Spilo's", append(spiloEnv, model.EnvVar{Name: "PATRONI_KUBERNETES_USE_ENDPOINTS", Value: "true"}, model.EnvVar{Name: "KUBERNETES_USE_CONFIGMAPS", Value: "true"}),
+			objects{eps: epLock}, model.DCSEndpoints, "PATRONI_KUBERNETES_USE_ENDPOINTS", "acid-1", false, false},
+		{"undecided: the newer record", []model.EnvVar{{Name: "PATRONI_SCOPE", Value: "acid"}},
+			objects{cms: map[string]map[string]string{"acid-leader": {"leader": "acid-0", "renewTime": old}}, eps: epLock}, model.DCSEndpoints, "where its leader record is", "acid-1", true, false},
+		{"undecided: a Service's own Endpoints are no record", []model.EnvVar{{Name: "PATRONI_SCOPE", Value: "acid"}},
+			objects{cms: cmLock, eps: map[string]map[string]string{"acid": nil}}, model.DCSConfigMaps, "where its leader record is", "acid-0", false, false},
+		{"undecided, nothing: Patroni's default", []model.EnvVar{{Name: "PATRONI_SCOPE", Value: "acid"}},
+			objects{}, model.DCSConfigMaps, "Patroni's default", "", false, false},
+		{"Endpoints unreadable on Endpoints mode", spiloEnv, objects{cms: cmLock, epErr: errors.New("endpoints forbidden")}, model.DCSEndpoints, "Spilo without KUBERNETES_USE_CONFIGMAPS", "", false, true},
+		{"Endpoints unreadable on ConfigMaps mode: read as before", append(spiloEnv, model.EnvVar{Name: "KUBERNETES_USE_CONFIGMAPS", Value: "1"}),
+			objects{cms: cmLock, epErr: errors.New("endpoints forbidden")}, model.DCSConfigMaps, "Spilo's KUBERNETES_USE_CONFIGMAPS", "acid-0", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tpl := model.PodTemplate{Containers: []model.Container{{Name: "postgres", Image: "ghcr.io/zalando/spilo-15:3.0-p1", Env: c.env}}}
+			// Undecided templates name no Kubernetes DCS: such clusters
+			// are found by hactl's label alone.
+			if want := !strings.HasPrefix(c.name, "undecided"); (Engine{}).Recognises(tpl) != want {
+				t.Errorf("recognised %v, want %v", !want, want)
+			}
+			cf := model.ClusterFacts{Name: "acid", Template: Engine{}.Template(tpl)}
+			Engine{}.Keep(tpl, c.objs, &cf)
+			p := cf.Patroni
+			if p.DCS != c.dcs || p.DCSFrom != c.from || p.LockHolder != c.holder || (p.Orphaned != "") != c.orphaned || (p.ObjectsErr != "") != c.objectsErr {
+				t.Errorf("DCS %q from %q, holder %q, orphaned %q, error %q", p.DCS, p.DCSFrom, p.LockHolder, p.Orphaned, p.ObjectsErr)
+			}
+			if p.Paused {
+				t.Error("the orphaned configuration was read")
+			}
+		})
+	}
+}
+
+// Recognises finds Patroni on the Kubernetes DCS without hactl's label,
+// and nothing else: not Patroni on another DCS, not a plain PostgreSQL.
+func TestRecognisesPatroniOnKubernetes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		c    model.Container
+		want bool
+	}{
+		{"Patroni's example", model.Container{Name: "patroni", Env: []model.EnvVar{{Name: "PATRONI_KUBERNETES_LABELS", Value: "{}"}}}, true},
+		{"Crunchy PGO", model.Container{Name: "database", Command: []string{"patroni", "/etc/patroni"}, Env: []model.EnvVar{{Name: "PATRONI_KUBERNETES_POD_IP", Ref: "status.podIP"}}}, true},
+		{"Zalando's Spilo", model.Container{Name: "postgres", Image: "ghcr.io/zalando/spilo-16:4.0-p2", Env: []model.EnvVar{{Name: "DCS_ENABLE_KUBERNETES_API", Value: "true"}}}, true},
+		{"Spilo on etcd", model.Container{Name: "postgres", Image: "ghcr.io/zalando/spilo-16:4.0-p2", Env: []model.EnvVar{{Name: "ETCD_HOST", Value: "etcd:2379"}}}, false},
+		{"Patroni on etcd", model.Container{Name: "patroni", Env: []model.EnvVar{{Name: "PATRONI_ETCD3_HOSTS", Value: "etcd:2379"}}}, false},
+		{"plain PostgreSQL", model.Container{Name: "postgres", Image: "postgres:15", Env: []model.EnvVar{{Name: "POSTGRES_PASSWORD", Ref: "secret"}}}, false},
+	} {
+		if got := (Engine{}).Recognises(model.PodTemplate{Containers: []model.Container{c.c}}); got != c.want {
+			t.Errorf("%s: recognised %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -152,7 +152,7 @@ func (c patroni) gates(target string) *model.Member {
 	}
 	c.systemIDGate(target)
 	if cl := c.Observation().Cluster.Patroni; cl != nil && cl.FailoverPending {
-		c.Block(model.CodeActionInProgress, "", "", "a switchover or failover is pending in ConfigMap %s-failover (someone else asked Patroni for one): wait until Patroni has carried it out or it is cancelled (patronictl flush %s switchover)", cl.Scope, cl.Scope)
+		c.Block(model.CodeActionInProgress, "", "", "a switchover or failover is pending in %s %s-failover (someone else asked Patroni for one): wait until Patroni has carried it out or it is cancelled (patronictl flush %s switchover)", dcsKind(cl), cl.Scope, cl.Scope)
 	}
 	prim := c.primary()
 	var why []string

@@ -15,11 +15,36 @@ const RESTPort = 8008
 
 var _ engine.Decoder = Engine{}
 
-// Recognises implements engine.Decoder. A Patroni cluster is found by the
-// hactl.dev/engine label alone (docs/contract.md): a template that merely
-// runs Patroni says nothing of where its DCS keeps the leader lock or
-// which label carries the role.
-func (Engine) Recognises(model.PodTemplate) bool { return false }
+// Recognises implements engine.Decoder: a template that runs Patroni
+// (Container) with Patroni's Kubernetes DCS, which is what says where the
+// leader record is and which pod label carries the role: a PATRONI_KUBERNETES_*
+// variable (Patroni's own settings, as Patroni's Kubernetes example and
+// Crunchy PGO set them), or Spilo's DCS_ENABLE_KUBERNETES_API (as
+// Zalando's postgres-operator sets it). A Patroni cluster on another DCS
+// (etcd, Consul) is found by the hactl.dev/engine label alone.
+func (Engine) Recognises(t model.PodTemplate) bool {
+	c, ok := Container(t)
+	return ok && kubernetesDCS(*c)
+}
+
+// kubernetesDCS reports whether c configures Patroni's Kubernetes DCS.
+func kubernetesDCS(c model.Container) bool {
+	for _, e := range c.Env {
+		if strings.HasPrefix(e.Name, "PATRONI_KUBERNETES_") {
+			return true
+		}
+	}
+	return spilo(c)
+}
+
+// spilo reports whether c is Spilo's entrypoint configured for the
+// Kubernetes DCS (configure_spilo.py: DCS_ENABLE_KUBERNETES_API set to
+// anything but ""), whose settings are its own variables (SCOPE,
+// KUBERNETES_*), not Patroni's.
+func spilo(c model.Container) bool {
+	v, ok := c.Literal("DCS_ENABLE_KUBERNETES_API")
+	return ok && v != ""
+}
 
 // Container finds the container running Patroni in t: one whose command
 // or image names patroni or spilo, or that sets PATRONI_* variables.

@@ -335,6 +335,16 @@ func (s *state) patroniReasons(r *reasons) {
 			d += "; the leader lock is free"
 		}
 		r.Add(model.ReasonPrimaryMissing, "", "%s", d)
+		if op := s.obs.Cluster.Operator; op != nil && op.Err == "" && op.Available != nil && *op.Available {
+			// The operator's word is not the truth (cozystack's #367 in
+			// Zalando's shape): it says Running after its last sync, not
+			// now.
+			word := op.Status
+			if word == "" {
+				word = op.Condition()
+			}
+			r.Add(model.ReasonCRStatusStale, "", "%s %s says %s but no member answers as a running writable primary", op.Kind, op.Name, word)
+		}
 	}
 	if len(prim) == 1 && c != nil && c.ObjectsErr == "" && c.LockFound {
 		pm := prim[0].Engine.MemberID
@@ -467,6 +477,13 @@ func (s *state) patroniPDB(r *reasons) {
 		return
 	}
 	n := s.obs.Cluster.Replicas
+	if p.Role != "" {
+		// Zalando's operator's budget: the primary cannot be evicted,
+		// every replica can, all at once.
+		r.Add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s selects only the pod labelled %s=%s (the primary): a drain may evict every replica at once, leaving no failover candidate",
+			p.Name, roleLabel(s.obs.Cluster.Patroni), p.Role)
+		return
+	}
 	allowed := -1
 	switch {
 	case p.MaxUnavailable >= 0:
@@ -507,7 +524,7 @@ func (s *state) patroniUnprobed(r *reasons) {
 	s.patroniLock(r)
 	if c := s.obs.Cluster.Patroni; c != nil && c.ObjectsErr == "" {
 		if c.LockFound && c.LockHolder == "" {
-			r.Add(model.ReasonPrimaryMissing, "", "the leader lock %s-leader is free", c.Scope)
+			r.Add(model.ReasonPrimaryMissing, "", "the leader lock %s is free", c.LeaderObject())
 		}
 	}
 	for _, v := range s.views {
@@ -525,16 +542,33 @@ func (s *state) patroniLock(r *reasons) {
 	case c == nil:
 		return
 	case c.ObjectsErr != "":
-		r.Add(model.ReasonLeaderLockUnknown, "", "the leader lock %s-leader could not be read (%s): who may be primary is unknown", c.Scope, c.ObjectsErr)
+		r.Add(model.ReasonLeaderLockUnknown, "", "the leader lock %s could not be read (%s): who may be primary is unknown", c.LeaderObject(), c.ObjectsErr)
 		return
 	case !c.LockFound:
-		r.Add(model.ReasonLeaderLockUnknown, "", "no ConfigMap %s-leader: hactl reads the Kubernetes DCS's leader lock there (with use_endpoints: true it is the Endpoints %s, which hactl does not read; or the scope is not %q)", c.Scope, c.Scope, c.Scope)
+		r.Add(model.ReasonLeaderLockUnknown, "", "no %s: hactl reads the Kubernetes DCS's leader lock there (DCS on %s: %s; or the scope is not %q)", c.LeaderObject(), c.DCS, c.DCSFrom, c.Scope)
 	}
 	if c.LockStale(s.now.Add(-lockSkew)) {
-		r.Add(model.ReasonLeaderLockStale, c.LockHolder, "leader lock %s-leader held by %s was last renewed %s ago; ttl %s",
-			c.Scope, c.LockHolder, model.RoundAge(s.now.Sub(c.LockRenew)), c.LockTTL)
+		r.Add(model.ReasonLeaderLockStale, c.LockHolder, "leader lock %s held by %s was last renewed %s ago; ttl %s",
+			c.LeaderObject(), c.LockHolder, model.RoundAge(s.now.Sub(c.LockRenew)), c.LockTTL)
 	}
 	if c.Paused {
-		r.Add(model.ReasonMaintenancePaused, "", "maintenance mode (pause) is on in %s-config: Patroni will not fail over", c.Scope)
+		r.Add(model.ReasonMaintenancePaused, "", "maintenance mode (pause) is on in %s %s-config: Patroni will not fail over", dcsKind(c), c.Scope)
 	}
+}
+
+// dcsKind is the kind of object c's DCS keeps its configuration in,
+// singular ("ConfigMap", "Endpoints").
+func dcsKind(c *model.PatroniClusterFacts) string {
+	if c.DCS == model.DCSEndpoints {
+		return "Endpoints"
+	}
+	return "ConfigMap"
+}
+
+// roleLabel is the pod label c's members write their role into.
+func roleLabel(c *model.PatroniClusterFacts) string {
+	if c == nil {
+		return "role"
+	}
+	return c.RoleLabel
 }

@@ -108,6 +108,16 @@ func summary(p *model.PatroniClusterFacts, v model.Votes, at time.Time) []string
 	if p.Paused {
 		q = append(q, "PAUSED")
 	}
+	if p.DCS != "" {
+		q = append(q, "DCS on "+p.DCS)
+	}
+	if p.Orphaned != "" {
+		other := model.DCSEndpoints
+		if p.DCS == model.DCSEndpoints {
+			other = model.DCSConfigMaps
+		}
+		q = append(q, "an orphaned leader record on "+other+" ignored")
+	}
 	q = append(q, fmt.Sprintf("answering %d/%d", v.Answering, v.Voters))
 	return q
 }

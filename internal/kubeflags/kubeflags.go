@@ -14,6 +14,7 @@
 package kubeflags
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,9 +189,31 @@ func (f *ConfigFlags) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 	return f.loader
 }
 
-// ToRESTConfig is the REST configuration of ToRawKubeConfigLoader.
+// ToRESTConfig is the REST configuration of ToRawKubeConfigLoader, whose
+// warnings pass through QuietWarnings.
 func (f *ConfigFlags) ToRESTConfig() (*rest.Config, error) {
-	return f.ToRawKubeConfigLoader().ClientConfig()
+	cfg, err := f.ToRawKubeConfigLoader().ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.WarningHandlerWithContext = QuietWarnings{Next: rest.WarningLogger{}}
+	return cfg, nil
+}
+
+// QuietWarnings passes the API server's warnings to Next, except the
+// deprecation of v1 Endpoints: hactl reads them only because Patroni's
+// Kubernetes DCS writes its leader record there, which the user did not
+// choose by running hactl, and cannot act on.
+type QuietWarnings struct {
+	Next rest.WarningHandlerWithContext
+}
+
+// HandleWarningHeaderWithContext implements rest.WarningHandlerWithContext.
+func (q QuietWarnings) HandleWarningHeaderWithContext(ctx context.Context, code int, agent, message string) {
+	if strings.HasPrefix(message, "v1 Endpoints is deprecated") {
+		return
+	}
+	q.Next.HandleWarningHeaderWithContext(ctx, code, agent, message)
 }
 
 func (f *ConfigFlags) loaderOf() clientcmd.ClientConfig {

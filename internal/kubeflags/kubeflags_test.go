@@ -1,9 +1,11 @@
 package kubeflags_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -95,6 +97,10 @@ users:
 			t.Fatalf("%v: kubectl %v, here %v", args, werr, gerr)
 		}
 		wc.Proxy, gc.Proxy = nil, nil // functions
+		// The one difference, on purpose: the warnings (TestQuietWarnings).
+		if gerr == nil {
+			gc.WarningHandlerWithContext = nil
+		}
 		if !reflect.DeepEqual(wc, gc) {
 			t.Errorf("%v: REST configuration\n got %+v\nwant %+v", args, gc, wc)
 		}
@@ -108,5 +114,37 @@ users:
 		if wraw.CurrentContext != graw.CurrentContext || len(wraw.Contexts) != len(graw.Contexts) {
 			t.Errorf("%v: raw configuration differs", args)
 		}
+	}
+}
+
+// recordWarnings keeps the warnings passed on to it.
+type recordWarnings struct{ got *[]string }
+
+func (r recordWarnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _, m string) {
+	*r.got = append(*r.got, m)
+}
+
+// The configuration's warnings pass on every API server warning but the
+// v1 Endpoints deprecation (Patroni's DCS is read there).
+func TestQuietWarnings(t *testing.T) {
+	var got []string
+	q := kubeflags.QuietWarnings{Next: recordWarnings{&got}}
+	q.HandleWarningHeaderWithContext(context.Background(), 299, "-", "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
+	q.HandleWarningHeaderWithContext(context.Background(), 299, "-", "policy/v1beta1 PodDisruptionBudget is deprecated")
+	if len(got) != 1 || !strings.Contains(got[0], "PodDisruptionBudget") {
+		t.Errorf("passed on %q, want only the PodDisruptionBudget warning", got)
+	}
+	f := kubeflags.NewConfigFlags(false)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c}}]\ncurrent-context: c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.KubeConfig = &kc
+	cfg, err := f.ToRESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.WarningHandlerWithContext.(kubeflags.QuietWarnings); !ok {
+		t.Errorf("the configuration's warning handler is %T, want QuietWarnings", cfg.WarningHandlerWithContext)
 	}
 }
