@@ -24,6 +24,7 @@ import (
 	"github.com/hactl-dev/hactl/sandbox/internal/proc"
 	"github.com/hactl-dev/hactl/sandbox/internal/reap"
 	"github.com/hactl-dev/hactl/sandbox/scenario"
+	"github.com/hactl-dev/hactl/sandbox/spilostandin"
 )
 
 // ServeCommand is the argument that makes a program run the supervisor:
@@ -53,16 +54,20 @@ func ServeIfAsked() {
 	os.Exit(0)
 }
 
-// StandInIfAsked runs a stand-in for one of etcd-druid's images and
-// exits when the program was started under a stand-in's name
-// (druidstandin.Commands: the runner links the supervisor's program under
-// those names for the containers of those images); otherwise it returns.
+// StandInIfAsked runs a stand-in for one of etcd-druid's images or for
+// Spilo's entrypoint and exits when the program was started under a
+// stand-in's name (druidstandin.Commands, spilostandin.Commands: the
+// runner links the supervisor's program under those names for the
+// containers of those images); otherwise it returns.
 // ServeIfAsked calls it first.
 func StandInIfAsked() {
 	if len(os.Args) == 0 {
 		return
 	}
 	if code, ok := druidstandin.Main(os.Args[0], os.Args[1:]); ok {
+		os.Exit(code)
+	}
+	if code, ok := spilostandin.Main(os.Args[0], os.Args[1:]); ok {
 		os.Exit(code)
 	}
 }

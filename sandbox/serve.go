@@ -208,6 +208,12 @@ func (s *supervisor) start(ctx context.Context) error {
 	if err := m.SkipQuery(runner.DruidMemberQuery); err != nil {
 		return err
 	}
+	// And the Zalando postgres-operator's member pods (application=spilo,
+	// a Spilo image without a command), which carry nothing of hactl's
+	// either.
+	if err := m.SkipQuery(runner.SpiloMemberQuery); err != nil {
+		return err
+	}
 	if err := kwok.Install(ctx, s.dyn, m); err != nil {
 		return err
 	}

@@ -11,7 +11,8 @@ import (
 
 func main() {
 	// Started by the sandbox's runner as a stand-in for one of
-	// etcd-druid's images (etcd-wrapper, etcdbrctl)?
+	// etcd-druid's images (etcd-wrapper, etcdbrctl) or for Spilo's
+	// entrypoint?
 	sandbox.StandInIfAsked()
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	os.Exit(command.Run(streams, os.Args[1:]))

@@ -12,7 +12,11 @@
 // etcd-druid, controlled by a StatefulSet an Etcd of druid.gardener.cloud
 // controls; containers of the etcd-wrapper and etcdbrctl images run the
 // stand-ins of package druidstandin, Options.StandIn, with a
-// druidstandin.Context in their environment), it
+// druidstandin.Context in their environment), and each of the Zalando
+// postgres-operator's member pods (labelled application=spilo, a
+// container of a Spilo image without a command, which runs the Spilo
+// entrypoint stand-in of package spilostandin with the pod's reported IP
+// in spilostandin.PodIPEnv), it
 // runs the pod's containers as real host processes — the container's own
 // command, args and environment, with the downward API and $(VAR)
 // references resolved, and only addresses substituted so the member

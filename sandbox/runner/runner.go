@@ -96,8 +96,9 @@ type Options struct {
 	CA     []byte
 	// StandIn is the program that runs the stand-ins for the images of
 	// etcd-druid's member pods (etcd-wrapper, etcdbrctl: see package
-	// druidstandin) when started under their names: the runner links it
-	// as Dir/standin/<name> and puts that directory on the containers'
+	// druidstandin) and for Spilo's entrypoint (package spilostandin)
+	// when started under their names: the runner links it as
+	// Dir/standin/<name> and puts that directory on the containers'
 	// PATH after BinDir. Empty: such containers fail to start.
 	StandIn string
 }
@@ -136,6 +137,12 @@ type Runner struct {
 	druidFactory informers.SharedInformerFactory
 	druid        cache.SharedIndexInformer
 	druidSets    cache.SharedIndexInformer
+	// spilo are the pods and StatefulSets selected by SpiloSelector: the
+	// runner runs the Zalando postgres-operator's member pods
+	// (IsSpiloMember), which carry nothing of hactl's.
+	spiloFactory informers.SharedInformerFactory
+	spilo        cache.SharedIndexInformer
+	spiloSets    cache.SharedIndexInformer
 	// podNet is the pod network proxy hactl's agent dials pod IPs
 	// through (set by Start).
 	podNet *PodNetwork
@@ -169,7 +176,12 @@ func New(o Options) *Runner {
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = BitnamiSelector }))
 	df := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = DruidSelector }))
+	zf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = SpiloSelector }))
 	r := &Runner{
+		spiloFactory:    zf,
+		spilo:           zf.Core().V1().Pods().Informer(),
+		spiloSets:       zf.Apps().V1().StatefulSets().Informer(),
 		druidFactory:    df,
 		druid:           df.Core().V1().Pods().Informer(),
 		druidSets:       df.Apps().V1().StatefulSets().Informer(),
@@ -212,6 +224,9 @@ func (r *Runner) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := linkSpiloStandIn(r.o.StandIn, dir); err != nil {
+			return err
+		}
 		head += ":" + dir
 	}
 	r.pathEnv = head + ":/usr/local/bin:/usr/bin:/bin"
@@ -239,7 +254,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			}
 		},
 	}
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid, r.spilo} {
 		if _, err := inf.AddEventHandler(handlers); err != nil {
 			return err
 		}
@@ -257,8 +272,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.operatorFactory.Start(r.shutdown)
 	r.bitnamiFactory.Start(r.shutdown)
 	r.druidFactory.Start(r.shutdown)
+	r.spiloFactory.Start(r.shutdown)
 	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced, r.static.HasSynced, r.operator.HasSynced,
-		r.bitnami.HasSynced, r.bitnamiSets.HasSynced, r.druid.HasSynced, r.druidSets.HasSynced) {
+		r.bitnami.HasSynced, r.bitnamiSets.HasSynced, r.druid.HasSynced, r.druidSets.HasSynced, r.spilo.HasSynced, r.spiloSets.HasSynced) {
 		return fmt.Errorf("runner: caches did not sync: %w", ctx.Err())
 	}
 	go func() {
@@ -322,6 +338,7 @@ func (r *Runner) Stop() {
 	r.operatorFactory.Shutdown()
 	r.bitnamiFactory.Shutdown()
 	r.druidFactory.Shutdown()
+	r.spiloFactory.Shutdown()
 }
 
 func (r *Runner) observe(o any) {
@@ -389,6 +406,7 @@ func (r *Runner) resolve(ns string) func(string) (string, bool) {
 	return func(host string) (string, bool) {
 		var govs []Governor
 		sets := append(r.sets.GetStore().List(), r.bitnamiSets.GetStore().List()...)
+		sets = append(sets, r.spiloSets.GetStore().List()...)
 		for _, o := range append(sets, r.druidSets.GetStore().List()...) {
 			s := o.(*appsv1.StatefulSet)
 			govs = append(govs, Governor{Namespace: s.Namespace, Name: s.Name, Service: s.Spec.ServiceName})
@@ -412,7 +430,7 @@ func (r *Runner) resolve(ns string) func(string) (string, bool) {
 // spec.subdomain.
 func (r *Runner) subdomains() []Subdomain {
 	var out []Subdomain
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid, r.spilo} {
 		for _, o := range inf.GetStore().List() {
 			p, ok := o.(*corev1.Pod)
 			if !ok || p.Spec.Hostname == "" || p.Spec.Subdomain == "" || !runs(p) {

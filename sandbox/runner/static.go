@@ -116,8 +116,8 @@ func IsBitnamiMember(pod *corev1.Pod) bool {
 
 // runs reports whether the runner runs pod's containers: pods labelled
 // EngineLabel or RunLabel, control-plane mirror pods, the cozystack
-// etcd-operator's member pods, Bitnami-style etcd members and
-// etcd-druid's member pods.
+// etcd-operator's member pods, Bitnami-style etcd members, etcd-druid's
+// member pods and the Zalando postgres-operator's (Spilo) member pods.
 func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[EngineLabel]; ok {
 		return true
@@ -125,7 +125,7 @@ func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[RunLabel]; ok {
 		return true
 	}
-	return IsStaticControlPlane(pod) || IsOperatorMember(pod) || IsBitnamiMember(pod) || IsDruidMember(pod)
+	return IsStaticControlPlane(pod) || IsOperatorMember(pod) || IsBitnamiMember(pod) || IsDruidMember(pod) || IsSpiloMember(pod)
 }
 
 // hasEngine reports whether pod carries one of the sandbox's own labels.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/druidstandin"
+	"github.com/hactl-dev/hactl/sandbox/spilostandin"
 )
 
 // PodEnv is what the runner knows about a pod when it starts one of its
@@ -178,6 +179,10 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 	if len(argv) == 0 && isStandIn {
 		argv = append(argv, standInCmd)
 	}
+	spiloCmd, isSpilo := spiloStandIn(c)
+	if isSpilo {
+		argv = append(argv, spiloCmd)
+	}
 	if len(argv) == 0 {
 		ep, ok := imageEntrypoints[model.ImageBase(c.Image)]
 		if !ok {
@@ -232,6 +237,12 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 		}
 		vars[druidstandin.ContextEnv] = v
 		order = append(order, druidstandin.ContextEnv)
+	}
+	if isSpilo {
+		// The pod's reported IP, for Patroni's Endpoints (POD_IP is the
+		// member's address).
+		vars[spilostandin.PodIPEnv] = pe.PodIP
+		order = append(order, spilostandin.PodIPEnv)
 	}
 	for _, k := range order {
 		l.Env = append(l.Env, k+"="+vars[k])

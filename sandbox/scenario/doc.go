@@ -152,6 +152,10 @@
 //     quorum_unavailable, cr_status_stale (member_unreachable,
 //     pod_not_ready, leader_missing, lag_unknown,
 //     client_endpoints_missing may show too).
+//   - druid-member-stale: 3 healthy members, but the Etcd's status.members
+//     entry of member 1 carries an ID none of the members has (that of an
+//     earlier incarnation) while its Lease, still renewed, names its real
+//     ID. cr_member_mismatch.
 //
 // Patroni scenarios (shape patroni, 3 members; each waits until one
 // member is a running primary with the others streaming from it, judged

@@ -264,8 +264,15 @@ func formPatroni(ctx context.Context, env Env, p Params) (leader string, replica
 	if err := apply(ctx, env, Patroni, p); err != nil {
 		return "", nil, err
 	}
-	all := members(p.Name, p.Replicas)
-	err = waitPatroni(ctx, env, p.Name, "a primary with every replica streaming", all, func(sts map[string]PatroniStatus) bool {
+	return waitFormed(ctx, env, p.Name, p.Replicas, begin)
+}
+
+// waitFormed waits until the Patroni cluster of the StatefulSet cluster
+// (of n members) has formed, as formPatroni describes, and returns the
+// leader and the replicas, sorted. begin is when its setup began.
+func waitFormed(ctx context.Context, env Env, cluster string, n int, begin time.Time) (leader string, replicas []string, err error) {
+	all := members(cluster, n)
+	err = waitPatroni(ctx, env, cluster, "a primary with every replica streaming", all, func(sts map[string]PatroniStatus) bool {
 		l, ok := leaderOf(sts)
 		if !ok {
 			return false
@@ -284,7 +291,7 @@ func formPatroni(ctx context.Context, env Env, p Params) (leader string, replica
 	if err != nil {
 		return "", nil, err
 	}
-	if err := waitRollout(ctx, env, p.Name); err != nil {
+	if err := waitRollout(ctx, env, cluster); err != nil {
 		return "", nil, err
 	}
 	for _, m := range all {
@@ -293,20 +300,24 @@ func formPatroni(ctx context.Context, env Env, p Params) (leader string, replica
 		}
 	}
 	sort.Strings(replicas)
-	env.Logf("scenario %s: Patroni cluster formed in %s: leader %s, replicas %s streaming", p.Name,
+	env.Logf("scenario %s: Patroni cluster formed in %s: leader %s, replicas %s streaming", cluster,
 		time.Since(begin).Round(100*time.Millisecond), leader, strings.Join(replicas, ", "))
 	return leader, replicas, nil
 }
 
 // psql runs SQL as the superuser on the member of pod, over TCP to its
-// own address (in the container, as `kubectl exec … psql` would).
+// own address (in the container, as `kubectl exec … psql` would): with
+// the Patroni template's PATRONI_* variables, else the Zalando
+// operator's (PGUSER_SUPERUSER, PGPASSWORD_SUPERUSER and PGVERSION, whose
+// bin dir Spilo uses).
 func psql(ctx context.Context, env Env, pod, sql string) (string, error) {
 	if env.Exec == nil {
 		return "", errors.New("this sandbox cannot exec in pods")
 	}
 	return env.Exec(ctx, pod, []string{"sh", "-c",
-		`PGPASSWORD="$PATRONI_SUPERUSER_PASSWORD" PGCONNECT_TIMEOUT=5 exec "$PATRONI_POSTGRESQL_BIN_DIR/psql" ` +
-			`-h 127.0.0.1 -p 5432 -U "$PATRONI_SUPERUSER_USERNAME" -d postgres -v ON_ERROR_STOP=1 -qAtc "$0"`, sql})
+		`PGPASSWORD="${PATRONI_SUPERUSER_PASSWORD:-$PGPASSWORD_SUPERUSER}" PGCONNECT_TIMEOUT=5 ` +
+			`exec "${PATRONI_POSTGRESQL_BIN_DIR:-/usr/lib/postgresql/$PGVERSION/bin}/psql" ` +
+			`-h 127.0.0.1 -p 5432 -U "${PATRONI_SUPERUSER_USERNAME:-$PGUSER_SUPERUSER}" -d postgres -v ON_ERROR_STOP=1 -qAtc "$0"`, sql})
 }
 
 // writeWAL writes about mib MiB of WAL on the primary pod (rows of a
@@ -325,6 +336,16 @@ func leaderLock(ctx context.Context, env Env, scope string) (map[string]string, 
 		return nil, err
 	}
 	return cm.Annotations, nil
+}
+
+// endpointsLeaderLock reads the annotations of the Endpoints <scope>,
+// where Patroni keeps the leader lock with use_endpoints.
+func endpointsLeaderLock(ctx context.Context, env Env, scope string) (map[string]string, error) {
+	ep, err := env.Kube.CoreV1().Endpoints(env.Namespace).Get(ctx, scope, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return ep.Annotations, nil
 }
 
 // lockStale reports whether the leader lock's renewTime + ttl is past.
@@ -453,11 +474,18 @@ func runPGReplicaLagging(ctx context.Context, env Env, s *Scenario) error {
 	if err != nil {
 		return err
 	}
+	return stallReplica(ctx, env, s.Name, members(s.Name, p.Replicas))
+}
+
+// stallReplica stalls the WAL replay of a replica of cluster (members
+// all) while its primary writes lagWAL MiB, and returns once that replica
+// has received the WAL but replayed none of it: lagWAL/2 ×
+// maximumLagOnFailover behind or more.
+func stallReplica(ctx context.Context, env Env, cluster string, all []string) error {
 	// On a loaded machine the primary may have changed since the cluster
 	// formed: stall a replica of the primary as it is now.
-	all := members(s.Name, p.Replicas)
 	var leader string
-	err = waitPatroni(ctx, env, s.Name, "one primary", all, func(sts map[string]PatroniStatus) bool {
+	err := waitPatroni(ctx, env, cluster, "one primary", all, func(sts map[string]PatroniStatus) bool {
 		var ok bool
 		leader, ok = leaderOf(sts)
 		return ok
@@ -478,7 +506,7 @@ func runPGReplicaLagging(ctx context.Context, env Env, s *Scenario) error {
 	if err := writeWAL(ctx, env, leader, "hactl_lag", lagWAL); err != nil {
 		return fmt.Errorf("writing WAL on %s: %w", leader, err)
 	}
-	return waitPatroni(ctx, env, s.Name, victim+" receiving but not replaying", []string{leader, victim}, func(sts map[string]PatroniStatus) bool {
+	return waitPatroni(ctx, env, cluster, victim+" receiving but not replaying", []string{leader, victim}, func(sts map[string]PatroniStatus) bool {
 		l, v := sts[leader], sts[victim]
 		if l.XLog.Location == nil || v.XLog.ReplayedLocation == nil || v.XLog.ReceivedLocation == nil {
 			return false
@@ -487,7 +515,7 @@ func runPGReplicaLagging(ctx context.Context, env Env, s *Scenario) error {
 		if behind < lagWAL/2*maximumLagOnFailover || *v.XLog.ReceivedLocation < *l.XLog.Location {
 			return false
 		}
-		env.Logf("scenario %s: %s replayed %d, received %d; leader %s at %d: %d bytes behind", s.Name, victim,
+		env.Logf("scenario %s: %s replayed %d, received %d; leader %s at %d: %d bytes behind", cluster, victim,
 			*v.XLog.ReplayedLocation, *v.XLog.ReceivedLocation, leader, *l.XLog.Location, behind)
 		return true
 	})
@@ -498,14 +526,21 @@ func runPGLockStale(ctx context.Context, env Env, s *Scenario) error {
 	if err != nil {
 		return err
 	}
+	return freezeLeader(ctx, env, s.Name, leader, leaderLock)
+}
+
+// freezeLeader freezes the Patroni of cluster's leader (in maintenance
+// mode: PostgreSQL keeps running) and returns once its leader lock, which
+// lock reads, has gone stale.
+func freezeLeader(ctx context.Context, env Env, cluster, leader string, lock func(ctx context.Context, env Env, scope string) (map[string]string, error)) error {
 	if err := env.Break(ctx, leader, fault.FreezePatroni, nil); err != nil {
 		return err
 	}
-	env.Logf("scenario %s: froze %s's Patroni; waiting for its lock to go stale (ttl %s)", s.Name, leader, patroniTTL)
+	env.Logf("scenario %s: froze %s's Patroni; waiting for its lock to go stale (ttl %s)", cluster, leader, patroniTTL)
 	for {
-		ann, err := leaderLock(ctx, env, s.Name)
+		ann, err := lock(ctx, env, cluster)
 		if err == nil && ann["leader"] == leader && lockStale(ann, time.Now()) {
-			env.Logf("scenario %s: leader lock of %s last renewed %s (ttl %s)", s.Name, leader, ann["renewTime"], ann["ttl"])
+			env.Logf("scenario %s: leader lock of %s last renewed %s (ttl %s)", cluster, leader, ann["renewTime"], ann["ttl"])
 			return nil
 		}
 		select {

@@ -54,6 +54,12 @@ const (
 	// ConfigMap <name>-config), member and snapshot Leases. It has no
 	// template (see druid.go) and is not in Shapes.
 	DruidOperator
+	// ZalandoOperator is the Zalando postgres-operator's (v2.0) layout:
+	// a postgresql resource and the StatefulSet <name> of Spilo pods
+	// (Patroni with its Kubernetes DCS, on ConfigMaps or Endpoints), its
+	// Services, Secrets and PodDisruptionBudgets. It has no template
+	// (see zalando.go) and is not in Shapes.
+	ZalandoOperator
 )
 
 var shapeNames = map[Shape]string{
@@ -64,6 +70,7 @@ var shapeNames = map[Shape]string{
 	KubeadmStacked:    "kubeadm-stacked",
 	CozystackOperator: "cozystack-operator",
 	DruidOperator:     "druid-operator",
+	ZalandoOperator:   "zalando-operator",
 }
 
 // shapeTemplates are the templates each shape renders (default: its own

@@ -89,7 +89,7 @@ func (s *Scenario) ClusterName() string {
 }
 
 // Owns reports whether pod (in ClusterNamespace) is one of the scenario's
-// members: <name>-<ordinal> of its StatefulSet, for kubeadm's stacked
+// members: <cluster>-<ordinal> of its StatefulSet, for kubeadm's stacked
 // etcd the mirror pods etcd-<node>, and for the cozystack etcd-operator's
 // clusters <name>-<5 lowercase letters or digits> (its EtcdMembers'
 // names, which the API server generates).
@@ -100,7 +100,7 @@ func (s *Scenario) Owns(pod string) bool {
 	if s.Shape == CozystackOperator {
 		return IsCozystackMemberName(s.ClusterName(), pod)
 	}
-	ord, ok := strings.CutPrefix(pod, s.Name+"-")
+	ord, ok := strings.CutPrefix(pod, s.ClusterName()+"-")
 	if !ok || ord == "" {
 		return false
 	}

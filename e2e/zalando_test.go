@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hactl-dev/hactl/internal/poll"
+	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/status"
+)
+
+// Zalando's postgres-operator's clusters, laid out as the operator
+// creates them (a postgresql, its StatefulSet running Spilo's entrypoint
+// with the operator's variables, no hactl label anywhere), real Patroni
+// and PostgreSQL members, through the real kubectl: found, read on the
+// DCS the template names, with the postgresql's word beside the verdict.
+func TestZalandoThroughKubectl(t *testing.T) {
+	skipShort(t)
+	ctx := context.Background()
+	noLabels := func(t *testing.T, ns, name string) {
+		t.Helper()
+		sts, err := s.KC.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		noHactlKeys(t, "the StatefulSet", sts.Labels, sts.Annotations, sts.Spec.Template.Labels, sts.Spec.Template.Annotations)
+	}
+
+	t.Run("on ConfigMaps, upgraded from Endpoints: healthy, the old leader record ignored", func(t *testing.T) {
+		name, ns := cluster(t, "zalando")
+		noLabels(t, ns, name)
+		// Healthy but for the operator's budget, which covers the
+		// primary alone (exit 3); the Endpoints the earlier mode left
+		// name another leader, which is not read.
+		var cs status.ClusterStatus
+		var out, errOut string
+		var code int
+		err := poll.Wait(2*time.Minute, func() error {
+			out, errOut, code = kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json")
+			cs = status.ClusterStatus{}
+			if err := json.Unmarshal([]byte(out), &cs); err != nil {
+				return fmt.Errorf("not a ClusterStatus (exit %d): %v", code, err)
+			}
+			if got := codesOf(cs); code != 3 || len(got) != 1 || got[0] != string(model.ReasonPDBAllowsQuorumLoss) {
+				return fmt.Errorf("exit %d: %v", code, got)
+			}
+			return nil
+		}, poll.Every(time.Second))
+		if err != nil {
+			t.Fatalf("never healthy but for its budget: %v\n%s%s", err, out, errOut)
+		}
+		p := cs.Patroni
+		if cs.Engine != "patroni" || p == nil || p.DCS != model.DCSConfigMaps || p.RoleLabel != "spilo-role" || p.Scope != name {
+			t.Fatalf("engine %q, Patroni facts %+v", cs.Engine, p)
+		}
+		if !strings.Contains(p.Orphaned, "Endpoints "+name+" ") || !strings.Contains(p.Orphaned, name+"-2") || p.LockHolder == name+"-2" {
+			t.Errorf("the upgrade's Endpoints %s (naming %s-2) were not reported as orphaned beside the lock of %s: %q", name, name, p.LockHolder, p.Orphaned)
+		}
+		if op := cs.Operator; op == nil || op.Kind != "postgresql" || op.Status != "Running" || op.Err != "" {
+			t.Errorf("the postgresql's word: %+v", cs.Operator)
+		}
+		primaries := 0
+		for _, m := range cs.Members {
+			if m.Role == "primary" {
+				primaries++
+				if m.Name != p.LockHolder {
+					t.Errorf("primary %s, the ConfigMap lock names %s", m.Name, p.LockHolder)
+				}
+			}
+		}
+		if primaries != 1 {
+			t.Errorf("%d primaries: %+v", primaries, cs.Members)
+		}
+		if strings.Contains(errOut, "deprecated") {
+			t.Errorf("the API server's deprecation warning reached the user:\n%s", errOut)
+		}
+		table, errOut, _ := kubectl(t, "hactl", "status", name, "-n", ns, "--color", "never")
+		for _, want := range []string{"Patroni's DCS on ConfigMaps, by Spilo's KUBERNETES_USE_CONFIGMAPS; leader lock ConfigMap " + name + "-leader",
+			"Endpoints " + name + " holds a leader record (" + name + "-2", "postgresql " + name + " says: Running"} {
+			if !strings.Contains(table, want) {
+				t.Errorf("table lacks %q:\n%s%s", want, table, errOut)
+			}
+		}
+	})
+
+	t.Run("on Endpoints, the primary's Patroni frozen: the stale leader record, and the postgresql still Running", func(t *testing.T) {
+		name, ns := cluster(t, "zalando-endpoints-lock-stale")
+		noLabels(t, ns, name)
+		cs := statusUntil(t, ns, name, func(cs status.ClusterStatus) error {
+			found := map[string]string{}
+			for _, r := range cs.Verdict.Reasons {
+				found[r.Code] = r.Detail
+			}
+			if d, ok := found[string(model.ReasonLeaderLockStale)]; !ok || !strings.Contains(d, "Endpoints "+name+" ") {
+				return fmt.Errorf("leader_lock_stale %q, want one naming the Endpoints %s", d, name)
+			}
+			if d, ok := found[string(model.ReasonCRStatusStale)]; !ok || !strings.Contains(d, "postgresql "+name+" says Running") {
+				return fmt.Errorf("cr_status_stale %q, want the postgresql's Running", d)
+			}
+			return nil
+		})
+		if p := cs.Patroni; p == nil || p.DCS != model.DCSEndpoints || p.Orphaned != "" {
+			t.Errorf("Patroni facts %+v, want the DCS on Endpoints", p)
+		}
+		if cs.Verdict.ControlReady {
+			t.Error("control-ready with a stale leader lock")
+		}
+	})
+
+	t.Run("a lagging replica", func(t *testing.T) {
+		name, ns := cluster(t, "zalando-replica-lagging")
+		noLabels(t, ns, name)
+		cs := statusUntil(t, ns, name, func(cs status.ClusterStatus) error {
+			n := 0
+			for _, r := range cs.Verdict.Reasons {
+				if r.Code == string(model.ReasonReplicaLagging) {
+					n++
+				}
+			}
+			if n != 1 {
+				return fmt.Errorf("%d lagging replicas, want 1: %v", n, codesOf(cs))
+			}
+			return nil
+		})
+		if cs.Patroni == nil || cs.Patroni.DCS != model.DCSConfigMaps {
+			t.Errorf("Patroni facts %+v", cs.Patroni)
+		}
+	})
+}
+
+// statusUntil is `kubectl hactl status NAME -o json` once check accepts
+// it; polled.
+func statusUntil(t *testing.T, ns, name string, check func(status.ClusterStatus) error) status.ClusterStatus {
+	t.Helper()
+	var cs status.ClusterStatus
+	var out, errOut string
+	err := poll.Wait(2*time.Minute, func() error {
+		var code int
+		out, errOut, code = kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json")
+		cs = status.ClusterStatus{}
+		if err := json.Unmarshal([]byte(out), &cs); err != nil {
+			return fmt.Errorf("not a ClusterStatus (exit %d): %v", code, err)
+		}
+		return check(cs)
+	}, poll.Every(2*time.Second))
+	if err != nil {
+		t.Fatalf("%s/%s: %v\n%s%s", ns, name, err, out, errOut)
+	}
+	return cs
+}
