@@ -154,3 +154,119 @@ func statusUntil(t *testing.T, ns, name string, check func(status.ClusterStatus)
 	}
 	return cs
 }
+
+// TestZalandoSwitchoverThroughKubectl: `kubectl hactl switchover` of a
+// Zalando cluster whose DCS is on Endpoints, found without any hactl
+// label, through Patroni's REST API as the operator itself switches
+// over: the replica named leads, as the Endpoints' leader record and the
+// pods' spilo-role labels say (read from the API server, not from
+// hactl), the old primary streams from it, a row written before is on
+// every member (each read on its own PostgreSQL), and no pod or claim
+// was deleted or recreated.
+func TestZalandoSwitchoverThroughKubectl(t *testing.T) {
+	skipShort(t)
+	name, ns := cluster(t, "zalando-endpoints")
+	ctx := context.Background()
+	roles := func(cs status.ClusterStatus) (prim string, replicas []string) {
+		for _, m := range cs.Members {
+			switch m.Role {
+			case "primary":
+				prim = m.Name
+			case "replica":
+				replicas = append(replicas, m.Name)
+			}
+		}
+		return prim, replicas
+	}
+	healthy := func(cs status.ClusterStatus) error {
+		if got := codesOf(cs); len(got) != 1 || got[0] != string(model.ReasonPDBAllowsQuorumLoss) {
+			return fmt.Errorf("reasons %v", got)
+		}
+		if p, rs := roles(cs); p == "" || len(rs) != 2 {
+			return fmt.Errorf("primary %q, replicas %v", p, rs)
+		}
+		return nil
+	}
+	cs := statusUntil(t, ns, name, healthy)
+	prim, replicas := roles(cs)
+	to := replicas[0]
+	row := s.WriteRow(t, ns, name, prim, "zalando-switchover")
+	uids := map[string]string{}
+	pods, err := s.KC.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "cluster-name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		uids["pod/"+p.Name] = string(p.UID)
+	}
+	pvcs, err := s.KC.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range pvcs.Items {
+		if strings.HasSuffix(c.Name, "-"+name+"-0") || strings.HasSuffix(c.Name, "-"+name+"-1") || strings.HasSuffix(c.Name, "-"+name+"-2") {
+			uids["pvc/"+c.Name] = string(c.UID)
+		}
+	}
+	if len(uids) != 6 {
+		t.Fatalf("the cluster's pods and claims: %v", uids)
+	}
+
+	out, errOut, code := kubectl(t, "hactl", "switchover", name, "--to", to, "-n", ns, "--yes")
+	if code != 0 {
+		t.Fatalf("switchover to %s: exit %d\n%s%s", to, code, out, errOut)
+	}
+	// The API server's word, not hactl's: Patroni's leader record on the
+	// Endpoints and the role labels it writes.
+	poll.Until(t, 2*time.Minute, to+" holding the Endpoints' leader record and labelled master", func() error {
+		ep, err := s.KC.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{}) //nolint:staticcheck // Patroni's leader record
+		if err != nil {
+			return err
+		}
+		if l := ep.Annotations["leader"]; l != to {
+			return fmt.Errorf("the Endpoints %s name %q", name, l)
+		}
+		for _, m := range []string{to, prim} {
+			p, err := s.KC.CoreV1().Pods(ns).Get(ctx, m, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			want := "replica"
+			if m == to {
+				want = "master"
+			}
+			if got := p.Labels["spilo-role"]; got != want {
+				return fmt.Errorf("%s labelled spilo-role=%q, want %s", m, got, want)
+			}
+		}
+		return nil
+	}, poll.Every(time.Second))
+	cs = statusUntil(t, ns, name, func(cs status.ClusterStatus) error {
+		if err := healthy(cs); err != nil {
+			return err
+		}
+		if p, _ := roles(cs); p != to {
+			return fmt.Errorf("primary %s, want %s", p, to)
+		}
+		return nil
+	})
+	s.AssertRowOn(t, ns, name, row, []string{prim, replicas[0], replicas[1]})
+	pods, err = s.KC.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "cluster-name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if uids["pod/"+p.Name] != string(p.UID) {
+			t.Errorf("pod %s was recreated by a switchover", p.Name)
+		}
+	}
+	for k := range uids {
+		if !strings.HasPrefix(k, "pvc/") {
+			continue
+		}
+		c, err := s.KC.CoreV1().PersistentVolumeClaims(ns).Get(ctx, strings.TrimPrefix(k, "pvc/"), metav1.GetOptions{})
+		if err != nil || string(c.UID) != uids[k] {
+			t.Errorf("claim %s deleted or recreated by a switchover (%v)", k, err)
+		}
+	}
+}

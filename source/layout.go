@@ -160,7 +160,7 @@ func (StatefulSets) Workloads(o Objects, detect Detect) []Workload {
 	var out []Workload
 	for i := range o.StatefulSets {
 		sts := &o.StatefulSets[i]
-		if IsDruidStatefulSet(sts) || isPGOInstance(sts) {
+		if IsDruidStatefulSet(sts) || IsPGOInstance(sts) {
 			continue
 		}
 		t := PodTemplate(sts)
@@ -176,11 +176,15 @@ func (StatefulSets) Workloads(o Objects, detect Detect) []Workload {
 	return out
 }
 
-// isPGOInstance reports whether sts is one instance of a Crunchy PGO
+// LabelPGOCluster is the label Crunchy PGO puts on every object of a
+// PostgresCluster, naming it.
+const LabelPGOCluster = "postgres-operator.crunchydata.com/cluster"
+
+// IsPGOInstance reports whether sts is one instance of a Crunchy PGO
 // PostgresCluster (a StatefulSet per instance, replicas 1): one member
 // of a cluster, never a cluster of its own. Such clusters are not read
-// as one yet, so they are not shown.
-func isPGOInstance(sts *appsv1.StatefulSet) bool {
+// as one yet, so they are not shown (status warns).
+func IsPGOInstance(sts *appsv1.StatefulSet) bool {
 	_, ok := sts.Labels["postgres-operator.crunchydata.com/instance"]
 	if c := metav1.GetControllerOfNoCopy(sts); c != nil && c.Kind == "PostgresCluster" {
 		ok = true

@@ -69,7 +69,7 @@ func ptrTo[T any](v T) *T { return &v }
 // PostgresCluster controller.
 func TestPGOInstancesAreNoClusters(t *testing.T) {
 	yes := func(l map[string]string, refs ...metav1.OwnerReference) bool {
-		return isPGOInstance(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Labels: l, OwnerReferences: refs}})
+		return IsPGOInstance(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Labels: l, OwnerReferences: refs}})
 	}
 	ctl := true
 	if !yes(map[string]string{"postgres-operator.crunchydata.com/instance": "hippo-00-abcd"}) ||

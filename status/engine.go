@@ -19,14 +19,26 @@ func needConfigMaps(sts []appsv1.StatefulSet, p engineParts) bool {
 		if sts[i].Annotations[AnnotationEngineConfig] != "" {
 			return true
 		}
+		if source.IsPGOInstance(&sts[i]) {
+			continue // not read as a cluster (pgoWarnings)
+		}
 		if e := sts[i].Labels[LabelEngine]; e != "" {
 			if p.keepers[model.Engine(e)] != nil {
 				return true
 			}
 			continue
 		}
+		var t *model.PodTemplate
 		for e, k := range p.keepers {
-			if d := p.decoders[e]; k != nil && d != nil && d.Recognises(source.PodTemplate(&sts[i])) {
+			d := p.decoders[e]
+			if k == nil || d == nil {
+				continue
+			}
+			if t == nil {
+				pt := source.PodTemplate(&sts[i])
+				t = &pt
+			}
+			if d.Recognises(*t) {
 				return true
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,9 +114,13 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	if objs.ConfigMapsErr != nil {
 		warn = append(warn, fmt.Sprintf("ConfigMaps not read (Patroni leader locks, engine settings): %v", objs.ConfigMapsErr))
 	}
+	if objs.EndpointsErr != nil && objs.ConfigMapsErr == nil {
+		warn = append(warn, fmt.Sprintf("Endpoints not read (the leader locks of Patroni clusters whose DCS is on Endpoints): %v", objs.EndpointsErr))
+	}
 	if objs.ActionsErr != nil {
 		warn = append(warn, fmt.Sprintf("hactl's action locks and ledgers not read (actions not shown): %v", objs.ActionsErr))
 	}
+	warn = append(warn, pgoWarnings(objs.StatefulSets)...)
 	parts := partsOf(o.Engines)
 	picked, err := o.workloads(objs, parts, namespace, name)
 	if err != nil {
@@ -489,4 +494,24 @@ func namedSecret(ctx context.Context, get SecretGetter, ns, name, namedBy, kind,
 func Evaluate(obs model.Observation, now time.Time, opts model.VerdictOptions) Result {
 	ob, v, a := verdict.EvaluateAll(obs, now, opts)
 	return Result{Observation: ob, Verdict: v, Analysis: a}
+}
+
+// pgoWarnings say, once per Crunchy PGO PostgresCluster, that its
+// instance StatefulSets are not read as a cluster (source's StatefulSets
+// layout leaves them out, rather than show one cluster per instance).
+func pgoWarnings(sts []appsv1.StatefulSet) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := range sts {
+		if !source.IsPGOInstance(&sts[i]) {
+			continue
+		}
+		c := sts[i].Namespace + "/" + cmp.Or(sts[i].Labels[source.LabelPGOCluster], sts[i].Name)
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		out = append(out, fmt.Sprintf("Crunchy PGO cluster %s not shown: hactl does not read its per-instance StatefulSets as one cluster yet", c))
+	}
+	return out
 }

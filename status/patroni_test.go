@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -464,5 +465,32 @@ func TestSpiloClustersWithoutHactlLabels(t *testing.T) {
 			return len(rs) == 3, nil
 		})
 		check(t, rs)
+	})
+	t.Run("a watch that may list Endpoints but not ConfigMaps reads the clusters on Endpoints", func(t *testing.T) {
+		rules := append(slices.Clone(statusRules), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"endpoints"}, Verbs: []string{"list"}})
+		_, cfg := testenv.RestrictedUser(t, cp, ns, rules)
+		w, ctx := startWatcher(t, testenv.Clientset(t, cfg), ns, WatchOptions{})
+		var ep, cm *model.PatroniClusterFacts
+		testenv.Poll(t, 30*time.Second, func() (bool, error) {
+			rs, _, err := w.Observe(ctx, "", false)
+			if err != nil {
+				return false, err
+			}
+			for _, r := range rs {
+				switch r.Observation.Cluster.Name {
+				case "acid-ep":
+					ep = r.Observation.Cluster.Patroni
+				case "acid-cm":
+					cm = r.Observation.Cluster.Patroni
+				}
+			}
+			return ep != nil && ep.LockFound && cm != nil && cm.ObjectsErr != "", nil
+		})
+		if ep.ObjectsErr != "" || ep.LockHolder != "acid-ep-0" || ep.DCS != model.DCSEndpoints {
+			t.Errorf("on Endpoints: %+v", ep)
+		}
+		if cm.LockFound || !strings.Contains(cm.ObjectsErr, "configmaps") {
+			t.Errorf("on ConfigMaps, which may not be listed: %+v (the orphaned Endpoints must not stand in)", cm)
+		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -218,11 +219,18 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	return o, nil
 }
 
-// endpointsRead is one read of a namespace's v1 Endpoints.
+// endpointsRead is one read of a namespace's v1 Endpoints, made at at.
 type endpointsRead struct {
 	items []corev1.Endpoints //nolint:staticcheck // see Objects.Endpoints
 	err   error
+	at    time.Time
 }
+
+// endpointsMaxAge is how old a Watcher's read of the Endpoints may be
+// between probe rounds: well within a leader record's ttl less Patroni's
+// loop (30 s and 10 s by default), so that a record it renewed is never
+// judged stale from an old read.
+const endpointsMaxAge = 5 * time.Second
 
 // put sets o's Endpoints from r.
 func (r endpointsRead) put(o *Objects) {
@@ -233,11 +241,12 @@ func (r endpointsRead) put(o *Objects) {
 // mode). The API server's warning that v1 Endpoints are deprecated is
 // not passed on: hactl reads them because Patroni writes them.
 func readEndpoints(ctx context.Context, c kubernetes.Interface, ns string) endpointsRead {
+	at := time.Now()
 	l, err := c.CoreV1().Endpoints(ns).List(ctx, metav1.ListOptions{}) //nolint:staticcheck // see Objects.Endpoints
 	if err != nil {
-		return endpointsRead{err: explainAPIError(err, "list", "endpoints", ns)}
+		return endpointsRead{err: explainAPIError(err, "list", "endpoints", ns), at: at}
 	}
-	return endpointsRead{items: l.Items}
+	return endpointsRead{items: l.Items, at: at}
 }
 
 // layoutPods lists the pods of the layouts that have no StatefulSet:

@@ -577,10 +577,16 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 			objs.ConfigMapsErr = explainAPIError(cmErr, "list and watch", "configmaps", ns)
 		}
 	}
-	if objs.ConfigMapsRead {
+	if needConfigMaps(objs.StatefulSets, partsOf(s.w.opts.Observer.Engines)) {
 		// Patroni's Endpoints mode: not watched (v1 Endpoints change
-		// with every Service), read again on probe rounds.
-		cachedRead(ctx, s.w, &s.w.lastEndpoints, s.probe, func() *endpointsRead {
+		// with every Service), read again on probe rounds and once the
+		// last read is endpointsMaxAge old (a leader record's renewal
+		// is judged against the round's time).
+		s.w.mu.Lock()
+		last := s.w.lastEndpoints
+		s.w.mu.Unlock()
+		fresh := last != nil && time.Since(last.at) < endpointsMaxAge
+		cachedRead(ctx, s.w, &s.w.lastEndpoints, s.probe || !fresh, func() *endpointsRead {
 			r := readEndpoints(ctx, s.w.client, ns)
 			return &r
 		}).put(objs)

@@ -271,6 +271,33 @@ var pgRows = []row{
 		codes:  []string{"members_colocated"},
 	},
 	{
+		name: "patroni the postgresql says Running while the primary is frozen and its lock stale", control: false, fail: false,
+		mutate: func(o *model.Observation) {
+			zalandoRunning(o)
+			o.Cluster.Patroni.LockRenew = now.Add(-45 * time.Second)
+			o.Members[0].Engine = &model.EngineFacts{Failure: model.ProbeFailureTimeout, Err: "no reply", ProbedAt: now.Add(-2 * time.Second)}
+		},
+		codes:  []string{"leader_lock_stale pg-0", "member_unreachable pg-0", "primary_missing", "cr_status_stale"},
+		detail: "postgresql pg says Running but no member answers",
+	},
+	{
+		name: "patroni the postgresql's Running is not called stale while the lock is fresh", control: false, fail: false,
+		mutate: func(o *model.Observation) {
+			zalandoRunning(o)
+			o.Members[0].Engine = &model.EngineFacts{Failure: model.ProbeFailureTimeout, Err: "no reply", ProbedAt: now.Add(-2 * time.Second)}
+		},
+		codes: []string{"member_unreachable pg-0", "primary_missing"},
+	},
+	{
+		name: "patroni the postgresql's Running is not called stale while a running member went unasked", control: false, fail: false,
+		mutate: func(o *model.Observation) {
+			zalandoRunning(o)
+			o.Cluster.Patroni.LockRenew = now.Add(-45 * time.Second)
+			o.Members[0].Engine = &model.EngineFacts{Failure: model.ProbeFailureCredentials, Err: "forbidden", ProbedAt: now.Add(-2 * time.Second)}
+		},
+		codes: []string{"leader_lock_stale pg-0", "credentials_unavailable pg-0", "primary_missing"},
+	},
+	{
 		name: "patroni not probed: the lock and pause still speak", control: false, fail: false,
 		mutate: func(o *model.Observation) {
 			o.EngineProbed = false
@@ -289,4 +316,10 @@ func init() {
 		}
 		rows = append(rows, r)
 	}
+}
+
+// zalandoRunning has Zalando's postgresql say Running beside o.
+func zalandoRunning(o *model.Observation) {
+	up := true
+	o.Cluster.Operator = &model.OperatorFacts{Kind: "postgresql", Name: "pg", AvailableType: "PostgresClusterStatus", Status: "Running", Available: &up}
 }

@@ -28,6 +28,12 @@ func (Engine) Keep(t model.PodTemplate, objs model.APIObjects, c *model.ClusterF
 	// A Patroni member on an empty volume bootstraps itself from the
 	// leader (or initialises the cluster): it registers on its own.
 	c.Shape = model.ShapeSelfRegistering
+	if c.Template.OperatorOwner == "" && zalando(t, c.Template) {
+		// Zalando's operator sets no owner reference by default
+		// (enable_owner_references false), yet its StatefulSet is the
+		// postgresql's, named as it is.
+		c.Template.OperatorOwner = "postgresql/" + c.Name
+	}
 	if c.Template.OperatorOwner != "" {
 		c.Shape = model.ShapeOperatorOwned
 	}
@@ -47,6 +53,21 @@ func (Engine) Keep(t model.PodTemplate, objs model.APIObjects, c *model.ClusterF
 		k.PrimaryService = c.Patroni.Scope
 	}
 	return k
+}
+
+// zalando reports whether t's Patroni container is Spilo as Zalando's
+// postgres-operator configures it (SPILO_CONFIGURATION).
+func zalando(t model.PodTemplate, tf model.TemplateFacts) bool {
+	c := t.Container(tf.Container)
+	if c == nil || !spilo(*c) {
+		return false
+	}
+	for _, e := range c.Env {
+		if e.Name == "SPILO_CONFIGURATION" {
+			return true
+		}
+	}
+	return false
 }
 
 // StatusAnnotation is the pod annotation a Patroni member rewrites with
@@ -120,6 +141,11 @@ func templateSettings(t model.PodTemplate, c *model.Container, name string) sett
 		if lit("KUBERNETES_USE_CONFIGMAPS") != "" {
 			s.dcs, s.dcsFrom = model.DCSConfigMaps, "Spilo's KUBERNETES_USE_CONFIGMAPS"
 		}
+		if referenced(c, "KUBERNETES_USE_CONFIGMAPS") {
+			// Set from a ConfigMap or Secret hactl does not read: the
+			// records decide.
+			s.dcs, s.dcsFrom = "", ""
+		}
 	}
 	if v := lit("PATRONI_SCOPE"); v != "" {
 		s.scope = v
@@ -136,6 +162,9 @@ func templateSettings(t model.PodTemplate, c *model.Container, name string) sett
 			s.dcs = model.DCSEndpoints
 		}
 	}
+	if referenced(c, "PATRONI_KUBERNETES_USE_ENDPOINTS") {
+		s.dcs, s.dcsFrom = "", ""
+	}
 	if s.scope == "" {
 		s.scope = t.Labels[s.scopeLabel]
 	}
@@ -143,6 +172,28 @@ func templateSettings(t model.PodTemplate, c *model.Container, name string) sett
 		s.scope = name
 	}
 	return s
+}
+
+// singular is the kind of one DCS object ("ConfigMap", "Endpoints").
+func singular(kind string) string {
+	if kind == model.DCSConfigMaps {
+		return "ConfigMap"
+	}
+	return kind
+}
+
+// referenced reports whether c sets name from a reference (a ConfigMap,
+// a Secret, a field): its value is not in the template.
+func referenced(c *model.Container, name string) bool {
+	if c == nil {
+		return false
+	}
+	for _, e := range c.Env {
+		if e.Name == name && e.Ref != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // leaderRecord is a leader object's annotations as one kind of DCS
@@ -184,16 +235,19 @@ func decodeCluster(t model.PodTemplate, objs model.APIObjects, name string, tf m
 	cm, ep := leaderRecords(objs, f.Scope)
 	if f.DCS == "" {
 		switch {
-		case objs.Err() != nil && objs.EndpointsErr() != nil:
+		case objs.Err() != nil:
+			// The ConfigMaps, Patroni's default and where an upgrade
+			// leaves the Endpoints' successor, are unread: an Endpoints
+			// record alone may be the orphan.
 			f.ObjectsErr = objs.Err().Error()
 			return f
 		case cm.ok && (!ep.ok || !ep.renewed().After(cm.renewed())):
 			f.DCS, f.DCSFrom = model.DCSConfigMaps, "where its leader record is"
 		case ep.ok:
 			f.DCS, f.DCSFrom = model.DCSEndpoints, "where its leader record is"
-		case objs.Err() != nil:
-			// Only ConfigMaps could hold it, and they were not read.
-			f.ObjectsErr = objs.Err().Error()
+		case objs.EndpointsErr() != nil:
+			// No ConfigMap record, and the Endpoints are unread.
+			f.ObjectsErr = objs.EndpointsErr().Error()
 			return f
 		default:
 			f.DCS, f.DCSFrom = model.DCSConfigMaps, "Patroni's default"
@@ -207,11 +261,20 @@ func decodeCluster(t model.PodTemplate, objs model.APIObjects, name string, tf m
 		f.ObjectsErr = err.Error()
 		return f
 	}
+	if other.ok && !lock.renewed().IsZero() && other.renewed().After(lock.renewed()) {
+		// The record Patroni should no longer write was renewed after
+		// the one it should: which one it writes is not known.
+		f.ObjectsErr = fmt.Sprintf("two leader records: %s %s (%s, renewed %s) and %s %s (%s, renewed %s), the first renewed later although the template puts the DCS on %s (%s)",
+			other.kind, other.name, format.Dash(other.a["leader"]), other.a["renewTime"], lock.kind, lock.name, format.Dash(lock.a["leader"]), lock.a["renewTime"], f.DCS, f.DCSFrom)
+		return f
+	}
 	if other.ok {
 		f.Orphaned = fmt.Sprintf("%s %s holds a leader record (%s, renewed %s) that this cluster no longer writes (its DCS is on %s): left from an earlier DCS mode, not read",
-			other.kind, other.name, format.Dash(other.a["leader"]), format.Dash(other.a["renewTime"]), f.DCS)
+			singular(other.kind), other.name, format.Dash(other.a["leader"]), format.Dash(other.a["renewTime"]), f.DCS)
 	}
-	if a, ok := get(lock.name); ok {
+	// On Endpoints, the object <scope> may be a Service's own, with no
+	// leader record: not the lock.
+	if a, ok := get(lock.name); ok && (f.DCS == model.DCSConfigMaps || lock.ok) {
 		f.LockFound = true
 		f.LockHolder = a["leader"]
 		f.LockRenew = parseTime(a["renewTime"])

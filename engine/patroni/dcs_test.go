@@ -101,6 +101,16 @@ func TestKeepFindsTheDCSKind(t *testing.T) {
 		{"Endpoints unreadable on Endpoints mode", spiloEnv, objects{cms: cmLock, epErr: errors.New("endpoints forbidden")}, model.DCSEndpoints, "Spilo without KUBERNETES_USE_CONFIGMAPS", "", false, true},
 		{"Endpoints unreadable on ConfigMaps mode: read as before", append(spiloEnv, model.EnvVar{Name: "KUBERNETES_USE_CONFIGMAPS", Value: "1"}),
 			objects{cms: cmLock, epErr: errors.New("endpoints forbidden")}, model.DCSConfigMaps, "Spilo's KUBERNETES_USE_CONFIGMAPS", "acid-0", false, false},
+		{"on Endpoints, a Service's own Endpoints are no lock", spiloEnv,
+			objects{eps: map[string]map[string]string{"acid": nil}}, model.DCSEndpoints, "Spilo without KUBERNETES_USE_CONFIGMAPS", "", false, false},
+		{"Spilo's variable by reference: the records decide", append(spiloEnv, model.EnvVar{Name: "KUBERNETES_USE_CONFIGMAPS", Ref: "other"}),
+			objects{cms: cmLock, eps: oldEp}, model.DCSConfigMaps, "where its leader record is", "acid-0", true, false},
+		{"undecided, ConfigMaps unreadable: an Endpoints record may be the orphan", []model.EnvVar{{Name: "PATRONI_SCOPE", Value: "acid"}},
+			objects{err: errors.New("configmaps forbidden"), eps: oldEp}, "", "", "", false, true},
+		{"undecided, no ConfigMap record, Endpoints unreadable", []model.EnvVar{{Name: "PATRONI_SCOPE", Value: "acid"}},
+			objects{epErr: errors.New("endpoints forbidden")}, "", "", "", false, true},
+		{"the record of the other kind renewed later: unknown", append(spiloEnv, model.EnvVar{Name: "KUBERNETES_USE_CONFIGMAPS", Value: "true"}),
+			objects{cms: map[string]map[string]string{"acid-leader": {"leader": "acid-0", "renewTime": old}}, eps: epLock}, model.DCSConfigMaps, "Spilo's KUBERNETES_USE_CONFIGMAPS", "", false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tpl := model.PodTemplate{Containers: []model.Container{{Name: "postgres", Image: "ghcr.io/zalando/spilo-15:3.0-p1", Env: c.env}}}
@@ -114,6 +124,9 @@ func TestKeepFindsTheDCSKind(t *testing.T) {
 			p := cf.Patroni
 			if p.DCS != c.dcs || p.DCSFrom != c.from || p.LockHolder != c.holder || (p.Orphaned != "") != c.orphaned || (p.ObjectsErr != "") != c.objectsErr {
 				t.Errorf("DCS %q from %q, holder %q, orphaned %q, error %q", p.DCS, p.DCSFrom, p.LockHolder, p.Orphaned, p.ObjectsErr)
+			}
+			if p.LockFound && (c.holder == "" || p.ObjectsErr != "") {
+				t.Errorf("a lock found: %+v", p)
 			}
 			if p.Paused {
 				t.Error("the orphaned configuration was read")
@@ -140,5 +153,24 @@ func TestRecognisesPatroniOnKubernetes(t *testing.T) {
 		if got := (Engine{}).Recognises(model.PodTemplate{Containers: []model.Container{c.c}}); got != c.want {
 			t.Errorf("%s: recognised %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A Spilo StatefulSet as Zalando's operator makes it (SPILO_CONFIGURATION,
+// no owner reference by default) is the postgresql's: operator-owned,
+// so replace is refused and the operator's way named.
+func TestZalandoIsOperatorOwned(t *testing.T) {
+	tpl := model.PodTemplate{Containers: []model.Container{{Name: "postgres", Image: "ghcr.io/zalando/spilo-15:3.0-p1",
+		Env: []model.EnvVar{{Name: "DCS_ENABLE_KUBERNETES_API", Value: "true"}, {Name: "SPILO_CONFIGURATION", Value: "{}"}}}}}
+	c := model.ClusterFacts{Name: "acid-main", Template: Engine{}.Template(tpl)}
+	Engine{}.Keep(tpl, objects{}, &c)
+	if c.Shape != model.ShapeOperatorOwned || c.Template.OperatorOwner != "postgresql/acid-main" {
+		t.Errorf("shape %s, owner %q", c.Shape, c.Template.OperatorOwner)
+	}
+	tpl.Containers[0].Env = tpl.Containers[0].Env[:1]
+	c = model.ClusterFacts{Name: "acid-main", Template: Engine{}.Template(tpl)}
+	Engine{}.Keep(tpl, objects{}, &c)
+	if c.Shape != model.ShapeSelfRegistering {
+		t.Errorf("Spilo without the operator's configuration: shape %s", c.Shape)
 	}
 }

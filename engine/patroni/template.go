@@ -18,9 +18,9 @@ var _ engine.Decoder = Engine{}
 // Recognises implements engine.Decoder: a template that runs Patroni
 // (Container) with Patroni's Kubernetes DCS, which is what says where the
 // leader record is and which pod label carries the role: a PATRONI_KUBERNETES_*
-// variable (Patroni's own settings, as Patroni's Kubernetes example and
-// Crunchy PGO set them), or Spilo's DCS_ENABLE_KUBERNETES_API (as
-// Zalando's postgres-operator sets it). A Patroni cluster on another DCS
+// variable (Patroni's own settings, as Patroni's Kubernetes example sets
+// them), or Spilo's DCS_ENABLE_KUBERNETES_API (as Zalando's
+// postgres-operator sets it). A Patroni cluster on another DCS
 // (etcd, Consul) is found by the hactl.dev/engine label alone.
 func (Engine) Recognises(t model.PodTemplate) bool {
 	c, ok := Container(t)

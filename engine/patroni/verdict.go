@@ -335,10 +335,13 @@ func (s *state) patroniReasons(r *reasons) {
 			d += "; the leader lock is free"
 		}
 		r.Add(model.ReasonPrimaryMissing, "", "%s", d)
-		if op := s.obs.Cluster.Operator; op != nil && op.Err == "" && op.Available != nil && *op.Available {
+		if op := s.obs.Cluster.Operator; op != nil && op.Err == "" && op.Available != nil && *op.Available && s.everyRunningAsked() &&
+			c != nil && c.ObjectsErr == "" && (!c.LockFound || c.LockHolder == "" || c.LockStale(s.now.Add(-lockSkew))) {
 			// The operator's word is not the truth (cozystack's #367 in
 			// Zalando's shape): it says Running after its last sync, not
-			// now.
+			// now. Only where every running member was asked and the lock
+			// names no live primary: a member hactl could not ask may be
+			// the primary, and a fresh lock's holder may answer next.
 			word := op.Status
 			if word == "" {
 				word = op.Condition()
@@ -571,4 +574,16 @@ func roleLabel(c *model.PatroniClusterFacts) string {
 		return "role"
 	}
 	return c.RoleLabel
+}
+
+// everyRunningAsked reports whether every member whose container runs
+// was asked (an answer, or no answer in time): none went unasked for
+// want of credentials or a probe.
+func (s *state) everyRunningAsked() bool {
+	for _, v := range s.views {
+		if v.Running && (v.Engine == nil || v.CredFail) {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/internal/poll"
@@ -17,14 +18,20 @@ import (
 
 // Psql runs sql as the superuser of Patroni cluster cluster (the
 // credentials in its Secret of the same name, as the sandbox's template
-// keeps them) on member's own PostgreSQL, over TCP to the member's
-// loopback address: what that member reads locally, no proxy, no
-// replica routing.
+// keeps them, else in the Secret Zalando's operator makes,
+// postgres.<cluster>.credentials.postgresql.acid.zalan.do) on member's
+// own PostgreSQL, over TCP to the member's loopback address: what that
+// member reads locally, no proxy, no replica routing.
 func (s *Suite) Psql(t testing.TB, ns, cluster, member, sql string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	user, password := "superuser-username", "superuser-password"
 	sec, err := s.KC.CoreV1().Secrets(ns).Get(ctx, cluster, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		user, password = "username", "password"
+		sec, err = s.KC.CoreV1().Secrets(ns).Get(ctx, "postgres."+cluster+".credentials.postgresql.acid.zalan.do", metav1.GetOptions{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +43,9 @@ func (s *Suite) Psql(t testing.TB, ns, cluster, member, sql string) (string, err
 	if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/psql"); len(found) > 0 {
 		bin = found[len(found)-1]
 	}
-	cmd := exec.CommandContext(ctx, bin, "-h", m.Address, "-p", "5432", "-U", string(sec.Data["superuser-username"]),
+	cmd := exec.CommandContext(ctx, bin, "-h", m.Address, "-p", "5432", "-U", string(sec.Data[user]),
 		"-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qAtc", sql)
-	cmd.Env = append(os.Environ(), "PGPASSWORD="+string(sec.Data["superuser-password"]), "PGCONNECT_TIMEOUT=5")
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+string(sec.Data[password]), "PGCONNECT_TIMEOUT=5")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("psql on %s: %v: %s", member, err, out)
