@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -62,21 +63,21 @@ func TestStatusThroughKubectl(t *testing.T) {
 				if err := json.Unmarshal([]byte(out), &cs); err != nil {
 					t.Fatalf("not a ClusterStatus (exit %d): %v\n%s", exit, err, last)
 				}
-				if missing(c.Reasons, codesOf(cs)) == nil && exit == wantExit(c.Reasons) {
+				// A reason outside the scenario's, such as a probe that
+				// timed out on a loaded machine, must clear within the
+				// poll: one that stays fails it.
+				unexpected := ""
+				for _, r := range codesOf(cs) {
+					if !slices.Contains(c.Reasons, r) && !slices.Contains(c.MayAlso, r) {
+						unexpected += fmt.Sprintf(" %s (%+v)", r, cs.Verdict.Reasons)
+					}
+				}
+				if missing(c.Reasons, codesOf(cs)) == nil && exit == wantExit(c.Reasons) && unexpected == "" {
 					return nil
 				}
-				return fmt.Errorf("reasons %v (exit %d), want %v (exit %d); may also %v\n%s",
-					codesOf(cs), exit, c.Reasons, wantExit(c.Reasons), c.MayAlso, last)
+				return fmt.Errorf("reasons %v (exit %d), want %v (exit %d); may also %v; unexpected:%s\n%s",
+					codesOf(cs), exit, c.Reasons, wantExit(c.Reasons), c.MayAlso, unexpected, last)
 			}, poll.Every(time.Second))
-			allowed := map[string]bool{}
-			for _, r := range append(append([]string(nil), c.Reasons...), c.MayAlso...) {
-				allowed[r] = true
-			}
-			for _, r := range codesOf(cs) {
-				if !allowed[r] {
-					t.Errorf("scenario %s: unexpected reason %s (%+v)", c.Scenario, r, cs.Verdict.Reasons)
-				}
-			}
 			if !cs.EngineProbed {
 				t.Fatal("members were not probed")
 			}

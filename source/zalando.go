@@ -24,8 +24,12 @@ const (
 	zalandoRunning = "Running"
 )
 
-// ZalandoPath is the API path of the postgresqls in namespace ns.
+// ZalandoPath is the API path of the postgresqls in namespace ns ("" for
+// every namespace).
 func ZalandoPath(ns string) string {
+	if ns == "" {
+		return "/apis/" + ZalandoGroup + "/" + ZalandoVersion + "/postgresqls"
+	}
 	return "/apis/" + ZalandoGroup + "/" + ZalandoVersion + "/namespaces/" + ns + "/postgresqls"
 }
 
@@ -96,7 +100,7 @@ func zalandoOperator(z *Zalando, sts *appsv1.StatefulSet) *model.OperatorFacts {
 		return op
 	}
 	for _, c := range z.Clusters {
-		if c.Name != sts.Name {
+		if c.Name != sts.Name || (c.Namespace != "" && c.Namespace != sts.Namespace) {
 			continue
 		}
 		op.Status = c.Status.PostgresClusterStatus

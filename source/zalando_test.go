@@ -57,6 +57,16 @@ func TestZalandoOperatorFacts(t *testing.T) {
 	if op := zalandoOperator(&Zalando{Err: errors.New("forbidden")}, sts("acid-a")); op.Err != "forbidden" || op.Available != nil {
 		t.Errorf("unread: %+v", op)
 	}
+	if ZalandoPath("") != "/apis/acid.zalan.do/v1/postgresqls" || ZalandoPath("db") != "/apis/acid.zalan.do/v1/namespaces/db/postgresqls" {
+		t.Errorf("paths %q, %q", ZalandoPath(""), ZalandoPath("db"))
+	}
+	// Read across namespaces (status -A): a postgresql of another
+	// namespace is not this StatefulSet's.
+	other := sts("acid-a")
+	other.Namespace = "elsewhere"
+	if op := zalandoOperator(z, other); op.Err == "" {
+		t.Errorf("a postgresql of namespace db taken for elsewhere's StatefulSet: %+v", op)
+	}
 	if zalandoOperator(nil, sts("acid-a")) != nil {
 		t.Error("facts of a read that did not happen")
 	}
