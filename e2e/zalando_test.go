@@ -38,22 +38,15 @@ func TestZalandoThroughKubectl(t *testing.T) {
 		// Healthy but for the operator's budget, which covers the
 		// primary alone (exit 3); the Endpoints the earlier mode left
 		// name another leader, which is not read.
-		var cs status.ClusterStatus
-		var out, errOut string
-		var code int
-		err := poll.Wait(2*time.Minute, func() error {
-			out, errOut, code = kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json")
-			cs = status.ClusterStatus{}
-			if err := json.Unmarshal([]byte(out), &cs); err != nil {
-				return fmt.Errorf("not a ClusterStatus (exit %d): %v", code, err)
-			}
-			if got := codesOf(cs); code != 3 || len(got) != 1 || got[0] != string(model.ReasonPDBAllowsQuorumLoss) {
-				return fmt.Errorf("exit %d: %v", code, got)
+		cs := statusUntil(t, ns, name, func(cs status.ClusterStatus) error {
+			if got := codesOf(cs); len(got) != 1 || got[0] != string(model.ReasonPDBAllowsQuorumLoss) {
+				return fmt.Errorf("reasons %v, want the budget's alone", got)
 			}
 			return nil
-		}, poll.Every(time.Second))
-		if err != nil {
-			t.Fatalf("never healthy but for its budget: %v\n%s%s", err, out, errOut)
+		})
+		_, errOut, code := kubectl(t, "hactl", "status", name, "-n", ns, "-o", "json")
+		if code != 3 {
+			t.Errorf("exit %d, want 3 (control-ready, not failover-ready)\n%s", code, errOut)
 		}
 		p := cs.Patroni
 		if cs.Engine != "patroni" || p == nil || p.DCS != model.DCSConfigMaps || p.RoleLabel != "spilo-role" || p.Scope != name {

@@ -185,24 +185,7 @@ func TestPatroniFromTheAPIServer(t *testing.T) {
 		}
 	}
 	t.Run("list calls", func(t *testing.T) { check(t, observe(t, admin, ns, "", model.VerdictOptions{})) })
-	t.Run("watch caches", func(t *testing.T) {
-		w, ctx := startWatcher(t, admin, ns, WatchOptions{})
-		var rs []Result
-		testenv.Poll(t, 30*time.Second, func() (bool, error) {
-			var err error
-			rs, _, err = w.Observe(ctx, "", false)
-			if err != nil {
-				return false, err
-			}
-			for _, r := range rs {
-				if p := r.Observation.Cluster.Patroni; p == nil || p.ObjectsErr != "" {
-					return false, nil
-				}
-			}
-			return len(rs) == 2, nil
-		})
-		check(t, rs)
-	})
+	t.Run("watch caches", func(t *testing.T) { check(t, watchedPatroni(t, admin, ns, 2)) })
 	t.Run("a watch without configmaps says so per cluster, not as a watch error", func(t *testing.T) {
 		_, cfg := testenv.RestrictedUser(t, cp, ns, statusRules)
 		w, ctx := startWatcher(t, testenv.Clientset(t, cfg), ns, WatchOptions{})
@@ -448,24 +431,7 @@ func TestSpiloClustersWithoutHactlLabels(t *testing.T) {
 		}
 	}
 	t.Run("list calls", func(t *testing.T) { check(t, observe(t, admin, ns, "", model.VerdictOptions{})) })
-	t.Run("watch caches", func(t *testing.T) {
-		w, ctx := startWatcher(t, admin, ns, WatchOptions{})
-		var rs []Result
-		testenv.Poll(t, 30*time.Second, func() (bool, error) {
-			var err error
-			rs, _, err = w.Observe(ctx, "", false)
-			if err != nil {
-				return false, err
-			}
-			for _, r := range rs {
-				if p := r.Observation.Cluster.Patroni; p == nil || p.ObjectsErr != "" {
-					return false, nil
-				}
-			}
-			return len(rs) == 3, nil
-		})
-		check(t, rs)
-	})
+	t.Run("watch caches", func(t *testing.T) { check(t, watchedPatroni(t, admin, ns, 3)) })
 	t.Run("a watch that may list Endpoints but not ConfigMaps reads the clusters on Endpoints", func(t *testing.T) {
 		rules := append(slices.Clone(statusRules), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"endpoints"}, Verbs: []string{"list"}})
 		_, cfg := testenv.RestrictedUser(t, cp, ns, rules)
@@ -493,4 +459,26 @@ func TestSpiloClustersWithoutHactlLabels(t *testing.T) {
 			t.Errorf("on ConfigMaps, which may not be listed: %+v (the orphaned Endpoints must not stand in)", cm)
 		}
 	})
+}
+
+// watchedPatroni is a Watcher's first read of ns's n Patroni clusters
+// with their DCS objects read (polled while the caches sync).
+func watchedPatroni(t *testing.T, c kubernetes.Interface, ns string, n int) []Result {
+	t.Helper()
+	w, ctx := startWatcher(t, c, ns, WatchOptions{})
+	var rs []Result
+	testenv.Poll(t, 30*time.Second, func() (bool, error) {
+		var err error
+		rs, _, err = w.Observe(ctx, "", false)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range rs {
+			if p := r.Observation.Cluster.Patroni; p == nil || p.ObjectsErr != "" {
+				return false, nil
+			}
+		}
+		return len(rs) == n, nil
+	})
+	return rs
 }

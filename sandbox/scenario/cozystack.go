@@ -313,23 +313,31 @@ func EnsureCozystackCRDs(ctx context.Context, dyn dynamic.Interface) error {
 				"versions": []any{version},
 			},
 		}}
-		_, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating CRD %s: %w", crd.GetName(), err)
-		}
-		for {
-			cur, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
-			if err == nil && crdEstablished(cur) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("waiting for CRD %s to be established: %w", crd.GetName(), ctx.Err())
-			case <-time.After(poll):
-			}
+		if err := createCRD(ctx, dyn, crd); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// createCRD creates crd (one that exists already is kept) and waits
+// until the API server has established it.
+func createCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Unstructured) error {
+	_, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating CRD %s: %w", crd.GetName(), err)
+	}
+	for {
+		cur, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
+		if err == nil && crdEstablished(cur) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for CRD %s to be established: %w", crd.GetName(), ctx.Err())
+		case <-time.After(poll):
+		}
+	}
 }
 
 func crdEstablished(crd *unstructured.Unstructured) bool {

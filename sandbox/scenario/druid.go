@@ -256,21 +256,7 @@ func EnsureDruidCRDs(ctx context.Context, dyn dynamic.Interface) error {
 			}},
 		},
 	}}
-	_, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating CRD %s: %w", crd.GetName(), err)
-	}
-	for {
-		cur, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
-		if err == nil && crdEstablished(cur) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for CRD %s to be established: %w", crd.GetName(), ctx.Err())
-		case <-time.After(poll):
-		}
-	}
+	return createCRD(ctx, dyn, crd)
 }
 
 func druidColumn(name, typ, path string, priority int64) map[string]any {
