@@ -120,7 +120,10 @@ func TestBitnamiAuthSeed(t *testing.T) {
 	password := bitnamiPassword(t, ns, name)
 	s.SetupStore(t, name)
 	gen := "auth-1"
-	r := s.Run(t, 3*time.Minute, "hactl", "seed", name, "--generation", gen, "-n", ns, "--yes", "-o", "json")
+	// A generous probe timeout: each member issues root's token through
+	// its log, which a loaded machine may hold past the default 2 s (the
+	// seed is then refused, cluster_unreachable, and changes nothing).
+	r := s.Run(t, 3*time.Minute, "hactl", "seed", name, "--generation", gen, "-n", ns, "--yes", "-o", "json", "--probe-timeout", "10s")
 	if r.Code != 0 {
 		t.Fatalf("seed of %s: exit %d\n%s\n%s", name, r.Code, r.Stdout, r.Stderr)
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -16,13 +17,25 @@ var s *e2esuite.Suite
 // with every scenario (e2esuite.Main).
 func TestMain(m *testing.M) {
 	e2esuite.Main(m, &s, func() (e2esuite.Options, func(), error) {
-		// Every scenario at once (fourteen clusters, 21 of the members
-		// real Patroni + PostgreSQL) while CI runs other packages beside
-		// it: on two cores the bring-up alone has taken over four
-		// minutes, the builds before it two more.
-		return e2esuite.Options{Scenarios: scenario.Names(), SandboxBinary: true, Timeout: 12 * time.Minute}, nil, nil
+		// Every scenario at once but those in e2eLeftOut (27 clusters,
+		// 30 of the members real Patroni + PostgreSQL) while CI runs
+		// other packages beside it: on two cores the bring-up alone has
+		// taken over four minutes, the builds before it two more.
+		var names []string
+		for _, n := range scenario.Names() {
+			if !slices.Contains(e2eLeftOut, n) {
+				names = append(names, n)
+			}
+		}
+		return e2esuite.Options{Scenarios: names, SandboxBinary: true, Timeout: 12 * time.Minute}, nil, nil
 	})
 }
+
+// e2eLeftOut are scenarios the shared sandbox does without: their
+// verdict is another scenario's on another layout (zalando-replica-lagging
+// is pg-replica-lagging laid out by Zalando's operator), and every
+// Patroni cluster costs the loaded CI machine three more members.
+var e2eLeftOut = []string{"zalando-replica-lagging"}
 
 func skipShort(t *testing.T) {
 	t.Helper()
