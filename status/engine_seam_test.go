@@ -302,12 +302,15 @@ func TestUnreadConfigMapsAreUnknownNotAbsent(t *testing.T) {
 		unread bool
 	}{
 		{Objects{StatefulSets: []appsv1.StatefulSet{*sts}}, true},
-		{Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMapsRead: true}, false},
+		// The template names no DCS kind: with no ConfigMap record, the
+		// lock may be on the Endpoints, which were not read.
+		{Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMapsRead: true}, true},
+		{Objects{StatefulSets: []appsv1.StatefulSet{*sts}, ConfigMapsRead: true, EndpointsRead: true}, false},
 	} {
 		obs := decodeStatefulSet(sts, newIndex(&c.objs), goldenNow, parts)
 		p := obs.Cluster.Patroni
 		if p == nil || (p.ObjectsErr != "") != c.unread || p.LockFound {
-			t.Errorf("read %v: Patroni facts %+v", c.objs.ConfigMapsRead, p)
+			t.Errorf("read %v, %v: Patroni facts %+v", c.objs.ConfigMapsRead, c.objs.EndpointsRead, p)
 		}
 	}
 }
