@@ -161,15 +161,28 @@ func (r *run) warn(format string, args ...any) {
 	}
 }
 
+// stsRef is the object the cluster answers to, which its Events are
+// about: its StatefulSet, or the operator's resource its layout names
+// (model.ClusterFacts.OwnerKind).
 func (r *run) stsRef() corev1.ObjectReference {
-	return corev1.ObjectReference{Kind: "StatefulSet", APIVersion: "apps/v1", Namespace: r.ns, Name: r.name, UID: types.UID(r.confirmed.Cluster.UID)}
+	c := r.confirmed.Cluster
+	kind, apiVersion := c.OwnerKind, c.OwnerAPIVersion
+	if kind == "" || apiVersion == "" {
+		kind, apiVersion = "StatefulSet", "apps/v1"
+	}
+	return corev1.ObjectReference{Kind: kind, APIVersion: apiVersion, Namespace: r.ns, Name: r.name, UID: types.UID(c.UID)}
 }
 
+// owner is the owner reference of hactl's lock and ledger: the object
+// the cluster answers to, so that they go with it. None when it answers
+// to no object of a known kind: an owner reference naming an object that
+// does not exist makes the garbage collector delete the dependent.
 func (r *run) owner() *metav1.OwnerReference {
-	if r.confirmed.Cluster.UID == "" {
+	c := r.confirmed.Cluster
+	if c.UID == "" || c.OwnerKind == "" || c.OwnerAPIVersion == "" {
 		return nil
 	}
-	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: r.name, UID: types.UID(r.confirmed.Cluster.UID)}
+	return &metav1.OwnerReference{APIVersion: c.OwnerAPIVersion, Kind: c.OwnerKind, Name: r.name, UID: types.UID(c.UID)}
 }
 
 func (r *run) ledger() *Ledger {

@@ -88,6 +88,7 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 		Source:       src,
 		Engines:      o.engines(),
 		Dial:         o.Dial,
+		ProxyGet:     status.PodProxy(o.Client),
 		Secrets:      status.SecretsFrom(o.Client),
 		MemberTLS:    o.MemberTLS,
 		TLSSecret:    o.TLSSecret,
@@ -104,20 +105,30 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) (status.
 		return status.Result{}, warn, fmt.Errorf("observing %s/%s: found %d clusters", namespace, name, len(results))
 	}
 	obs := results[0].Observation
+	// The cluster's StatefulSet: the one named as it, else the first
+	// its owner controls (Crunchy PGO's StatefulSet per instance). A
+	// cluster of pods without one (static pods, CloudNativePG's
+	// instances) has only its members' objects decoded: the classifier
+	// refuses what would need more (member_managed, the engine's rules).
 	var sts *appsv1.StatefulSet
 	for i := range src.objs.StatefulSets {
-		if s := &src.objs.StatefulSets[i]; s.Namespace == namespace && s.Name == name {
+		s := &src.objs.StatefulSets[i]
+		if s.Namespace != namespace {
+			continue
+		}
+		ref := metav1.GetControllerOfNoCopy(s)
+		switch {
+		case s.Name == name:
+			sts = s
+		case sts == nil && ref != nil && obs.Cluster.UID != "" && string(ref.UID) == obs.Cluster.UID:
 			sts = s
 		}
 	}
-	switch {
-	case sts != nil:
+	if sts != nil {
 		status.DecodeActionFacts(&obs, sts, src.objs, engine.Decoders(o.engines()))
-	case obs.Cluster.ManagedBy == nil:
-		return status.Result{}, warn, fmt.Errorf("observing %s/%s: the StatefulSet vanished", namespace, name)
+	} else {
+		status.DecodeMemberObjects(&obs, src.objs)
 	}
-	// A cluster of another's pods (static pods) has no StatefulSet: the
-	// classifier refuses every change to it (member_managed).
 
 	// The lock and the ledger came with the other objects, in the same
 	// read (before the probes); an action must not decide without them.

@@ -156,7 +156,8 @@ func PlanDiff(plan, now model.Decision) []string {
 	}
 	intentDiff(add, plan.Intent, now.Intent)
 
-	if a, b := plan.Cluster, now.Cluster; a != b {
+	// The cluster by its identity (its owner's kind follows from its UID).
+	if a, b := plan.Cluster, now.Cluster; a.Namespace != b.Namespace || a.Name != b.Name || a.UID != b.UID || a.Engine != b.Engine {
 		add("the cluster is now %s/%s (uid %s, %s), the plan's was %s/%s (uid %s, %s)", b.Namespace, b.Name, b.UID, b.Engine, a.Namespace, a.Name, a.UID, a.Engine)
 	}
 	if plan.Shape != now.Shape {

@@ -51,7 +51,7 @@ func Classify(obs model.Observation, in model.Intent, now time.Time) model.Decis
 	c.d = model.Decision{
 		Intent: in,
 		Cluster: model.ClusterRef{Namespace: obs.Cluster.Namespace, Name: obs.Cluster.Name,
-			UID: obs.Cluster.UID, Engine: obs.Cluster.Engine},
+			UID: obs.Cluster.UID, Engine: obs.Cluster.Engine, OwnerKind: obs.Cluster.OwnerKind, OwnerAPIVersion: obs.Cluster.OwnerAPIVersion},
 		Shape:      obs.Cluster.Shape,
 		Flow:       model.FlowNone,
 		Steps:      []model.Step{},

@@ -257,7 +257,7 @@ func TestEngineWithoutRulesIsRefused(t *testing.T) {
 				t.Errorf("%s: verb %s, blockers %v, flow %s, steps %v\n%s", name, d.Verb, blockerCodes(d), d.Flow, kinds(d), strings.Join(Describe(d), "\n"))
 				continue
 			}
-			if want := fmt.Sprintf("hactl acts on etcd, http, patroni clusters only; db/etcd runs %q (diagnose with status)", engine); d.Blockers[0].Detail != want {
+			if want := fmt.Sprintf("hactl acts on cnpg, etcd, http, patroni clusters only; db/etcd runs %q (diagnose with status)", engine); d.Blockers[0].Detail != want {
 				t.Errorf("%s: detail %q, want %q", name, d.Blockers[0].Detail, want)
 			}
 		}

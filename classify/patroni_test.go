@@ -244,6 +244,11 @@ func patroniRows() []row {
 			mutate: func(o *model.Observation) {
 				o.Cluster.Shape, o.Cluster.Template.OperatorOwner = model.ShapeOperatorOwned, "postgresql/pg"
 			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeShapeOperatorOwned}}),
+		pgRow(row{name: "patroni: replace on a Crunchy PGO cluster names PGO's way", intent: pgReplace1,
+			mutate: func(o *model.Observation) {
+				o.Cluster.Shape, o.Cluster.Template.OperatorOwner = model.ShapeOperatorOwned, "PostgresCluster/pg"
+			}, verb: model.VerbRefuse, codes: []model.Code{model.CodeShapeOperatorOwned},
+			check: blockDetail(model.CodeShapeOperatorOwned, "Crunchy PGO's PostgresCluster/pg, which owns each instance's StatefulSet and its claim <instance>-pgdata")}),
 		pgRow(row{name: "patroni: reseed on an operator-owned cluster", intent: pgReseed1,
 			mutate: func(o *model.Observation) {
 				o.Cluster.Shape, o.Cluster.Template.OperatorOwner = model.ShapeOperatorOwned, "postgresql/pg"

@@ -19,6 +19,25 @@ const DefaultTimeout = 2 * time.Second
 // is closed).
 type DialFunc func(ctx context.Context, namespace, pod string, port int) (net.Conn, error)
 
+// ProxyGetFunc asks port of the pod namespace/pod for path with a GET
+// through the API server's pod proxy (GET
+// /api/v1/namespaces/NS/pods/POD:PORT/proxy/PATH, RBAC get pods/proxy),
+// as kubectl plugins read an operator's per-pod status. It returns the
+// status code and body of the member's answer; an error means the member
+// gave none (the API server refused the request, or could not reach the
+// pod: Proxied says which). It must honour ctx.
+type ProxyGetFunc func(ctx context.Context, namespace, pod string, port int, path string) (code int, body []byte, err error)
+
+// ProxyError is a ProxyGetFunc's error: the API server answered code
+// itself (403: the caller may not get pods/proxy; 502/503: it could not
+// reach the pod) with message.
+type ProxyError struct {
+	Code    int
+	Message string
+}
+
+func (e *ProxyError) Error() string { return e.Message }
+
 // Target is one member to dial.
 type Target struct {
 	// Member names the member in messages (usually the pod name).
@@ -70,6 +89,10 @@ type ProbeOptions struct {
 	// actions alone send it; its probes only read), and what etcd with
 	// auth enabled asks of every client, probes too.
 	Auth *BasicAuth
+	// ProxyGet, when set, reaches an engine that reads its members
+	// through the API server's pod proxy (CloudNativePG's instance
+	// manager); such an engine dials through Dial when it is nil.
+	ProxyGet ProxyGetFunc
 	// Unasked, when set, says why the members' client port is not to be
 	// asked (the credentials it needs are missing): each target is a
 	// credentials failure with it, and an engine may read what needs no

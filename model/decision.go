@@ -322,6 +322,11 @@ type ClusterRef struct {
 	Name      string `json:"name"`
 	UID       string `json:"uid,omitempty"`
 	Engine    Engine `json:"engine"`
+	// OwnerKind and OwnerAPIVersion are the kind of the object named
+	// Name with UID that the cluster answers to
+	// (ClusterFacts.OwnerKind).
+	OwnerKind       string `json:"ownerKind,omitempty"`
+	OwnerAPIVersion string `json:"ownerAPIVersion,omitempty"`
 }
 
 // Decision is what Classify decided: what to do now (Verb), the plan from

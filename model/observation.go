@@ -33,11 +33,19 @@ type Observation struct {
 
 // ClusterFacts describes the StatefulSet that is the cluster.
 type ClusterFacts struct {
-	Namespace       string    `json:"namespace"`
-	Name            string    `json:"name"`
-	Engine          Engine    `json:"engine"`
-	UID             string    `json:"uid"`
-	ResourceVersion string    `json:"resourceVersion"`
+	Namespace       string `json:"namespace"`
+	Name            string `json:"name"`
+	Engine          Engine `json:"engine"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+	// OwnerKind and OwnerAPIVersion are the kind of the object the
+	// cluster answers to, named Name with UID: its StatefulSet, or an
+	// operator's resource (Crunchy PGO's PostgresCluster,
+	// CloudNativePG's Cluster); "" when there is none (static pods).
+	// hactl's lock and ledger are its dependents, and its Events are
+	// about it.
+	OwnerKind       string    `json:"ownerKind,omitempty"`
+	OwnerAPIVersion string    `json:"ownerAPIVersion,omitempty"`
 	Replicas        int       `json:"replicas"`
 	ReadyReplicas   int       `json:"readyReplicas"`
 	CreatedAt       time.Time `json:"createdAt"`
@@ -161,6 +169,12 @@ type OperatorFacts struct {
 	Status string `json:"status,omitempty"`
 	// ReadyMembers is how many members the operator counts ready.
 	ReadyMembers int `json:"readyMembers"`
+	// Primary is the member the operator records as the primary
+	// (CloudNativePG's status.currentPrimary) and TargetPrimary the one
+	// it is making primary (status.targetPrimary: another while a
+	// switchover or failover runs); "" where it records none.
+	Primary       string `json:"primary,omitempty"`
+	TargetPrimary string `json:"targetPrimary,omitempty"`
 	// Members are the operator's records of each member, by name.
 	Members []OperatorMember `json:"members,omitempty"`
 	// RemovesByName: the operator's way to rebuild a member removes the
@@ -501,6 +515,10 @@ type EngineFacts struct {
 	// engines). MemberID is then its name, ClusterID its system
 	// identifier and LeaderID the leader its own view names.
 	Patroni *PatroniFacts `json:"patroni,omitempty"`
+	// CNPG holds what a CloudNativePG instance's manager reported (nil
+	// for other engines). MemberID is then its instance name, ClusterID
+	// its system identifier.
+	CNPG *CNPGFacts `json:"cnpg,omitempty"`
 	// Document holds what a member's status document said through its
 	// mapping (the http engine; nil for other engines). MemberID,
 	// ClusterID, LeaderID, RaftTerm, RaftIndex (its frontier) and

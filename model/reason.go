@@ -104,6 +104,15 @@ const (
 	ReasonSyncStandbyMissing     ReasonCode = "sync_standby_missing"
 	ReasonFailoverCandidatesNone ReasonCode = "failover_candidates_none"
 	ReasonPendingRestart         ReasonCode = "pending_restart"
+	// ReasonSwitchoverInProgress: the operator is making another member
+	// primary (CloudNativePG's targetPrimary differs from its
+	// currentPrimary).
+	ReasonSwitchoverInProgress ReasonCode = "switchover_in_progress"
+	// ReasonSwitchoverTargetLagging: the replica the operator would
+	// promote in a switchover or failover (CloudNativePG's: the one that
+	// received the most WAL) has not replayed what it received, so its
+	// promotion waits for that replay (cloudnative-pg#11110).
+	ReasonSwitchoverTargetLagging ReasonCode = "switchover_target_lagging"
 	// ReasonCertExpiring: a member's serving certificate, seen in its
 	// probe's TLS handshake, expires within the warning window
 	// (--cert-warn); ReasonCertExpired: it has expired.
@@ -149,22 +158,24 @@ var reasonImpact = map[ReasonCode]Impact{
 	ReasonMemberNotReady:         ImpactFailover,
 	ReasonEngineConfigInvalid:    ImpactControl,
 
-	ReasonPrimaryMissing:         ImpactControl,
-	ReasonPrimarySplit:           ImpactControl,
-	ReasonLeaderLockStale:        ImpactControl,
-	ReasonLeaderLockUnknown:      ImpactControl,
-	ReasonLeaderMismatch:         ImpactControl,
-	ReasonReplicaNotStreaming:    ImpactFailover,
-	ReasonReplicaLagging:         ImpactFailover,
-	ReasonReplicaDiverged:        ImpactFailover,
-	ReasonSystemIDSplit:          ImpactControl,
-	ReasonMaintenancePaused:      ImpactFailover,
-	ReasonSyncStandbyMissing:     ImpactFailover,
-	ReasonFailoverCandidatesNone: ImpactFailover,
-	ReasonPendingRestart:         ImpactInfo,
-	ReasonCertExpiring:           ImpactInfo,
-	ReasonCertExpired:            ImpactFailover,
-	ReasonCertNotYetValid:        ImpactFailover,
+	ReasonPrimaryMissing:          ImpactControl,
+	ReasonPrimarySplit:            ImpactControl,
+	ReasonLeaderLockStale:         ImpactControl,
+	ReasonLeaderLockUnknown:       ImpactControl,
+	ReasonLeaderMismatch:          ImpactControl,
+	ReasonReplicaNotStreaming:     ImpactFailover,
+	ReasonReplicaLagging:          ImpactFailover,
+	ReasonReplicaDiverged:         ImpactFailover,
+	ReasonSystemIDSplit:           ImpactControl,
+	ReasonMaintenancePaused:       ImpactFailover,
+	ReasonSyncStandbyMissing:      ImpactFailover,
+	ReasonFailoverCandidatesNone:  ImpactFailover,
+	ReasonPendingRestart:          ImpactInfo,
+	ReasonSwitchoverInProgress:    ImpactFailover,
+	ReasonSwitchoverTargetLagging: ImpactFailover,
+	ReasonCertExpiring:            ImpactInfo,
+	ReasonCertExpired:             ImpactFailover,
+	ReasonCertNotYetValid:         ImpactFailover,
 }
 
 // Impact reports which verdict the code defeats. Unknown codes defeat

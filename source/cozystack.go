@@ -256,7 +256,7 @@ func cozystackWorkload(ns, name string, pods []*corev1.Pod, cz *Cozystack, eng m
 		templates[n] = pt
 	}
 	w := Workload{
-		Kind: "EtcdCluster", Owner: owner, Engine: eng, Template: t, PodLabels: podLabels,
+		Kind: "EtcdCluster", APIVersion: CozystackGroup + "/" + CozystackVersion, Owner: owner, Engine: eng, Template: t, PodLabels: podLabels,
 		Service: name, Replicas: replicas, Ready: ready, Layout: CozystackLayout, ManagedBy: CozystackOperator,
 		Templates: templates,
 		List: func(ix *Index, at time.Time) []model.Member {

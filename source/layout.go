@@ -28,6 +28,9 @@ type Objects struct {
 	// Zalando are Zalando's postgresqls, nil when they were not read (no
 	// StatefulSet laid out by its operator).
 	Zalando *Zalando
+	// CNPG are CloudNativePG's Clusters, nil when they were not read (no
+	// instance's pod).
+	CNPG *CNPG
 }
 
 // Index groups a read's pods and claims once, so that listing the members
@@ -85,10 +88,10 @@ type Layout interface {
 }
 
 // Default are the layouts read when none are named: StatefulSets,
-// etcd-druid's, kubeadm's static pods and the cozystack etcd-operator's
-// members.
+// etcd-druid's, kubeadm's static pods, the cozystack etcd-operator's
+// members, Crunchy PGO's instances and CloudNativePG's.
 func Default() []Layout {
-	return []Layout{StatefulSets{}, DruidClusters{}, StaticPods{}, CozystackClusters{}}
+	return []Layout{StatefulSets{}, DruidClusters{}, StaticPods{}, CozystackClusters{}, PGOClusters{}, CNPGClusters{}}
 }
 
 // Workload is one HA cluster as its layout found it.
@@ -99,6 +102,9 @@ type Workload struct {
 	// (docs/contract.md).
 	Kind  string
 	Owner *metav1.ObjectMeta
+	// APIVersion is Kind's API group and version ("apps/v1"), "" when
+	// the members answer to no object (static pods).
+	APIVersion string
 	// Engine runs the members; Template is their pod template as the
 	// engines' decoders read it.
 	Engine   model.Engine
@@ -176,22 +182,6 @@ func (StatefulSets) Workloads(o Objects, detect Detect) []Workload {
 	return out
 }
 
-// LabelPGOCluster is the label Crunchy PGO puts on every object of a
-// PostgresCluster, naming it.
-const LabelPGOCluster = "postgres-operator.crunchydata.com/cluster"
-
-// IsPGOInstance reports whether sts is one instance of a Crunchy PGO
-// PostgresCluster (a StatefulSet per instance, replicas 1): one member
-// of a cluster, never a cluster of its own. Such clusters are not read
-// as one yet, so they are not shown (status warns).
-func IsPGOInstance(sts *appsv1.StatefulSet) bool {
-	_, ok := sts.Labels["postgres-operator.crunchydata.com/instance"]
-	if c := metav1.GetControllerOfNoCopy(sts); c != nil && c.Kind == "PostgresCluster" {
-		ok = true
-	}
-	return ok
-}
-
 // StatefulSetWorkload is sts as a workload of engine eng, with pod
 // template t.
 func StatefulSetWorkload(sts *appsv1.StatefulSet, eng model.Engine, t model.PodTemplate) Workload {
@@ -200,7 +190,7 @@ func StatefulSetWorkload(sts *appsv1.StatefulSet, eng model.Engine, t model.PodT
 		replicas = int(*sts.Spec.Replicas)
 	}
 	return Workload{
-		Kind: "StatefulSet", Owner: &sts.ObjectMeta, Engine: eng, Template: t,
+		Kind: "StatefulSet", APIVersion: "apps/v1", Owner: &sts.ObjectMeta, Engine: eng, Template: t,
 		PodLabels: labels.Set(sts.Spec.Template.Labels), Service: sts.Spec.ServiceName,
 		Replicas: replicas, Ready: int(sts.Status.ReadyReplicas), Layout: "StatefulSet",
 		List: func(ix *Index, at time.Time) []model.Member { return statefulSetMembers(sts, ix, replicas, at) },

@@ -8,8 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hactl-dev/hactl/model"
 )
 
 // A StatefulSet laid out by Zalando's operator is known by Spilo's
@@ -73,25 +71,3 @@ func TestZalandoOperatorFacts(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-// A Crunchy PGO instance's StatefulSet (one per instance) is no cluster
-// of its own: the StatefulSets layout leaves it out, by its label or its
-// PostgresCluster controller.
-func TestPGOInstancesAreNoClusters(t *testing.T) {
-	yes := func(l map[string]string, refs ...metav1.OwnerReference) bool {
-		return IsPGOInstance(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Labels: l, OwnerReferences: refs}})
-	}
-	ctl := true
-	if !yes(map[string]string{"postgres-operator.crunchydata.com/instance": "hippo-00-abcd"}) ||
-		!yes(nil, metav1.OwnerReference{Kind: "PostgresCluster", Controller: &ctl}) || yes(map[string]string{"app": "pg"}) {
-		t.Error("a PGO instance is known by its instance label or its PostgresCluster controller, and nothing else is one")
-	}
-	detect := func(map[string]string, model.PodTemplate) (model.Engine, bool) { return "patroni", true }
-	o := Objects{StatefulSets: []appsv1.StatefulSet{
-		{ObjectMeta: metav1.ObjectMeta{Name: "hippo-00-abcd", Labels: map[string]string{"postgres-operator.crunchydata.com/instance": "hippo-00-abcd"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "pg"}},
-	}}
-	if ws := (StatefulSets{}).Workloads(o, detect); len(ws) != 1 || ws[0].Owner.Name != "pg" {
-		t.Errorf("workloads %d, want pg alone", len(ws))
-	}
-}

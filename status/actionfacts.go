@@ -51,6 +51,14 @@ func DecodeActionFacts(obs *model.Observation, sts *appsv1.StatefulSet, objs *Ob
 	decodeMemberObjects(obs.Members, sts.Namespace, objs, obs.Cluster.SelfWritten)
 }
 
+// DecodeMemberObjects adds to obs, a cluster without a StatefulSet of
+// its own (static pods, CloudNativePG's instances), what
+// DecodeActionFacts adds of its members: their pods' and volumes'
+// fingerprints, from objs.
+func DecodeMemberObjects(obs *model.Observation, objs *Objects) {
+	decodeMemberObjects(obs.Members, obs.Cluster.Namespace, objs, obs.Cluster.SelfWritten)
+}
+
 // decodeMemberObjects adds each member's pod revision and fingerprint and
 // its volume's deletion mark and fingerprint, from the very objects
 // (matched by UID) the members were decoded from. sw is what the

@@ -83,7 +83,7 @@ type selectingService struct {
 
 func newIndex(o *Objects) *index {
 	ix := &index{
-		src: source.NewIndex(source.Objects{StatefulSets: o.StatefulSets, Pods: o.Pods, PVCs: o.PVCs, Cozystack: o.Cozystack, Druid: o.Druid, Zalando: o.Zalando}), podByName: map[string]*corev1.Pod{},
+		src: source.NewIndex(source.Objects{StatefulSets: o.StatefulSets, Pods: o.Pods, PVCs: o.PVCs, Cozystack: o.Cozystack, Druid: o.Druid, Zalando: o.Zalando, CNPG: o.CNPG}), podByName: map[string]*corev1.Pod{},
 		pdbs: map[string][]selectingPDB{}, svcs: map[string][]selectingService{},
 		slices: map[string][]*discoveryv1.EndpointSlice{}, events: map[string][]*corev1.Event{},
 		configMaps: map[string]*corev1.ConfigMap{}, configMapsErr: configMapsErr(o),
@@ -145,7 +145,7 @@ func decodeCluster(w source.Workload, ix *index, at time.Time, p engineParts) mo
 		At: at,
 		Cluster: model.ClusterFacts{
 			Namespace: w.Owner.Namespace, Name: w.Owner.Name, Engine: w.Engine,
-			UID: string(w.Owner.UID), ResourceVersion: w.Owner.ResourceVersion,
+			UID: string(w.Owner.UID), ResourceVersion: w.Owner.ResourceVersion, OwnerKind: w.Kind, OwnerAPIVersion: w.APIVersion,
 			Replicas: w.Replicas, ReadyReplicas: w.Ready,
 			CreatedAt: w.Owner.CreationTimestamp.Time, ServiceName: w.Service,
 			Template: tf, Shape: tf.Shape(),

@@ -19,9 +19,6 @@ func needConfigMaps(sts []appsv1.StatefulSet, p engineParts) bool {
 		if sts[i].Annotations[AnnotationEngineConfig] != "" {
 			return true
 		}
-		if source.IsPGOInstance(&sts[i]) {
-			continue // not read as a cluster (pgoWarnings)
-		}
 		if e := sts[i].Labels[LabelEngine]; e != "" {
 			if p.keepers[model.Engine(e)] != nil {
 				return true

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +42,11 @@ type Observer struct {
 	// Dial reaches a member's port (port-forward in production). When nil,
 	// no engine probe runs.
 	Dial engine.DialFunc
+	// ProxyGet asks a member's port through the API server's pod proxy,
+	// for an engine that reads its members that way (CloudNativePG's
+	// instance manager); when nil, the Source's (PodProxy) is used where
+	// it has one.
+	ProxyGet engine.ProxyGetFunc
 	// Secrets reads TLS Secrets named by hactl.dev/client-tls-secret.
 	Secrets SecretGetter
 	// MemberTLS are client credentials from local files (--etcd-cacert,
@@ -120,7 +124,6 @@ func (o *Observer) Observe(ctx context.Context, namespace, name string) ([]Resul
 	if objs.ActionsErr != nil {
 		warn = append(warn, fmt.Sprintf("hactl's action locks and ledgers not read (actions not shown): %v", objs.ActionsErr))
 	}
-	warn = append(warn, pgoWarnings(objs.StatefulSets)...)
 	parts := partsOf(o.Engines)
 	picked, err := o.workloads(objs, parts, namespace, name)
 	if err != nil {
@@ -171,7 +174,7 @@ func (o *Observer) workloads(objs *Objects, parts engineParts, namespace, name s
 		return detect(l, t, parts.decoders)
 	}
 	var all []source.Workload
-	so := source.Objects{StatefulSets: objs.StatefulSets, Pods: objs.Pods, PVCs: objs.PVCs, Cozystack: objs.Cozystack, Druid: objs.Druid, Zalando: objs.Zalando}
+	so := source.Objects{StatefulSets: objs.StatefulSets, Pods: objs.Pods, PVCs: objs.PVCs, Cozystack: objs.Cozystack, Druid: objs.Druid, Zalando: objs.Zalando, CNPG: objs.CNPG}
 	for _, l := range layouts {
 		all = append(all, l.Workloads(so, detectIn)...)
 	}
@@ -282,7 +285,7 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 				func() {
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Conns: o.Conns, Auth: auth, Unasked: unasked}
+					po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Conns: o.Conns, Auth: auth, Unasked: unasked, ProxyGet: o.proxyGet()}
 					mu.Lock()
 					probed[engine.ConnKey(string(ob.Cluster.Engine), t, creds, auth)] = true
 					mu.Unlock()
@@ -496,22 +499,19 @@ func Evaluate(obs model.Observation, now time.Time, opts model.VerdictOptions) R
 	return Result{Observation: ob, Verdict: v, Analysis: a}
 }
 
-// pgoWarnings say, once per Crunchy PGO PostgresCluster, that its
-// instance StatefulSets are not read as a cluster (source's StatefulSets
-// layout leaves them out, rather than show one cluster per instance).
-func pgoWarnings(sts []appsv1.StatefulSet) []string {
-	var out []string
-	seen := map[string]bool{}
-	for i := range sts {
-		if !source.IsPGOInstance(&sts[i]) {
-			continue
-		}
-		c := sts[i].Namespace + "/" + cmp.Or(sts[i].Labels[source.LabelPGOCluster], sts[i].Name)
-		if seen[c] {
-			continue
-		}
-		seen[c] = true
-		out = append(out, fmt.Sprintf("Crunchy PGO cluster %s not shown: hactl does not read its per-instance StatefulSets as one cluster yet", c))
+// proxier is a Source that reaches pods through the API server's pod
+// proxy (APISource, a Watcher's).
+type proxier interface {
+	PodProxy() engine.ProxyGetFunc
+}
+
+// proxyGet is o.ProxyGet, else its Source's pod proxy, else nil.
+func (o *Observer) proxyGet() engine.ProxyGetFunc {
+	if o.ProxyGet != nil {
+		return o.ProxyGet
 	}
-	return out
+	if p, ok := o.Source.(proxier); ok {
+		return p.PodProxy()
+	}
+	return nil
 }

@@ -38,4 +38,10 @@ func TestOperatorAndBackupLines(t *testing.T) {
 	if BackupLine(cz, now) != "" {
 		t.Error("a backup line for an operator that keeps no backups")
 	}
+	// CloudNativePG's Cluster: its phase and the primary it records, the
+	// one it switches to, its Ready condition when false.
+	cn := &model.OperatorFacts{Kind: "Cluster", Name: "ex", Status: "Switchover in progress", Primary: "ex-1", TargetPrimary: "ex-2", Available: &no, AvailableType: "Ready", ReadyMembers: 2}
+	if got, want := OperatorLine(cn), "Cluster ex says: Switchover in progress, primary ex-1 (switching to ex-2), not Ready, 2 instances ready"; got != want {
+		t.Errorf("CloudNativePG's line %q, want %q", got, want)
+	}
 }

@@ -45,7 +45,7 @@ func (o *Observer) Report(ctx context.Context, ob model.Observation) ([]MemberRe
 		m := &ob.Members[mi]
 		t := memberTarget(&ob, m)
 		wg.Go(func() {
-			po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Auth: auth}
+			po := engine.ProbeOptions{Timeout: o.ProbeTimeout, Dial: o.Dial, Credentials: creds, Auth: auth, ProxyGet: o.proxyGet()}
 			out[i] = MemberReport{Member: m.Name, Files: rep.Report(ctx, t, po)}
 		})
 	}
@@ -98,7 +98,8 @@ func selecting(out, objs *Objects, c model.ClusterFacts, podLabels labels.Set, i
 }
 
 // ClusterObjects are the objects of objs that belong to the cluster ob
-// observed: its StatefulSet; the pods it owns, its members' pods and
+// observed: its StatefulSet (or those its owner controls: Crunchy PGO's
+// instances); the pods it owns, its members' pods and
 // hactl's own pods for it (labelled LabelCluster); its members' claims;
 // the disruption budgets and Services that select its pods, and those
 // Services' EndpointSlices; ConfigMaps whose labels its pods all carry
@@ -108,10 +109,17 @@ func ClusterObjects(objs *Objects, ob model.Observation) *Objects {
 	c := ob.Cluster
 	out := &Objects{EventsErr: objs.EventsErr, ConfigMapsErr: objs.ConfigMapsErr, EndpointsErr: objs.EndpointsErr, ActionsErr: objs.ActionsErr}
 	var podLabels labels.Set
+	involved := map[string]bool{"StatefulSet/" + c.Name: true}
 	for _, s := range objs.StatefulSets {
-		if s.Name == c.Name && (c.UID == "" || string(s.UID) == c.UID) {
+		// Its own, or those its owner controls (an operator's StatefulSet
+		// per instance, such as Crunchy PGO's).
+		ref := metav1.GetControllerOf(&s)
+		if (s.Name == c.Name && (c.UID == "" || string(s.UID) == c.UID)) || (ref != nil && c.UID != "" && string(ref.UID) == c.UID) {
 			out.StatefulSets = append(out.StatefulSets, s)
-			podLabels = s.Spec.Template.Labels
+			involved["StatefulSet/"+s.Name] = true
+			if podLabels == nil {
+				podLabels = s.Spec.Template.Labels
+			}
 		}
 	}
 	pods, claims := map[string]bool{}, map[string]bool{}
@@ -127,7 +135,6 @@ func ClusterObjects(objs *Objects, ob model.Observation) *Objects {
 		ref := metav1.GetControllerOf(meta)
 		return (ref != nil && c.UID != "" && string(ref.UID) == c.UID) || meta.GetLabels()[LabelCluster] == c.Name
 	}
-	involved := map[string]bool{"StatefulSet/" + c.Name: true}
 	for _, p := range objs.Pods {
 		if pods[p.Name] || ours(&p) {
 			out.Pods = append(out.Pods, p)

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -72,4 +73,29 @@ func ownedPod(name, owner string) corev1.Pod {
 	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "db"}}
 	p.OwnerReferences = []metav1.OwnerReference{{Kind: "StatefulSet", Name: "x", UID: types.UID(owner), Controller: &yes}}
 	return p
+}
+
+// A Crunchy PGO cluster's report holds every instance StatefulSet its
+// PostgresCluster controls (none is named as the cluster), the Events
+// about them, and no other PostgresCluster's instance.
+func TestClusterObjectsOfPGOInstances(t *testing.T) {
+	yes := true
+	inst := func(name, owner string) appsv1.StatefulSet {
+		s := appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "db"}}
+		s.OwnerReferences = []metav1.OwnerReference{{Kind: "PostgresCluster", Name: "x", UID: types.UID(owner), Controller: &yes}}
+		return s
+	}
+	objs := &Objects{
+		StatefulSets: []appsv1.StatefulSet{inst("hippo-instance1-a9kq", "pc-hippo"), inst("rhino-instance1-d4mn", "pc-rhino"), inst("hippo-instance1-b2zx", "pc-hippo")},
+		Events: []corev1.Event{{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "db"},
+			InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", Name: "hippo-instance1-b2zx"}}},
+	}
+	got := ClusterObjects(objs, model.Observation{Cluster: model.ClusterFacts{Name: "hippo", Namespace: "db", UID: "pc-hippo"}})
+	var names []string
+	for _, s := range got.StatefulSets {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"hippo-instance1-a9kq", "hippo-instance1-b2zx"}) || len(got.Events) != 1 {
+		t.Errorf("statefulsets %v, %d events", names, len(got.Events))
+	}
 }

@@ -62,6 +62,9 @@ type Objects struct {
 	// Zalando are Zalando's postgresqls, read only where a StatefulSet
 	// laid out by its operator is (source.IsZalandoStatefulSet).
 	Zalando *source.Zalando
+	// CNPG are CloudNativePG's Clusters, read only where an instance's
+	// pod is (source.HasCNPGPods).
+	CNPG *source.CNPG
 	// Leases and Ledgers are hactl's own lock Leases and ledger
 	// ConfigMaps (labelled LabelCluster), listed by that label, or read
 	// one per cluster (GET hactl-NAME) where the list is forbidden.
@@ -86,12 +89,14 @@ type Source interface {
 // disruption budgets, Services, EndpointSlices, Events, and hactl's own
 // lock Leases and ledger ConfigMaps (by label). StatefulSets are listed
 // first (they say whether ConfigMaps are needed); a namespace without
-// any costs two more calls at once, for control-plane static pods
-// (labelled tier=control-plane, kubeadm's etcd) and the cozystack
-// etcd-operator's pods (labelled etcd-operator.cozystack.io/cluster),
-// and nothing else when it holds none; then all the others at once.
-// Where a cozystack member's pod is, its EtcdClusters and EtcdMembers
-// are read too (two GETs at once, after the others).
+// any costs three more calls at once, for control-plane static pods
+// (labelled tier=control-plane, kubeadm's etcd), the cozystack
+// etcd-operator's pods (labelled etcd-operator.cozystack.io/cluster)
+// and CloudNativePG's instances (labelled cnpg.io/cluster), and nothing
+// else when it holds none; then all the others at once. Where a
+// cozystack member's pod is, its EtcdClusters and EtcdMembers are read
+// too (two GETs at once, after the others), and where a CloudNativePG
+// instance's is, the Clusters.
 type APISource struct {
 	Client kubernetes.Interface
 	// Cluster, when set, is the one cluster the read is for: its lock
@@ -104,17 +109,6 @@ type APISource struct {
 	// need them: it then reads those of each cluster by name, and without
 	// Engines of every StatefulSet.
 	Engines map[model.Engine]engine.Engine
-}
-
-// named are the StatefulSets of sts called name.
-func named(sts []appsv1.StatefulSet, name string) []appsv1.StatefulSet {
-	var out []appsv1.StatefulSet
-	for _, s := range sts {
-		if s.Name == name {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // Read implements Source.
@@ -141,7 +135,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 			return o, nil
 		case err != nil:
 			return nil, explainAPIError(err, "list", "pods", ns)
-		case !source.HasStaticPods(pods.Items) && !source.HasCozystackPods(pods.Items):
+		case !source.HasStaticPods(pods.Items) && !source.HasCozystackPods(pods.Items) && !source.HasCNPGPods(pods.Items):
 			return o, nil
 		}
 	}
@@ -178,7 +172,7 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	}
 	wg.Go(func() {
 		if s.Cluster != "" {
-			readActionObjectsByName(ctx, c, named(o.StatefulSets, s.Cluster), s.Engines).put(o)
+			readLocksByName(ctx, c, [][2]string{{ns, s.Cluster}}).put(o)
 			return
 		}
 		readActionObjects(ctx, c, ns, o.StatefulSets, s.Engines).put(o)
@@ -186,6 +180,9 @@ func (s APISource) Read(ctx context.Context, ns string) (*Objects, error) {
 	wg.Wait()
 	if podsErr == nil && source.HasCozystackPods(pods.Items) {
 		o.Cozystack = readCozystack(ctx, c, ns)
+	}
+	if podsErr == nil && source.HasCNPGPods(pods.Items) {
+		o.CNPG = readCNPG(ctx, c, ns)
 	}
 	for _, l := range []struct {
 		err      error
@@ -253,7 +250,7 @@ func readEndpoints(ctx context.Context, c kubernetes.Interface, ns string) endpo
 // control-plane static pods and cozystack etcd members, each by its
 // label, both at once.
 func layoutPods(ctx context.Context, c kubernetes.Interface, ns string) (*corev1.PodList, error) {
-	sels := []string{source.StaticPodSelector, source.CozystackSelector}
+	sels := []string{source.StaticPodSelector, source.CozystackSelector, source.CNPGSelector}
 	lists := make([]*corev1.PodList, len(sels))
 	errs := make([]error, len(sels))
 	var wg sync.WaitGroup
@@ -337,6 +334,29 @@ func readZalando(ctx context.Context, c kubernetes.Interface, ns string) *source
 		z.Clusters, z.Err = source.DecodeZalandoClusters(raw)
 	}
 	return z
+}
+
+// readCNPG reads CloudNativePG's Clusters in ns. Where they cannot be
+// read (the operator's resource is not installed, or not readable), Err
+// says why: the clusters are then shown from their pods alone.
+func readCNPG(ctx context.Context, c kubernetes.Interface, ns string) *source.CNPG {
+	cn := &source.CNPG{}
+	rc := c.Discovery().RESTClient()
+	if rc == nil {
+		cn.Err = errors.New("no client reads the operator's resources")
+		return cn
+	}
+	raw, err := rc.Get().AbsPath(source.CNPGPath(ns)).DoRaw(ctx)
+	resource := "clusters." + source.CNPGGroup
+	switch {
+	case apierrors.IsNotFound(err):
+		cn.Err = fmt.Errorf("the API server serves no %s: the operator's resources are not installed", resource)
+	case err != nil:
+		cn.Err = explainOperatorRead(err, resource, ns)
+	default:
+		cn.Clusters, cn.Err = source.DecodeCNPGClusters(raw)
+	}
+	return cn
 }
 
 // readCozystack reads the cozystack etcd-operator's EtcdClusters and
@@ -433,26 +453,40 @@ const byNameParallel = 8
 
 // readActionObjectsByName reads, for each HA cluster of sts (found by
 // engines' decoders, or each of sts without engines), its lock Lease and
-// its ledger ConfigMap by name (hactl-NAME), a few at once. One missing is
-// none; one that cannot be read leaves that cluster's lock and ledger
-// unknown (unread), not the others'.
+// its ledger ConfigMap by name (readLocksByName).
 func readActionObjectsByName(ctx context.Context, c kubernetes.Interface, sts []appsv1.StatefulSet, engines map[model.Engine]engine.Engine) actionObjects {
 	dec := engine.Decoders(engines)
-	var out actionObjects
-	var mu sync.Mutex
-	sem := make(chan struct{}, byNameParallel)
-	var wg sync.WaitGroup
+	var clusters [][2]string
 	for i := range sts {
 		s := &sts[i]
 		if _, ok := DetectEngine(s, dec); !ok && engines != nil {
 			continue
 		}
+		clusters = append(clusters, [2]string{s.Namespace, s.Name})
+	}
+	return readLocksByName(ctx, c, clusters)
+}
+
+// readLocksByName reads the lock Lease and the ledger ConfigMap
+// (hactl-NAME) of each of clusters (namespace, name) by name, a few at
+// once. One
+// missing is none; one that cannot be read leaves that cluster's lock
+// and ledger unknown (unread), not the others'. A cluster is read by its
+// name whatever layout it has (its StatefulSet may be named otherwise,
+// or it may have none).
+func readLocksByName(ctx context.Context, c kubernetes.Interface, clusters [][2]string) actionObjects {
+	var out actionObjects
+	var mu sync.Mutex
+	sem := make(chan struct{}, byNameParallel)
+	var wg sync.WaitGroup
+	for _, nc := range clusters {
+		ns, cluster := nc[0], nc[1]
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			name := LockName(s.Name)
-			l, lerr := c.CoordinationV1().Leases(s.Namespace).Get(ctx, name, metav1.GetOptions{})
-			cm, derr := c.CoreV1().ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+			name := LockName(cluster)
+			l, lerr := c.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+			cm, derr := c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 			mu.Lock()
 			defer mu.Unlock()
 			var err error
@@ -466,7 +500,7 @@ func readActionObjectsByName(ctx context.Context, c kubernetes.Interface, sts []
 				if out.unread == nil {
 					out.unread = map[string]error{}
 				}
-				out.unread[s.Namespace+"/"+s.Name] = fmt.Errorf("reading hactl's lock and ledger in namespace %s: %w", s.Namespace, err)
+				out.unread[ns+"/"+cluster] = fmt.Errorf("reading hactl's lock and ledger in namespace %s: %w", ns, err)
 				return
 			}
 			if lerr == nil {

@@ -163,9 +163,20 @@ func OperatorLine(op *model.OperatorFacts) string {
 		return printers.EscapeTerminal(op.Kind + " " + op.Name + " not read: " + op.Err)
 	}
 	line := op.Kind + " " + op.Name + " says: "
-	if op.Status != "" {
+	if op.Status != "" && op.Primary == "" {
 		// One status word, no conditions and no member count (Zalando's).
 		return printers.EscapeTerminal(line + op.Status)
+	}
+	if op.Status != "" {
+		// A phase and the primary it records (CloudNativePG's).
+		line += op.Status + ", primary " + op.Primary
+		if op.TargetPrimary != "" && op.TargetPrimary != op.Primary {
+			line += " (switching to " + op.TargetPrimary + ")"
+		}
+		if op.Available != nil && !*op.Available {
+			line += ", not " + op.Condition()
+		}
+		return printers.EscapeTerminal(line + fmt.Sprintf(", %d instances ready", op.ReadyMembers))
 	}
 	switch {
 	case op.Available == nil:

@@ -116,6 +116,8 @@ type Watcher struct {
 	lastDruid *source.Druid
 	// lastZalando are Zalando's postgresqls as last read (likewise).
 	lastZalando *source.Zalando
+	// lastCNPG are CloudNativePG's Clusters as last read (likewise).
+	lastCNPG *source.CNPG
 	// lastEndpoints are the v1 Endpoints as last read (likewise), for
 	// Patroni clusters whose DCS is on Endpoints.
 	lastEndpoints *endpointsRead
@@ -596,6 +598,9 @@ func (s watchSource) Read(ctx context.Context, ns string) (*Objects, error) {
 	}
 	if source.HasDruidStatefulSets(objs.StatefulSets) {
 		objs.Druid = cachedRead(ctx, s.w, &s.w.lastDruid, s.probe, func() *source.Druid { return readDruid(ctx, s.w.client, ns) })
+	}
+	if source.HasCNPGPods(objs.Pods) {
+		objs.CNPG = cachedRead(ctx, s.w, &s.w.lastCNPG, s.probe, func() *source.CNPG { return readCNPG(ctx, s.w.client, ns) })
 	}
 	if source.HasZalandoStatefulSets(objs.StatefulSets) {
 		objs.Zalando = cachedRead(ctx, s.w, &s.w.lastZalando, s.probe, func() *source.Zalando { return readZalando(ctx, s.w.client, ns) })

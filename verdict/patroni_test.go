@@ -264,6 +264,13 @@ var pgRows = []row{
 		name: "patroni PDB lets two go", control: true, fail: false,
 		mutate: func(o *model.Observation) { o.PDB.MaxUnavailable = 2 },
 		codes:  []string{"pdb_allows_quorum_loss"},
+		detail: "lets 2 pods of 3 go at once",
+	},
+	{
+		name: "patroni PDB with minAvailable 1 of 3 (Crunchy PGO's default)", control: true, fail: false,
+		mutate: func(o *model.Observation) { o.PDB.MaxUnavailable, o.PDB.MinAvailable = -1, 1 },
+		codes:  []string{"pdb_allows_quorum_loss"},
+		detail: "lets 2 pods of 3 go at once",
 	},
 	{
 		name: "patroni two members on one node", control: true, fail: false,

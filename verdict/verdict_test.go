@@ -989,8 +989,9 @@ func TestEvaluate(t *testing.T) {
 }
 
 // handedCodes are only ever emitted by rules an engine keeps in its own
-// package (engine/http's tests produce each of them).
-var handedCodes = []model.ReasonCode{model.ReasonEngineConfigInvalid, model.ReasonMemberNotReady}
+// package (engine/http's and engine/cnpg's tests produce each of them).
+var handedCodes = []model.ReasonCode{model.ReasonEngineConfigInvalid, model.ReasonMemberNotReady,
+	model.ReasonSwitchoverInProgress, model.ReasonSwitchoverTargetLagging}
 
 // TestEveryReasonCodeReachable fails when a reason code exists in model
 // that no row of TestEvaluate produces.

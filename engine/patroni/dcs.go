@@ -108,6 +108,14 @@ type settings struct {
 	dcs, dcsFrom string
 }
 
+// Crunchy PGO's labels: the PostgresCluster's name on every object, and
+// the scope and role labels of the Patroni configuration it writes.
+const (
+	pgoClusterLabel = "postgres-operator.crunchydata.com/cluster"
+	pgoScopeLabel   = "postgres-operator.crunchydata.com/patroni"
+	pgoRoleLabel    = "postgres-operator.crunchydata.com/role"
+)
+
 // templateSettings reads c's settings: Patroni's own variables
 // (PATRONI_SCOPE, PATRONI_KUBERNETES_SCOPE_LABEL, …_ROLE_LABEL,
 // …_USE_ENDPOINTS) first, as Patroni lets them override its file, then
@@ -115,8 +123,9 @@ type settings struct {
 // Spilo's defaults version and spilo-role, and KUBERNETES_USE_CONFIGMAPS:
 // set to anything but "" it is ConfigMaps, else Endpoints, as
 // configure_spilo.py decides), then Patroni's defaults (cluster-name,
-// role). The scope falls back to the pod template's scope label, then to
-// name.
+// role). Crunchy PGO's settings are in a file it writes; its pod
+// template's labels say them (pgoScopeLabel). The scope falls back to
+// the pod template's scope label, then to name.
 func templateSettings(t model.PodTemplate, c *model.Container, name string) settings {
 	s := settings{scopeLabel: "cluster-name", roleLabel: "role"}
 	lit := func(v string) string {
@@ -146,6 +155,14 @@ func templateSettings(t model.PodTemplate, c *model.Container, name string) sett
 			// records decide.
 			s.dcs, s.dcsFrom = "", ""
 		}
+	}
+	if scope := t.Labels[pgoScopeLabel]; scope != "" && t.Labels[pgoClusterLabel] != "" {
+		// Crunchy PGO writes Patroni's settings to a file
+		// (internal/patroni/config.go): scope <cluster>-ha, its own
+		// scope and role labels, always on Endpoints; its pod template
+		// carries the scope label.
+		s.scope, s.scopeLabel, s.roleLabel = scope, pgoScopeLabel, pgoRoleLabel
+		s.dcs, s.dcsFrom = model.DCSEndpoints, "Crunchy PGO (use_endpoints in the patroni.yaml it writes)"
 	}
 	if v := lit("PATRONI_SCOPE"); v != "" {
 		s.scope = v

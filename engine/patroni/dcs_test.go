@@ -174,3 +174,38 @@ func TestZalandoIsOperatorOwned(t *testing.T) {
 		t.Errorf("Spilo without the operator's configuration: shape %s", c.Shape)
 	}
 }
+
+// A Crunchy PGO instance's template names its Patroni settings by its
+// labels (PGO writes them to a file): scope <cluster>-ha on Endpoints,
+// PGO's scope and role labels; the cluster is its PostgresCluster's, so
+// replace is refused naming PGO's way, and the Endpoints <cluster>-ha is
+// both the leader lock and the primary's Service.
+func TestPGOSettings(t *testing.T) {
+	tpl := model.PodTemplate{Owner: "PostgresCluster/hippo", Labels: map[string]string{
+		pgoClusterLabel: "hippo", pgoScopeLabel: "hippo-ha", "postgres-operator.crunchydata.com/instance": "hippo-instance1-a9kq"},
+		Containers: []model.Container{{Name: "database", Command: []string{"sh", "-c", "--", `exec "$@"`, "--", "patroni", "/etc/patroni"},
+			Env: []model.EnvVar{{Name: "PATRONI_KUBERNETES_POD_IP", Ref: "status.podIP"}, {Name: "PATRONI_RESTAPI_LISTEN", Value: "*:8008"},
+				{Name: "PATRONI_POSTGRESQL_DATA_DIR", Value: "/pgdata/pg15"}}}}}
+	if !(Engine{}).Recognises(tpl) {
+		t.Fatal("PGO's template not recognised")
+	}
+	tf := Engine{}.Template(tpl)
+	tf.OperatorOwner = tpl.Owner
+	if tf.Container != "database" || tf.ClientPort != 8008 || tf.DataDir != "/pgdata/pg15" {
+		t.Errorf("template %+v", tf)
+	}
+	c := model.ClusterFacts{Name: "hippo", Template: tf}
+	objs := objects{eps: map[string]map[string]string{"hippo-ha": {"leader": "hippo-instance1-a9kq-0", "renewTime": "2026-12-07T19:04:02+00:00", "ttl": "30"}}}
+	kept := Engine{}.Keep(tpl, objs, &c)
+	p := c.Patroni
+	if p.Scope != "hippo-ha" || p.ScopeLabel != pgoScopeLabel || p.RoleLabel != pgoRoleLabel || p.DCS != model.DCSEndpoints ||
+		!strings.Contains(p.DCSFrom, "Crunchy PGO") || p.LockHolder != "hippo-instance1-a9kq-0" {
+		t.Errorf("facts %+v", p)
+	}
+	if kept.RoleLabel != pgoRoleLabel || kept.PrimaryService != "hippo-ha" || c.Shape != model.ShapeOperatorOwned {
+		t.Errorf("kept %+v, shape %s", kept, c.Shape)
+	}
+	if len(c.Notes) == 0 || !strings.Contains(c.Notes[0], "leader lock Endpoints hippo-ha") {
+		t.Errorf("notes %q", c.Notes)
+	}
+}

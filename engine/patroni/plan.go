@@ -646,7 +646,11 @@ func (c patroni) replaceTarget(name string) *model.Member {
 		c.Block(model.CodeGenerationUnsupported, name, "", "reseeding a Patroni member from seed generation %q is not supported; reseed without a generation copies the data from the primary", c.Options().Generation)
 	}
 	if t := c.Observation().Cluster.Template; c.Intent().Action == model.ActionReplace && c.Observation().Cluster.Shape == model.ShapeOperatorOwned {
-		c.Block(model.CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", cmp.Or(t.OperatorOwner, "an operator"))
+		if strings.HasPrefix(t.OperatorOwner, "PostgresCluster/") {
+			c.Block(model.CodeShapeOperatorOwned, name, "", "the cluster is Crunchy PGO's %s, which owns each instance's StatefulSet and its claim <instance>-pgdata and recreates them as its spec.instances say: hactl deletes neither; rebuild %s's data from the primary with reseed (Patroni's reinitialize, what `patronictl reinit` in the instance's database container does), or change the instance set in the PostgresCluster", t.OperatorOwner, name)
+		} else {
+			c.Block(model.CodeShapeOperatorOwned, name, "", "the cluster is managed by %s, which owns its pods and volumes; replace the member through the operator (reseed and switchover use Patroni's own REST actions and are allowed)", cmp.Or(t.OperatorOwner, "an operator"))
+		}
 	}
 	c.Decision().Replaced = c.ReplacedOf(m)
 	return m

@@ -495,7 +495,10 @@ func (s *state) patroniPDB(r *reasons) {
 		allowed = max(n-p.MinAvailable, 0)
 	}
 	if allowed < 0 || (n >= 2 && allowed > n-2) {
-		r.Add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s lets %s of %d go at once: a primary and a failover candidate need 2 to stay", p.Name, model.Plural(max(allowed, n), "pod"), n)
+		if allowed < 0 {
+			allowed = n // a budget that bounds nothing
+		}
+		r.Add(model.ReasonPDBAllowsQuorumLoss, "", "PodDisruptionBudget %s lets %s of %d go at once: a primary and a failover candidate need 2 to stay", p.Name, model.Plural(allowed, "pod"), n)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/hactl-dev/hactl/artifact/etcdgen"
 	"github.com/hactl-dev/hactl/artifact/seeding"
 	"github.com/hactl-dev/hactl/engine"
+	cnpgengine "github.com/hactl-dev/hactl/engine/cnpg"
 	etcdengine "github.com/hactl-dev/hactl/engine/etcd"
 	httpengine "github.com/hactl-dev/hactl/engine/http"
 	patroniengine "github.com/hactl-dev/hactl/engine/patroni"
@@ -24,6 +25,7 @@ func Engines() map[model.Engine]engine.Engine {
 		etcdengine.New(),
 		patroniengine.New(),
 		httpengine.New(),
+		cnpgengine.New(),
 	} {
 		out[e.Name()] = e
 	}

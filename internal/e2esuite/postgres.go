@@ -16,24 +16,43 @@ import (
 	"github.com/hactl-dev/hactl/internal/poll"
 )
 
-// Psql runs sql as the superuser of Patroni cluster cluster (the
+// Psql runs sql as the superuser of PostgreSQL cluster cluster (the
 // credentials in its Secret of the same name, as the sandbox's template
-// keeps them, else in the Secret Zalando's operator makes,
-// postgres.<cluster>.credentials.postgresql.acid.zalan.do) on member's
-// own PostgreSQL, over TCP to the member's loopback address: what that
-// member reads locally, no proxy, no replica routing.
+// keeps them, else in the Secret its operator makes: Zalando's
+// postgres.<cluster>.credentials.postgresql.acid.zalan.do, the sandbox's
+// PGO clusters' <cluster>-patroni-auth, CloudNativePG's
+// <cluster>-superuser) on member's own PostgreSQL, over TCP to the
+// member's loopback address: what that member reads locally, no proxy,
+// no replica routing.
 func (s *Suite) Psql(t testing.TB, ns, cluster, member, sql string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	user, password := "superuser-username", "superuser-password"
-	sec, err := s.KC.CoreV1().Secrets(ns).Get(ctx, cluster, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		user, password = "username", "password"
-		sec, err = s.KC.CoreV1().Secrets(ns).Get(ctx, "postgres."+cluster+".credentials.postgresql.acid.zalan.do", metav1.GetOptions{})
+	// The superuser's Secret as each layout names it: hactl's Patroni
+	// template's, Zalando's operator's, the sandbox's PGO clusters'
+	// (user postgres) and CloudNativePG's.
+	var username, password string
+	for _, c := range []struct{ secret, userKey, passKey, user string }{
+		{cluster, "superuser-username", "superuser-password", ""},
+		{"postgres." + cluster + ".credentials.postgresql.acid.zalan.do", "username", "password", ""},
+		{cluster + "-patroni-auth", "", "superuser-password", "postgres"},
+		{cluster + "-superuser", "username", "password", ""},
+	} {
+		sec, err := s.KC.CoreV1().Secrets(ns).Get(ctx, c.secret, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		username, password = c.user, string(sec.Data[c.passKey])
+		if c.userKey != "" {
+			username = string(sec.Data[c.userKey])
+		}
+		break
 	}
-	if err != nil {
-		t.Fatal(err)
+	if username == "" {
+		t.Fatalf("no superuser Secret of cluster %s/%s", ns, cluster)
 	}
 	m, err := s.SB.Member(ctx, ns+"/"+member)
 	if err != nil {
@@ -43,9 +62,9 @@ func (s *Suite) Psql(t testing.TB, ns, cluster, member, sql string) (string, err
 	if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/psql"); len(found) > 0 {
 		bin = found[len(found)-1]
 	}
-	cmd := exec.CommandContext(ctx, bin, "-h", m.Address, "-p", "5432", "-U", string(sec.Data[user]),
+	cmd := exec.CommandContext(ctx, bin, "-h", m.Address, "-p", "5432", "-U", username,
 		"-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qAtc", sql)
-	cmd.Env = append(os.Environ(), "PGPASSWORD="+string(sec.Data[password]), "PGCONNECT_TIMEOUT=5")
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+password, "PGCONNECT_TIMEOUT=5")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("psql on %s: %v: %s", member, err, out)
