@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hactl-dev/hactl/internal/poll"
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/scenario"
 	"github.com/hactl-dev/hactl/status"
 )
 
@@ -151,15 +153,33 @@ func statusUntil(t *testing.T, ns, name string, check func(status.ClusterStatus)
 // TestZalandoSwitchoverThroughKubectl: `kubectl hactl switchover` of a
 // Zalando cluster whose DCS is on Endpoints, found without any hactl
 // label, through Patroni's REST API as the operator itself switches
-// over: the replica named leads, as the Endpoints' leader record and the
-// pods' spilo-role labels say (read from the API server, not from
-// hactl), the old primary streams from it, a row written before is on
-// every member (each read on its own PostgreSQL), and no pod or claim
-// was deleted or recreated.
+// over (checked by switchoverChecked).
 func TestZalandoSwitchoverThroughKubectl(t *testing.T) {
 	skipShort(t)
 	name, ns := cluster(t, "zalando-endpoints")
+	switchoverChecked(t, switchCase{ns: ns, name: name, roleLabel: "spilo-role", leaderEndpoints: name, podSelector: "cluster-name=" + name,
+		claims: []string{scenario.ZalandoDataVolume + "-" + name + "-0", scenario.ZalandoDataVolume + "-" + name + "-1", scenario.ZalandoDataVolume + "-" + name + "-2"}, reasons: []string{string(model.ReasonPDBAllowsQuorumLoss)}})
+}
+
+// switchCase is a Patroni cluster on Endpoints whose switchover
+// switchoverChecked checks: its pods (podSelector), the label Patroni
+// writes their roles in, the Endpoints of its leader record, its claims,
+// and the reasons it has when healthy.
+type switchCase struct {
+	ns, name, roleLabel, leaderEndpoints, podSelector string
+	claims, reasons                                   []string
+}
+
+// switchoverChecked runs `kubectl hactl switchover --to <a replica>
+// --yes` on c and checks it from the API server and the members, not
+// from hactl: the replica named leads, as the Endpoints' leader record
+// and the pods' role labels say, the old primary streams from it, a row
+// written before is on every member (each read on its own PostgreSQL),
+// and no pod or claim was deleted or recreated.
+func switchoverChecked(t *testing.T, c switchCase) {
+	t.Helper()
 	ctx := context.Background()
+	ns, name := c.ns, c.name
 	roles := func(cs status.ClusterStatus) (prim string, replicas []string) {
 		for _, m := range cs.Members {
 			switch m.Role {
@@ -172,8 +192,8 @@ func TestZalandoSwitchoverThroughKubectl(t *testing.T) {
 		return prim, replicas
 	}
 	healthy := func(cs status.ClusterStatus) error {
-		if got := codesOf(cs); len(got) != 1 || got[0] != string(model.ReasonPDBAllowsQuorumLoss) {
-			return fmt.Errorf("reasons %v", got)
+		if got := codesOf(cs); !slices.Equal(got, c.reasons) {
+			return fmt.Errorf("reasons %v, want %v", got, c.reasons)
 		}
 		if p, rs := roles(cs); p == "" || len(rs) != 2 {
 			return fmt.Errorf("primary %q, replicas %v", p, rs)
@@ -183,23 +203,21 @@ func TestZalandoSwitchoverThroughKubectl(t *testing.T) {
 	cs := statusUntil(t, ns, name, healthy)
 	prim, replicas := roles(cs)
 	to := replicas[0]
-	row := s.WriteRow(t, ns, name, prim, "zalando-switchover")
+	row := s.WriteRow(t, ns, name, prim, "switchover")
 	uids := map[string]string{}
-	pods, err := s.KC.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "cluster-name=" + name})
+	pods, err := s.KC.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: c.podSelector})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
 		uids["pod/"+p.Name] = string(p.UID)
 	}
-	pvcs, err := s.KC.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range pvcs.Items {
-		if strings.HasSuffix(c.Name, "-"+name+"-0") || strings.HasSuffix(c.Name, "-"+name+"-1") || strings.HasSuffix(c.Name, "-"+name+"-2") {
-			uids["pvc/"+c.Name] = string(c.UID)
+	for _, n := range c.claims {
+		pvc, err := s.KC.CoreV1().PersistentVolumeClaims(ns).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
+		uids["pvc/"+n] = string(pvc.UID)
 	}
 	if len(uids) != 6 {
 		t.Fatalf("the cluster's pods and claims: %v", uids)
@@ -212,12 +230,12 @@ func TestZalandoSwitchoverThroughKubectl(t *testing.T) {
 	// The API server's word, not hactl's: Patroni's leader record on the
 	// Endpoints and the role labels it writes.
 	poll.Until(t, 2*time.Minute, to+" holding the Endpoints' leader record and labelled master", func() error {
-		ep, err := s.KC.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{}) //nolint:staticcheck // Patroni's leader record
+		ep, err := s.KC.CoreV1().Endpoints(ns).Get(ctx, c.leaderEndpoints, metav1.GetOptions{}) //nolint:staticcheck // Patroni's leader record
 		if err != nil {
 			return err
 		}
 		if l := ep.Annotations["leader"]; l != to {
-			return fmt.Errorf("the Endpoints %s name %q", name, l)
+			return fmt.Errorf("the Endpoints %s name %q", c.leaderEndpoints, l)
 		}
 		for _, m := range []string{to, prim} {
 			p, err := s.KC.CoreV1().Pods(ns).Get(ctx, m, metav1.GetOptions{})
@@ -228,13 +246,13 @@ func TestZalandoSwitchoverThroughKubectl(t *testing.T) {
 			if m == to {
 				want = "master"
 			}
-			if got := p.Labels["spilo-role"]; got != want {
-				return fmt.Errorf("%s labelled spilo-role=%q, want %s", m, got, want)
+			if got := p.Labels[c.roleLabel]; got != want {
+				return fmt.Errorf("%s labelled %s=%q, want %s", m, c.roleLabel, got, want)
 			}
 		}
 		return nil
 	}, poll.Every(time.Second))
-	cs = statusUntil(t, ns, name, func(cs status.ClusterStatus) error {
+	statusUntil(t, ns, name, func(cs status.ClusterStatus) error {
 		if err := healthy(cs); err != nil {
 			return err
 		}
@@ -244,7 +262,7 @@ func TestZalandoSwitchoverThroughKubectl(t *testing.T) {
 		return nil
 	})
 	s.AssertRowOn(t, ns, name, row, []string{prim, replicas[0], replicas[1]})
-	pods, err = s.KC.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "cluster-name=" + name})
+	pods, err = s.KC.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: c.podSelector})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +275,8 @@ func TestZalandoSwitchoverThroughKubectl(t *testing.T) {
 		if !strings.HasPrefix(k, "pvc/") {
 			continue
 		}
-		c, err := s.KC.CoreV1().PersistentVolumeClaims(ns).Get(ctx, strings.TrimPrefix(k, "pvc/"), metav1.GetOptions{})
-		if err != nil || string(c.UID) != uids[k] {
+		pvc, err := s.KC.CoreV1().PersistentVolumeClaims(ns).Get(ctx, strings.TrimPrefix(k, "pvc/"), metav1.GetOptions{})
+		if err != nil || string(pvc.UID) != uids[k] {
 			t.Errorf("claim %s deleted or recreated by a switchover (%v)", k, err)
 		}
 	}

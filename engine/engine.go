@@ -20,13 +20,14 @@ const DefaultTimeout = 2 * time.Second
 type DialFunc func(ctx context.Context, namespace, pod string, port int) (net.Conn, error)
 
 // ProxyGetFunc asks port of the pod namespace/pod for path with a GET
-// through the API server's pod proxy (GET
-// /api/v1/namespaces/NS/pods/POD:PORT/proxy/PATH, RBAC get pods/proxy),
+// over scheme (http or https) through the API server's pod proxy (GET
+// /api/v1/namespaces/NS/pods/[https:]POD:PORT/proxy/PATH, RBAC get
+// pods/proxy),
 // as kubectl plugins read an operator's per-pod status. It returns the
 // status code and body of the member's answer; an error means the member
 // gave none (the API server refused the request, or could not reach the
 // pod: Proxied says which). It must honour ctx.
-type ProxyGetFunc func(ctx context.Context, namespace, pod string, port int, path string) (code int, body []byte, err error)
+type ProxyGetFunc func(ctx context.Context, namespace, pod, scheme string, port int, path string) (code int, body []byte, err error)
 
 // ProxyError is a ProxyGetFunc's error: the API server answered code
 // itself (403: the caller may not get pods/proxy; 502/503: it could not
@@ -65,6 +66,9 @@ type Target struct {
 	// model.TemplateFacts.CertPorts) whose serving certificate the probe
 	// reads with a handshake alone: nothing is sent on them.
 	CertPorts []int
+	// TLS: the member's client port serves TLS of its own
+	// (model.TemplateFacts.ClientTLS), whatever Credentials are given.
+	TLS bool
 	// MetricsPort is the member's plaintext metrics port
 	// (model.TemplateFacts.MetricsPort), 0 when none.
 	MetricsPort int

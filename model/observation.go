@@ -305,6 +305,10 @@ type TemplateFacts struct {
 	// (etcd's --client-cert-auth=true): without client credentials they
 	// cannot be asked.
 	ClientCertAuth bool `json:"clientCertAuth,omitempty"`
+	// ClientTLS: the client port serves TLS of its own, whatever client
+	// credentials are named (CloudNativePG's instance manager with
+	// --status-port-tls).
+	ClientTLS bool `json:"clientTLS,omitempty"`
 	// Password is where the members' password for User comes from when
 	// they ask every client for one (etcd's auth; Bitnami's chart names
 	// the root user's with ETCD_ROOT_PASSWORD), nil when the template

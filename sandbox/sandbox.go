@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hactl-dev/hactl/internal/testbins"
+	"github.com/hactl-dev/hactl/sandbox/cnpgstandin"
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
 	"github.com/hactl-dev/hactl/sandbox/druidstandin"
 	"github.com/hactl-dev/hactl/sandbox/fault"
@@ -68,6 +69,9 @@ func StandInIfAsked() {
 		os.Exit(code)
 	}
 	if code, ok := spilostandin.Main(os.Args[0], os.Args[1:]); ok {
+		os.Exit(code)
+	}
+	if code, ok := cnpgstandin.Main(os.Args[0], os.Args[1:]); ok {
 		os.Exit(code)
 	}
 }

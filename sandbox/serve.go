@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/sandbox/controlplane"
+	"github.com/hactl-dev/hactl/sandbox/egress"
 	"github.com/hactl-dev/hactl/sandbox/fault"
 	"github.com/hactl-dev/hactl/sandbox/internal/proc"
 	"github.com/hactl-dev/hactl/sandbox/internal/reap"
@@ -51,6 +52,8 @@ type supervisor struct {
 	s3   S3
 	prov *volumes.Provisioner
 	run  *runner.Runner
+	// egress is the API server's "cluster" egress proxy (pod IPs).
+	egress *egress.Proxy
 
 	stateMu sync.Mutex
 	state   State
@@ -157,10 +160,20 @@ func (s *supervisor) start(ctx context.Context) error {
 	go func() { <-s.shutdownDone(); lock.Close() }()
 	s.setState(func(st *State) { st.Block = block })
 
+	// The API server's way to pod IPs (pods/proxy, as `kubectl cnpg
+	// status` reads an instance's /pg/status) and to kwok's kubelets: its
+	// "cluster" egress, through the sandbox's CONNECT proxy.
+	sock, err := egress.SocketPath(s.l.dir)
+	if err != nil {
+		return err
+	}
+	if s.egress, err = egress.Start("unix", sock, egress.BlockResolver(block), s.logf); err != nil {
+		return err
+	}
 	s.step("starting the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)")
 	s.cp, err = controlplane.Start(ctx, controlplane.Options{
 		BinDir: s.cfg.BinDir, Dir: s.l.controlplane(), ControllerManager: true, Scheduler: true,
-		APIServerArgs: s.cfg.APIServerArgs,
+		APIServerArgs: s.cfg.APIServerArgs, EgressConfig: egress.Config(sock),
 	})
 	if err != nil {
 		return err
@@ -212,6 +225,16 @@ func (s *supervisor) start(ctx context.Context) error {
 	// a Spilo image without a command), which carry nothing of hactl's
 	// either.
 	if err := m.SkipQuery(runner.SpiloMemberQuery); err != nil {
+		return err
+	}
+	// And Crunchy PGO v5's instance pods (data=postgres, an instance
+	// label, a database container with a command), likewise.
+	if err := m.SkipQuery(runner.PGOMemberQuery); err != nil {
+		return err
+	}
+	// And CloudNativePG's instance pods (cnpg.io/podRole=instance,
+	// controlled by a Cluster, running the instance manager), likewise.
+	if err := m.SkipQuery(runner.CNPGInstanceQuery); err != nil {
 		return err
 	}
 	if err := kwok.Install(ctx, s.dyn, m); err != nil {
@@ -518,6 +541,9 @@ func (s *supervisor) stop() {
 		if err := s.cp.Stop(); err != nil {
 			s.logf("stopping the control plane: %v", err)
 		}
+	}
+	if s.egress != nil {
+		s.egress.Close()
 	}
 	s.requestShutdown()
 }

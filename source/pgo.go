@@ -85,7 +85,9 @@ func (PGOClusters) Workloads(o Objects, detect Detect) []Workload {
 	groups := map[[2]string][]*appsv1.StatefulSet{}
 	for i := range o.StatefulSets {
 		sts := &o.StatefulSets[i]
-		if IsPGOInstance(sts) {
+		// An instance's, not another StatefulSet its PostgresCluster
+		// controls (pgBackRest's repo host, pgAdmin).
+		if _, ok := sts.Labels[LabelPGOInstance]; ok && IsPGOInstance(sts) {
 			k := [2]string{sts.Namespace, pgoCluster(sts)}
 			groups[k] = append(groups[k], sts)
 		}
@@ -96,6 +98,9 @@ func (PGOClusters) Workloads(o Objects, detect Detect) []Workload {
 			return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 		})
 		t := PodTemplate(sets[0])
+		// The PostgresCluster's, as every instance is, whatever the
+		// first one's owner reference says.
+		t.Owner = "PostgresCluster/" + k[1]
 		eng, ok := detect(sets[0].Labels, t)
 		if !ok {
 			continue
@@ -140,11 +145,17 @@ func pgoWorkload(ns, name string, sets []*appsv1.StatefulSet, eng model.Engine, 
 		if s.Spec.Replicas != nil {
 			want = int(*s.Spec.Replicas)
 		}
-		replicas += min(want, 1)
-		ready += int(min(s.Status.ReadyReplicas, 1))
 		m := s.Name + "-0"
+		if want < 1 && s.Status.Replicas == 0 {
+			// Shut down by PGO (startup or shutdown): no member now.
+			continue
+		}
+		replicas++
+		ready += int(min(s.Status.ReadyReplicas, 1))
 		members = append(members, instance{s, m})
-		templates[m] = PodTemplate(s)
+		pt := PodTemplate(s)
+		pt.Owner = t.Owner
+		templates[m] = pt
 	}
 	w := Workload{
 		Kind: "PostgresCluster", APIVersion: PGOAPIVersion, Owner: owner, Engine: eng, Template: t, PodLabels: podLabels,

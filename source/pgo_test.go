@@ -64,18 +64,28 @@ func pgoInstance(cluster, cuid, name string, minute int) appsv1.StatefulSet {
 // PGO copies onto each instance), whose members are the instances' pods
 // in the order the instances were created, each with its own claim
 // <instance>-pgdata; its REST API is dialled with the first instance's
-// certificates. Another PostgresCluster is a cluster of its own, and a
-// pod of the same name another StatefulSet owns is not the member's.
+// certificates. Another PostgresCluster is a cluster of its own, a pod
+// of the same name another StatefulSet owns is not the member's, and
+// neither pgBackRest's repo host (controlled by the PostgresCluster too)
+// nor an instance PGO shut down is a member.
 func TestPGOInstancesAreOneCluster(t *testing.T) {
 	b, a, c := pgoInstance("hippo", "pc-1", "hippo-instance1-b2zx", 2), pgoInstance("hippo", "pc-1", "hippo-instance1-a9kq", 1), pgoInstance("hippo", "pc-1", "hippo-instance1-c7tw", 3)
 	other := pgoInstance("rhino", "pc-2", "rhino-instance1-d4mn", 1)
+	// pgBackRest's repo host: the PostgresCluster's too, created first,
+	// no instance.
+	repo := pgoInstance("hippo", "pc-1", "hippo-repo-host", 0)
+	delete(repo.Labels, LabelPGOInstance)
+	// An instance PGO shut down (replicas 0, no pod).
+	stopped := pgoInstance("hippo", "pc-1", "hippo-instance1-zzzz", 4)
+	zero := int32(0)
+	stopped.Spec.Replicas, stopped.Status.ReadyReplicas = &zero, 0
 	pod := func(sts appsv1.StatefulSet, owner types.UID) corev1.Pod {
 		ctl := true
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sts.Name + "-0", Namespace: "db", Labels: sts.Spec.Template.Labels,
 			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: sts.Name, UID: owner, Controller: &ctl}}}}
 	}
 	o := Objects{
-		StatefulSets: []appsv1.StatefulSet{b, other, a, c},
+		StatefulSets: []appsv1.StatefulSet{b, other, repo, a, stopped, c},
 		Pods:         []corev1.Pod{pod(a, a.UID), pod(b, b.UID), pod(c, "someone-else")},
 		PVCs:         []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "hippo-instance1-a9kq-pgdata", Namespace: "db", UID: "claim-a"}}},
 	}

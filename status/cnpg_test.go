@@ -8,7 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/hactl-dev/hactl/engine/registry"
@@ -44,6 +46,16 @@ func TestCNPGClusterFromItsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// CloudNativePG's two budgets (pkg/specs/poddisruptionbudget.go):
+	// the replicas', minAvailable 1 of them, and the primary's.
+	one := intstr.FromInt32(1)
+	for name, role := range map[string]string{"ex": "replica", "ex-primary": "primary"} {
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"cnpg.io/cluster": "ex", "cnpg.io/instanceRole": role}}}}
+		if _, err := admin.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	o := &Observer{Source: APISource{Client: admin, Engines: registry.Engines()}, Engines: registry.Engines(), Secrets: SecretsFrom(admin), Verdict: judged(model.VerdictOptions{})}
 	rs, _, err := o.Observe(ctx, ns, "")
 	if err != nil {
@@ -66,5 +78,15 @@ func TestCNPGClusterFromItsPods(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"ex-1", "ex-2", "ex-10"}) || !slices.Equal(roles, []string{"primary", "replica", "replica"}) {
 		t.Errorf("members %v, roles %v", names, roles)
+	}
+	// Together the budgets let one replica go at a time, never the
+	// primary: what a primary and one candidate need.
+	if p := rs[0].Observation.PDB; p == nil || p.MaxUnavailable != 1 || p.Role != "" || !strings.Contains(p.Name, "ex-primary") || !strings.Contains(p.Name, "ex") {
+		t.Errorf("budget %+v, want the primary's and the replicas' together, one at a time", p)
+	}
+	for _, r := range rs[0].Verdict.Reasons {
+		if r.Code == model.ReasonPDBAllowsQuorumLoss || r.Code == model.ReasonPDBMissing {
+			t.Errorf("%s: %s", r.Code, r.Detail)
+		}
 	}
 }

@@ -436,9 +436,48 @@ func rolePDB(w source.Workload, ix *index, kept model.Kept) *model.PDBFacts {
 			if p.sel != nil && p.sel.Matches(podLabels) {
 				f := decodePDB(p.pdb, w.Replicas)
 				f.Role = role
+				if r := replicaPDB(w, ix, kept.RoleLabel); r != nil {
+					// The primary's budget and the replicas' (as
+					// CloudNativePG makes them): together they bound the
+					// cluster's disruptions, a replica at a time.
+					return &model.PDBFacts{Name: p.pdb.Name + " and " + r.name, MinAvailable: -1, MaxUnavailable: r.allowed}
+				}
 				return f
 			}
 		}
+	}
+	return nil
+}
+
+// replicaPDB is the budget of the cluster's pods labelled role replica
+// under roleLabel, with how many of the replicas (every member but the
+// primary) it lets go at once; nil when there is none.
+func replicaPDB(w source.Workload, ix *index, roleLabel string) *struct {
+	name    string
+	allowed int
+} {
+	podLabels := maps.Clone(w.PodLabels)
+	if podLabels == nil {
+		podLabels = labels.Set{}
+	}
+	podLabels[roleLabel] = "replica"
+	for _, p := range ix.pdbs[w.Owner.Namespace] {
+		if p.sel == nil || !p.sel.Matches(podLabels) {
+			continue
+		}
+		n := max(w.Replicas-1, 0)
+		f := decodePDB(p.pdb, n)
+		allowed := n
+		switch {
+		case f.MaxUnavailable >= 0:
+			allowed = f.MaxUnavailable
+		case f.MinAvailable >= 0:
+			allowed = max(n-f.MinAvailable, 0)
+		}
+		return &struct {
+			name    string
+			allowed int
+		}{p.pdb.Name, allowed}
 	}
 	return nil
 }

@@ -223,13 +223,19 @@ const EventController = "hactl.dev/hactl"
 // newest few).
 func EventsOf(evs []corev1.Event, r Result) []model.EventFacts {
 	o := r.Observation
+	members := map[string]bool{}
+	for _, m := range o.Members {
+		members[m.Name] = true
+	}
 	ours := func(kind, name string) bool {
 		switch kind {
-		case "StatefulSet":
+		case "StatefulSet", o.Cluster.OwnerKind:
+			// Its StatefulSet, or the operator's resource it answers to
+			// (hactl's own Events are about that object).
 			return name == o.Cluster.Name
 		case "Pod":
 			_, ok := source.MemberOrdinal(o.Cluster.Name, name)
-			return ok
+			return ok || members[name]
 		case "PersistentVolumeClaim":
 			// <template>-<member>: also a claim deleted since (a
 			// replace), or a member scaled away.

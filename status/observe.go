@@ -314,7 +314,7 @@ func (o *Observer) probe(ctx context.Context, obs []model.Observation, done func
 // client port, and the name its serving certificate carries.
 func memberTarget(ob *model.Observation, m *model.Member) engine.Target {
 	t := engine.Target{Member: m.Name, Namespace: ob.Cluster.Namespace, Cluster: ob.Cluster.Name, Pod: m.Pod.Name, Port: ob.Cluster.Template.ClientPort, UID: m.Pod.UID,
-		Config: ob.Cluster.EngineConfig, CertPorts: ob.Cluster.Template.CertPorts, MetricsPort: ob.Cluster.Template.MetricsPort}
+		Config: ob.Cluster.EngineConfig, CertPorts: ob.Cluster.Template.CertPorts, MetricsPort: ob.Cluster.Template.MetricsPort, TLS: ob.Cluster.Template.ClientTLS}
 	switch {
 	case ob.Cluster.ServerName != "":
 		t.ServerName = ob.Cluster.ServerName

@@ -109,7 +109,7 @@ func ClusterObjects(objs *Objects, ob model.Observation) *Objects {
 	c := ob.Cluster
 	out := &Objects{EventsErr: objs.EventsErr, ConfigMapsErr: objs.ConfigMapsErr, EndpointsErr: objs.EndpointsErr, ActionsErr: objs.ActionsErr}
 	var podLabels labels.Set
-	involved := map[string]bool{"StatefulSet/" + c.Name: true}
+	involved := map[string]bool{"StatefulSet/" + c.Name: true, c.OwnerKind + "/" + c.Name: true}
 	for _, s := range objs.StatefulSets {
 		// Its own, or those its owner controls (an operator's StatefulSet
 		// per instance, such as Crunchy PGO's).

@@ -51,6 +51,10 @@ func TestDecode(t *testing.T) {
 	if !down.Reachable || down.CNPG == nil || !strings.Contains(down.CNPG.Down, "failed to connect") || down.CNPG.Writable() || down.CNPG.RoleName() != "down" {
 		t.Errorf("down: %+v", down)
 	}
+	fenced := decode("ex-1", 200, []byte(`{"isPrimary":true,"mightBeUnavailable":true,"mightBeUnavailableMaskedError":"failed to connect"}`))
+	if fenced.CNPG == nil || fenced.CNPG.Writable() || !strings.Contains(fenced.CNPG.Down, "fenced") {
+		t.Errorf("a fenced primary read as running: %+v", fenced.CNPG)
+	}
 	if r := decode("ex-1", 403, nil); r.Reachable || r.Failure != model.ProbeFailureCredentials {
 		t.Errorf("refused: %+v", r)
 	}
@@ -65,15 +69,20 @@ func TestDecode(t *testing.T) {
 func TestProbeWays(t *testing.T) {
 	target := []engine.Target{{Member: "ex-1", Namespace: "db", Pod: "ex-1"}}
 	var asked string
-	proxy := func(_ context.Context, ns, pod string, port int, path string) (int, []byte, error) {
-		asked = ns + "/" + pod + ":" + string(rune('0'+port/1000)) + path
+	proxy := func(_ context.Context, ns, pod, scheme string, port int, path string) (int, []byte, error) {
+		asked = scheme + ":" + ns + "/" + pod + ":" + string(rune('0'+port/1000)) + path
 		return 200, []byte(primaryDoc), nil
 	}
 	fs := Engine{}.Probe(context.Background(), target, engine.ProbeOptions{ProxyGet: proxy})
-	if !fs[0].Reachable || asked != "db/ex-1:8/pg/status" {
+	if !fs[0].Reachable || asked != "http:db/ex-1:8/pg/status" {
 		t.Errorf("through the proxy: %+v, asked %q", fs[0], asked)
 	}
-	forbidden := func(context.Context, string, string, int, string) (int, []byte, error) {
+	tlsTarget := []engine.Target{{Member: "ex-1", Namespace: "db", Pod: "ex-1", TLS: true}}
+	Engine{}.Probe(context.Background(), tlsTarget, engine.ProbeOptions{ProxyGet: proxy})
+	if asked != "https:db/ex-1:8/pg/status" {
+		t.Errorf("--status-port-tls: asked %q, want https", asked)
+	}
+	forbidden := func(context.Context, string, string, string, int, string) (int, []byte, error) {
 		return 0, nil, &engine.ProxyError{Code: 403, Message: `pods "ex-1" is forbidden: User "u" cannot get resource "pods/proxy"`}
 	}
 	fs = Engine{}.Probe(context.Background(), target, engine.ProbeOptions{ProxyGet: forbidden})
@@ -113,8 +122,12 @@ func TestRecognises(t *testing.T) {
 	if !(Engine{}).Recognises(tpl) {
 		t.Fatal("CloudNativePG's instance not recognised")
 	}
-	if tf := (Engine{}).Template(tpl); tf.Container != "postgres" || tf.ClientPort != 8000 || tf.DataDir != DataDir {
+	if tf := (Engine{}).Template(tpl); tf.Container != "postgres" || tf.ClientPort != 8000 || tf.DataDir != DataDir || tf.ClientTLS {
 		t.Errorf("template %+v", tf)
+	}
+	tpl.Containers[0].Command = append(tpl.Containers[0].Command, "--status-port-tls")
+	if tf := (Engine{}).Template(tpl); !tf.ClientTLS {
+		t.Errorf("--status-port-tls not read: %+v", tf)
 	}
 	plain := model.PodTemplate{Containers: []model.Container{{Name: "postgres", Image: "postgres:15"}}}
 	if (Engine{}).Recognises(plain) {
@@ -192,6 +205,8 @@ func TestJudge(t *testing.T) {
 			o.Members[2].Engine.CNPG.ReceivedLSN, o.Members[2].Engine.CNPG.ReplayLSN = lsnp(0x4FF0000), lsnp(0x4FF0000)
 		}, []string{"replica_lagging@ex-2", "switchover_target_lagging@ex-2"}, "CloudNativePG would promote ex-2 (it received the most WAL) but it has replayed 16.0 MiB less than it received: its promotion waits for that replay (cloudnative-pg#11110); its replay is paused, so it would not end; ex-3 has replayed its WAL: promote it instead (`kubectl cnpg promote ex ex-3 -n db`)"},
 		{"a switchover in progress", func(o *model.Observation) { o.Cluster.Operator.TargetPrimary = "ex-2" }, []string{"switchover_in_progress@ex-2"}, ""},
+		{"a failover pending", func(o *model.Observation) { o.Cluster.Operator.TargetPrimary = "pending" }, []string{"switchover_in_progress@"}, `its targetPrimary is "pending"`},
+		{"an instance the Cluster wants is missing", func(o *model.Observation) { o.Cluster.Replicas = 4 }, []string{"pod_missing@"}, "wants 4 instances; 3 exist"},
 		{"the Cluster records another primary", func(o *model.Observation) {
 			o.Cluster.Operator.Primary, o.Cluster.Operator.TargetPrimary = "ex-3", "ex-3"
 		}, []string{"leader_mismatch@ex-1"}, "records ex-3 as its primary but ex-1 answers"},

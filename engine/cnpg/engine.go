@@ -65,7 +65,11 @@ func ask(ctx context.Context, t engine.Target, o engine.ProbeOptions) model.Engi
 	var err error
 	switch {
 	case o.ProxyGet != nil:
-		code, body, err = o.ProxyGet(ctx, t.Namespace, t.Pod, port, StatusPath)
+		scheme := "http"
+		if t.TLS {
+			scheme = "https"
+		}
+		code, body, err = o.ProxyGet(ctx, t.Namespace, t.Pod, scheme, port, StatusPath)
 	case o.Dial != nil:
 		code, body, err = dialGet(ctx, t, o, port)
 	default:

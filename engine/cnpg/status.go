@@ -2,6 +2,7 @@ package cnpg
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,12 @@ type pgStatus struct {
 		SyncState       string `json:"syncState"`
 	} `json:"replicationInfo"`
 	InstanceManagerVersion string `json:"instanceManagerVersion"`
+	// MightBeUnavailableMaskedError is the error the manager masked
+	// while the instance may be unavailable on purpose (fenced): its
+	// other fields then come from its files, not a running PostgreSQL;
+	// IsPgRewindRunning: it rewinds its data to rejoin.
+	MightBeUnavailableMaskedError string `json:"mightBeUnavailableMaskedError"`
+	IsPgRewindRunning             bool   `json:"isPgRewindRunning"`
 }
 
 // ParseLSN reads a PostgreSQL LSN ("16/B374D848": two hexadecimal
@@ -90,6 +97,15 @@ func decode(member string, code int, body []byte) model.EngineFacts {
 	if err := json.Unmarshal(body, &d); err != nil {
 		return model.EngineFacts{Failure: model.ProbeFailureOther, Err: fmt.Sprintf("%s: GET %s: not a status document: %v: %s", member, StatusPath, err, snippet(body))}
 	}
+	switch {
+	case d.MightBeUnavailableMaskedError != "":
+		// Fenced, or otherwise unavailable on purpose: what it says of
+		// its role is read from its files, not from a running
+		// PostgreSQL.
+		return model.EngineFacts{Reachable: true, MemberID: member, CNPG: &model.CNPGFacts{Down: "it may be unavailable on purpose (fenced?): " + snippet([]byte(d.MightBeUnavailableMaskedError))}}
+	case d.IsPgRewindRunning:
+		return model.EngineFacts{Reachable: true, MemberID: member, CNPG: &model.CNPGFacts{Down: "pg_rewind is running"}}
+	}
 	f := &model.CNPGFacts{
 		IsPrimary: d.IsPrimary, CurrentLSN: lsn(d.CurrentLSN), ReceivedLSN: lsn(d.ReceivedLSN), ReplayLSN: lsn(d.ReplayLSN),
 		TimelineID: d.TimeLineID, SystemID: d.SystemID, ReplayPaused: d.ReplayPaused, WALReceiverActive: d.IsWalReceiverActive,
@@ -107,17 +123,26 @@ func decode(member string, code int, body []byte) model.EngineFacts {
 
 // dialGet asks the instance's status port through the DialFunc (a
 // port-forward, or the pod's IP in the cluster): plain HTTP, as the
-// instance manager serves it without --status-port-tls.
+// instance manager serves it without --status-port-tls, else HTTPS.
 func dialGet(ctx context.Context, t engine.Target, o engine.ProbeOptions, port int) (int, []byte, error) {
 	tr := &nethttp.Transport{Proxy: nil, DisableKeepAlives: true, DisableCompression: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return o.Dial(ctx, t.Namespace, t.Pod, port)
 		}}
+	scheme := "http"
+	if t.TLS {
+		// --status-port-tls: the instance manager's certificate is the
+		// cluster's server certificate, for its Services' names; as the
+		// API server's pod proxy does, the connection is not verified:
+		// nothing is sent but this GET, and no credential.
+		scheme = "https"
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // read-only status, no credential sent
+	}
 	defer tr.CloseIdleConnections()
 	c := &nethttp.Client{Transport: tr, CheckRedirect: func(*nethttp.Request, []*nethttp.Request) error {
 		return nethttp.ErrUseLastResponse
 	}}
-	req, err := nethttp.NewRequestWithContext(ctx, nethttp.MethodGet, "http://"+net.JoinHostPort(t.Pod, strconv.Itoa(port))+StatusPath, nil)
+	req, err := nethttp.NewRequestWithContext(ctx, nethttp.MethodGet, scheme+"://"+net.JoinHostPort(t.Pod, strconv.Itoa(port))+StatusPath, nil)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -2,6 +2,7 @@ package cnpg
 
 import (
 	"path"
+	"slices"
 
 	"github.com/hactl-dev/hactl/model"
 )
@@ -48,6 +49,9 @@ func (Engine) Template(pt model.PodTemplate) model.TemplateFacts {
 	if v, ok := c.Literal("PGDATA"); ok && v != "" {
 		t.DataDir = v
 	}
+	// The manager serves its status over TLS with --status-port-tls
+	// (pkg/specs/pods.go), which `kubectl cnpg status` reads over https.
+	t.ClientTLS = slices.Contains(c.Command, "--status-port-tls") || slices.Contains(c.Args, "--status-port-tls")
 	return t
 }
 

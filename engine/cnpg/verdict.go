@@ -39,6 +39,11 @@ func (Rules) LagThreshold(t model.Thresholds, _ model.ClusterFacts) uint64 {
 	return DefaultWALLagThreshold
 }
 
+// pendingFailover is what CloudNativePG writes as targetPrimary while it
+// waits its failoverDelay before choosing a new primary
+// (PendingFailoverMarker).
+const pendingFailover = "pending"
+
 // view is what the rules know about one instance.
 type view struct {
 	m *model.Member
@@ -255,8 +260,14 @@ func (s *state) everyRunningAsked() bool {
 func (s *state) primaries() {
 	op := s.obs.Cluster.Operator
 	read := op != nil && op.Err == ""
-	if read && op.TargetPrimary != "" && op.Primary != "" && op.TargetPrimary != op.Primary {
+	switch {
+	case read && op.TargetPrimary == pendingFailover:
+		s.r.Add(model.ReasonSwitchoverInProgress, "", "Cluster %s is failing over from %s: its targetPrimary is %q until the operator picks the new primary (phase %q)", op.Name, op.Primary, pendingFailover, op.Status)
+	case read && op.TargetPrimary != "" && op.Primary != "" && op.TargetPrimary != op.Primary:
 		s.r.Add(model.ReasonSwitchoverInProgress, op.TargetPrimary, "Cluster %s is making %s primary in place of %s (targetPrimary; phase %q)", op.Name, op.TargetPrimary, op.Primary, op.Status)
+	}
+	if read && op.Primary != "" && len(s.views) < s.obs.Cluster.Replicas {
+		s.r.Add(model.ReasonPodMissing, "", "Cluster %s wants %d instances; %d exist", op.Name, s.obs.Cluster.Replicas, len(s.views))
 	}
 	var labelled []string
 	for _, v := range s.views {

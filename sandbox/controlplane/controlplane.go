@@ -63,6 +63,11 @@ type Options struct {
 	// APIServerArgs are appended to kube-apiserver's arguments (a repeated
 	// flag overrides the earlier one).
 	APIServerArgs []string
+	// EgressConfig, when set, is kube-apiserver's egress selector
+	// configuration (an apiserver.k8s.io EgressSelectorConfiguration,
+	// see package sandbox/egress): written to pki/egress-selector.yaml
+	// and passed as --egress-selector-config-file.
+	EgressConfig string
 	// Detach lets the components outlive the process that started them
 	// (by default they get SIGKILL when it dies); stop them later with
 	// KillRecorded(Dir).
@@ -341,6 +346,11 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, o Options, p paths, c
 		return err
 	}
 	hc := c.httpClient(&adminCert)
+	if o.EgressConfig != "" {
+		if err := os.WriteFile(filepath.Join(p.pki, "egress-selector.yaml"), []byte(o.EgressConfig), 0o644); err != nil {
+			return err
+		}
+	}
 	ports, err := c.startComponent(ctx, o, APIServer, filepath.Join(o.BinDir, "kube-apiserver"), p, 1,
 		func(ports []int) []string {
 			a := []string{
@@ -371,6 +381,9 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, o Options, p paths, c
 				"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 				"--proxy-client-cert-file=" + cs["front-proxy-client"][0],
 				"--proxy-client-key-file=" + cs["front-proxy-client"][1],
+			}
+			if o.EgressConfig != "" {
+				a = append(a, "--egress-selector-config-file="+filepath.Join(p.pki, "egress-selector.yaml"))
 			}
 			return append(a, o.APIServerArgs...)
 		},

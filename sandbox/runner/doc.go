@@ -16,8 +16,10 @@
 // postgres-operator's member pods (labelled application=spilo, a
 // container of a Spilo image without a command, which runs the Spilo
 // entrypoint stand-in of package spilostandin with the pod's reported IP
-// in spilostandin.PodIPEnv), it
-// runs the pod's containers as real host processes — the container's own
+// in spilostandin.PodIPEnv), and each of Crunchy PGO v5's instance pods
+// (labelled postgres-operator.crunchydata.com/data=postgres with an
+// instance label, a database container with a command: see IsPGOMember),
+// it runs the pod's containers as real host processes — the container's own
 // command, args and environment, with the downward API and $(VAR)
 // references resolved, and only addresses substituted so the member
 // listens on its own loopback address (127.x.1.n) with the standard ports —

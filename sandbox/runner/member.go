@@ -205,13 +205,17 @@ func (m *member) prepare(stop <-chan struct{}) bool {
 // resolveVolumes maps the pod's volumes to host directories: a claim to
 // its volume's directory, a hostPath to its path under the node's
 // directory (Options.NodeDir), everything else to a directory of the
-// pod's own (ConfigMaps and Secrets filled with their keys). writable are
-// the directories of claims and of every other volume but ConfigMaps,
-// Secrets and hostPaths (the node's files, which a kubelet does not make
-// the pod's either). missing names a claim that is not bound yet, or a
-// hostPath whose type check fails.
+// pod's own (ConfigMaps, Secrets and projected volumes filled with their
+// files as volumeFiles lays them out; a projected volume's files with the
+// mount paths of the container that mounts it substituted, see
+// mountRewriter). writable are the directories of claims and of every
+// other volume but ConfigMaps, Secrets, projected volumes and hostPaths
+// (the node's files, which a kubelet does not make the pod's either).
+// missing names a claim that is not bound yet, a hostPath whose type
+// check fails, or a volume whose ConfigMap or Secret is missing.
 func (m *member) resolveVolumes(pod *corev1.Pod) (vols map[string]string, claims, writable []string, missing string) {
 	vols = map[string]string{}
+	var filled []corev1.Volume
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil {
 			d := m.r.o.HostDir(pod.Namespace, v.PersistentVolumeClaim.ClaimName)
@@ -234,21 +238,35 @@ func (m *member) resolveVolumes(pod *corev1.Pod) (vols map[string]string, claims
 		}
 		d := filepath.Join(m.podDir, "volumes", v.Name)
 		_ = os.MkdirAll(d, 0o755)
-		var data map[string]string
-		obj := objects{ctx: m.r.ctx, kc: m.r.o.Kube, ns: pod.Namespace}
-		switch {
-		case v.ConfigMap != nil:
-			data, _, _ = obj.ConfigMap(v.ConfigMap.Name)
-		case v.Secret != nil:
-			data, _, _ = obj.Secret(v.Secret.SecretName)
-		}
-		for k, val := range data {
-			_ = os.WriteFile(filepath.Join(d, filepath.Base(k)), []byte(val), 0o644)
-		}
-		if v.ConfigMap == nil && v.Secret == nil {
+		if v.ConfigMap != nil || v.Secret != nil || v.Projected != nil {
+			filled = append(filled, v)
+		} else {
 			writable = append(writable, d)
 		}
 		vols[v.Name] = d
+	}
+	obj := objects{ctx: m.r.ctx, kc: m.r.o.Kube, ns: pod.Namespace}
+	for _, v := range filled {
+		files, err := volumeFiles(v, obj)
+		if err != nil {
+			m.logf("volume %s: %v", v.Name, err)
+			return nil, nil, nil, v.Name
+		}
+		var rewrite func(string) string
+		c := mounting(pod, v.Name)
+		if v.Projected != nil && c != nil {
+			rewrite = mountRewriter(c, vols)
+		}
+		var owner *identity
+		if c != nil && os.Geteuid() == 0 {
+			if id, ok := containerIdentity(pod, c); ok {
+				owner = &id
+			}
+		}
+		if err := writeVolumeFiles(vols[v.Name], files, rewrite, owner); err != nil {
+			m.logf("volume %s: %v", v.Name, err)
+			return nil, nil, nil, v.Name
+		}
 	}
 	return vols, claims, writable, ""
 }

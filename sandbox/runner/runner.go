@@ -143,6 +143,17 @@ type Runner struct {
 	spiloFactory informers.SharedInformerFactory
 	spilo        cache.SharedIndexInformer
 	spiloSets    cache.SharedIndexInformer
+	// pgo are the pods and StatefulSets selected by PGOSelector: the
+	// runner runs Crunchy PGO v5's instance pods (IsPGOMember), which
+	// carry nothing of hactl's.
+	pgoFactory informers.SharedInformerFactory
+	pgo        cache.SharedIndexInformer
+	pgoSets    cache.SharedIndexInformer
+	// cnpg are the pods selected by CNPGSelector: the runner runs
+	// CloudNativePG's instance pods (IsCNPGInstance), which carry nothing
+	// of hactl's.
+	cnpgFactory informers.SharedInformerFactory
+	cnpg        cache.SharedIndexInformer
 	// podNet is the pod network proxy hactl's agent dials pod IPs
 	// through (set by Start).
 	podNet *PodNetwork
@@ -178,7 +189,16 @@ func New(o Options) *Runner {
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = DruidSelector }))
 	zf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = SpiloSelector }))
+	pf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = PGOSelector }))
+	cf := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = CNPGSelector }))
 	r := &Runner{
+		cnpgFactory:     cf,
+		cnpg:            cf.Core().V1().Pods().Informer(),
+		pgoFactory:      pf,
+		pgo:             pf.Core().V1().Pods().Informer(),
+		pgoSets:         pf.Apps().V1().StatefulSets().Informer(),
 		spiloFactory:    zf,
 		spilo:           zf.Core().V1().Pods().Informer(),
 		spiloSets:       zf.Apps().V1().StatefulSets().Informer(),
@@ -227,6 +247,9 @@ func (r *Runner) Start(ctx context.Context) error {
 		if err := linkSpiloStandIn(r.o.StandIn, dir); err != nil {
 			return err
 		}
+		if err := linkCNPGStandIn(r.o.StandIn, dir); err != nil {
+			return err
+		}
 		head += ":" + dir
 	}
 	r.pathEnv = head + ":/usr/local/bin:/usr/bin:/bin"
@@ -254,7 +277,7 @@ func (r *Runner) Start(ctx context.Context) error {
 			}
 		},
 	}
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid, r.spilo} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid, r.spilo, r.pgo, r.cnpg} {
 		if _, err := inf.AddEventHandler(handlers); err != nil {
 			return err
 		}
@@ -273,8 +296,11 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.bitnamiFactory.Start(r.shutdown)
 	r.druidFactory.Start(r.shutdown)
 	r.spiloFactory.Start(r.shutdown)
+	r.pgoFactory.Start(r.shutdown)
+	r.cnpgFactory.Start(r.shutdown)
 	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.sets.HasSynced, r.others.HasSynced, r.static.HasSynced, r.operator.HasSynced,
-		r.bitnami.HasSynced, r.bitnamiSets.HasSynced, r.druid.HasSynced, r.druidSets.HasSynced, r.spilo.HasSynced, r.spiloSets.HasSynced) {
+		r.bitnami.HasSynced, r.bitnamiSets.HasSynced, r.druid.HasSynced, r.druidSets.HasSynced, r.spilo.HasSynced, r.spiloSets.HasSynced,
+		r.pgo.HasSynced, r.pgoSets.HasSynced, r.cnpg.HasSynced) {
 		return fmt.Errorf("runner: caches did not sync: %w", ctx.Err())
 	}
 	go func() {
@@ -339,6 +365,8 @@ func (r *Runner) Stop() {
 	r.bitnamiFactory.Shutdown()
 	r.druidFactory.Shutdown()
 	r.spiloFactory.Shutdown()
+	r.pgoFactory.Shutdown()
+	r.cnpgFactory.Shutdown()
 }
 
 func (r *Runner) observe(o any) {
@@ -407,6 +435,7 @@ func (r *Runner) resolve(ns string) func(string) (string, bool) {
 		var govs []Governor
 		sets := append(r.sets.GetStore().List(), r.bitnamiSets.GetStore().List()...)
 		sets = append(sets, r.spiloSets.GetStore().List()...)
+		sets = append(sets, r.pgoSets.GetStore().List()...)
 		for _, o := range append(sets, r.druidSets.GetStore().List()...) {
 			s := o.(*appsv1.StatefulSet)
 			govs = append(govs, Governor{Namespace: s.Namespace, Name: s.Name, Service: s.Spec.ServiceName})
@@ -430,7 +459,7 @@ func (r *Runner) resolve(ns string) func(string) (string, bool) {
 // spec.subdomain.
 func (r *Runner) subdomains() []Subdomain {
 	var out []Subdomain
-	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid, r.spilo} {
+	for _, inf := range []cache.SharedIndexInformer{r.pods, r.others, r.static, r.operator, r.bitnami, r.druid, r.spilo, r.pgo, r.cnpg} {
 		for _, o := range inf.GetStore().List() {
 			p, ok := o.(*corev1.Pod)
 			if !ok || p.Spec.Hostname == "" || p.Spec.Subdomain == "" || !runs(p) {

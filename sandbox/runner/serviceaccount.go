@@ -27,7 +27,22 @@ const tokenLifetime = 7 * 24 * time.Hour
 // automounts reports whether pod gets its ServiceAccount's token, as a
 // kubelet decides (the pod's automountServiceAccountToken, default true).
 func automounts(pod *corev1.Pod) bool {
-	return pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken
+	if pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken {
+		return true
+	}
+	// A pod that projects its ServiceAccount's token itself (cnpg's
+	// kube-api-access volume) gets it too.
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeKubeconfig requests a token for pod's ServiceAccount, bound to the

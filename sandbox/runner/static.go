@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // The kubelet's marks on the mirror pod of a static pod, and kubeadm's on
@@ -117,7 +118,8 @@ func IsBitnamiMember(pod *corev1.Pod) bool {
 // runs reports whether the runner runs pod's containers: pods labelled
 // EngineLabel or RunLabel, control-plane mirror pods, the cozystack
 // etcd-operator's member pods, Bitnami-style etcd members, etcd-druid's
-// member pods and the Zalando postgres-operator's (Spilo) member pods.
+// member pods, the Zalando postgres-operator's (Spilo) member pods and
+// Crunchy PGO v5's instance pods.
 func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[EngineLabel]; ok {
 		return true
@@ -125,7 +127,8 @@ func runs(pod *corev1.Pod) bool {
 	if _, ok := pod.Labels[RunLabel]; ok {
 		return true
 	}
-	return IsStaticControlPlane(pod) || IsOperatorMember(pod) || IsBitnamiMember(pod) || IsDruidMember(pod) || IsSpiloMember(pod)
+	return IsStaticControlPlane(pod) || IsOperatorMember(pod) || IsBitnamiMember(pod) || IsDruidMember(pod) || IsSpiloMember(pod) ||
+		IsPGOMember(pod) || IsCNPGInstance(pod)
 }
 
 // hasEngine reports whether pod carries one of the sandbox's own labels.
@@ -203,6 +206,20 @@ func forwardPorts(pod *corev1.Pod, c corev1.Container) []int {
 	if pod.Spec.HostNetwork {
 		for _, p := range listenPorts(c) {
 			add(p)
+		}
+	}
+	// A kubelet forwards any port; the ports the probes check are served
+	// for sure, declared or not (PGO declares PostgreSQL's port only, and
+	// probes Patroni's REST API on 8008).
+	for _, pr := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
+		if pr == nil {
+			continue
+		}
+		switch {
+		case pr.HTTPGet != nil && pr.HTTPGet.Port.Type == intstr.Int:
+			add(pr.HTTPGet.Port.IntValue())
+		case pr.TCPSocket != nil && pr.TCPSocket.Port.Type == intstr.Int:
+			add(pr.TCPSocket.Port.IntValue())
 		}
 	}
 	return out

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/cnpgstandin"
 	"github.com/hactl-dev/hactl/sandbox/druidstandin"
 	"github.com/hactl-dev/hactl/sandbox/spilostandin"
 )
@@ -183,6 +184,13 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 	if isSpilo {
 		argv = append(argv, spiloCmd)
 	}
+	cnpgCmd, isCNPG := cnpgStandIn(pe.Pod, c)
+	if isCNPG {
+		// cnpg's instance manager (/controller/manager, copied into the
+		// pod by its bootstrap-controller init container) is stood in
+		// for: its arguments (instance run ...) pass on.
+		argv[0] = cnpgCmd
+	}
 	if len(argv) == 0 {
 		ep, ok := imageEntrypoints[model.ImageBase(c.Image)]
 		if !ok {
@@ -213,7 +221,7 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 	order := []string{"PATH", "HOSTNAME", "HOME"}
 	for _, e := range env {
 		v := e.value
-		if !storeEnv(e.name) {
+		if !storeEnv(e.name) && !publishedIPEnv(e.name) {
 			v = s.apply(v, e.name == "ETCD_LISTEN_PEER_URLS")
 		}
 		if e.name == "PATH" {
@@ -224,7 +232,13 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 		}
 		vars[e.name] = v
 	}
-	for _, extra := range [][2]string{{"TMPDIR", pe.TmpDir}, {"KUBECONFIG", pe.Kubeconfig}} {
+	extras := [][2]string{{"TMPDIR", pe.TmpDir}, {"KUBECONFIG", pe.Kubeconfig}}
+	if pe.Kubeconfig != "" && pe.Pod != nil && IsPGOMember(pe.Pod) && c.Name == PGODatabase {
+		// PGO's Patroni finds the API server in-cluster; here it reads
+		// KUBECONFIG, and Patroni 3.0.2 ignores its current-context.
+		extras = append(extras, [2]string{"PATRONI_KUBERNETES_CONTEXT", KubeContext})
+	}
+	for _, extra := range extras {
 		if _, set := vars[extra[0]]; !set && extra[1] != "" {
 			vars[extra[0]] = extra[1]
 			order = append(order, extra[0])
@@ -243,6 +257,15 @@ func Translate(pe PodEnv, c *corev1.Container) (Launch, error) {
 		// member's address).
 		vars[spilostandin.PodIPEnv] = pe.PodIP
 		order = append(order, spilostandin.PodIPEnv)
+	}
+	if isCNPG {
+		// What a cnpg pod's environment does not say: where the member
+		// listens, the pod's reported IP, the image (its PostgreSQL
+		// major).
+		for _, kv := range [][2]string{{cnpgstandin.AddressEnv, pe.Address}, {cnpgstandin.PodIPEnv, pe.PodIP}, {cnpgstandin.ImageEnv, c.Image}} {
+			vars[kv[0]] = kv[1]
+			order = append(order, kv[0])
+		}
 	}
 	for _, k := range order {
 		l.Env = append(l.Env, k+"="+vars[k])
@@ -288,6 +311,14 @@ func storeEnv(name string) bool {
 	return strings.HasPrefix(name, "AWS_") || strings.HasPrefix(name, "AZURE_STORAGE_") ||
 		name == "GOOGLE_APPLICATION_CREDENTIALS_JSON"
 }
+
+// publishedIPEnv reports whether an environment variable names the pod's
+// IP only to publish it, never to dial or bind it: Patroni's
+// kubernetes.pod_ip (PATRONI_KUBERNETES_POD_IP), the address of the
+// leader's Endpoints with use_endpoints, which the API server refuses in
+// the loopback range. It keeps the reported pod IP (10.244.b.n) rather
+// than becoming the member's address.
+func publishedIPEnv(name string) bool { return name == "PATRONI_KUBERNETES_POD_IP" }
 
 func translateProbe(pe PodEnv, c *corev1.Container, p *corev1.Probe, lookup func(string) (string, bool), s *substituter, l Launch) (*Probe, error) {
 	pr := &Probe{
@@ -613,10 +644,14 @@ func newSubstituter(pe PodEnv, c *corev1.Container) (*substituter, error) {
 }
 
 var (
-	reHost      = regexp.MustCompile(`[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+`)
-	reLocalhost = regexp.MustCompile(`(^|[^A-Za-z0-9._-])localhost($|[^A-Za-z0-9._-])`)
-	reListen    = regexp.MustCompile(`--listen-peer-urls(=|\s+)["']?([^\s"';]+)`)
-	reURLList   = regexp.MustCompile(`^(--[A-Za-z0-9-]+=)?([^,\s]+(,[^,\s]+)+)$`)
+	reHost = regexp.MustCompile(`[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+`)
+	// reStarListen matches "*:port", every interface as Patroni and
+	// PostgreSQL write it (PGO's PATRONI_RESTAPI_LISTEN *:8008), which
+	// stands for the member's address as 0.0.0.0 does.
+	reStarListen = regexp.MustCompile(`(^|[\s,="'])\*(:[0-9]+)`)
+	reLocalhost  = regexp.MustCompile(`(^|[^A-Za-z0-9._-])localhost($|[^A-Za-z0-9._-])`)
+	reListen     = regexp.MustCompile(`--listen-peer-urls(=|\s+)["']?([^\s"';]+)`)
+	reURLList    = regexp.MustCompile(`^(--[A-Za-z0-9-]+=)?([^,\s]+(,[^,\s]+)+)$`)
 )
 
 // reStoreURL matches an object store's URL (hactl's --store): its host is
@@ -694,6 +729,7 @@ func (s *substituter) addresses(v, self string) string {
 		return h
 	})
 	v = strings.ReplaceAll(v, "[::]", self)
+	v = reStarListen.ReplaceAllString(v, "${1}"+self+"${2}")
 	return reLocalhost.ReplaceAllString(v, "${1}"+self+"${2}")
 }
 
@@ -723,32 +759,34 @@ func (s *substituter) peerPorts() []int {
 	return out
 }
 
-// paths replaces mount paths (at path boundaries) by host directories.
+// paths replaces mount paths (at path boundaries) by host directories,
+// in one pass: a host directory put in is never rewritten again (the
+// sandbox's directory may lie under a mount path, such as /tmp).
 func (s *substituter) paths(v string) string {
-	for _, m := range s.mounts {
-		if m.path == "/" {
-			continue
-		}
-		var b strings.Builder
-		rest := v
-		for {
-			i := strings.Index(rest, m.path)
-			if i < 0 {
-				b.WriteString(rest)
-				break
+	var b strings.Builder
+	i := 0
+	for i < len(v) {
+		if i == 0 || !isPathChar(v[i-1]) {
+			matched := false
+			for _, m := range s.mounts { // longest first
+				if m.path == "/" || !strings.HasPrefix(v[i:], m.path) {
+					continue
+				}
+				end := i + len(m.path)
+				if end == len(v) || !isPathChar(v[end]) || v[end] == '/' {
+					b.WriteString(m.host)
+					i, matched = end, true
+					break
+				}
 			}
-			end := i + len(m.path)
-			if (i == 0 || !isPathChar(rest[i-1])) && (end == len(rest) || !isPathChar(rest[end]) || rest[end] == '/') {
-				b.WriteString(rest[:i])
-				b.WriteString(m.host)
-			} else {
-				b.WriteString(rest[:end])
+			if matched {
+				continue
 			}
-			rest = rest[end:]
 		}
-		v = b.String()
+		b.WriteByte(v[i])
+		i++
 	}
-	return v
+	return b.String()
 }
 
 func isPathChar(c byte) bool {

@@ -3,6 +3,8 @@ package scenario
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +16,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/hactl-dev/hactl/model"
 	"github.com/hactl-dev/hactl/sandbox/fault"
@@ -122,20 +126,97 @@ func (s PatroniStatus) streaming(member string) bool {
 
 var patroniHTTP = &http.Client{Timeout: 2 * time.Second}
 
-// patroniURL is the URL of path on the Patroni REST API of pod.
-func patroniURL(env Env, pod, path string) (string, error) {
+// patroniClients caches, by namespace/pod, the client and scheme of a
+// member's REST API (see patroniClient).
+var patroniClients sync.Map
+
+type patroniClientEntry struct {
+	client *http.Client
+	scheme string
+}
+
+// PatroniTLS returns the TLS configuration that reaches the Patroni REST
+// API of pod in ns when it serves HTTPS as Crunchy PGO configures it, and
+// nil for any other pod (plain HTTP): the roots of its instance Secret
+// <instance>-certs (patroni.ca-roots), its pod DNS name
+// <pod>.<cluster>-pods as server name (the certificate names no IP), and
+// its patroni.crt-combined (key and certificate) as client certificate,
+// as PGO's patronictl presents it (ctl.certfile): Patroni with
+// verify_client optional refuses unsafe requests (PATCH, POST) without
+// one.
+func PatroniTLS(ctx context.Context, kc kubernetes.Interface, ns, pod string) (*tls.Config, error) {
+	p, err := kc.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	inst, cluster := p.Labels[PGOInstanceLabel], p.Labels[PGOClusterLabel]
+	if inst == "" || cluster == "" {
+		return nil, nil
+	}
+	sec, err := kc.CoreV1().Secrets(ns).Get(ctx, PGOInstanceCerts(inst), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(sec.Data[PGOCARootsKey]) {
+		return nil, fmt.Errorf("Secret %s: no certificate in %s", sec.Name, PGOCARootsKey)
+	}
+	combined := sec.Data[PGOCertCombined]
+	cert, err := tls.X509KeyPair(combined, combined)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s, %s: %w", sec.Name, PGOCertCombined, err)
+	}
+	return &tls.Config{RootCAs: roots, ServerName: pod + "." + PGOPodService(cluster),
+		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// patroniClient returns the client and scheme for pod's REST API: HTTPS
+// with PatroniTLS for a PGO instance, else plain HTTP.
+func patroniClient(ctx context.Context, env Env, pod string) (*http.Client, string, error) {
+	key := env.Namespace + "/" + pod
+	if e, ok := patroniClients.Load(key); ok {
+		e := e.(patroniClientEntry)
+		return e.client, e.scheme, nil
+	}
+	if env.Kube == nil {
+		return patroniHTTP, "http", nil
+	}
+	cfg, err := PatroniTLS(ctx, env.Kube, env.Namespace, pod)
+	if err != nil {
+		return nil, "", err
+	}
+	e := patroniClientEntry{client: patroniHTTP, scheme: "http"}
+	if cfg != nil {
+		e = patroniClientEntry{scheme: "https", client: &http.Client{Timeout: patroniHTTP.Timeout,
+			Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}}}
+	}
+	patroniClients.Store(key, e)
+	return e.client, e.scheme, nil
+}
+
+// forgetPatroniClient drops pod's cached client after a failed request:
+// a pod of the same name may since belong to another cluster.
+func forgetPatroniClient(env Env, pod string) { patroniClients.Delete(env.Namespace + "/" + pod) }
+
+// patroniURL is the URL of path on the Patroni REST API of pod (scheme
+// http or https), through its own address.
+func patroniURL(env Env, pod, scheme, path string) (string, error) {
 	a, err := env.Address(pod)
 	if err != nil {
 		return "", err
 	}
-	return "http://" + a + ":" + strconv.Itoa(patroniPort) + path, nil
+	return scheme + "://" + a + ":" + strconv.Itoa(patroniPort) + path, nil
 }
 
 // GetPatroni asks the member of pod for its /patroni status, through its
-// own address.
+// own address (over HTTPS with PatroniTLS for a PGO instance).
 func GetPatroni(ctx context.Context, env Env, pod string) (PatroniStatus, error) {
 	var st PatroniStatus
-	u, err := patroniURL(env, pod, "/patroni")
+	client, scheme, err := patroniClient(ctx, env, pod)
+	if err != nil {
+		return st, err
+	}
+	u, err := patroniURL(env, pod, scheme, "/patroni")
 	if err != nil {
 		return st, err
 	}
@@ -143,8 +224,9 @@ func GetPatroni(ctx context.Context, env Env, pod string) (PatroniStatus, error)
 	if err != nil {
 		return st, err
 	}
-	resp, err := patroniHTTP.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
+		forgetPatroniClient(env, pod)
 		return st, err
 	}
 	defer resp.Body.Close()
@@ -160,9 +242,14 @@ func GetPatroni(ctx context.Context, env Env, pod string) (PatroniStatus, error)
 
 // setPause turns maintenance mode on or off the way patronictl does
 // (PATCH /config {"pause": true} or {"pause": null}) through member pod,
-// then waits until every member of cluster reports it.
+// then waits until every member of cluster reports it. Over HTTPS (a PGO
+// instance) it presents the instance's client certificate.
 func setPause(ctx context.Context, env Env, cluster, pod string, on bool, members ...string) error {
-	u, err := patroniURL(env, pod, "/config")
+	client, scheme, err := patroniClient(ctx, env, pod)
+	if err != nil {
+		return err
+	}
+	u, err := patroniURL(env, pod, scheme, "/config")
 	if err != nil {
 		return err
 	}
@@ -177,7 +264,7 @@ func setPause(ctx context.Context, env Env, cluster, pod string, on bool, member
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.SetBasicAuth(RESTUser, RESTPassword)
-		resp, err := patroniHTTP.Do(req)
+		resp, err := client.Do(req)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -309,15 +396,18 @@ func waitFormed(ctx context.Context, env Env, cluster string, n int, begin time.
 // own address (in the container, as `kubectl exec … psql` would): with
 // the Patroni template's PATRONI_* variables, else the Zalando
 // operator's (PGUSER_SUPERUSER, PGPASSWORD_SUPERUSER and PGVERSION, whose
-// bin dir Spilo uses).
+// bin dir Spilo uses), else as postgres with PATRONI_SUPERUSER_PASSWORD
+// and the psql on PATH (a PGO instance).
 func psql(ctx context.Context, env Env, pod, sql string) (string, error) {
 	if env.Exec == nil {
 		return "", errors.New("this sandbox cannot exec in pods")
 	}
 	return env.Exec(ctx, pod, []string{"sh", "-c",
-		`PGPASSWORD="${PATRONI_SUPERUSER_PASSWORD:-$PGPASSWORD_SUPERUSER}" PGCONNECT_TIMEOUT=5 ` +
-			`exec "${PATRONI_POSTGRESQL_BIN_DIR:-/usr/lib/postgresql/$PGVERSION/bin}/psql" ` +
-			`-h 127.0.0.1 -p 5432 -U "${PATRONI_SUPERUSER_USERNAME:-$PGUSER_SUPERUSER}" -d postgres -v ON_ERROR_STOP=1 -qAtc "$0"`, sql})
+		`bin="${PATRONI_POSTGRESQL_BIN_DIR:-/usr/lib/postgresql/$PGVERSION/bin}"; ` +
+			`if [ -z "$PATRONI_POSTGRESQL_BIN_DIR$PGVERSION" ]; then bin=$(dirname "$(command -v psql)"); fi; ` +
+			`PGPASSWORD="${PATRONI_SUPERUSER_PASSWORD:-$PGPASSWORD_SUPERUSER}" PGCONNECT_TIMEOUT=5 ` +
+			`exec "$bin/psql" ` +
+			`-h 127.0.0.1 -p 5432 -U "${PATRONI_SUPERUSER_USERNAME:-${PGUSER_SUPERUSER:-postgres}}" -d postgres -v ON_ERROR_STOP=1 -qAtc "$0"`, sql})
 }
 
 // writeWAL writes about mib MiB of WAL on the primary pod (rows of a

@@ -60,6 +60,19 @@ const (
 	// Services, Secrets and PodDisruptionBudgets. It has no template
 	// (see zalando.go) and is not in Shapes.
 	ZalandoOperator
+	// PGOOperator is Crunchy PGO v5's layout: a PostgresCluster and one
+	// StatefulSet of one pod per instance (<cluster>-instance1-<4
+	// random>), Patroni with its Kubernetes DCS on Endpoints and its
+	// REST API over HTTPS, its Services, Secrets, ConfigMaps and
+	// PodDisruptionBudget. It has no template (see pgo.go) and is not in
+	// Shapes.
+	PGOOperator
+	// CNPGOperator is CloudNativePG's layout: a Cluster controlling its
+	// instance pods <cluster>-<serial> and their PVCs directly (no
+	// StatefulSet), run by a stand-in for cnpg's instance manager around
+	// real PostgreSQL; its Services, Secrets and PodDisruptionBudgets. It
+	// has no template (see cnpg.go) and is not in Shapes.
+	CNPGOperator
 )
 
 var shapeNames = map[Shape]string{
@@ -71,6 +84,8 @@ var shapeNames = map[Shape]string{
 	CozystackOperator: "cozystack-operator",
 	DruidOperator:     "druid-operator",
 	ZalandoOperator:   "zalando-operator",
+	PGOOperator:       "pgo-operator",
+	CNPGOperator:      "cnpg-operator",
 }
 
 // shapeTemplates are the templates each shape renders (default: its own

@@ -92,13 +92,17 @@ func (s *Scenario) ClusterName() string {
 // members: <cluster>-<ordinal> of its StatefulSet, for kubeadm's stacked
 // etcd the mirror pods etcd-<node>, and for the cozystack etcd-operator's
 // clusters <name>-<5 lowercase letters or digits> (its EtcdMembers'
-// names, which the API server generates).
+// names, which the API server generates), for Crunchy PGO's
+// <cluster>-instance1-<4 of PGO's alphabet>-0 (its instances' pods).
 func (s *Scenario) Owns(pod string) bool {
 	if s.Shape == KubeadmStacked {
 		return strings.HasPrefix(pod, "etcd-")
 	}
 	if s.Shape == CozystackOperator {
 		return IsCozystackMemberName(s.ClusterName(), pod)
+	}
+	if s.Shape == PGOOperator {
+		return IsPGOPodName(s.ClusterName(), pod)
 	}
 	ord, ok := strings.CutPrefix(pod, s.ClusterName()+"-")
 	if !ok || ord == "" {
