@@ -174,15 +174,21 @@ func (r *run) stsRef() corev1.ObjectReference {
 }
 
 // owner is the owner reference of hactl's lock and ledger: the object
-// the cluster answers to, so that they go with it. None when it answers
-// to no object of a known kind: an owner reference naming an object that
-// does not exist makes the garbage collector delete the dependent.
+// the cluster answers to, so that they go with it (an owner reference
+// naming an object that does not exist makes the garbage collector
+// delete the dependent). A decision that names no kind (a plan saved
+// before kinds were recorded, when every cluster hactl acted on was a
+// StatefulSet's) is its StatefulSet's; none without a UID.
 func (r *run) owner() *metav1.OwnerReference {
 	c := r.confirmed.Cluster
-	if c.UID == "" || c.OwnerKind == "" || c.OwnerAPIVersion == "" {
+	if c.UID == "" {
 		return nil
 	}
-	return &metav1.OwnerReference{APIVersion: c.OwnerAPIVersion, Kind: c.OwnerKind, Name: r.name, UID: types.UID(c.UID)}
+	kind, apiVersion := c.OwnerKind, c.OwnerAPIVersion
+	if kind == "" || apiVersion == "" {
+		kind, apiVersion = "StatefulSet", "apps/v1"
+	}
+	return &metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: r.name, UID: types.UID(c.UID)}
 }
 
 func (r *run) ledger() *Ledger {

@@ -10,8 +10,9 @@ import (
 // to, whatever its kind: an owner reference naming a StatefulSet the
 // cluster does not have (Crunchy PGO's cluster is its PostgresCluster,
 // whose StatefulSets are named per instance) makes the garbage collector
-// delete them under a running action. A cluster that answers to no
-// object of a known kind gets none; its Events are about that object.
+// delete them under a running action; its Events are about that object.
+// A decision saved before kinds were recorded (every cluster then was a
+// StatefulSet's) keeps the StatefulSet owner; one without a UID gets none.
 func TestLockAndLedgerOwnedByTheClustersObject(t *testing.T) {
 	pgo := &run{ns: "db", name: "hippo", confirmed: model.Decision{Cluster: model.ClusterRef{Namespace: "db", Name: "hippo", UID: "pc-uid",
 		OwnerKind: "PostgresCluster", OwnerAPIVersion: "postgres-operator.crunchydata.com/v1beta1"}}}
@@ -26,8 +27,12 @@ func TestLockAndLedgerOwnedByTheClustersObject(t *testing.T) {
 	if o := sts.owner(); o == nil || o.Kind != "StatefulSet" || o.UID != "sts-uid" {
 		t.Errorf("owner %+v, want the StatefulSet etcd", o)
 	}
-	unknown := &run{ns: "db", name: "x", confirmed: model.Decision{Cluster: model.ClusterRef{Name: "x", UID: "u"}}}
-	if o := unknown.owner(); o != nil {
-		t.Errorf("owner %+v of a cluster whose object's kind is unknown", o)
+	saved := &run{ns: "db", name: "x", confirmed: model.Decision{Cluster: model.ClusterRef{Name: "x", UID: "u"}}}
+	if o := saved.owner(); o == nil || o.Kind != "StatefulSet" || o.APIVersion != "apps/v1" || o.UID != "u" {
+		t.Errorf("owner %+v of a plan saved before kinds were recorded, want its StatefulSet", o)
+	}
+	static := &run{ns: "kube-system", name: "etcd", confirmed: model.Decision{Cluster: model.ClusterRef{Name: "etcd"}}}
+	if o := static.owner(); o != nil {
+		t.Errorf("owner %+v of a cluster of no object", o)
 	}
 }

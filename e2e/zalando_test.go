@@ -223,7 +223,10 @@ func switchoverChecked(t *testing.T, c switchCase) {
 		t.Fatalf("the cluster's pods and claims: %v", uids)
 	}
 
-	out, errOut, code := kubectl(t, "hactl", "switchover", name, "--to", to, "-n", ns, "--yes")
+	// A probe that takes a loaded machine more than the default 2 s
+	// would refuse the switchover under the lock (its candidate "did not
+	// answer").
+	out, errOut, code := kubectl(t, "hactl", "switchover", name, "--to", to, "-n", ns, "--yes", "--probe-timeout", "10s")
 	if code != 0 {
 		t.Fatalf("switchover to %s: exit %d\n%s%s", to, code, out, errOut)
 	}

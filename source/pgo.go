@@ -56,8 +56,8 @@ func IsPGOInstance(sts *appsv1.StatefulSet) bool {
 	return c != nil && c.Kind == "PostgresCluster"
 }
 
-// pgoCluster is the PostgresCluster sts is an instance of.
-func pgoCluster(sts *appsv1.StatefulSet) string {
+// PGOClusterName is the PostgresCluster sts is an instance of.
+func PGOClusterName(sts *appsv1.StatefulSet) string {
 	if c := sts.Labels[LabelPGOCluster]; c != "" {
 		return c
 	}
@@ -88,7 +88,7 @@ func (PGOClusters) Workloads(o Objects, detect Detect) []Workload {
 		// An instance's, not another StatefulSet its PostgresCluster
 		// controls (pgBackRest's repo host, pgAdmin).
 		if _, ok := sts.Labels[LabelPGOInstance]; ok && IsPGOInstance(sts) {
-			k := [2]string{sts.Namespace, pgoCluster(sts)}
+			k := [2]string{sts.Namespace, PGOClusterName(sts)}
 			groups[k] = append(groups[k], sts)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -462,7 +463,14 @@ func readActionObjectsByName(ctx context.Context, c kubernetes.Interface, sts []
 		if _, ok := DetectEngine(s, dec); !ok && engines != nil {
 			continue
 		}
-		clusters = append(clusters, [2]string{s.Namespace, s.Name})
+		name := s.Name
+		if source.IsPGOInstance(s) {
+			// An instance's: the cluster is its PostgresCluster.
+			name = source.PGOClusterName(s)
+		}
+		if k := [2]string{s.Namespace, name}; !slices.Contains(clusters, k) {
+			clusters = append(clusters, k)
+		}
 	}
 	return readLocksByName(ctx, c, clusters)
 }

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hactl-dev/hactl/sandbox/internal/connserve"
 )
 
 // PodCIDRPrefix is the sandbox's pod IPs' prefix (10.244.b.n).
@@ -56,14 +58,9 @@ func BlockResolver(b int) Resolve {
 
 // Proxy is a running HTTP CONNECT proxy.
 type Proxy struct {
-	ln      net.Listener
+	*connserve.Server
 	resolve Resolve
 	logf    func(string, ...any)
-
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-	done  bool
-	wg    sync.WaitGroup
 }
 
 // Start listens on network ("unix" or "tcp") at addr.
@@ -78,47 +75,9 @@ func Start(network, addr string, resolve Resolve, logf func(string, ...any)) (*P
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	p := &Proxy{ln: ln, resolve: resolve, logf: logf, conns: map[net.Conn]bool{}}
-	p.wg.Add(1)
-	go p.serve()
+	p := &Proxy{resolve: resolve, logf: logf}
+	p.Server = connserve.Serve(ln, p.handle)
 	return p, nil
-}
-
-// Addr is where it listens.
-func (p *Proxy) Addr() net.Addr { return p.ln.Addr() }
-
-func (p *Proxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if !p.track(c, true) {
-			c.Close()
-			return
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer p.track(c, false)
-			p.handle(c)
-		}()
-	}
-}
-
-func (p *Proxy) track(c net.Conn, on bool) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if on {
-		if p.done {
-			return false
-		}
-		p.conns[c] = true
-		return true
-	}
-	delete(p.conns, c)
-	return true
 }
 
 func (p *Proxy) handle(down net.Conn) {
@@ -159,10 +118,10 @@ func (p *Proxy) handle(down net.Conn) {
 		return
 	}
 	defer up.Close()
-	if !p.track(up, true) {
+	if !p.Track(up) {
 		return
 	}
-	defer p.track(up, false)
+	defer p.Untrack(up)
 	// The API server's tunnel reads the status line and headers and
 	// refuses anything buffered after them: answer with nothing more.
 	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
@@ -198,15 +157,8 @@ func relay(down net.Conn, br *bufio.Reader, up net.Conn) {
 
 // Close stops listening, cuts every relayed connection and waits.
 func (p *Proxy) Close() {
-	p.mu.Lock()
-	p.done = true
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.ln.Close()
-	p.wg.Wait()
-	if a, ok := p.ln.Addr().(*net.UnixAddr); ok {
+	p.Server.Close()
+	if a, ok := p.Addr().(*net.UnixAddr); ok {
 		_ = os.Remove(a.Name)
 	}
 }

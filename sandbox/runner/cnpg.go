@@ -1,9 +1,6 @@
 package runner
 
 import (
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,26 +68,4 @@ func cnpgStandIn(pod *corev1.Pod, c *corev1.Container) (string, bool) {
 		return cnpgstandin.Command, true
 	}
 	return "", false
-}
-
-// linkCNPGStandIn makes dir/<command> a link to program for the cnpg
-// stand-in's commands.
-func linkCNPGStandIn(program, dir string) error {
-	abs, err := filepath.Abs(program)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, name := range cnpgstandin.Commands() {
-		link := filepath.Join(dir, name)
-		if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		if err := os.Symlink(abs, link); err != nil {
-			return fmt.Errorf("runner: linking the stand-in %s: %w", name, err)
-		}
-	}
-	return nil
 }

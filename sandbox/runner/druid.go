@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hactl-dev/hactl/model"
+	"github.com/hactl-dev/hactl/sandbox/cnpgstandin"
 	"github.com/hactl-dev/hactl/sandbox/druidstandin"
+	"github.com/hactl-dev/hactl/sandbox/spilostandin"
 )
 
 // etcd-druid's marks on the objects it creates (github.com/gardener/
@@ -161,7 +164,8 @@ func standInContext(pe PodEnv, c *corev1.Container) (string, error) {
 }
 
 // linkStandIns makes dir/<command> a link to program for each stand-in
-// command, and returns dir.
+// command (etcd-druid's, Spilo's and CloudNativePG's instance
+// manager's), and returns dir.
 func linkStandIns(program, dir string) (string, error) {
 	abs, err := filepath.Abs(program)
 	if err != nil {
@@ -170,7 +174,7 @@ func linkStandIns(program, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	for _, name := range druidstandin.Commands() {
+	for _, name := range slices.Concat(druidstandin.Commands(), spilostandin.Commands(), cnpgstandin.Commands()) {
 		link := filepath.Join(dir, name)
 		if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return "", err

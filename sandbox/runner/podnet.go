@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"time"
+
+	"github.com/hactl-dev/hactl/sandbox/internal/connserve"
 )
 
 // PodNetwork stands in for the pod network for hactl's agent: a SOCKS5
@@ -19,14 +20,9 @@ import (
 // exporter dials pod IPs; internal/poddial honours ALL_PROXY). Anything
 // the resolver does not know is refused.
 type PodNetwork struct {
-	ln      net.Listener
+	*connserve.Server
 	resolve func(ip string, port int) (string, bool)
 	logf    func(string, ...any)
-
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-	done  bool
-	wg    sync.WaitGroup
 }
 
 // StartPodNetwork listens at addr (host:port, port 0 for any); resolve
@@ -36,48 +32,13 @@ func StartPodNetwork(addr string, resolve func(ip string, port int) (string, boo
 	if err != nil {
 		return nil, fmt.Errorf("runner: pod network proxy: %w", err)
 	}
-	p := &PodNetwork{ln: ln, resolve: resolve, logf: logf, conns: map[net.Conn]bool{}}
-	p.wg.Add(1)
-	go p.serve()
+	p := &PodNetwork{resolve: resolve, logf: logf}
+	p.Server = connserve.Serve(ln, p.handle)
 	return p, nil
 }
 
 // URL is what ALL_PROXY says to reach it.
-func (p *PodNetwork) URL() string { return "socks5://" + p.ln.Addr().String() }
-
-func (p *PodNetwork) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if !p.track(c, true) {
-			c.Close()
-			return
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer p.track(c, false)
-			p.handle(c)
-		}()
-	}
-}
-
-func (p *PodNetwork) track(c net.Conn, on bool) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if on {
-		if p.done {
-			return false
-		}
-		p.conns[c] = true
-		return true
-	}
-	delete(p.conns, c)
-	return true
-}
+func (p *PodNetwork) URL() string { return "socks5://" + p.Addr().String() }
 
 // SOCKS5 reply codes (RFC 1928, 6).
 const (
@@ -107,10 +68,10 @@ func (p *PodNetwork) handle(down net.Conn) {
 		return
 	}
 	defer up.Close()
-	if !p.track(up, true) {
+	if !p.Track(up) {
 		return
 	}
-	defer p.track(up, false)
+	defer p.Untrack(up)
 	reply(down, socksOK)
 	_ = down.SetDeadline(time.Time{})
 	relay(down, br, up)
@@ -166,16 +127,4 @@ func (p *PodNetwork) request(br *bufio.Reader, w io.Writer) (string, byte, error
 
 func reply(w io.Writer, code byte) {
 	_, _ = w.Write([]byte{5, code, 0, 1, 0, 0, 0, 0, 0, 0})
-}
-
-// Close stops listening, cuts every relayed connection and waits.
-func (p *PodNetwork) Close() {
-	p.mu.Lock()
-	p.done = true
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.ln.Close()
-	p.wg.Wait()
 }

@@ -244,12 +244,6 @@ func (r *Runner) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := linkSpiloStandIn(r.o.StandIn, dir); err != nil {
-			return err
-		}
-		if err := linkCNPGStandIn(r.o.StandIn, dir); err != nil {
-			return err
-		}
 		head += ":" + dir
 	}
 	r.pathEnv = head + ":/usr/local/bin:/usr/bin:/bin"

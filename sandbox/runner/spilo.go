@@ -1,10 +1,6 @@
 package runner
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,26 +66,4 @@ func spiloStandIn(c *corev1.Container) (string, bool) {
 		return spilostandin.Command, true
 	}
 	return "", false
-}
-
-// linkSpiloStandIn makes dir/<command> a link to program for the Spilo
-// stand-in's commands.
-func linkSpiloStandIn(program, dir string) error {
-	abs, err := filepath.Abs(program)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, name := range spilostandin.Commands() {
-		link := filepath.Join(dir, name)
-		if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		if err := os.Symlink(abs, link); err != nil {
-			return fmt.Errorf("runner: linking the stand-in %s: %w", name, err)
-		}
-	}
-	return nil
 }

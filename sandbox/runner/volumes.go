@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,9 +98,16 @@ func volumeFiles(v corev1.Volume, obj Objects) ([]volumeFile, error) {
 			return nil, err
 		}
 	case v.Projected != nil:
+		apiAccess := slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil })
 		for _, src := range v.Projected.Sources {
 			var err error
 			switch {
+			case src.ConfigMap != nil && apiAccess && src.ConfigMap.Name == "kube-root-ca.crt":
+				// An API-access volume's CA (the containers get it in
+				// their KUBECONFIG): written when the controller manager
+				// has published it, never waited for.
+				yes := true
+				err = configMap(src.ConfigMap.Name, src.ConfigMap.Items, &yes, v.Projected.DefaultMode)
 			case src.ConfigMap != nil:
 				err = configMap(src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional, v.Projected.DefaultMode)
 			case src.Secret != nil:
